@@ -1,0 +1,1 @@
+"""One module per `cockpit` subcommand, each with `add_arguments(parser)` and `main(args) -> int`."""

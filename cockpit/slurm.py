@@ -1,0 +1,448 @@
+"""Slurm client over a command runner (the cluster's SSH connection, or a local shell).
+
+Three rules keep a login node happy and the cockpit robust:
+- one ``squeue`` per poll for all of a study's jobs, with an explicit ``--format``, never one call per job;
+- jobs that left the queue are resolved in one batch: ``sacct`` where accounting exists, else
+  ``scontrol show job`` while the controller remembers them; the caller falls back to run-directory files;
+- output is parsed defensively: anything unexpected becomes a :class:`ParseProblem`, never an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shlex
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from cockpit.backend import JobInfo, JobState
+from cockpit.ssh import CommandResult
+
+# squeue: free-text fields (name, comment) go last so a stray separator in them cannot shift the others.
+SEP = "|"
+SQUEUE_FIELDS = ("job_id", "state", "elapsed", "time_limit", "nodes", "nodelist", "user", "reason", "name", "comment")
+SQUEUE_FORMAT = SEP.join(("%i", "%T", "%M", "%l", "%D", "%N", "%u", "%r", "%j", "%k"))
+SACCT_FIELDS = ("JobID", "State", "ExitCode", "Elapsed", "Timelimit", "NNodes", "NodeList", "Reason", "JobName")
+
+_STATE_MAP: dict[str, JobState] = {
+    "PENDING": JobState.PENDING,
+    "PD": JobState.PENDING,
+    "CONFIGURING": JobState.PENDING,
+    "CF": JobState.PENDING,
+    "REQUEUE_HOLD": JobState.PENDING,
+    "REQUEUE_FED": JobState.PENDING,
+    "RESV_DEL_HOLD": JobState.PENDING,
+    "RUNNING": JobState.RUNNING,
+    "R": JobState.RUNNING,
+    "RESIZING": JobState.RUNNING,
+    "SIGNALING": JobState.RUNNING,
+    "COMPLETING": JobState.COMPLETING,
+    "CG": JobState.COMPLETING,
+    "STAGE_OUT": JobState.COMPLETING,
+    "SUSPENDED": JobState.SUSPENDED,
+    "S": JobState.SUSPENDED,
+    "STOPPED": JobState.SUSPENDED,
+    "ST": JobState.SUSPENDED,
+    "REQUEUED": JobState.REQUEUED,
+    "RQ": JobState.REQUEUED,
+    "COMPLETED": JobState.COMPLETED,
+    "CD": JobState.COMPLETED,
+    "FAILED": JobState.FAILED,
+    "F": JobState.FAILED,
+    "BOOT_FAIL": JobState.FAILED,
+    "BF": JobState.FAILED,
+    "SPECIAL_EXIT": JobState.FAILED,
+    "SE": JobState.FAILED,
+    "REVOKED": JobState.FAILED,
+    "CANCELLED": JobState.CANCELLED,
+    "CA": JobState.CANCELLED,
+    "TIMEOUT": JobState.TIMEOUT,
+    "TO": JobState.TIMEOUT,
+    "DEADLINE": JobState.TIMEOUT,
+    "DL": JobState.TIMEOUT,
+    "PREEMPTED": JobState.PREEMPTED,
+    "PR": JobState.PREEMPTED,
+    "OUT_OF_MEMORY": JobState.OUT_OF_MEMORY,
+    "OOM": JobState.OUT_OF_MEMORY,
+    "NODE_FAIL": JobState.NODE_FAIL,
+    "NF": JobState.NODE_FAIL,
+}
+_JOB_ID = re.compile(r"^\d+(?:_\d+|_\[[^\]]*\])?(?:\+\d+)?$")
+
+
+class CommandRunner(Protocol):
+    """What the Slurm client needs from a transport: run a shell command, write a file."""
+
+    async def run(self, command: str, *, input: str | None = None, timeout: float | None = 60.0,
+                  idempotent: bool = True) -> CommandResult: ...
+
+    async def write_file(self, remote_path: str, data: bytes, mode: int = 0o644) -> None: ...
+
+
+class SlurmError(Exception):
+    """A Slurm command failed; the message carries Slurm's own words."""
+
+
+class SubmitRefused(SlurmError):
+    """``sbatch`` refused the job (bad QOS/account/partition, limits, resources beyond the node)."""
+
+
+@dataclass(frozen=True)
+class ParseProblem:
+    source: str  # "squeue", "sacct", "scontrol", "sbatch"
+    line: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.message}: {self.line[:200]!r}"
+
+
+@dataclass
+class Parsed:
+    jobs: list[JobInfo] = field(default_factory=list)
+    problems: list[ParseProblem] = field(default_factory=list)
+
+
+def parse_state(text: str) -> JobState | None:
+    """Map a Slurm state ('RUNNING', 'CANCELLED by 1001', 'R', 'COMPLETED+') onto JobState; None if unknown."""
+    word = text.strip().split(" ", 1)[0].rstrip("+*").upper()
+    return _STATE_MAP.get(word)
+
+
+def parse_duration(text: str) -> float | None:
+    """Slurm durations '[D-]HH:MM:SS', 'MM:SS', 'MM', with optional fraction; None for UNLIMITED/INVALID/N/A."""
+    text = text.strip()
+    if not text or not (text[0].isdigit()):
+        return None
+    days = 0
+    if "-" in text:
+        d, _, text = text.partition("-")
+        if not d.isdigit():
+            return None
+        days = int(d)
+    parts = text.split(":")
+    if len(parts) > 3 or not all(re.fullmatch(r"\d+(?:\.\d+)?", p) for p in parts):
+        return None
+    nums = [float(p) for p in parts]
+    if days and len(nums) < 3:
+        nums = nums + [0.0] * (3 - len(nums))  # "D-HH" and "D-HH:MM"
+        secs = nums[0] * 3600 + nums[1] * 60 + nums[2]
+    elif len(nums) == 3:
+        secs = nums[0] * 3600 + nums[1] * 60 + nums[2]
+    elif len(nums) == 2:
+        secs = nums[0] * 60 + nums[1]
+    else:
+        secs = nums[0] * 60
+    return days * 86400 + secs
+
+
+def _int_or_none(text: str) -> int | None:
+    text = text.strip()
+    return int(text) if text.isdigit() else None
+
+
+def _exit_code(text: str) -> int | None:
+    """'0:0' -> 0, '1:0' -> 1, '0:9' (killed by signal 9) -> 128 + 9."""
+    code, _, sig = text.strip().partition(":")
+    if not code.isdigit():
+        return None
+    if int(code) == 0 and sig.isdigit() and int(sig):
+        return 128 + int(sig)
+    return int(code)
+
+
+def parse_squeue(output: str, *, name_prefix: str = "", comment: str = "") -> Parsed:
+    """Parse ``squeue -h -o SQUEUE_FORMAT`` output, keeping jobs whose name starts with ``name_prefix``
+    or whose comment equals ``comment`` (both empty: keep all)."""
+    out = Parsed()
+    n = len(SQUEUE_FIELDS)
+    for raw in output.splitlines():
+        line = raw.strip("\r\n")
+        if not line.strip():
+            continue
+        parts = line.split(SEP)
+        if len(parts) < n:
+            out.problems.append(ParseProblem("squeue", line, f"expected {n} fields, found {len(parts)}"))
+            continue
+        parts = parts[: n - 1] + [SEP.join(parts[n - 1 :])]
+        rec = dict(zip(SQUEUE_FIELDS, (p.strip() for p in parts), strict=True))
+        if not _JOB_ID.match(rec["job_id"]):
+            out.problems.append(ParseProblem("squeue", line, f"job id {rec['job_id']!r} is not a Slurm job id"))
+            continue
+        if (name_prefix or comment) and not (
+            (name_prefix and rec["name"].startswith(name_prefix)) or (comment and rec["comment"] == comment)
+        ):
+            continue
+        state = parse_state(rec["state"])
+        if state is None:
+            out.problems.append(ParseProblem("squeue", line, f"unknown job state {rec['state']!r}"))
+            state = JobState.UNKNOWN
+        reason = rec["reason"] if rec["reason"] not in ("None", "(null)") else ""
+        out.jobs.append(
+            JobInfo(
+                job_id=rec["job_id"],
+                name=rec["name"],
+                state=state,
+                reason=reason,
+                elapsed_s=parse_duration(rec["elapsed"]),
+                time_limit_s=parse_duration(rec["time_limit"]),
+                nodes=_int_or_none(rec["nodes"]),
+                nodelist=rec["nodelist"],
+                comment=rec["comment"] if rec["comment"] != "(null)" else "",
+                extra={"slurm_state": rec["state"], "user": rec["user"], "held": str(reason.startswith("JobHeld"))},
+            )
+        )
+    return out
+
+
+def parse_sacct(output: str) -> Parsed:
+    """Parse ``sacct -X -n -P --format=SACCT_FIELDS`` output (one allocation line per job)."""
+    out = Parsed()
+    n = len(SACCT_FIELDS)
+    for raw in output.splitlines():
+        line = raw.strip("\r\n")
+        if not line.strip():
+            continue
+        parts = line.split("|")
+        if len(parts) < n:
+            out.problems.append(ParseProblem("sacct", line, f"expected {n} fields, found {len(parts)}"))
+            continue
+        parts = parts[: n - 1] + ["|".join(parts[n - 1 :])]
+        rec = dict(zip(SACCT_FIELDS, (p.strip() for p in parts), strict=True))
+        if "." in rec["JobID"]:
+            continue  # a step line slipped through without -X
+        if not _JOB_ID.match(rec["JobID"]):
+            out.problems.append(ParseProblem("sacct", line, f"job id {rec['JobID']!r} is not a Slurm job id"))
+            continue
+        state = parse_state(rec["State"])
+        if state is None:
+            out.problems.append(ParseProblem("sacct", line, f"unknown job state {rec['State']!r}"))
+            state = JobState.UNKNOWN
+        out.jobs.append(
+            JobInfo(
+                job_id=rec["JobID"],
+                name=rec["JobName"],
+                state=state,
+                reason=rec["Reason"] if rec["Reason"] not in ("None", "") else "",
+                elapsed_s=parse_duration(rec["Elapsed"]),
+                time_limit_s=parse_duration(rec["Timelimit"]),
+                nodes=_int_or_none(rec["NNodes"]),
+                nodelist=rec["NodeList"],
+                exit_code=_exit_code(rec["ExitCode"]),
+                extra={"slurm_state": rec["State"], "source": "sacct"},
+            )
+        )
+    return out
+
+
+_KV = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=")
+
+
+def parse_scontrol_line(line: str) -> dict[str, str]:
+    """Split one ``scontrol -o show job`` line into its Key=Value pairs (values may contain spaces)."""
+    marks = list(_KV.finditer(line))
+    rec: dict[str, str] = {}
+    for i, m in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(line)
+        rec[m.group(1)] = line[m.end() : end].strip()
+    return rec
+
+
+def parse_scontrol(output: str) -> Parsed:
+    """Parse ``scontrol -o show job ID`` output for several jobs (one line each)."""
+    out = Parsed()
+    for raw in output.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if "Invalid job id" in line or line.startswith("slurm_load_jobs error"):
+            continue  # the controller forgot the job: the caller falls back to the run directory
+        rec = parse_scontrol_line(line)
+        job_id = rec.get("JobId", "")
+        if not _JOB_ID.match(job_id):
+            out.problems.append(ParseProblem("scontrol", line, "no JobId=<number> in the line"))
+            continue
+        state = parse_state(rec.get("JobState", ""))
+        if state is None:
+            out.problems.append(ParseProblem("scontrol", line, f"unknown job state {rec.get('JobState')!r}"))
+            state = JobState.UNKNOWN
+        reason = rec.get("Reason", "")
+        out.jobs.append(
+            JobInfo(
+                job_id=job_id,
+                name=rec.get("JobName", ""),
+                state=state,
+                reason="" if reason == "None" else reason,
+                elapsed_s=parse_duration(rec.get("RunTime", "")),
+                time_limit_s=parse_duration(rec.get("TimeLimit", "")),
+                nodes=_int_or_none(rec.get("NumNodes", "").split("-")[0]),
+                nodelist=rec.get("NodeList", "") if rec.get("NodeList") != "(null)" else "",
+                comment=rec.get("Comment", "") if rec.get("Comment") != "(null)" else "",
+                exit_code=_exit_code(rec.get("ExitCode", "")),
+                extra={"slurm_state": rec.get("JobState", ""), "source": "scontrol"},
+            )
+        )
+    return out
+
+
+def parse_sbatch(result: CommandResult) -> str:
+    """The job id from ``sbatch --parsable`` ('123' or '123;cluster'); SubmitRefused with Slurm's message."""
+    if result.exit_status != 0:
+        msg = _slurm_message(result.stderr or result.stdout) or f"exit status {result.exit_status}, no message"
+        raise SubmitRefused(f"sbatch refused the job: {msg}")
+    for line in reversed(result.stdout.strip().splitlines()):
+        job_id = line.strip().split(";", 1)[0]
+        if job_id.isdigit():
+            return job_id
+    raise SlurmError(f"sbatch succeeded but printed no job id: {result.stdout.strip()[:200]!r}")
+
+
+def _slurm_message(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error" in ln.lower()]
+    return " / ".join(errors or lines[-3:])
+
+
+def _ids(job_ids: Iterable[str]) -> list[str]:
+    ids = [str(j) for j in job_ids]
+    bad = [j for j in ids if not _JOB_ID.match(j)]
+    if bad:
+        raise SlurmError(f"refusing to pass {bad[0]!r} to Slurm: not a job id")
+    return ids
+
+
+class SlurmClient:
+    """Slurm commands over one runner. ``env_prefix`` (e.g. 'module load slurm &&') precedes every command."""
+
+    def __init__(self, runner: CommandRunner, *, env_prefix: str = "") -> None:
+        self.runner = runner
+        self.env_prefix = env_prefix
+        self.calls: dict[str, int] = {}
+
+    async def _run(self, tool: str, args: Sequence[str], *, idempotent: bool = True,
+                   cwd: str | None = None) -> CommandResult:
+        self.calls[tool] = self.calls.get(tool, 0) + 1
+        cmd = shlex.join([tool, *args])
+        if cwd:
+            cmd = f"cd {shlex.quote(cwd)} && {cmd}"
+        if self.env_prefix:
+            cmd = f"{self.env_prefix} {cmd}"
+        return await self.runner.run(cmd, idempotent=idempotent)
+
+    async def submit(self, script: str | bytes, remote_path: str, *, hold: bool = False,
+                     extra_args: Sequence[str] = ()) -> str:
+        """Upload the script, then ``sbatch --parsable`` it from its directory; returns the job id."""
+        data = script.encode() if isinstance(script, str) else script
+        await self.runner.write_file(remote_path, data, 0o755)
+        directory, _, _ = remote_path.rpartition("/")
+        args = ["--parsable", *(["--hold"] if hold else []), *extra_args, remote_path]
+        result = await self._run("sbatch", args, idempotent=False, cwd=directory or None)
+        return parse_sbatch(result)
+
+    async def squeue(self, *, name_prefix: str = "", comment: str = "") -> Parsed:
+        """All of the user's jobs of one study in exactly one call (filtered by name prefix or comment)."""
+        result = await self._run("squeue", ["--me", "--noheader", "--array", f"--format={SQUEUE_FORMAT}"])
+        if result.exit_status != 0:
+            raise SlurmError(f"squeue failed: {_slurm_message(result.stderr) or result.exit_status}")
+        return parse_squeue(result.stdout, name_prefix=name_prefix, comment=comment)
+
+    async def final_states(self, job_ids: Iterable[str]) -> Parsed:
+        """Final states of jobs that left the queue: one ``sacct``; without accounting one batched
+        ``scontrol`` round trip. Jobs neither remembers are simply absent from the result."""
+        ids = _ids(job_ids)
+        if not ids:
+            return Parsed()
+        res = await self._run(
+            "sacct", ["-X", "-n", "-P", "-j", ",".join(ids), f"--format={','.join(SACCT_FIELDS)}"]
+        )
+        if res.exit_status == 0 and "accounting storage is disabled" not in (res.stderr + res.stdout).lower():
+            parsed = parse_sacct(res.stdout)
+            if {j.job_id for j in parsed.jobs} >= set(ids):
+                return parsed
+            missing = [j for j in ids if j not in {x.job_id for x in parsed.jobs}]
+        else:
+            parsed, missing = Parsed(), ids
+        loop = "; ".join(f"scontrol -o show job {j} 2>&1" for j in missing)
+        self.calls["scontrol"] = self.calls.get("scontrol", 0) + 1
+        res = await self.runner.run(f"{self.env_prefix} {{ {loop}; }}".strip(), idempotent=True)
+        more = parse_scontrol(res.stdout)
+        parsed.jobs.extend(j for j in more.jobs if j.job_id in set(missing))
+        parsed.problems.extend(more.problems)
+        return parsed
+
+    async def _control(self, tool: str, args: list[str], what: str) -> None:
+        res = await self._run(tool, args)
+        if res.exit_status != 0:
+            raise SlurmError(f"{what} failed: {_slurm_message(res.stderr) or res.exit_status}")
+
+    async def cancel(self, job_ids: Iterable[str]) -> None:
+        ids = _ids(job_ids)
+        if ids:
+            await self._control("scancel", ids, f"scancel {' '.join(ids)}")
+
+    async def requeue(self, job_ids: Iterable[str]) -> None:
+        ids = _ids(job_ids)
+        if ids:
+            await self._control("scontrol", ["requeue", ",".join(ids)], "requeue")
+
+    async def hold(self, job_ids: Iterable[str]) -> None:
+        ids = _ids(job_ids)
+        if ids:
+            await self._control("scontrol", ["hold", ",".join(ids)], "hold")
+
+    async def release(self, job_ids: Iterable[str]) -> None:
+        ids = _ids(job_ids)
+        if ids:
+            await self._control("scontrol", ["release", ",".join(ids)], "release")
+
+
+class AdaptiveInterval:
+    """Poll fast while jobs start or change, slowly when everything is pending and nothing moves."""
+
+    def __init__(self, fast_s: float = 2.0, running_s: float = 10.0, slow_s: float = 60.0) -> None:
+        self.fast_s, self.running_s, self.slow_s = fast_s, running_s, slow_s
+        self._quiet = 0
+
+    def next(self, jobs: Sequence[JobInfo], changed: bool) -> float:
+        if changed or any(j.state in (JobState.COMPLETING, JobState.REQUEUED) for j in jobs):
+            self._quiet = 0
+            return self.fast_s
+        self._quiet += 1
+        if any(j.state is JobState.RUNNING for j in jobs):
+            base = self.running_s
+        elif jobs:
+            base = self.slow_s
+        else:
+            return self.fast_s
+        # ease from fast to the base over a few quiet polls so a just-started job is caught quickly
+        return min(base, self.fast_s * (1.5 ** self._quiet))
+
+
+class LocalShell:
+    """A CommandRunner on this machine (a login node running the cockpit, and tests)."""
+
+    def __init__(self) -> None:
+        self.round_trips = 0
+
+    async def run(self, command: str, *, input: str | None = None, timeout: float | None = 60.0,
+                  idempotent: bool = True) -> CommandResult:
+        self.round_trips += 1
+        proc = await asyncio.create_subprocess_exec(
+            "bash", "-c", command, stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(input.encode() if input is not None else None), timeout)
+        return CommandResult(command, proc.returncode or 0, out.decode("utf-8", "replace"),
+                             err.decode("utf-8", "replace"))
+
+    async def write_file(self, remote_path: str, data: bytes, mode: int = 0o644) -> None:
+        import os
+        from pathlib import Path
+
+        path = Path(remote_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.part{os.getpid()}")
+        tmp.write_bytes(data)
+        tmp.chmod(mode)
+        os.replace(tmp, path)

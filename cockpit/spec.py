@@ -1,0 +1,568 @@
+"""Study spec: one TOML file -> a validated Study and its configuration matrix.
+
+Every key is declared below with its type and default; anything else is an error naming the file, the
+section and the key, because a misspelt key silently ignored costs a researcher a day of node-hours.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+AXES = ("dataset", "mode", "window", "precision", "batch_size", "cpus_per_task", "gpus_per_node", "nodes")
+SCALE_AXES = ("gpus_per_node", "nodes")
+MODES = ("foundation", "finetune")
+PRECISIONS = ("fp32", "bf16", "fp16")
+TOKENIZERS = ("samples", "beats")
+SYNTHETIC = "synthetic"
+
+
+class SpecError(ValueError):
+    """A study file is malformed; the message says which file, which key and what was expected."""
+
+
+@dataclass(frozen=True)
+class Key:
+    """One allowed key: its accepted types, default (None = optional) and whether it is required."""
+
+    types: tuple[type, ...]
+    default: Any = None
+    required: bool = False
+    choices: tuple[Any, ...] | None = None
+    minimum: float | None = None
+
+
+_NUM = (int, float)
+SECTIONS: dict[str, dict[str, Key]] = {
+    "study": {
+        "name": Key((str,), required=True),
+        "description": Key((str,), ""),
+    },
+    "cluster": {
+        "kind": Key((str,), "local", choices=("local", "slurm")),
+        "site": Key((str,), "generic"),
+        "ssh_host": Key((str,)),
+        "host": Key((str,)),
+        "port": Key((int,), 22, minimum=1),
+        "user": Key((str,)),
+        "known_hosts": Key((str,)),
+        "identity_file": Key((str,)),
+        "account": Key((str,)),
+        "qos": Key((str,)),
+        "partition": Key((str,)),
+        "time_limit": Key((str, int), "01:00:00"),
+        "expected_minutes": Key(_NUM, minimum=0),
+        "modules": Key((list,), []),
+        "workdir": Key((str,)),
+        "container": Key((str,), ""),
+        "container_binds": Key((list,), []),
+        "gpus_per_node": Key((int,), 1, minimum=1),
+        "cores_per_node": Key((int,), minimum=1),
+        "max_concurrent_jobs": Key((int,), 4, minimum=1),
+        "node_hour_budget": Key(_NUM, minimum=0),
+        "hint_nomultithread": Key((bool,), False),
+        "signal_seconds": Key((int,), 120, minimum=0),
+        "gres_style": Key((str,), "gpus-per-node", choices=("gpus-per-node", "gres")),
+        "rdzv_port": Key((int,), 29500, minimum=1),
+        "python": Key((str,), "python3"),
+        "env": Key((dict,), {}),
+    },
+    "data": {
+        "datasets": Key((dict,), {}),
+        "tokenizer": Key((dict,), {}),
+        "token_cache": Key((str,)),
+        "prepare_workers": Key((int,), 1, minimum=1),
+    },
+    "model": {
+        "layers": Key((int,), 4, minimum=1),
+        "d_model": Key((int,), 128, minimum=8),
+        "heads": Key((int,), 4, minimum=1),
+        "dropout": Key(_NUM, 0.0, minimum=0),
+    },
+    "train": {
+        "steps": Key((int,), minimum=1),
+        "epochs": Key(_NUM, minimum=0),
+        "lr": Key(_NUM, 3e-4, minimum=0),
+        "weight_decay": Key(_NUM, 0.01, minimum=0),
+        "warmup_steps": Key((int,), 0, minimum=0),
+        "seed": Key((int,), 0),
+        "grad_accum": Key((int,), 1, minimum=1),
+        "compile": Key((bool,), False),
+        "device": Key((str,), "auto", choices=("auto", "cpu", "cuda")),
+        "metrics_interval_s": Key(_NUM, 5.0, minimum=0),
+        "nvml_interval_ms": Key((int,), 500, minimum=10),
+        "eval": Key((bool,), True),
+        "task": Key((str,), "beat", choices=("beat", "rhythm")),
+        "init_checkpoint": Key((str,)),
+        # Defaults for axes that are not swept.
+        "window": Key((int,), 256, minimum=2),
+        "precision": Key((str,), "fp32", choices=PRECISIONS),
+        "batch_size": Key((int,), 32, minimum=1),
+        "cpus_per_task": Key((int,), 1, minimum=1),
+        "mode": Key((str,), "foundation", choices=MODES),
+    },
+    "sweep": {axis: Key((list,)) for axis in AXES},
+}
+TOKENIZER_KEYS = {
+    "name": Key((str,), "samples", choices=TOKENIZERS),
+    "vocab": Key((int,), 256, minimum=2),
+    "quantizer": Key((str,), "mulaw", choices=("uniform", "mulaw")),
+    "lead": Key((int,), 0, minimum=0),
+    "fs": Key(_NUM, 360, minimum=1),
+    "annotator": Key((str,), "auto"),
+    "rr_bins": Key((int,), 16, minimum=2),
+    "records": Key((list,)),
+}
+DATASET_KEYS = {
+    "path": Key((str,)),
+    "synthetic": Key((bool,), False),
+    "tokenizer": Key((dict,), {}),
+    "records": Key((int,), 8, minimum=1),
+    "seconds": Key(_NUM, 300, minimum=1),
+    "seed": Key((int,), 0),
+}
+AXIS_TYPES: dict[str, tuple[type, ...]] = {
+    "dataset": (str,),
+    "mode": (str,),
+    "window": (int,),
+    "precision": (str,),
+    "batch_size": (int,),
+    "cpus_per_task": (int,),
+    "gpus_per_node": (int,),
+    "nodes": (int,),
+}
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A named input: a PhysioNet-style folder (local or on the cluster) or the built-in generator."""
+
+    name: str
+    path: str | None
+    tokenizer: dict[str, Any]
+    synthetic: bool = False
+    synthetic_params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One point of the matrix: the values of every axis."""
+
+    dataset: str
+    mode: str
+    window: int
+    precision: str
+    batch_size: int
+    cpus_per_task: int
+    gpus_per_node: int
+    nodes: int
+
+    def values(self) -> dict[str, Any]:
+        return {axis: getattr(self, axis) for axis in AXES}
+
+    @property
+    def config_id(self) -> str:
+        """Stable across runs and machines: a digest of the canonical axis values."""
+        return _digest(self.values())
+
+    @property
+    def group_values(self) -> dict[str, Any]:
+        return {k: v for k, v in self.values().items() if k not in SCALE_AXES}
+
+    @property
+    def group_id(self) -> str:
+        """Configurations that differ only in scale share a group; its 1x1 run is the baseline."""
+        return _digest(self.group_values)
+
+    @property
+    def workers(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.nodes == 1 and self.gpus_per_node == 1
+
+    @property
+    def label(self) -> str:
+        return (
+            f"{self.dataset} {self.mode} w{self.window} {self.nodes}x{self.gpus_per_node} "
+            f"c{self.cpus_per_task} {self.precision} b{self.batch_size}"
+        )
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Where and how jobs run. Every site-specific value lives here, none in code."""
+
+    kind: str
+    site: str
+    ssh_host: str | None
+    host: str | None
+    port: int
+    user: str | None
+    known_hosts: str | None
+    identity_file: str | None
+    account: str | None
+    qos: str | None
+    partition: str | None
+    time_limit: str
+    time_limit_minutes: int
+    expected_minutes: float | None
+    modules: tuple[str, ...]
+    workdir: str
+    container: str
+    container_binds: tuple[str, ...]
+    gpus_per_node: int
+    cores_per_node: int
+    max_concurrent_jobs: int
+    node_hour_budget: float | None
+    hint_nomultithread: bool
+    signal_seconds: int
+    gres_style: str
+    rdzv_port: int
+    python: str
+    env: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Study:
+    """A validated study file."""
+
+    path: Path
+    name: str
+    description: str
+    cluster: Cluster
+    datasets: dict[str, Dataset]
+    token_cache: str
+    prepare_workers: int
+    model: dict[str, Any]
+    train: dict[str, Any]
+    sweep: dict[str, list[Any]]
+    synthetic_default: bool = False
+
+    @property
+    def study_id(self) -> str:
+        """Short digest of the study name; Slurm job names and comments carry it for reconciliation."""
+        return _digest({"study": self.name}, 8)
+
+    def matrix(self) -> list[Configuration]:
+        """The cartesian product of the sweep axes, non-swept axes fixed at their defaults."""
+        axes = [self.sweep[axis] for axis in AXES]
+        return [Configuration(*values) for values in itertools.product(*axes)]
+
+    def fits_node(self, cfg: Configuration) -> bool:
+        """Whether one node has the cores for all its tasks (Slurm would refuse the job otherwise)."""
+        return cfg.gpus_per_node * cfg.cpus_per_task <= self.cluster.cores_per_node
+
+    def runnable(self) -> list[Configuration]:
+        return [cfg for cfg in self.matrix() if self.fits_node(cfg)]
+
+    def hours_per_run(self) -> float:
+        """Expected wall hours of one run: `expected_minutes` if given, else the time limit (an upper bound)."""
+        minutes = self.cluster.expected_minutes
+        return (minutes if minutes is not None else self.cluster.time_limit_minutes) / 60.0
+
+    def node_hours(self, cfg: Configuration) -> float:
+        return cfg.nodes * self.hours_per_run()
+
+    def estimated_node_hours(self) -> float:
+        return sum(self.node_hours(cfg) for cfg in self.runnable())
+
+    def study_dir(self) -> str:
+        return f"{self.cluster.workdir.rstrip('/')}/{self.name}"
+
+    def run_dir(self, cfg: Configuration) -> str:
+        return f"{self.study_dir()}/runs/{cfg.config_id}"
+
+    def baseline_of(self, cfg: Configuration) -> Configuration:
+        return Configuration(**{**cfg.values(), "gpus_per_node": 1, "nodes": 1})
+
+    def run_config(self, cfg: Configuration) -> dict[str, Any]:
+        """Everything the trainer needs, written as config.json into the run directory."""
+        dataset = self.datasets[cfg.dataset]
+        train = {k: v for k, v in self.train.items() if k not in AXES}
+        if cfg.mode == "finetune" and not train.get("init_checkpoint"):
+            foundation = Configuration(**{**self.baseline_of(cfg).values(), "mode": "foundation"})
+            train["init_checkpoint"] = f"{self.run_dir(foundation)}/model.pt"
+        return {
+            "study": self.name,
+            "study_id": self.study_id,
+            "config_id": cfg.config_id,
+            "group_id": cfg.group_id,
+            **cfg.values(),
+            "data_path": dataset.path,
+            "synthetic": dataset.synthetic,
+            "synthetic_params": dataset.synthetic_params,
+            "tokenizer": dataset.tokenizer,
+            "token_cache": self.token_cache,
+            "prepare_workers": self.prepare_workers,
+            "model": dict(self.model),
+            "train": train,
+        }
+
+
+def load_study(path: str | os.PathLike[str]) -> Study:
+    """Read and validate a study file; raises SpecError with the file name in every message."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise SpecError(f"{path}: no such study file") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: not valid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not UTF-8 text") from exc
+    return parse_study(raw, path)
+
+
+def parse_study(raw: dict[str, Any], path: Path) -> Study:
+    """Validate an already-parsed TOML document (see load_study)."""
+    where = path.name
+    unknown = sorted(set(raw) - set(SECTIONS))
+    if unknown:
+        raise SpecError(f"{where}: unknown section [{unknown[0]}]; expected one of {', '.join(SECTIONS)}")
+    sec = {name: _section(where, name, raw.get(name, {}), keys) for name, keys in SECTIONS.items()}
+    cluster = _cluster(where, sec["cluster"], path)
+    datasets, synthetic_default = _datasets(where, sec["data"], path, cluster.kind)
+    token_cache = sec["data"]["token_cache"] or f"{cluster.workdir.rstrip('/')}/{sec['study']['name']}/tokens"
+    if cluster.kind == "local" and not token_cache.startswith("/"):
+        token_cache = str((path.parent / os.path.expanduser(token_cache)).resolve())
+    train = sec["train"]
+    if train["steps"] is None and train["epochs"] is None:
+        raise SpecError(f"{where}: [train] needs steps or epochs (a fixed amount of work to time)")
+    if train["steps"] is not None and train["epochs"] is not None:
+        raise SpecError(f"{where}: [train] has both steps and epochs; give one")
+    model = sec["model"]
+    if model["d_model"] % model["heads"]:
+        raise SpecError(
+            f"{where}: [model].d_model {model['d_model']} is not divisible by [model].heads {model['heads']}"
+        )
+    name = sec["study"]["name"]
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", name):
+        raise SpecError(f"{where}: [study].name {name!r} must be 1-64 letters, digits, '_', '.', '-'")
+    sweep = _sweep(where, sec["sweep"], train, datasets, cluster)
+    return Study(
+        path=path,
+        name=name,
+        description=sec["study"]["description"],
+        cluster=cluster,
+        datasets=datasets,
+        token_cache=token_cache,
+        prepare_workers=sec["data"]["prepare_workers"],
+        model=model,
+        train=train,
+        sweep=sweep,
+        synthetic_default=synthetic_default,
+    )
+
+
+def parse_time_limit(where: str, value: str | int) -> int:
+    """Slurm time formats (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS) -> whole minutes."""
+    if isinstance(value, int):
+        if value < 1:
+            raise SpecError(f"{where}: [cluster].time_limit must be at least 1 minute, got {value}")
+        return value
+    match = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", value.strip())
+    if not match:
+        raise SpecError(f"{where}: [cluster].time_limit {value!r} is not a Slurm time (e.g. 02:00:00 or 1-12:00:00)")
+    days, a, b, c = match.groups()
+    parts = [int(x) for x in (a, b, c) if x is not None]
+    if days is not None:
+        hours, minutes, seconds = (parts + [0, 0])[:3]
+        total = int(days) * 1440 + hours * 60 + minutes + (1 if seconds else 0)
+    elif len(parts) == 3:
+        total = parts[0] * 60 + parts[1] + (1 if parts[2] else 0)
+    elif len(parts) == 2:
+        total = parts[0] + (1 if parts[1] else 0)
+    else:
+        total = parts[0]
+    if total < 1:
+        raise SpecError(f"{where}: [cluster].time_limit {value!r} is shorter than a minute")
+    return total
+
+
+def _section(where: str, name: str, values: Any, keys: dict[str, Key]) -> dict[str, Any]:
+    if not isinstance(values, dict):
+        raise SpecError(f"{where}: [{name}] must be a table, found {type(values).__name__}")
+    return _check_keys(where, f"[{name}]", values, keys)
+
+
+def _check_keys(where: str, prefix: str, values: dict[str, Any], keys: dict[str, Key]) -> dict[str, Any]:
+    unknown = sorted(set(values) - set(keys))
+    if unknown:
+        raise SpecError(f"{where}: {prefix}.{unknown[0]} is not a known key; expected one of {', '.join(keys)}")
+    out: dict[str, Any] = {}
+    for key, spec in keys.items():
+        if key not in values:
+            if spec.required:
+                raise SpecError(f"{where}: {prefix}.{key} is required")
+            out[key] = spec.default
+            continue
+        value = values[key]
+        if not isinstance(value, spec.types) or (isinstance(value, bool) and bool not in spec.types):
+            wanted = " or ".join(_type_name(t) for t in spec.types)
+            raise SpecError(f"{where}: {prefix}.{key} must be {wanted}, found {_type_name(type(value))} {value!r}")
+        if spec.choices is not None and value not in spec.choices:
+            raise SpecError(f"{where}: {prefix}.{key} is {value!r}; expected one of {', '.join(map(str, spec.choices))}")
+        if spec.minimum is not None and value < spec.minimum:
+            raise SpecError(f"{where}: {prefix}.{key} is {value!r}; expected at least {spec.minimum}")
+        out[key] = value
+    return out
+
+
+def _cluster(where: str, c: dict[str, Any], path: Path) -> Cluster:
+    kind = c["kind"]
+    if kind == "slurm":
+        for key in ("account", "qos", "workdir"):
+            if not c[key]:
+                raise SpecError(f"{where}: [cluster].{key} is required when kind = \"slurm\"")
+        if not (c["ssh_host"] or c["host"]):
+            raise SpecError(f"{where}: [cluster] needs ssh_host (an ~/.ssh/config alias) or host when kind = \"slurm\"")
+        if not c["workdir"].startswith(("/", "~", "$")):
+            raise SpecError(f"{where}: [cluster].workdir {c['workdir']!r} must be an absolute path on the cluster")
+    workdir = c["workdir"]
+    if kind == "local":
+        base = workdir or os.path.join(os.environ.get("XDG_DATA_HOME", "~/.local/share"), "hlm-cockpit")
+        workdir = str((path.parent / os.path.expanduser(base)).resolve())
+    for key in ("modules", "container_binds"):
+        bad = [item for item in c[key] if not isinstance(item, str)]
+        if bad:
+            raise SpecError(f"{where}: [cluster].{key} must be a list of strings, found {bad[0]!r}")
+    env = c["env"]
+    for name, value in env.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise SpecError(f"{where}: [cluster.env] {name!r} is not a valid environment variable name")
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise SpecError(f"{where}: [cluster.env].{name} must be a string or number, found {value!r}")
+    cores = c["cores_per_node"]
+    if cores is None and kind == "local":
+        cores = os.cpu_count() or 1
+    if cores is None:
+        raise SpecError(f"{where}: [cluster].cores_per_node is required when kind = \"slurm\"")
+    return Cluster(
+        kind=kind,
+        site=c["site"],
+        ssh_host=c["ssh_host"],
+        host=c["host"],
+        port=c["port"],
+        user=c["user"],
+        known_hosts=c["known_hosts"],
+        identity_file=c["identity_file"],
+        account=c["account"],
+        qos=c["qos"],
+        partition=c["partition"],
+        time_limit=str(c["time_limit"]),
+        time_limit_minutes=parse_time_limit(where, c["time_limit"]),
+        expected_minutes=c["expected_minutes"],
+        modules=tuple(c["modules"]),
+        workdir=workdir,
+        container=c["container"],
+        container_binds=tuple(c["container_binds"]),
+        gpus_per_node=c["gpus_per_node"],
+        cores_per_node=cores,
+        max_concurrent_jobs=c["max_concurrent_jobs"],
+        node_hour_budget=c["node_hour_budget"],
+        hint_nomultithread=c["hint_nomultithread"],
+        signal_seconds=c["signal_seconds"],
+        gres_style=c["gres_style"],
+        rdzv_port=c["rdzv_port"],
+        python=c["python"],
+        env={k: str(v) for k, v in env.items()},
+    )
+
+
+def _datasets(where: str, data: dict[str, Any], path: Path, kind: str) -> tuple[dict[str, Dataset], bool]:
+    default_tok = _check_keys(where, "[data.tokenizer]", data["tokenizer"], TOKENIZER_KEYS)
+    entries = data["datasets"] or {SYNTHETIC: {"synthetic": True}}
+    datasets: dict[str, Dataset] = {}
+    for name, entry in entries.items():
+        prefix = f"[data.datasets].{name}"
+        if isinstance(entry, str):
+            entry = {"path": entry}
+        if not isinstance(entry, dict):
+            raise SpecError(f"{where}: {prefix} must be a path string or a table, found {entry!r}")
+        d = _check_keys(where, prefix, entry, DATASET_KEYS)
+        tok = {**default_tok, **_check_keys(where, f"{prefix}.tokenizer", d["tokenizer"], TOKENIZER_KEYS)}
+        tok = {k: v for k, v in tok.items() if v is not None}
+        synthetic = d["synthetic"] or (name == SYNTHETIC and not d["path"])
+        data_path = d["path"]
+        if not synthetic and not data_path:
+            raise SpecError(f"{where}: {prefix} needs a path (or synthetic = true for the built-in generator)")
+        if data_path and kind == "local":
+            data_path = str((path.parent / os.path.expanduser(data_path)).resolve())
+        params = {k: d[k] for k in ("records", "seconds", "seed")} if synthetic else {}
+        datasets[name] = Dataset(name, None if synthetic else data_path, tok, synthetic, params)
+    return datasets, not data["datasets"]
+
+
+def _sweep(
+    where: str, sweep: dict[str, Any], train: dict[str, Any], datasets: dict[str, Dataset], cluster: Cluster
+) -> dict[str, list[Any]]:
+    axes: dict[str, list[Any]] = {}
+    for axis in AXES:
+        values = sweep[axis]
+        if values is None:
+            if axis == "dataset":
+                values = [next(iter(datasets))]
+            elif axis in SCALE_AXES:
+                values = [1]
+            else:
+                values = [train[axis]]
+        if not values:
+            raise SpecError(f"{where}: [sweep].{axis} is empty; give at least one value or leave it out")
+        for value in values:
+            if not isinstance(value, AXIS_TYPES[axis]) or isinstance(value, bool):
+                raise SpecError(f"{where}: [sweep].{axis} contains {value!r}; expected {_type_name(AXIS_TYPES[axis][0])}s")
+        if len(set(values)) != len(values):
+            raise SpecError(f"{where}: [sweep].{axis} repeats a value: {values}")
+        axes[axis] = list(values)
+    _check_axis_values(where, axes, datasets, cluster)
+    return axes
+
+
+def _check_axis_values(where: str, axes: dict[str, list[Any]], datasets: dict[str, Dataset], cluster: Cluster) -> None:
+    for value in axes["gpus_per_node"]:
+        if value < 1 or value > cluster.gpus_per_node:
+            raise SpecError(
+                f"{where}: [sweep].gpus_per_node contains {value} but [cluster].gpus_per_node is {cluster.gpus_per_node}"
+            )
+    for value in axes["cpus_per_task"]:
+        if value < 1 or value > cluster.cores_per_node:
+            raise SpecError(
+                f"{where}: [sweep].cpus_per_task contains {value} but [cluster].cores_per_node is {cluster.cores_per_node}"
+            )
+    for axis in ("nodes", "window", "batch_size"):
+        for value in axes[axis]:
+            if value < 1:
+                raise SpecError(f"{where}: [sweep].{axis} contains {value}; expected a positive integer")
+    if cluster.kind == "local" and any(n > 1 for n in axes["nodes"]):
+        raise SpecError(f"{where}: [sweep].nodes asks for several nodes but [cluster].kind is \"local\" (one machine)")
+    for value in axes["mode"]:
+        if value not in MODES:
+            raise SpecError(f"{where}: [sweep].mode contains {value!r}; expected one of {', '.join(MODES)}")
+    for value in axes["precision"]:
+        if value not in PRECISIONS:
+            raise SpecError(f"{where}: [sweep].precision contains {value!r}; expected one of {', '.join(PRECISIONS)}")
+    for value in axes["dataset"]:
+        if value not in datasets:
+            raise SpecError(
+                f"{where}: [sweep].dataset contains {value!r}, which is not in [data.datasets] ({', '.join(datasets)})"
+            )
+
+
+def _digest(values: dict[str, Any], length: int = 10) -> str:
+    canonical = json.dumps(values, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:length]
+
+
+def _type_name(t: type) -> str:
+    return {str: "a string", int: "an integer", float: "a number", bool: "true/false", list: "a list", dict: "a table"}.get(
+        t, t.__name__
+    )

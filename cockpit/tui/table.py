@@ -1,0 +1,68 @@
+"""A DataTable that applies a new list of rows with the least work.
+
+Same keys in the same order -> only changed cells are updated; otherwise the rows are rebuilt. This is
+what keeps a 1000-configuration refresh within a frame.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from cockpit.tui.model import Column, Row
+
+
+def same(a: object, b: object) -> bool:
+    """Cell equality that sees style changes (rich's Text equality ignores the base style)."""
+    if isinstance(a, Text) and isinstance(b, Text):
+        return a.plain == b.plain and a.style == b.style and a.spans == b.spans
+    return type(a) is type(b) and a == b
+
+
+class RowTable(DataTable):
+    """DataTable keyed by Row.key, remembering what it shows."""
+
+    def __init__(self, columns: tuple[Column, ...], **kwargs) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        self._columns = columns
+        self._shown: list[Row] = []
+
+    def on_mount(self) -> None:
+        for col in self._columns:
+            self.add_column(col.label, key=col.key, width=col.width)
+
+    @property
+    def shown(self) -> list[Row]:
+        return self._shown
+
+    def apply(self, rows: list[Row]) -> None:
+        old = self._shown
+        if [r.key for r in old] == [r.key for r in rows]:
+            keys = [c.key for c in self._columns]
+            for before, after in zip(old, rows, strict=True):
+                for key, a, b in zip(keys, before.cells, after.cells, strict=True):
+                    if not same(a, b):
+                        self.update_cell(after.key, key, b, update_width=True)
+        else:
+            selected = self.selected_key()
+            self.clear()
+            self.add_rows_keyed(rows)
+            self._shown = rows
+            if selected is not None:
+                self.select_key(selected)
+        self._shown = rows
+
+    def add_rows_keyed(self, rows: list[Row]) -> None:
+        for row in rows:
+            self.add_row(*row.cells, key=row.key)
+
+    def selected_key(self) -> str | None:
+        if not self._shown or self.cursor_row < 0 or self.cursor_row >= len(self._shown):
+            return None
+        return self._shown[self.cursor_row].key
+
+    def select_key(self, key: str) -> None:
+        for index, row in enumerate(self._shown if self._shown else []):
+            if row.key == key:
+                self.move_cursor(row=index)
+                return

@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# A real single-node Slurm on loopback for the launch and control-plane tests.
+#
+#   tests/infra/slurm.sh up      start munged + slurmctld + slurmd (no-op when already up)
+#   tests/infra/slurm.sh down    stop them by their pid files
+#   tests/infra/slurm.sh status  exit 0 when all three run and the node is usable, else 1
+#   tests/infra/slurm.sh env     print the KEY=VALUE lines a client needs (SLURM_CONF, user, ...)
+#
+# Installs nothing: the Debian packages slurmctld slurmd slurm-client munge must already be there.
+# Must run as root. Everything lives under $HLM_SLURM_DIR (default /tmp/hlm-slurm, see env.sh).
+#
+# Changes it makes outside that directory, so that jobs can run as an unprivileged user:
+#   - creates the test user $HLM_TEST_USER when missing (password field '*': no password, keys allowed);
+#   - `chmod o+x` on every directory above the Python interpreter (e.g. /root, which is 0700 when Python
+#     lives under /root/.pyenv), so the test user can execute the project's Python;
+#   - writes ~$HLM_TEST_USER/.hlm_env (PATH with that interpreter, SLURM_CONF) and sources it from the
+#     user's ~/.bash_profile and ~/.bashrc, so batch scripts (`bash -l`) and SSH commands find both;
+#   - points /etc/slurm/slurm.conf at the generated file when that path is free (absent or our own link),
+#     so `sbatch` works without SLURM_CONF too.
+#
+# Fake GPUs: gres.conf lists character devices made with `mknod c 1 3` (clones of /dev/null); Slurm then
+# sets CUDA_VISIBLE_DEVICES for --gpus-per-node / --gres=gpu:N jobs and refuses more than exist at submit.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=env.sh
+source "$here/env.sh"
+
+: "${HLM_SLURM_GPUS:=4}"          # fake GPUs on the node
+: "${HLM_SLURM_CPUS:=}"           # CPUs the node declares (default: what `slurmd -C` reports)
+: "${HLM_SLURM_PARTITION:=debug}" # name of the single, default partition
+: "${HLM_SLURM_CTLD_PORT:=6817}"
+: "${HLM_SLURM_D_PORT:=6818}"
+
+dir=$HLM_SLURM_DIR
+user=$HLM_TEST_USER
+conf=$dir/etc/slurm.conf
+
+die() { echo "slurm.sh: $*" >&2; exit "${2:-1}"; }
+
+pid_alive() { [[ -s "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+python_bin_dir() {
+    # The directory of the real interpreter (not a pyenv shim), so other users can run it.
+    if [[ -n "${HLM_PYTHON:-}" ]]; then
+        dirname "$HLM_PYTHON"
+    else
+        python3 -c 'import os, sys; print(os.path.dirname(os.path.realpath(sys.executable)))'
+    fi
+}
+
+status() {
+    pid_alive "$dir/run/munged.pid" && pid_alive "$dir/run/slurmctld.pid" && pid_alive "$dir/run/slurmd.pid" \
+        && SLURM_CONF=$conf sinfo -h -o '%t' 2>/dev/null | grep -Eq '^(idle|mix|alloc)'
+}
+
+print_env() {
+    echo "SLURM_CONF=$conf"
+    echo "HLM_SLURM_DIR=$dir"
+    echo "HLM_TEST_USER=$user"
+    echo "HLM_SLURM_PARTITION=$HLM_SLURM_PARTITION"
+    echo "HLM_SLURM_GPUS=$HLM_SLURM_GPUS"
+    echo "HLM_PYTHON_BIN=$(python_bin_dir)"
+}
+
+stop_pidfile() {
+    local f=$1 pid
+    [[ -s "$f" ]] || return 0
+    pid=$(cat "$f")
+    if kill -0 "$pid" 2>/dev/null; then
+        kill "$pid"
+        for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+        kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+    fi
+    rm -f "$f"
+}
+
+down() {
+    stop_pidfile "$dir/run/slurmd.pid"
+    stop_pidfile "$dir/run/slurmctld.pid"
+    stop_pidfile "$dir/run/munged.pid"
+}
+
+ensure_user() {
+    [[ "$user" =~ ^[a-z_][a-z0-9_-]*$ ]] || die "refusing test user name '$user'" 2
+    if ! id "$user" >/dev/null 2>&1; then
+        useradd --create-home --shell /bin/bash "$user"
+    fi
+    # '!' locks the account (sshd then refuses key logins too); '*' only disables passwords.
+    if [[ "$(getent shadow "$user" | cut -d: -f2)" == '!'* ]]; then
+        usermod -p '*' "$user"
+    fi
+}
+
+expose_python() {
+    # Make every directory above the interpreter traversable (o+x only: nothing becomes listable).
+    local bin d
+    bin=$(python_bin_dir)
+    d=$bin
+    while [[ "$d" != / ]]; do
+        if [[ $(( 0$(stat -c '%a' "$d") & 1 )) -eq 0 ]]; then
+            echo "slurm.sh: chmod o+x $d (so $user can run $bin/python)" >&2
+            chmod o+x "$d"
+        fi
+        d=$(dirname "$d")
+    done
+    local home envfile
+    home=$(getent passwd "$user" | cut -d: -f6)
+    [[ -d "$home" ]] || { mkdir -p "$home"; chown "$user:" "$home"; }
+    envfile=$home/.hlm_env
+    cat > "$envfile" <<EOF
+# Written by tests/infra/slurm.sh: the project's Python and the test Slurm for this user.
+export PATH="$bin:\$PATH"
+export SLURM_CONF="$conf"
+EOF
+    chown "$user:" "$envfile"
+    local rc
+    for rc in .bash_profile .bashrc; do
+        if ! grep -qs 'hlm_env' "$home/$rc"; then
+            # .bashrc's own early return for non-interactive shells must not skip us: prepend.
+            { echo '[ -r "$HOME/.hlm_env" ] && . "$HOME/.hlm_env"  # hlm_env'
+              [[ -f "$home/$rc" ]] && cat "$home/$rc"
+              [[ "$rc" == .bash_profile && ! -f "$home/$rc" ]] && echo '[ -r "$HOME/.profile" ] && . "$HOME/.profile"'
+            } > "$home/$rc.new"
+            mv "$home/$rc.new" "$home/$rc"
+            chown "$user:" "$home/$rc"
+        fi
+    done
+}
+
+write_config() {
+    local host cpus layout mem g
+    host=$(hostname -s)
+    layout=$(slurmd -C | head -1)
+    mem=$(sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p' <<<"$layout")
+    if [[ -n "$HLM_SLURM_CPUS" ]]; then
+        [[ "$HLM_SLURM_CPUS" =~ ^[0-9]+$ ]] || die "HLM_SLURM_CPUS must be a number, got '$HLM_SLURM_CPUS'" 2
+        cpus="CPUs=$HLM_SLURM_CPUS Boards=1 SocketsPerBoard=1 CoresPerSocket=$HLM_SLURM_CPUS ThreadsPerCore=1"
+    else
+        cpus=$(sed -n 's/.*\(CPUs=.*ThreadsPerCore=[0-9]*\).*/\1/p' <<<"$layout")
+    fi
+    mkdir -p "$dir"/{etc,run,log,state,spool,munge,dev}
+    chmod 755 "$dir" "$dir/etc" "$dir/run" "$dir/log" "$dir/dev"
+    chmod 711 "$dir/munge"           # clients must reach the socket inside
+    chmod 700 "$dir/state" "$dir/spool"
+    for ((g = 0; g < HLM_SLURM_GPUS; g++)); do
+        [[ -c "$dir/dev/gpu$g" ]] || mknod -m 666 "$dir/dev/gpu$g" c 1 3
+    done
+    cat > "$conf.new" <<EOF
+# Generated by tests/infra/slurm.sh: single-node test cluster on loopback.
+ClusterName=hlmtest
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$HLM_SLURM_CTLD_PORT
+SlurmdPort=$HLM_SLURM_D_PORT
+SlurmUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$dir/munge/munge.socket
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool
+SlurmctldPidFile=$dir/run/slurmctld.pid
+SlurmdPidFile=$dir/run/slurmd.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdLogFile=$dir/log/slurmd.log
+PlugStackConfig=$dir/etc/plugstack.conf
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=256
+ReturnToService=2
+MailProg=/bin/true
+SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0,bf_interval=1
+EnforcePartLimits=ALL
+SlurmdParameters=config_overrides
+JobCompType=jobcomp/filetxt
+JobCompLoc=$dir/log/jobcomp.txt
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+MinJobAge=3600
+KillWait=5
+GresTypes=gpu
+NodeName=$host NodeAddr=127.0.0.1 $cpus RealMemory=$mem Gres=gpu:$HLM_SLURM_GPUS State=UNKNOWN
+PartitionName=$HLM_SLURM_PARTITION Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+EOF
+    mv "$conf.new" "$conf"
+    {
+        echo "AutoDetect=off"
+        for ((g = 0; g < HLM_SLURM_GPUS; g++)); do
+            echo "NodeName=$host Name=gpu File=$dir/dev/gpu$g"
+        done
+    } > "$dir/etc/gres.conf"
+    : > "$dir/etc/plugstack.conf"
+    chmod 644 "$conf" "$dir/etc/gres.conf" "$dir/etc/plugstack.conf"
+    # Let plain `sbatch` (and SSH logins) find this cluster when /etc/slurm/slurm.conf is free.
+    if [[ -d /etc/slurm ]] && { [[ ! -e /etc/slurm/slurm.conf ]] || [[ -L /etc/slurm/slurm.conf ]]; }; then
+        ln -sfn "$conf" /etc/slurm/slurm.conf
+    fi
+}
+
+start_munge() {
+    pid_alive "$dir/run/munged.pid" && return 0
+    [[ -s "$dir/munge/munge.key" ]] || mungekey --create --keyfile="$dir/munge/munge.key"
+    chmod 600 "$dir/munge/munge.key"
+    munged --force --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
+        --pid-file="$dir/run/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/munge/munged.seed"
+}
+
+up() {
+    [[ $EUID -eq 0 ]] || die "must run as root (it starts slurmd and creates the test user)" 2
+    local b
+    for b in munged mungekey slurmctld slurmd sbatch sinfo; do
+        command -v "$b" >/dev/null || die "$b not found: apt-get install --no-install-recommends slurmctld slurmd slurm-client munge" 3
+    done
+    if status; then
+        print_env
+        return 0
+    fi
+    ensure_user
+    expose_python
+    down
+    write_config
+    start_munge
+    export SLURM_CONF=$conf
+    slurmctld -f "$conf"
+    slurmd -f "$conf"
+    for _ in $(seq 200); do
+        if sinfo -h -o '%t' 2>/dev/null | grep -Eq '^(idle|mix|alloc)'; then
+            print_env
+            return 0
+        fi
+        sleep 0.05
+    done
+    die "the node did not become idle within 10 s; see $dir/log/slurmctld.log and $dir/log/slurmd.log" 4
+}
+
+case "${1:-}" in
+    up) up ;;
+    down) down ;;
+    status) status ;;
+    env) print_env ;;
+    *) die "usage: slurm.sh up|down|status|env" 2 ;;
+esac

@@ -1,0 +1,72 @@
+"""From windows to training batches: the resumable sampler and the objective's (input, target) pairs.
+
+The sampler is torch's DistributedSampler (same shuffling and sharding) that can start part-way into an
+epoch, for resuming, and that tags each index with its epoch. Masks are drawn from a generator seeded by
+(seed, epoch, sample index), so they do not depend on the rank, the DataLoader worker or a restart: a
+2-process run sees exactly the samples and masks a 1-process run sees in the same global batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset, DistributedSampler
+
+from trainer.model import mask_blocks
+
+
+class ResumableSampler(DistributedSampler):
+    """DistributedSampler yielding (epoch, index) pairs and able to skip the first `start` of its share."""
+
+    def __init__(self, dataset: Dataset, num_replicas: int, rank: int, seed: int, shuffle: bool = True) -> None:
+        super().__init__(dataset, num_replicas=num_replicas, rank=rank, shuffle=shuffle, seed=seed, drop_last=True)
+        self.start = 0
+
+    def set_position(self, epoch: int, start: int) -> None:
+        self.set_epoch(epoch)
+        self.start = start
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:  # type: ignore[override]
+        indices = list(super().__iter__())[self.start:]
+        return iter([(self.epoch, i) for i in indices])
+
+    def __len__(self) -> int:
+        return self.num_samples - self.start
+
+
+class MaskedWindows(Dataset):
+    """Foundation objective: (window with spans replaced by the mask token, targets at masked positions)."""
+
+    def __init__(self, windows: Dataset, mask_id: int, ratio: float, span: int, seed: int) -> None:
+        self.windows = windows
+        self.mask_id = mask_id
+        self.ratio = ratio
+        self.span = span
+        self.seed = seed
+
+    def __len__(self) -> int:
+        return len(self.windows)  # type: ignore[arg-type]
+
+    def __getitem__(self, key: tuple[int, int] | int) -> tuple[torch.Tensor, torch.Tensor]:
+        epoch, index = key if isinstance(key, tuple) else (0, key)
+        tokens = self.windows[index][0]
+        rng = np.random.default_rng([self.seed, epoch, index])
+        return mask_blocks(torch.as_tensor(tokens, dtype=torch.long), self.mask_id, self.ratio, self.span, rng)
+
+
+class LabelledWindows(Dataset):
+    """Fine-tune objective: (window, class label); accepts the sampler's (epoch, index) keys."""
+
+    def __init__(self, windows: Dataset) -> None:
+        self.windows = windows
+
+    def __len__(self) -> int:
+        return len(self.windows)  # type: ignore[arg-type]
+
+    def __getitem__(self, key: tuple[int, int] | int) -> tuple[torch.Tensor, Any]:
+        index = key[1] if isinstance(key, tuple) else key
+        tokens, label = self.windows[index]
+        return torch.as_tensor(tokens, dtype=torch.long), torch.as_tensor(label, dtype=torch.long)

@@ -1,0 +1,201 @@
+"""PhysioNet-style folders: which records exist, their headers, signals and annotations.
+
+A decoded record is a `Record`, the one in-memory form that both real data (via wfdb) and the
+synthetic generator produce, so both go through the same tokenizers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from trainer.data.errors import DataError
+from trainer.data.labels import RHYTHM_CODE, rhythm_class
+from trainer.data.mitann import Annotations, read_annotations
+
+ANNOTATOR_PREFERENCE = ("atr", "ari")
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+@dataclass
+class Record:
+    """One decoded record: an optional lead (digital units), its rate, and its annotations."""
+
+    name: str
+    fs: float
+    ann: Annotations
+    signal: np.ndarray | None = None  # int, digital ADC units (None: annotation-only)
+    lead: str = ""
+    adc_gain: float = 1.0
+    baseline: float = 0.0
+    source: str = ""  # the header file (or "synthetic") for messages
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+def list_records(folder: Path) -> list[str]:
+    """Record names from the folder's RECORDS file, else from its *.hea files (sorted)."""
+    if not folder.is_dir():
+        raise DataError(f"{folder}: data folder not found (expected a PhysioNet-style folder with RECORDS or *.hea)")
+    records_file = folder / "RECORDS"
+    if records_file.is_file():
+        names = [line.strip() for line in records_file.read_text(errors="replace").splitlines()]
+        names = [n for n in names if n and not n.startswith("#")]
+    else:
+        names = sorted(p.name[: -len(".hea")] for p in folder.glob("*.hea"))
+    if not names:
+        raise DataError(f"{folder}: no records (no RECORDS file and no *.hea files)")
+    return names
+
+
+def safe_name(record: str) -> str:
+    """A file-name-safe form of a record name (records may live in sub-folders: p00/p000001)."""
+    return _SAFE_NAME.sub("_", record.replace("/", "__"))
+
+
+def resolve_annotator(folder: Path, record: str, annotator: str) -> Path:
+    """The annotation file of a record: the named annotator, or with "auto" atr, then ari, then ANNOTATORS."""
+    base = folder / record
+    if annotator != "auto":
+        path = base.parent / f"{base.name}.{annotator}"
+        if not path.is_file():
+            raise DataError(f"{path}: annotation file not found (annotator {annotator!r})")
+        return path
+    candidates = list(ANNOTATOR_PREFERENCE)
+    listing = folder / "ANNOTATORS"
+    if listing.is_file():
+        candidates += [line.split()[0] for line in listing.read_text(errors="replace").splitlines() if line.strip()]
+    for ext in candidates:
+        path = base.parent / f"{base.name}.{ext}"
+        if path.is_file():
+            return path
+    raise DataError(f"{base}.hea: no annotation file found (tried {', '.join('.' + c for c in dict.fromkeys(candidates))})")
+
+
+def input_files(folder: Path, record: str, annotator: str, with_signal: bool) -> list[Path]:
+    """Every file a record's tokens depend on (header, annotations, and signal files when used)."""
+    header = folder / f"{record}.hea"
+    if not header.is_file():
+        raise DataError(f"{header}: header file not found (record {record!r} listed but missing)")
+    files = [header, resolve_annotator(folder, record, annotator)]
+    if with_signal:
+        for name in _signal_files(header):
+            path = header.parent / name
+            if not path.is_file():
+                raise DataError(
+                    f"{path}: signal file not found (named in {header.name}; "
+                    "annotation-only folders need --tokenizer beats)"
+                )
+            files.append(path)
+    return files
+
+
+def digest_files(files: list[Path], salt: str) -> str:
+    """A content digest of the inputs and the parameters: what decides whether a shard is stale."""
+    h = hashlib.blake2b(salt.encode(), digest_size=16)
+    for path in files:
+        h.update(path.name.encode())
+        with path.open("rb") as fh:
+            while chunk := fh.read(1 << 22):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def _signal_files(header: Path) -> list[str]:
+    names: list[str] = []
+    lines = [ln for ln in header.read_text(errors="replace").splitlines() if ln.strip() and not ln.startswith("#")]
+    for line in lines[1:]:
+        name = line.split()[0]
+        if name != "~" and name not in names and not name.startswith("-"):
+            names.append(name)
+    return names
+
+
+def read_fs(header: Path) -> float:
+    """The sampling rate from a header's record line, with a clear error for a corrupt header."""
+    header_text = _read_text(header)
+    lines = [ln for ln in header_text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if not lines:
+        raise DataError(f"{header}: corrupt header (no record line)")
+    fields = lines[0].split()
+    if len(fields) < 2 or not fields[1].isdigit():
+        raise DataError(f"{header}: corrupt header (record line {lines[0]!r}: expected 'name nsig fs nsamp')")
+    if len(fields) < 3:
+        return 250.0  # WFDB default when the rate is omitted
+    fs_text = fields[2].split("/")[0].split("(")[0]
+    try:
+        fs = float(fs_text)
+    except ValueError:
+        raise DataError(f"{header}: corrupt header (sampling rate {fields[2]!r} is not a number)") from None
+    if not np.isfinite(fs) or fs <= 0:
+        raise DataError(f"{header}: corrupt header (sampling rate {fields[2]!r} must be positive)")
+    return fs
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+
+
+def read_record(folder: Path, record: str, annotator: str, lead: int | str | None) -> Record:
+    """Decode a record: annotations always; one lead's digital samples when `lead` is not None."""
+    header = folder / f"{record}.hea"
+    fs = read_fs(header)
+    ann_path = resolve_annotator(folder, record, annotator)
+    ann = read_annotations(ann_path)
+    rec = Record(name=record, fs=fs, ann=ann, source=str(header))
+    if lead is not None:
+        _read_signal(rec, header, lead)
+    return rec
+
+
+def _read_signal(rec: Record, header: Path, lead: int | str) -> None:
+    import wfdb  # heavy import (pandas); only where signals are read
+
+    base = str(header.with_suffix(""))
+    try:
+        head = wfdb.rdheader(base)
+    except Exception as exc:  # wfdb raises many types for malformed headers
+        raise DataError(f"{header}: corrupt header ({exc})") from None
+    names = list(head.sig_name or [])
+    if isinstance(lead, str) and not lead.isdigit():
+        if lead not in names:
+            raise DataError(f"{header}: lead {lead!r} not in this record (leads: {', '.join(names)})")
+        channel = names.index(lead)
+    else:
+        channel = int(lead)
+        if not 0 <= channel < head.n_sig:
+            raise DataError(f"{header}: lead index {channel} out of range (record has {head.n_sig} signals)")
+    for name in _signal_files(header):
+        if not (header.parent / name).is_file():
+            raise DataError(
+                f"{header.parent / name}: signal file not found (named in {header.name}; "
+                "annotation-only folders need --tokenizer beats)"
+            )
+    try:
+        sig = wfdb.rdrecord(base, channels=[channel], physical=False, return_res=32)
+    except Exception as exc:
+        raise DataError(f"{header}: cannot read signal ({type(exc).__name__}: {exc})") from None
+    data = np.asarray(sig.d_signal)[:, 0]
+    if data.size == 0:
+        raise DataError(f"{header}: record has no samples")
+    rec.signal = data
+    rec.lead = names[channel] if channel < len(names) else str(channel)
+    rec.adc_gain = float(sig.adc_gain[0] or 200.0)
+    rec.baseline = float(sig.baseline[0] or 0)
+
+
+def rhythm_per_annotation(ann: Annotations) -> tuple[np.ndarray, np.ndarray]:
+    """Rhythm changes of a record: (sample of each change, rhythm class index)."""
+    if not len(ann.aux_index):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int8)
+    idx = ann.aux_index
+    is_rhythm = ann.code[idx] == RHYTHM_CODE
+    classes = np.array([rhythm_class(t) for t in ann.aux_text], dtype=np.int8)
+    keep = is_rhythm & (classes >= 0)
+    return ann.sample[idx[keep]], classes[keep]

@@ -1,0 +1,214 @@
+"""The two tokenizers, `samples` and `beats`, as whole-record numpy transforms (no loop per beat).
+
+samples: the chosen lead, resampled to a target rate given in Hz, quantised into `vocab` bins
+  (uniform or mu-law) over a robust per-record amplitude range (percentiles of the record's own
+  samples). The token stream is the whole quantised record; the windows of W tokens centred on each
+  beat are cut at load time, so one prepare serves every window length.
+beats: one token per annotated beat = beat class (N S V F Q other) x RR-interval bin (ms, from the
+  header's rate); needs annotations only.
+
+Token ids 0..3 are special (pad, mask, cls, sep); data tokens start at 4.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from trainer.data.errors import DataError
+from trainer.data.labels import AAMI_OF_CODE, IS_BEAT, N_TOKEN_CLASSES, TOKEN_CLASS_OF_CODE
+from trainer.data.records import Record, rhythm_per_annotation
+
+SPECIAL_TOKENS = {"pad": 0, "mask": 1, "cls": 2, "sep": 3}
+N_SPECIAL = len(SPECIAL_TOKENS)
+TOKENIZERS = ("samples", "beats")
+
+# Every key a tokenizer table may hold; keys that belong to the other tokenizer are accepted and
+# ignored (a study gives one table for all datasets), anything else is an error.
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "samples": {
+        "vocab": 256, "quantizer": "mulaw", "mu": 255, "lead": 0, "fs": 360,
+        "clip_percentile": 0.1, "margin": 0.1, "annotator": "auto",
+    },
+    "beats": {"rr_bins": 16, "rr_min_ms": 200, "rr_max_ms": 2000, "annotator": "auto"},
+}
+COMMON_KEYS = {"name", "records"}
+
+
+@dataclass
+class Tokenized:
+    """The arrays of one record's shard plus the facts the manifest keeps about it."""
+
+    tokens: np.ndarray  # uint16 token stream
+    beats: np.ndarray  # int64 index into tokens of each beat
+    labels: np.ndarray  # int8 AAMI class per beat (-1: beat without an AAMI class)
+    rhythm: np.ndarray  # int8 rhythm class per beat (-1: unknown)
+    info: dict[str, Any]
+
+
+def canonical(tokenizer: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Validate a tokenizer table and return (name, the full parameters of that tokenizer)."""
+    if not isinstance(tokenizer, dict):
+        raise DataError(f"tokenizer: expected a table with a 'name', found {tokenizer!r}")
+    name = tokenizer.get("name", "samples")
+    if name not in TOKENIZERS:
+        raise DataError(f"tokenizer.name: unknown tokenizer {name!r} (expected one of: {', '.join(TOKENIZERS)})")
+    known = COMMON_KEYS | set(DEFAULTS["samples"]) | set(DEFAULTS["beats"])
+    unknown = sorted(set(tokenizer) - known)
+    if unknown:
+        raise DataError(f"tokenizer: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+    params = dict(DEFAULTS[name])
+    params.update({k: v for k, v in tokenizer.items() if k in params and v is not None})
+    _check(name, params)
+    return name, params
+
+
+def _check(name: str, p: dict[str, Any]) -> None:
+    def need(key: str, ok: bool, what: str) -> None:
+        if not ok:
+            raise DataError(f"tokenizer.{key}: {what}, found {p[key]!r}")
+
+    def is_num(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    need("annotator", isinstance(p["annotator"], str) and p["annotator"].replace("_", "").isalnum(),
+         "expected an annotator extension such as 'atr', 'ari' or 'auto'")
+    if name == "samples":
+        need("vocab", isinstance(p["vocab"], int) and 2 <= p["vocab"] <= 65535 - N_SPECIAL,
+             f"expected an integer 2..{65535 - N_SPECIAL}")
+        need("quantizer", p["quantizer"] in ("uniform", "mulaw"), "expected 'uniform' or 'mulaw'")
+        need("mu", is_num(p["mu"]) and p["mu"] > 0, "expected a positive number")
+        need("lead", isinstance(p["lead"], (int, str)) and not isinstance(p["lead"], bool),
+             "expected a lead index or name")
+        need("fs", p["fs"] in (0, None) or (is_num(p["fs"]) and p["fs"] > 0),
+             "expected a sampling rate in Hz (0 keeps each record's own)")
+        need("clip_percentile", is_num(p["clip_percentile"]) and 0 <= p["clip_percentile"] < 50,
+             "expected a percentile in [0, 50)")
+        need("margin", is_num(p["margin"]) and 0 <= p["margin"] <= 10, "expected a fraction in [0, 10]")
+    else:
+        need("rr_bins", isinstance(p["rr_bins"], int) and 2 <= p["rr_bins"] <= 4096, "expected an integer 2..4096")
+        need("rr_min_ms", is_num(p["rr_min_ms"]) and p["rr_min_ms"] > 0, "expected a positive number of ms")
+        need("rr_max_ms", is_num(p["rr_max_ms"]) and p["rr_max_ms"] > p["rr_min_ms"],
+             "expected a number of ms above rr_min_ms")
+
+
+def vocab_size(name: str, params: dict[str, Any]) -> int:
+    """Number of token ids, specials included."""
+    if name == "samples":
+        return N_SPECIAL + int(params["vocab"])
+    return N_SPECIAL + N_TOKEN_CLASSES * int(params["rr_bins"])
+
+
+def tokenize(name: str, params: dict[str, Any], rec: Record) -> Tokenized:
+    """Tokenize one decoded record with the named tokenizer."""
+    return tokenize_samples(params, rec) if name == "samples" else tokenize_beats(params, rec)
+
+
+def _beat_arrays(rec: Record, ann_source: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    is_beat = IS_BEAT[rec.ann.code]
+    sample = rec.ann.sample[is_beat]
+    if not len(sample):
+        raise DataError(f"{ann_source}: no beat annotations in record {rec.name!r}")
+    change_at, change_cls = rhythm_per_annotation(rec.ann)
+    if len(change_at):
+        which = np.searchsorted(change_at, sample, side="right") - 1
+        rhythm = np.where(which >= 0, change_cls[np.maximum(which, 0)], -1).astype(np.int8)
+    else:
+        rhythm = np.full(len(sample), -1, dtype=np.int8)
+    return sample, rec.ann.code[is_beat], rhythm
+
+
+def tokenize_beats(params: dict[str, Any], rec: Record) -> Tokenized:
+    """One token per beat: class x log-spaced RR bin; bin 0 marks the record's first beat."""
+    sample, code, rhythm = _beat_arrays(rec, rec.extra.get("ann_path", rec.source))
+    nb = int(params["rr_bins"])
+    rr_ms = np.diff(sample).astype(np.float64) * (1000.0 / rec.fs)
+    lo, hi = math.log(params["rr_min_ms"]), math.log(params["rr_max_ms"])
+    pos = (np.log(np.clip(rr_ms, params["rr_min_ms"], params["rr_max_ms"])) - lo) / (hi - lo)
+    rr_bin = np.empty(len(sample), dtype=np.int64)
+    rr_bin[0] = 0
+    rr_bin[1:] = 1 + np.minimum((pos * (nb - 1)).astype(np.int64), nb - 2)
+    tokens = (N_SPECIAL + TOKEN_CLASS_OF_CODE[code].astype(np.int64) * nb + rr_bin).astype(np.uint16)
+    labels = AAMI_OF_CODE[code]
+    info = {"n_tokens": len(tokens), "fs": rec.fs}
+    return Tokenized(tokens, np.arange(len(tokens), dtype=np.int64), labels, rhythm, info)
+
+
+def tokenize_samples(params: dict[str, Any], rec: Record) -> Tokenized:
+    """Quantise the lead (resampled to params['fs']) and locate each beat in the token stream."""
+    if rec.signal is None:
+        raise DataError(f"{rec.source}: record {rec.name!r} has no signal (the samples tokenizer needs one)")
+    sample, code, rhythm = _beat_arrays(rec, rec.extra.get("ann_path", rec.source))
+    x, fs = resample(rec.signal, rec.fs, params["fs"])
+    if fs != rec.fs:
+        sample = np.rint(sample * (fs / rec.fs)).astype(np.int64)
+    inside = (sample >= 0) & (sample < len(x))
+    q = Quantizer.fit(x, params)
+    tokens = q.apply(x)
+    info = {
+        "n_tokens": len(tokens), "fs": fs, "native_fs": rec.fs, "lead": rec.lead,
+        "adc_gain": rec.adc_gain, "baseline": rec.baseline, "quantizer": q.describe(),
+        "beats_outside_signal": int((~inside).sum()),
+    }
+    return Tokenized(tokens, sample[inside], AAMI_OF_CODE[code][inside], rhythm[inside], info)
+
+
+def resample(x: np.ndarray, fs: float, target: float | None) -> tuple[np.ndarray, float]:
+    """Resample digital samples to `target` Hz (polyphase, anti-aliased); no-op if equal or unset."""
+    if not target or abs(target - fs) < 1e-9:
+        return x, fs
+    ratio = Fraction(target / fs).limit_denominator(1000)
+    from scipy.signal import resample_poly
+
+    y = resample_poly(x.astype(np.float32), ratio.numerator, ratio.denominator)
+    return np.rint(y).astype(np.int64), float(fs * ratio)
+
+
+@dataclass
+class Quantizer:
+    """Maps integer (digital) amplitudes to bins through a lookup table: one gather per record."""
+
+    kind: str
+    bins: int
+    centre: float
+    half: float  # half width of the robust range, margin included
+    mu: float
+
+    @classmethod
+    def fit(cls, x: np.ndarray, params: dict[str, Any]) -> Quantizer:
+        """Robust range from percentiles of the record's own samples (a histogram: exact and fast)."""
+        xmin = int(x.min())
+        counts = np.bincount((x - xmin).astype(np.int64))
+        cdf = np.cumsum(counts) / len(x)
+        p = params["clip_percentile"] / 100.0
+        lo = xmin + int(np.searchsorted(cdf, p, side="left"))
+        hi = xmin + int(np.searchsorted(cdf, 1.0 - p, side="left"))
+        half = max((hi - lo) / 2.0 * (1.0 + params["margin"]), 1.0)
+        return cls(params["quantizer"], int(params["vocab"]), (hi + lo) / 2.0, half, float(params["mu"]))
+
+    def bin_of(self, v: np.ndarray) -> np.ndarray:
+        """Bin index (0..bins-1) of amplitudes in digital units."""
+        u = np.clip((np.asarray(v, dtype=np.float64) - self.centre) / self.half, -1.0, 1.0)
+        if self.kind == "mulaw":
+            u = np.sign(u) * np.log1p(self.mu * np.abs(u)) / math.log1p(self.mu)
+        return np.minimum(((u + 1.0) * 0.5 * self.bins).astype(np.int64), self.bins - 1)
+
+    def value_of(self, b: np.ndarray) -> np.ndarray:
+        """Amplitude (digital units) at the centre of each bin: the inverse used to check the error."""
+        y = (np.asarray(b, dtype=np.float64) + 0.5) / self.bins * 2.0 - 1.0
+        if self.kind == "mulaw":
+            y = np.sign(y) * np.expm1(np.abs(y) * math.log1p(self.mu)) / self.mu
+        return self.centre + y * self.half
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        """Tokens (uint16, specials offset) of a whole record via a table over its value range."""
+        xmin, xmax = int(x.min()), int(x.max())
+        lut = (self.bin_of(np.arange(xmin, xmax + 1)) + N_SPECIAL).astype(np.uint16)
+        return lut[x - xmin]
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "bins": self.bins, "centre": self.centre, "half": self.half, "mu": self.mu}

@@ -1,0 +1,102 @@
+"""Evaluation on the test split: classification scores (fine-tune) or masked-token loss (foundation).
+
+Each rank evaluates a disjoint stride of the test set (no padding duplicates, unlike DistributedSampler)
+and the confusion matrix or loss sums are added over ranks, so the scores are exact for any world size.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, Dataset, Subset
+
+from trainer.distributed import Dist, all_reduce_sum
+from trainer.model import IGNORE_INDEX
+
+
+def class_scores(confusion: list[list[int]], classes: list[str]) -> dict[str, Any]:
+    """Per-class sensitivity (recall), positive predictivity (precision), F1; macro-F1; accuracy.
+
+    `confusion[i][j]` counts samples of true class i predicted as j. A class absent from the test set has
+    sensitivity None and is left out of macro-F1 (it would otherwise count as 0 for a question not asked).
+    """
+    n = len(classes)
+    total = sum(sum(row) for row in confusion)
+    sens: dict[str, float | None] = {}
+    ppv: dict[str, float | None] = {}
+    f1: dict[str, float | None] = {}
+    for i, name in enumerate(classes):
+        tp = confusion[i][i]
+        actual = sum(confusion[i])
+        predicted = sum(confusion[r][i] for r in range(n))
+        se = tp / actual if actual else None
+        pp = tp / predicted if predicted else (0.0 if actual else None)
+        sens[name], ppv[name] = se, pp
+        if se is None:
+            f1[name] = None
+        elif pp is None or se + pp == 0:
+            f1[name] = 0.0
+        else:
+            f1[name] = 2 * se * pp / (se + pp)
+    present = [v for v in f1.values() if v is not None]
+    return {
+        "classes": classes,
+        "support": {name: sum(confusion[i]) for i, name in enumerate(classes)},
+        "sensitivity": sens,
+        "ppv": ppv,
+        "f1": f1,
+        "macro_f1": sum(present) / len(present) if present else None,
+        "accuracy": sum(confusion[i][i] for i in range(n)) / total if total else None,
+        "confusion": confusion,
+        "samples": total,
+    }
+
+
+def _shard(dataset: Dataset, d: Dist) -> Subset:
+    return Subset(dataset, list(range(d.rank, len(dataset), d.world)))  # type: ignore[arg-type]
+
+
+@torch.no_grad()
+def classify(model: torch.nn.Module, dataset: Dataset, classes: list[str], d: Dist, batch_size: int,
+             autocast: Any, workers: int = 0) -> dict[str, Any]:
+    """Confusion matrix of `model` over `dataset` (items: tokens, label), summed over ranks."""
+    n = len(classes)
+    counts = torch.zeros(n * n, dtype=torch.float64, device=d.device)
+    loader = DataLoader(_shard(dataset, d), batch_size=batch_size, num_workers=workers)
+    model.eval()
+    for tokens, labels in loader:
+        tokens, labels = tokens.to(d.device), labels.to(d.device)
+        with autocast():
+            pred = model(tokens).argmax(dim=-1)
+        keep = labels >= 0
+        idx = labels[keep] * n + pred[keep]
+        counts += torch.bincount(idx, minlength=n * n).to(counts.dtype)
+    model.train()
+    flat = all_reduce_sum(d, counts.tolist())
+    confusion = [[int(flat[i * n + j]) for j in range(n)] for i in range(n)]
+    return class_scores(confusion, classes)
+
+
+@torch.no_grad()
+def masked_lm(model: torch.nn.Module, dataset: Dataset, d: Dist, batch_size: int, autocast: Any,
+              workers: int = 0) -> dict[str, Any]:
+    """Masked-token loss and accuracy over `dataset` (items: inputs, targets), summed over ranks."""
+    loss_sum = correct = count = 0.0
+    loader = DataLoader(_shard(dataset, d), batch_size=batch_size, num_workers=workers)
+    model.eval()
+    for inputs, targets in loader:
+        inputs, targets = inputs.to(d.device), targets.to(d.device)
+        with autocast():
+            logits = model(inputs).float()
+        keep = targets != IGNORE_INDEX
+        loss_sum += torch.nn.functional.cross_entropy(logits[keep], targets[keep], reduction="sum").item()
+        correct += (logits[keep].argmax(-1) == targets[keep]).sum().item()
+        count += keep.sum().item()
+    model.train()
+    loss_sum, correct, count = all_reduce_sum(d, [loss_sum, correct, count])
+    return {
+        "masked_tokens": int(count),
+        "masked_loss": loss_sum / count if count else None,
+        "masked_accuracy": correct / count if count else None,
+    }

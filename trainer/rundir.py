@@ -1,0 +1,214 @@
+"""The run-directory contract shared by the trainer and the cockpit.
+
+Pure Python (no torch, no numpy) so the laptop side can import it. Every file the trainer leaves behind is
+read and written through this module; docs/run-directory.md documents each field and unit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+CONFIG_FILE = "config.json"
+RESULT_FILE = "result.json"
+METRICS_FILE = "metrics.jsonl"
+GPU_FILE = "gpu.jsonl"
+LOG_FILE = "train.log"
+EXIT_FILE = "exit.json"
+CHECKPOINT_FILE = "checkpoint.pt"
+MODEL_FILE = "model.pt"
+
+# Exit codes of `hlm-train train` (also recorded in exit.json).
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_BAD_INPUT = 3
+EXIT_NONFINITE_LOSS = 4
+EXIT_CHECKPOINTED = 75
+
+EXIT_REASONS = {
+    EXIT_OK: "completed",
+    EXIT_USAGE: "bad command line or config",
+    EXIT_BAD_INPUT: "bad input data",
+    EXIT_NONFINITE_LOSS: "non-finite loss",
+    EXIT_CHECKPOINTED: "checkpointed after a signal; run again to resume",
+}
+
+RESULT_STATUSES = ("completed", "failed")
+
+
+class RunDirError(ValueError):
+    """A run-directory file exists but cannot be used; the message names the file and the problem."""
+
+
+def write_json(path: str | os.PathLike[str], data: dict[str, Any]) -> None:
+    """Write JSON atomically (temp file + fsync + rename) so a reader never sees half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2, sort_keys=True, allow_nan=True)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_json(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """Read a JSON object; None when the file does not exist, RunDirError when it is not an object."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RunDirError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path}: expected a JSON object, found {type(data).__name__}")
+    return data
+
+
+def write_config(run_dir: str | os.PathLike[str], config: dict[str, Any]) -> Path:
+    """Write config.json, the trainer's whole input, stamped with the schema version."""
+    path = Path(run_dir) / CONFIG_FILE
+    write_json(path, {"schema_version": SCHEMA_VERSION, **config})
+    return path
+
+
+def read_config(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read config.json; a missing file is an error because the trainer cannot start without it."""
+    path = Path(run_dir) / CONFIG_FILE
+    data = read_json(path)
+    if data is None:
+        raise RunDirError(f"{path}: missing (the launcher writes it before the run starts)")
+    _check_version(path, data)
+    return data
+
+
+def write_result(run_dir: str | os.PathLike[str], result: dict[str, Any]) -> Path:
+    """Write result.json once, at the end of a run, by rank 0."""
+    missing = [key for key in ("status", "config_id", "timing") if key not in result]
+    if missing:
+        raise RunDirError(f"result for {run_dir} lacks required keys: {', '.join(missing)}")
+    if result["status"] not in RESULT_STATUSES:
+        raise RunDirError(f"result for {run_dir}: status {result['status']!r} is not one of {RESULT_STATUSES}")
+    path = Path(run_dir) / RESULT_FILE
+    write_json(path, {"schema_version": SCHEMA_VERSION, "kind": "hlm-run-result", **result})
+    return path
+
+
+def read_result(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """Read result.json; None if the run has not finished. Unknown fields are kept, never rejected."""
+    path = Path(run_dir) / RESULT_FILE
+    data = read_json(path)
+    if data is None:
+        return None
+    _check_version(path, data)
+    timing = data.get("timing")
+    if not isinstance(timing, dict) or not isinstance(timing.get("train_time_s"), int | float):
+        raise RunDirError(f"{path}: timing.train_time_s missing or not a number")
+    return data
+
+
+def write_exit(run_dir: str | os.PathLike[str], code: int, message: str = "", **extra: Any) -> Path:
+    """Record how the trainer ended; written by rank 0 on every exit path."""
+    import time
+
+    record = {
+        "schema_version": SCHEMA_VERSION,
+        "code": int(code),
+        "reason": EXIT_REASONS.get(int(code), "error"),
+        "message": message,
+        "time": time.time(),
+        **extra,
+    }
+    path = Path(run_dir) / EXIT_FILE
+    write_json(path, record)
+    return path
+
+
+def read_exit(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """Read exit.json; None when the trainer never got that far."""
+    return read_json(Path(run_dir) / EXIT_FILE)
+
+
+def append_jsonl(path: str | os.PathLike[str], record: dict[str, Any]) -> None:
+    """Append one record as a single write() so concurrent ranks never interleave inside a line."""
+    line = json.dumps(record, separators=(",", ":"), allow_nan=True) + "\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class JsonlChunk:
+    """What a tolerant read of a JSON-lines file produced."""
+
+    records: list[dict[str, Any]]
+    next_offset: int
+    bad_lines: int
+
+
+def parse_jsonl_bytes(data: bytes, final: bool = False) -> JsonlChunk:
+    """Parse complete lines of a JSON-lines byte chunk.
+
+    An unterminated last line is left for the next read (next_offset stops before it) unless `final`
+    is set, in which case it is counted as bad: a writer killed mid-line leaves exactly that.
+    """
+    records: list[dict[str, Any]] = []
+    bad = 0
+    end = data.rfind(b"\n") + 1
+    complete, rest = data[:end], data[end:]
+    for raw in complete.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            bad += 1
+            continue
+        if isinstance(value, dict):
+            records.append(value)
+        else:
+            bad += 1
+    consumed = end
+    if final and rest.strip():
+        bad += 1
+        consumed = len(data)
+    return JsonlChunk(records, consumed, bad)
+
+
+def read_jsonl(path: str | os.PathLike[str], offset: int = 0, final: bool = False) -> JsonlChunk:
+    """Read records from byte `offset` on; a missing file reads as empty. See parse_jsonl_bytes."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read()
+    except FileNotFoundError:
+        return JsonlChunk([], offset, 0)
+    chunk = parse_jsonl_bytes(data, final=final)
+    chunk.next_offset += offset
+    return chunk
+
+
+def _check_version(path: Path, data: dict[str, Any]) -> None:
+    version = data.get("schema_version")
+    if not isinstance(version, int):
+        raise RunDirError(f"{path}: schema_version missing or not an integer")
+    if version > SCHEMA_VERSION:
+        raise RunDirError(
+            f"{path}: schema_version {version} is newer than this reader ({SCHEMA_VERSION}); upgrade hlm-cockpit"
+        )

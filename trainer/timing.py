@@ -1,0 +1,121 @@
+"""Clocks for the per-step breakdown and the DDP communication hook that measures all-reduce waits.
+
+On CPU every mark is `time.perf_counter()`. On CUDA, work is asynchronous, so device phases are marked with
+CUDA events on the current stream and resolved after the step's final synchronisation; host-side phases
+(waiting for the DataLoader) stay on the host clock. docs/training.md explains the method.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+import torch.distributed as dist
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+PHASES = ("data_wait", "compute", "comm", "optimizer", "other")
+
+
+class Clock:
+    """Device-aware timestamps: floats on CPU, recorded CUDA events on GPU."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.cuda = device.type == "cuda"
+
+    def mark(self) -> object:
+        if self.cuda:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            return event
+        return time.perf_counter()
+
+    def elapsed(self, start: object, end: object) -> float:
+        """Seconds between two marks; on CUDA call only after the events have completed."""
+        if self.cuda:
+            return start.elapsed_time(end) / 1000.0  # type: ignore[attr-defined]
+        return float(end) - float(start)  # type: ignore[arg-type]
+
+    def sync(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize()
+
+
+class CommMeter:
+    """DDP comm hook state: all-reduce each gradient bucket (averaging, as DDP's default) and mark times.
+
+    `last_ready` is the mark taken when the last bucket of a backward pass was handed over, i.e. when the
+    last gradient was computed. Everything between it and the end of `backward()` is time the rank spends
+    waiting for all-reduces to finish: the exposed (non-overlapped) communication, reported as `comm`.
+    `busy_s` additionally sums each bucket's launch-to-completion time on CPU (it overlaps compute).
+    """
+
+    def __init__(self, clock: Clock, group: dist.ProcessGroup | None = None) -> None:
+        self.clock = clock
+        self.group = group
+        self.last_ready: object | None = None
+        self.buckets = 0
+        self.busy_s = 0.0
+
+    def reset(self) -> None:
+        self.last_ready = None
+        self.buckets = 0
+
+    def hook(self, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+        self.last_ready = self.clock.mark()
+        self.buckets += 1
+        fut = default_hooks.allreduce_hook(self.group, bucket)
+        if self.clock.cuda:
+            return fut
+        launched = time.perf_counter()
+
+        def done(f: torch.futures.Future[torch.Tensor]) -> torch.Tensor:
+            self.busy_s += time.perf_counter() - launched
+            return f.value()
+
+        return fut.then(done)
+
+
+def comm_hook(state: CommMeter, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+    """Module-level hook function (DDP requires a callable taking (state, bucket))."""
+    return state.hook(bucket)
+
+
+@dataclass
+class Breakdown:
+    """Seconds per phase, summed over steps; `add_step` keeps `other` as the exact remainder."""
+
+    data_wait: float = 0.0
+    compute: float = 0.0
+    comm: float = 0.0
+    optimizer: float = 0.0
+    other: float = 0.0
+    steps: int = 0
+    extra: dict[str, float] = field(default_factory=dict)
+
+    def add_step(self, wall: float, data_wait: float, compute: float, comm: float, optimizer: float) -> None:
+        self.data_wait += data_wait
+        self.compute += compute
+        self.comm += comm
+        self.optimizer += optimizer
+        self.other += max(0.0, wall - data_wait - compute - comm - optimizer)
+        self.steps += 1
+
+    def total(self) -> float:
+        return self.data_wait + self.compute + self.comm + self.optimizer + self.other
+
+    def as_dict(self) -> dict[str, float]:
+        return {p: getattr(self, p) for p in PHASES}
+
+    def merge(self, other: dict[str, float]) -> None:
+        for p in PHASES:
+            setattr(self, p, getattr(self, p) + float(other.get(p, 0.0)))
+
+
+def peak_memory_bytes(device: torch.device) -> int:
+    """CUDA max allocated, or this process's peak resident set size on CPU."""
+    if device.type == "cuda":
+        return int(torch.cuda.max_memory_allocated(device))
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
