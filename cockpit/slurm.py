@@ -373,13 +373,15 @@ class SlurmClient:
 
     async def _control(self, tool: str, args: list[str], what: str) -> None:
         res = await self._run(tool, args)
-        if res.exit_status != 0:
+        # scancel exits 0 for an unknown job and says so only with -v: an error line counts as failure too
+        errors = [ln for ln in res.stderr.splitlines() if "error" in ln.lower() and "already completing" not in ln]
+        if res.exit_status != 0 or errors:
             raise SlurmError(f"{what} failed: {_slurm_message(res.stderr) or res.exit_status}")
 
     async def cancel(self, job_ids: Iterable[str]) -> None:
         ids = _ids(job_ids)
         if ids:
-            await self._control("scancel", ids, f"scancel {' '.join(ids)}")
+            await self._control("scancel", ["--verbose", *ids], f"scancel {' '.join(ids)}")
 
     async def requeue(self, job_ids: Iterable[str]) -> None:
         ids = _ids(job_ids)

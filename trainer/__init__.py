@@ -1,0 +1,4 @@
+"""The cluster side: tokenize ECG, train the Heart Language Model under DDP, time every second of it.
+
+This package's __init__ must never import torch: the cockpit imports `trainer.rundir` on a laptop.
+"""

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, DistributedSampler
 
-from trainer.model import mask_blocks
+from trainer.model import IGNORE_INDEX, mask_blocks
 
 
 class ResumableSampler(DistributedSampler):
@@ -69,4 +69,5 @@ class LabelledWindows(Dataset):
     def __getitem__(self, key: tuple[int, int] | int) -> tuple[torch.Tensor, Any]:
         index = key[1] if isinstance(key, tuple) else key
         tokens, label = self.windows[index]
-        return torch.as_tensor(tokens, dtype=torch.long), torch.as_tensor(label, dtype=torch.long)
+        label = int(label)
+        return torch.as_tensor(tokens, dtype=torch.long), torch.tensor(label if label >= 0 else IGNORE_INDEX)

@@ -50,7 +50,9 @@ class SelfAttention(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.heads = cfg.heads
-        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+        # No bias: a key bias cannot change attention (softmax is shift-invariant), so its gradient is pure
+        # rounding noise that Adam's normalisation would turn into full-size updates.
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=False)
         self.proj = nn.Linear(cfg.d_model, cfg.d_model)
         self.dropout = cfg.dropout
 
@@ -99,6 +101,11 @@ class HeartLanguageModel(nn.Module):
         else:
             self.lm_bias = nn.Parameter(torch.zeros(cfg.vocab_size))
         self.apply(_init_weights)
+        # Fine-tune class weights: a plain tensor, not a buffer, so DDP does not broadcast it every step.
+        self.class_weight: torch.Tensor | None = None
+
+    def set_class_weights(self, weights: list[float] | None, device: torch.device) -> None:
+        self.class_weight = None if weights is None else torch.tensor(weights, dtype=torch.float32, device=device)
 
     def encode(self, tokens: torch.Tensor) -> torch.Tensor:
         """Contextual embeddings [B, W, d] of a batch of token windows [B, W]."""
@@ -111,19 +118,27 @@ class HeartLanguageModel(nn.Module):
             x = block(x)
         return self.ln_f(x)
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Logits: [B, W, vocab] (foundation, tied to the embedding) or [B, classes] (fine-tune, mean-pooled)."""
+    def forward(self, tokens: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits, or with `targets` the mean cross-entropy (one call, so DDP sees one forward).
+
+        Foundation: logits [B, W, vocab] through the LM head tied to the token embedding; the loss is over
+        masked positions (targets [B, W], IGNORE_INDEX elsewhere). Fine-tune: logits [B, classes] from the
+        mean-pooled encoder; the loss is over samples.
+        """
         h = self.encode(tokens)
         if self.cfg.num_classes:
-            return self.head(h.mean(dim=1))
-        return F.linear(h, self.tok.weight, self.lm_bias)
-
-    def loss(self, tokens: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """Mean cross-entropy: over masked positions (targets [B, W], IGNORE_INDEX elsewhere) or over samples."""
-        logits = self(tokens)
-        if self.cfg.num_classes:
-            return F.cross_entropy(logits.float(), targets, ignore_index=IGNORE_INDEX)
-        return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=IGNORE_INDEX)
+            logits = self.head(h.mean(dim=1))
+        else:
+            logits = F.linear(h, self.tok.weight, self.lm_bias)
+        if targets is None:
+            return logits
+        if self.cfg.num_classes and self.class_weight is not None:
+            # Normalised by the sample count, not the weight sum, so the loss of a batch split over ranks
+            # averages to the loss of the whole batch (DDP equivalence).
+            valid = targets != IGNORE_INDEX
+            per = F.cross_entropy(logits.float(), targets, ignore_index=IGNORE_INDEX, reduction="none")
+            return (per * self.class_weight[targets.clamp(min=0)] * valid).sum() / valid.sum().clamp(min=1)
+        return F.cross_entropy(logits.flatten(0, -2).float(), targets.flatten(), ignore_index=IGNORE_INDEX)
 
     def num_parameters(self, non_embedding: bool = False) -> int:
         n = sum(p.numel() for p in self.parameters())

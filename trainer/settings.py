@@ -65,6 +65,8 @@ class Settings:
     mask_span: int = 8
     num_workers: int | None = None
     grad_clip: float = 1.0
+    class_weights: str = "balanced"
+    synthetic_params: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -160,6 +162,9 @@ def from_config(run_dir: Path, config: dict[str, Any], source: str = "config.jso
     s.mask_span = _get(train, "mask_span", int, t, s.mask_span)
     s.num_workers = _get(train, "num_workers", int, t, None)
     s.grad_clip = _get(train, "grad_clip", float, t, s.grad_clip)
+    s.class_weights = _choice(_get(train, "class_weights", str, t, s.class_weights), ("balanced", "none"),
+                              f"{t}.class_weights")
+    s.synthetic_params = _get(config, "synthetic_params", dict, top, None)
     validate(s, source)
     return s
 

@@ -5,8 +5,6 @@ CUDA events on the current stream and resolved after the step's final synchronis
 (waiting for the DataLoader) stay on the host clock. docs/training.md explains the method.
 """
 
-from __future__ import annotations
-
 import time
 from dataclasses import dataclass, field
 

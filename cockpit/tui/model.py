@@ -184,11 +184,15 @@ def scaling_rows(
     for r in rows:
         groups.setdefault(str(r.values.get(group_by, "")), []).append(r)
     out: list[Row] = []
-    width = len(SCALING_COLUMNS)
+    keys = [c.key for c in SCALING_COLUMNS]
     for value in sorted(groups, key=_natural):
         members = groups[value]
-        head = Text(f"{group_by} = {value}  ({len(members)})", style="bold reverse")
-        out.append(Row(f"group:{group_by}:{value}", (head,) + ("",) * (width - 1), header=True))
+        cells: list[object] = [""] * len(keys)
+        cells[0] = Text("▼", style="bold")
+        if group_by in keys:
+            cells[keys.index(group_by)] = Text(value, style="bold")
+        cells[-1] = Text(f"{group_by} = {value}: {len(members)} configurations", style="bold")
+        out.append(Row(f"group:{group_by}:{value}", tuple(cells), header=True))
         out.extend(Row(r.config_id, scaling_cells(r)) for r in members)
     return out
 
@@ -259,9 +263,9 @@ def gpu_rows(snapshot: StudySnapshot) -> list[Row]:
             flag = Text("ok", style="green")
         util = [s.util_pct for s in g.samples if s.util_pct is not None]
         mem = "-"
-        if last and last.mem_used_mib is not None:
-            total = f"/{last.mem_total_mib / 1024:.0f}" if last.mem_total_mib else ""
-            mem = f"{last.mem_used_mib / 1024:.1f}{total} GiB"
+        if last and last.mem_used_bytes is not None:
+            total = f"/{last.mem_total_bytes / 2**30:.0f}" if last.mem_total_bytes else ""
+            mem = f"{last.mem_used_bytes / 2**30:.1f}{total} GiB"
         rows.append(
             Row(
                 f"{g.config_id}:{g.host}:{g.gpu}",

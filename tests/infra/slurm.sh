@@ -15,8 +15,8 @@
 #     lives under /root/.pyenv), so the test user can execute the project's Python;
 #   - writes ~$HLM_TEST_USER/.hlm_env (PATH with that interpreter, SLURM_CONF) and sources it from the
 #     user's ~/.bash_profile and ~/.bashrc, so batch scripts (`bash -l`) and SSH commands find both;
-#   - points /etc/slurm/slurm.conf at the generated file when that path is free (absent or our own link),
-#     so `sbatch` works without SLURM_CONF too.
+#   - points /etc/slurm/slurm.conf at the generated file when that path is free, so `sbatch` works
+#     without SLURM_CONF too (clients that set SLURM_CONF, like the test fixtures, do not depend on it).
 #
 # Fake GPUs: gres.conf lists character devices made with `mknod c 1 3` (clones of /dev/null); Slurm then
 # sets CUDA_VISIBLE_DEVICES for --gpus-per-node / --gres=gpu:N jobs and refuses more than exist at submit.
@@ -111,7 +111,7 @@ expose_python() {
     cat > "$envfile" <<EOF
 # Written by tests/infra/slurm.sh: the project's Python and the test Slurm for this user.
 export PATH="$bin:\$PATH"
-export SLURM_CONF="$conf"
+export SLURM_CONF="\${SLURM_CONF:-$conf}"
 EOF
     chown "$user:" "$envfile"
     local rc
@@ -194,8 +194,9 @@ EOF
     : > "$dir/etc/plugstack.conf"
     chmod 644 "$conf" "$dir/etc/gres.conf" "$dir/etc/plugstack.conf"
     # Let plain `sbatch` (and SSH logins) find this cluster when /etc/slurm/slurm.conf is free.
-    if [[ -d /etc/slurm ]] && { [[ ! -e /etc/slurm/slurm.conf ]] || [[ -L /etc/slurm/slurm.conf ]]; }; then
-        ln -sfn "$conf" /etc/slurm/slurm.conf
+    # (Only when the path is absent: a second test cluster never takes it over.)
+    if [[ -d /etc/slurm && ! -e /etc/slurm/slurm.conf && ! -L /etc/slurm/slurm.conf ]]; then
+        ln -s "$conf" /etc/slurm/slurm.conf
     fi
 }
 
@@ -213,12 +214,12 @@ up() {
     for b in munged mungekey slurmctld slurmd sbatch sinfo; do
         command -v "$b" >/dev/null || die "$b not found: apt-get install --no-install-recommends slurmctld slurmd slurm-client munge" 3
     done
+    ensure_user
+    expose_python
     if status; then
         print_env
         return 0
     fi
-    ensure_user
-    expose_python
     down
     write_config
     start_munge

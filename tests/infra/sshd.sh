@@ -5,13 +5,18 @@
 #   tests/infra/sshd.sh stop  STATE_DIR                 -> stops the server by its pid file
 #
 # The server has its own host key and accepts only the generated client key (no passwords, no PAM).
-# USER is created when absent (password field '*', so public-key login is allowed).
+# USER (default: $HLM_TEST_USER of env.sh, the user that runs the test Slurm's jobs) is created when absent
+# (password field '*', so public-key login is allowed).
 set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=env.sh
+source "$here/env.sh"
 
 cmd=${1:?usage: sshd.sh start|stop STATE_DIR [PORT] [USER]}
 state=${2:?usage: sshd.sh start|stop STATE_DIR [PORT] [USER]}
 port=${3:-2222}
-user=${4:-hlmtest}
+user=${4:-$HLM_TEST_USER}
 
 stop() {
     if [[ -f "$state/sshd.pid" ]]; then

@@ -22,7 +22,7 @@ BEAT_SYMBOLS = "NLRBAaJSVrFejnE/fQ?"
 
 BEAT_CLASSES = ("N", "S", "V", "F", "Q")
 AAMI: dict[str, int] = {}
-for _cls, _symbols in zip(BEAT_CLASSES, ("NLRej", "AaJS", "VE", "F", "/fQ")):
+for _cls, _symbols in zip(BEAT_CLASSES, ("NLRej", "AaJS", "VE", "F", "/fQ"), strict=True):
     for _s in _symbols:
         AAMI[_s] = BEAT_CLASSES.index(_cls)
 
@@ -50,7 +50,8 @@ def _tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 IS_BEAT, AAMI_OF_CODE, TOKEN_CLASS_OF_CODE = _tables()
-N_TOKEN_CLASSES = len(BEAT_CLASSES) + 1  # N S V F Q + "other beat" (B r n ?)
+TOKEN_CLASS_NAMES = (*BEAT_CLASSES, "other")  # beats tokenizer: "other" = B r n ?
+N_TOKEN_CLASSES = len(TOKEN_CLASS_NAMES)
 
 
 def rhythm_class(aux: str) -> int:

@@ -109,7 +109,7 @@ def decode_annotations(data: bytes) -> Annotations:
         owner = np.searchsorted(ann_pos, np.asarray(aux_pos), side="left") - 1
         keep = owner >= 0
         aux_index = owner[keep].astype(np.int64)
-        texts = [t for t, kept in zip(aux_text, keep) if kept]
+        texts = [t for t, kept in zip(aux_text, keep, strict=True) if kept]
     else:
         aux_index = np.zeros(0, dtype=np.int64)
         texts = []

@@ -57,17 +57,20 @@ def safe_name(record: str) -> str:
 
 
 def resolve_annotator(folder: Path, record: str, annotator: str) -> Path:
-    """The annotation file of a record: the named annotator, or with "auto" atr, then ari, then ANNOTATORS."""
+    """The annotation file of a record: the named annotator, or with "auto" the first that exists of
+    the folder's ANNOTATORS list, then atr, then ari."""
     base = folder / record
     if annotator != "auto":
         path = base.parent / f"{base.name}.{annotator}"
         if not path.is_file():
             raise DataError(f"{path}: annotation file not found (annotator {annotator!r})")
         return path
-    candidates = list(ANNOTATOR_PREFERENCE)
+    # The database's own ANNOTATORS order first (sddb lists the complete .ari before the partial .atr).
+    candidates: list[str] = []
     listing = folder / "ANNOTATORS"
     if listing.is_file():
         candidates += [line.split()[0] for line in listing.read_text(errors="replace").splitlines() if line.strip()]
+    candidates += list(ANNOTATOR_PREFERENCE)
     for ext in candidates:
         path = base.parent / f"{base.name}.{ext}"
         if path.is_file():

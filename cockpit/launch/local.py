@@ -1,0 +1,266 @@
+"""The local executor: runs a study's configurations on this machine, with no scheduler.
+
+Same launcher as on a cluster (`torchrun --standalone --nproc-per-node N`, CPU workers with gloo or local
+GPUs), same run directory, same result files; stdout/stderr go to stdout.log / stderr.log there. Each job
+reserves nproc x cpus_per_task cores and starts only when that many are free, so jobs never oversubscribe the
+machine; the others wait PENDING in submission order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cockpit.backend import JobInfo, JobState
+from cockpit.launch.render import job_comment, job_name
+from trainer import rundir
+
+if TYPE_CHECKING:
+    from cockpit.spec import Configuration, Study
+
+STDOUT_FILE = "stdout.log"
+STDERR_FILE = "stderr.log"
+KILL_GRACE_S = 30.0  # after SIGTERM, how long the trainer has to checkpoint before SIGKILL
+
+
+class LocalSubmitError(ValueError):
+    """A configuration cannot run on this machine (e.g. it needs more cores than there are)."""
+
+
+@dataclass
+class _Job:
+    job_id: str
+    cfg: Configuration
+    run_dir: Path
+    cores: int
+    state: JobState = JobState.PENDING
+    reason: str = "Resources"
+    submitted: float = field(default_factory=time.time)
+    started: float | None = None
+    ended: float | None = None
+    exit_code: int | None = None
+    process: asyncio.subprocess.Process | None = None
+    task: asyncio.Task[None] | None = None
+    stop_as: JobState | None = None  # set by cancel() or the time limit
+
+
+def machine_cores() -> int:
+    """Cores this process may use (the affinity mask, not the whole machine)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+class LocalExecutor:
+    """Backend that runs jobs as child processes of the cockpit."""
+
+    def __init__(self, study: Study, max_cores: int | None = None) -> None:
+        self.study = study
+        self.max_cores = max_cores or machine_cores()
+        self.label = f"local ({self.max_cores} cores)"
+        self._jobs: dict[str, _Job] = {}
+        self._ids = itertools.count(1)
+        self._host = socket.gethostname()
+        self._python = sys.executable if study.cluster.python == "python3" else os.path.expanduser(study.cluster.python)
+
+    # -- Backend protocol -------------------------------------------------------------------------------------
+
+    async def submit(self, cfg: Configuration) -> str:
+        """Queue one configuration: writes its config.json now, starts it when its cores are free."""
+        nproc = cfg.nodes * cfg.gpus_per_node
+        cores = nproc * cfg.cpus_per_task
+        if cfg.nodes != 1:
+            raise LocalSubmitError(f"configuration {cfg.config_id} asks for {cfg.nodes} nodes; the local executor has one")
+        if cores > self.max_cores:
+            raise LocalSubmitError(
+                f"configuration {cfg.config_id} needs {nproc} workers x {cfg.cpus_per_task} cores = {cores} cores "
+                f"but this machine allows {self.max_cores}"
+            )
+        run_dir = Path(self.study.run_dir(cfg))
+        run_dir.mkdir(parents=True, exist_ok=True)
+        rundir.write_config(run_dir, self.study.run_config(cfg))
+        job = _Job(job_id=f"local-{os.getpid()}-{next(self._ids)}", cfg=cfg, run_dir=run_dir, cores=cores)
+        self._jobs[job.job_id] = job
+        self._schedule()
+        return job.job_id
+
+    async def poll(self) -> list[JobInfo]:
+        """Jobs still queued or running (finished ones are reported by final_states, as with Slurm)."""
+        return [self._info(job) for job in self._jobs.values() if job.state.is_active]
+
+    async def final_states(self, job_ids: list[str]) -> dict[str, JobInfo]:
+        return {jid: self._info(self._jobs[jid]) for jid in job_ids if jid in self._jobs and self._jobs[jid].state.is_final}
+
+    async def cancel(self, job_id: str) -> None:
+        """Pending: dropped. Running: SIGTERM to its process group (the trainer checkpoints), SIGKILL after
+        KILL_GRACE_S."""
+        job = self._jobs.get(job_id)
+        if job is None:
+            raise KeyError(f"unknown local job {job_id!r}")
+        if job.state == JobState.PENDING:
+            self._finish(job, JobState.CANCELLED, None)
+            self._schedule()
+            return
+        if job.state.is_active:
+            self._stop(job, JobState.CANCELLED)
+
+    async def read_file(self, path: str, offset: int = 0) -> bytes:
+        """Bytes of a file from offset; relative paths are relative to the study directory."""
+        full = Path(path) if os.path.isabs(path) else Path(self.study.study_dir()) / path
+        return await asyncio.to_thread(_read_from, full, offset)
+
+    async def close(self) -> None:
+        """Stop every job this executor started and wait for them (they are its children)."""
+        for job in self._jobs.values():
+            if job.state == JobState.PENDING:
+                self._finish(job, JobState.CANCELLED, None)
+            elif job.state.is_active:
+                self._stop(job, JobState.CANCELLED)
+        tasks = [job.task for job in self._jobs.values() if job.task is not None]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- helpers ---------------------------------------------------------------------------------------------
+
+    async def wait(self, job_id: str) -> JobInfo:
+        """Wait until one job is final (for scripts and tests)."""
+        job = self._jobs[job_id]
+        while not job.state.is_final:
+            if job.task is not None:
+                await asyncio.shield(job.task)
+            else:
+                await asyncio.sleep(0.05)
+        return self._info(job)
+
+    def cores_in_use(self) -> int:
+        return sum(job.cores for job in self._jobs.values() if job.state in (JobState.RUNNING, JobState.COMPLETING))
+
+    def _schedule(self) -> None:
+        """Start pending jobs in submission order while their cores fit (first fit keeps order fair:
+        a job that does not fit blocks the ones behind it)."""
+        free = self.max_cores - self.cores_in_use()
+        for job in self._jobs.values():
+            if job.state != JobState.PENDING:
+                continue
+            if job.cores > free:
+                break
+            free -= job.cores
+            job.state, job.reason, job.started = JobState.RUNNING, "", time.time()
+            job.task = asyncio.get_running_loop().create_task(self._run(job))
+
+    async def _run(self, job: _Job) -> None:
+        try:
+            code = await self._prepare_and_train(job)
+        except Exception as exc:  # a job must end in a final state whatever went wrong
+            _note(job.run_dir, f"hlm: the local executor could not run the trainer: {exc}")
+            code = 127
+        marker = _exit_marker(job.run_dir, since=job.started or 0.0)
+        trainer_code = marker.get("code") if marker else None
+        if job.stop_as is not None:
+            state = job.stop_as
+        elif trainer_code == rundir.EXIT_OK and code == 0:
+            state = JobState.COMPLETED
+        else:
+            state = JobState.FAILED
+        self._finish(job, state, trainer_code if isinstance(trainer_code, int) else code)
+        self._schedule()
+
+    async def _prepare_and_train(self, job: _Job) -> int:
+        """`trainer prepare`, then the launcher, in the run directory; returns the last exit code."""
+        cfg = job.cfg
+        nproc = cfg.nodes * cfg.gpus_per_node
+        env = {**os.environ, **self.study.cluster.env, "OMP_NUM_THREADS": str(cfg.cpus_per_task)}
+        run = str(job.run_dir)
+        deadline = (job.started or time.time()) + self.study.cluster.time_limit_minutes * 60.0
+        with open(job.run_dir / STDOUT_FILE, "ab") as out, open(job.run_dir / STDERR_FILE, "ab") as err:
+            prepare = [self._python, "-m", "trainer", "prepare", "--run-dir", run]
+            code = await self._step(job, prepare, env, out, err, deadline)
+            if code != 0 or job.stop_as is not None:
+                return code
+            env["HLM_LAUNCH_TIME"] = f"{time.time():.6f}"
+            launcher = [self._python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc)]
+            return await self._step(job, [*launcher, "-m", "trainer", "train", "--run-dir", run], env, out, err, deadline)
+
+    async def _step(self, job: _Job, argv: list[str], env: dict[str, str], out, err, deadline: float) -> int:
+        """One process (group) of the job; SIGTERM at the time limit, as Slurm would."""
+        job.process = await asyncio.create_subprocess_exec(
+            *argv, cwd=job.run_dir, env=env, stdout=out, stderr=err, stdin=asyncio.subprocess.DEVNULL, start_new_session=True
+        )
+        try:
+            return await asyncio.wait_for(asyncio.shield(job.process.wait()), timeout=max(0.1, deadline - time.time()))
+        except TimeoutError:
+            self._stop(job, JobState.TIMEOUT)
+            return await job.process.wait()
+        finally:
+            if job.process.returncode is not None:
+                job.process = None
+
+    def _stop(self, job: _Job, as_state: JobState) -> None:
+        job.stop_as = job.stop_as or as_state
+        process = job.process
+        if process is None or process.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        asyncio.get_running_loop().call_later(KILL_GRACE_S, _kill_group, process)
+
+    def _finish(self, job: _Job, state: JobState, exit_code: int | None) -> None:
+        job.state, job.exit_code, job.ended, job.reason = state, exit_code, time.time(), ""
+
+    def _info(self, job: _Job) -> JobInfo:
+        end = job.ended or time.time()
+        return JobInfo(
+            job_id=job.job_id,
+            name=job_name(self.study, job.cfg),
+            state=job.state,
+            reason=job.reason,
+            elapsed_s=(end - job.started) if job.started else 0.0,
+            time_limit_s=self.study.cluster.time_limit_minutes * 60.0,
+            nodes=job.cfg.nodes,
+            nodelist=self._host if job.started else "",
+            comment=job_comment(self.study),
+            exit_code=job.exit_code,
+            extra={"run_dir": str(job.run_dir), "config_id": job.cfg.config_id, "cores": str(job.cores)},
+        )
+
+
+def _kill_group(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def _exit_marker(run_dir: Path, since: float) -> dict | None:
+    """This attempt's exit.json; an older one belongs to an earlier attempt (the trainer reads it to resume,
+    so it is not deleted) and says nothing about this one."""
+    path = run_dir / rundir.EXIT_FILE
+    try:
+        if path.stat().st_mtime < since - 1.0:
+            return None
+        return rundir.read_exit(run_dir)
+    except (OSError, rundir.RunDirError):
+        return None
+
+
+def _note(run_dir: Path, line: str) -> None:
+    with contextlib.suppress(OSError), open(run_dir / STDERR_FILE, "a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
+
+
+def _read_from(path: Path, offset: int) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            return handle.read()
+    except FileNotFoundError:
+        return b""

@@ -1,0 +1,160 @@
+"""Study spec + configuration -> the text of one Slurm batch script.
+
+All site knowledge comes from the study's [cluster] table and its site profile; this module only quotes
+values and fills the template shipped in `sbatch_templates`. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import jinja2
+
+import sbatch_templates
+from cockpit.launch.quoting import (
+    UnsafeValueError,
+    check_text,
+    env_name,
+    is_literal_path,
+    path_expr,
+    sbatch_value,
+    shell_quote,
+)
+from cockpit.launch.sites import Site, SiteError, check_cluster, load_site
+from trainer.rundir import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from cockpit.spec import Configuration, Study
+
+SCRIPT_SUFFIX = ".sbatch"
+
+
+def job_name(study: Study, cfg: Configuration) -> str:
+    """Slurm job name: the study's name and the configuration id (readable in squeue)."""
+    return f"{study.name}-{cfg.config_id}"
+
+
+def job_comment(study: Study) -> str:
+    """Slurm comment shared by every job of a study: what reconciliation filters on."""
+    return f"hlm-study-{study.study_id}"
+
+
+def site_for(study: Study) -> Site:
+    """The study's site profile (built-in name or a .toml path relative to the study file)."""
+    return load_site(study.cluster.site, relative_to=Path(study.path).parent)
+
+
+def render_script(study: Study, cfg: Configuration) -> str:
+    """The batch script of one configuration. Raises UnsafeValueError (a ValueError naming the key) for a
+    value that cannot be put into a script safely, and SiteError for what the site would refuse."""
+    site = site_for(study)
+    check_cluster(site, study.cluster, cfg.gpus_per_node)
+    if not study.fits_node(cfg):
+        raise SiteError(
+            f"configuration {cfg.config_id} ({cfg.label}) needs {cfg.gpus_per_node * cfg.cpus_per_task} cores per node "
+            f"but [cluster].cores_per_node is {study.cluster.cores_per_node}"
+        )
+    return _environment().from_string(sbatch_templates.template_text()).render(_context(study, cfg, site))
+
+
+def render_study_scripts(study: Study, out_dir: str | Path) -> list[Path]:
+    """Write `<config_id>.sbatch` for every runnable configuration into out_dir (for inspection or hand
+    submission); returns the paths in matrix order."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for cfg in study.runnable():
+        path = out / f"{cfg.config_id}{SCRIPT_SUFFIX}"
+        path.write_text(render_script(study, cfg), encoding="utf-8")
+        path.chmod(0o755)
+        paths.append(path)
+    return paths
+
+
+def submit_command(study: Study, cfg: Configuration, script_path: str) -> str:
+    """The shell line that submits a rendered script: the run directory must exist before Slurm opens the
+    job's log files in it, and sbatch runs from there so relative log paths land in it too."""
+    run_dir = path_expr("[cluster].workdir", study.run_dir(cfg))
+    return f"mkdir -p {run_dir} && cd {run_dir} && sbatch --parsable {path_expr('script', script_path)}"
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+
+
+def _context(study: Study, cfg: Configuration, site: Site) -> dict[str, Any]:
+    cluster = study.cluster
+    run_dir = study.run_dir(cfg)
+    literal = is_literal_path(cluster.workdir)
+    if literal:
+        if "%" in run_dir:
+            raise UnsafeValueError("[cluster].workdir", cluster.workdir, "contains '%', which Slurm expands in log paths")
+        stdout_path = sbatch_value("[cluster].workdir", f"{run_dir}/slurm-%j.out")
+        stderr_path = sbatch_value("[cluster].workdir", f"{run_dir}/slurm-%j.err")
+    else:
+        stdout_path, stderr_path = "slurm-%j.out", "slurm-%j.err"
+    gpus = cfg.gpus_per_node
+    gpu_request = f"--gres=gpu:{gpus}" if cluster.gres_style == "gres" else f"--gpus-per-node={gpus}"
+    container = cluster.container
+    modules = list(cluster.modules)
+    if container:
+        modules += [m for m in site.container_modules if m not in modules]
+    env = {**site.env, **cluster.env}
+    return {
+        "study_name": check_text("[study].name", study.name),
+        "config_id": cfg.config_id,
+        "label": check_text("configuration", cfg.label),
+        "job_name": sbatch_value("[study].name", job_name(study, cfg)),
+        "comment": sbatch_value("[study].name", job_comment(study)),
+        "account": sbatch_value("[cluster].account", cluster.account) if cluster.account else "",
+        "qos": sbatch_value("[cluster].qos", cluster.qos) if cluster.qos else "",
+        "partition": _partition(cluster.partition or site.default_partition),
+        "time_limit": sbatch_value("[cluster].time_limit", cluster.time_limit),
+        "nodes": int(cfg.nodes),
+        "gpus_per_node": int(gpus),
+        "cpus_per_task": int(cfg.cpus_per_task),
+        "gpu_request": gpu_request,
+        "hint_nomultithread": bool(cluster.hint_nomultithread),
+        "stdout_path": stdout_path,
+        "stderr_path": stderr_path,
+        "literal_workdir": literal,
+        "signal_seconds": int(cluster.signal_seconds),
+        "run_dir": path_expr("[cluster].workdir", run_dir),
+        "token_cache": path_expr("[data].token_cache", study.token_cache),
+        "modules": [shell_quote("[cluster].modules", m) for m in modules],
+        "env": [(env_name("[cluster.env]", k), shell_quote(f"[cluster.env].{k}", v)) for k, v in env.items()],
+        "config_json": json.dumps({"schema_version": SCHEMA_VERSION, **study.run_config(cfg)}, indent=2, sort_keys=True),
+        "container": path_expr("[cluster].container", container) if container else "",
+        "container_runtime": shell_quote("site container_runtime", site.container_runtime),
+        "binds": _binds(study, cfg),
+        "python": path_expr("[cluster].python", cluster.python),
+        "rdzv_port": int(cluster.rdzv_port),
+        "max_requeues": int(site.max_requeues),
+    }
+
+
+def _partition(partition: str | None) -> str:
+    return sbatch_value("[cluster].partition", partition) if partition else ""
+
+
+def _binds(study: Study, cfg: Configuration) -> list[str]:
+    """Host paths the container must see: the work directory, the token cache, the dataset, extra binds."""
+    paths: list[tuple[str, str]] = [("[cluster].workdir", study.cluster.workdir), ("[data].token_cache", study.token_cache)]
+    dataset = study.datasets[cfg.dataset]
+    if dataset.path:
+        paths.append((f"[data.datasets].{cfg.dataset}.path", dataset.path))
+    paths += [("[cluster].container_binds", b) for b in study.cluster.container_binds]
+    seen: list[str] = []
+    for key, path in paths:
+        word = path_expr(key, path)
+        if word not in seen:
+            seen.append(word)
+    return seen

@@ -1,0 +1,100 @@
+"""Where a report's results come from: a study file (its store, else its local run directories) or a store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ReportError(ValueError):
+    """The report's input cannot be used; the message names the file and what was expected."""
+
+
+@dataclass
+class ReportInput:
+    study: str
+    cluster: str
+    results: list[dict[str, Any]]
+    source: str  # what the results were read from, for the report's header
+    failed_jobs: list[dict[str, Any]] = field(default_factory=list)  # jobs that ended without a result
+
+
+def load_input(path: str | Path, study_name: str | None = None) -> ReportInput:
+    """`study.toml` -> its store if one exists, else the result.json files of its local run directories;
+    `*.sqlite` -> that store (the only study in it, or `study_name`)."""
+    path = Path(path)
+    if not path.exists():
+        raise ReportError(f"{path}: no such file (expected a study .toml or a cockpit store .sqlite)")
+    if path.suffix == ".toml":
+        return _from_study(path)
+    if path.suffix in (".sqlite", ".db", ".sqlite3"):
+        return from_store(path, study_name)
+    raise ReportError(f"{path}: expected a study file (.toml) or a cockpit store (.sqlite), got {path.suffix or 'no suffix'}")
+
+
+def _from_study(path: Path) -> ReportInput:
+    from cockpit.spec import SpecError, load_study
+    from cockpit.store import default_store_path
+
+    try:
+        study = load_study(path)
+    except SpecError as exc:
+        raise ReportError(str(exc)) from exc
+    local_dir = study.study_dir() if study.cluster.kind == "local" else None
+    store = default_store_path(study.name, local_dir)
+    if store.exists():
+        return from_store(store, study.name)
+    if local_dir is None:
+        raise ReportError(
+            f"{path}: no cockpit store for study {study.name!r} at {store}; run `cockpit run {path}` first"
+        )
+    return from_run_dirs(Path(local_dir) / "runs", study.name, "local")
+
+
+def from_run_dirs(runs: Path, study: str, cluster: str) -> ReportInput:
+    """Read every runs/<config_id>/result.json of a local study."""
+    from trainer.rundir import RunDirError, read_result
+
+    if not runs.is_dir():
+        raise ReportError(f"{runs}: no run directories yet (nothing has run for study {study!r})")
+    results = []
+    for run_dir in sorted(p for p in runs.iterdir() if p.is_dir()):
+        try:
+            res = read_result(run_dir)
+        except RunDirError as exc:
+            raise ReportError(str(exc)) from exc
+        if res is not None:
+            results.append(res)
+    return ReportInput(study, cluster, results, str(runs))
+
+
+def from_store(path: Path, study_name: str | None = None) -> ReportInput:
+    from cockpit.store import StoreError, StudyStore
+
+    try:
+        store = StudyStore(path)
+    except StoreError as exc:
+        raise ReportError(str(exc)) from exc
+    try:
+        names = store.study_names()
+        if study_name is None:
+            if len(names) != 1:
+                raise ReportError(
+                    f"{path}: holds {len(names)} studies ({', '.join(names) or 'none'}); name one with --study"
+                )
+            study_name = names[0]
+        elif study_name not in names:
+            raise ReportError(f"{path}: no study {study_name!r}; it holds {', '.join(names) or 'none'}")
+        snap = store.snapshot(study_name)
+        key = store.study_key(study_name)
+        results = list(store.results(key).values())
+    finally:
+        store.close()
+    with_result = {r.get("config_id") for r in results}
+    failed = [
+        {"config_id": j.config_id, "job_id": j.job_id, "state": j.state, "reason": j.reason}
+        for j in snap.jobs
+        if j.config_id not in with_result and j.state not in ("completed", "pending", "running", "submitting")
+    ]
+    return ReportInput(study_name, snap.cluster, results, str(path), failed)

@@ -1,0 +1,115 @@
+"""The Backend of a Slurm cluster reached over SSH: render, upload, sbatch, one squeue per poll.
+
+Paths: the study's work directory may be written for the cluster (``$SCRATCH/hlm``, ``~/hlm``); it is
+expanded once by the remote shell and then used literally for SFTP uploads and reads.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING
+
+from cockpit.backend import JobInfo
+from cockpit.follow import RemoteFollower
+from cockpit.launch.quoting import path_expr
+from cockpit.launch.render import job_comment, job_name, render_script
+from cockpit.slurm import ParseProblem, SlurmClient, SlurmError
+from cockpit.ssh import SshConnection, resolve_target
+
+if TYPE_CHECKING:
+    from cockpit.spec import Configuration, Study
+
+SCRIPT_NAME = "job.sh"
+
+
+class SlurmBackend:
+    """Backend protocol over one SshConnection. ``problems`` collects parse problems of the last calls."""
+
+    def __init__(self, study: Study, connection: SshConnection, *, hold: bool = False,
+                 follow_interval_s: float = 2.0) -> None:
+        self.study = study
+        self.connection = connection
+        self.slurm = SlurmClient(connection)
+        self.hold = hold
+        self.follow_interval_s = follow_interval_s
+        self.label = f"{study.cluster.site} {connection.target.label}"
+        self.problems: list[ParseProblem] = []
+        self._workdir: str | None = None
+
+    @classmethod
+    def from_study(cls, study: Study, **kwargs) -> SlurmBackend:
+        """Connect as [cluster] says: an ~/.ssh/config Host alias, or host/port/user fields."""
+        c = study.cluster
+        target = resolve_target(
+            c.ssh_host, host=c.host, port=c.port if c.host else None, user=c.user,
+            identity_file=c.identity_file, known_hosts=c.known_hosts,
+        )
+        return cls(study, SshConnection(target), **kwargs)
+
+    # -- paths ----------------------------------------------------------------------------------------
+    async def workdir(self) -> str:
+        """The study work directory as a literal remote path (``~``/``$VAR`` expanded once, remotely)."""
+        if self._workdir is None:
+            expr = path_expr("[cluster].workdir", self.study.cluster.workdir)
+            res = await self.connection.run(f"printf '%s' {expr}")
+            path = res.stdout.strip()
+            if res.exit_status != 0 or not path.startswith("/"):
+                raise SlurmError(
+                    f"[cluster].workdir {self.study.cluster.workdir!r} does not expand to an absolute path on the "
+                    f"cluster (got {path!r}; {res.stderr.strip()})"
+                )
+            self._workdir = path.rstrip("/")
+        return self._workdir
+
+    async def run_dir(self, cfg: Configuration) -> str:
+        return f"{await self.workdir()}/{self.study.name}/runs/{cfg.config_id}"
+
+    def job_name(self, cfg: Configuration) -> str:
+        return job_name(self.study, cfg)
+
+    def log_files(self, job_id: str) -> list[str]:
+        return [f"slurm-{job_id}.out", f"slurm-{job_id}.err"]
+
+    def follower(self) -> RemoteFollower:
+        return RemoteFollower(self.connection, interval_s=self.follow_interval_s)
+
+    # -- Backend protocol -----------------------------------------------------------------------------
+    async def submit(self, cfg: Configuration) -> str:
+        script = render_script(self.study, cfg)
+        run_dir = await self.run_dir(cfg)
+        return await self.slurm.submit(script, f"{run_dir}/{SCRIPT_NAME}", hold=self.hold)
+
+    async def poll(self) -> list[JobInfo]:
+        parsed = await self.slurm.squeue(name_prefix=f"{self.study.name}-", comment=job_comment(self.study))
+        self.problems.extend(parsed.problems)
+        return parsed.jobs
+
+    async def final_states(self, job_ids: list[str]) -> dict[str, JobInfo]:
+        parsed = await self.slurm.final_states(job_ids)
+        self.problems.extend(parsed.problems)
+        return {j.job_id: j for j in parsed.jobs}
+
+    async def cancel(self, job_id: str) -> None:
+        await self.slurm.cancel([job_id])
+
+    async def requeue(self, job_id: str) -> None:
+        await self.slurm.requeue([job_id])
+
+    async def hold_job(self, job_id: str) -> None:
+        await self.slurm.hold([job_id])
+
+    async def release(self, job_id: str) -> None:
+        await self.slurm.release([job_id])
+
+    async def read_file(self, path: str, offset: int = 0) -> bytes:
+        data = await self.connection.read_from(path, offset)
+        return data or b""
+
+    async def list_run_dirs(self) -> list[str]:
+        """Configuration ids that have a run directory on the cluster (for reconciliation)."""
+        runs = f"{await self.workdir()}/{self.study.name}/runs"
+        res = await self.connection.run(f"ls -1 {shlex.quote(runs)} 2>/dev/null || true")
+        return [line.strip() for line in res.stdout.splitlines() if line.strip()]
+
+    async def close(self) -> None:
+        await self.connection.close()

@@ -1,0 +1,658 @@
+"""The cockpit's crash-safe memory: one sqlite3 file (WAL) per study.
+
+What it guarantees: the *intent* to submit a configuration is committed before ``sbatch`` runs and the job
+id right after, so a cockpit killed at any moment can reconcile with the cluster on restart and never submit
+a configuration twice; results, downsampled metrics and GPU samples are kept for the screens and reports.
+The schema is versioned (``PRAGMA user_version``) and upgraded by the ordered MIGRATIONS below.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cockpit.snapshot import (
+    ACTIVE_STATES,
+    ConfigRow,
+    ConnectionState,
+    GpuSample,
+    GpuSeries,
+    JobRow,
+    LogReader,
+    MetricPoint,
+    StudySnapshot,
+    count_states,
+)
+
+STORE_FILE = "cockpit.sqlite"
+
+MIGRATIONS: list[str] = [
+    # 1: the initial schema
+    """
+    CREATE TABLE studies (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        study_id TEXT NOT NULL,
+        spec_path TEXT,
+        cluster TEXT NOT NULL DEFAULT '',
+        node_hour_budget REAL,
+        created_at REAL NOT NULL,
+        last_poll_at REAL
+    );
+    CREATE TABLE configs (
+        study INTEGER NOT NULL REFERENCES studies(id),
+        config_id TEXT NOT NULL,
+        group_id TEXT NOT NULL,
+        is_baseline INTEGER NOT NULL,
+        workers INTEGER NOT NULL,
+        nodes INTEGER NOT NULL,
+        values_json TEXT NOT NULL,
+        run_dir TEXT NOT NULL,
+        total_steps INTEGER,
+        PRIMARY KEY (study, config_id)
+    );
+    CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY,
+        study INTEGER NOT NULL REFERENCES studies(id),
+        config_id TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        job_id TEXT,
+        state TEXT NOT NULL,
+        reason TEXT NOT NULL DEFAULT '',
+        intent_at REAL NOT NULL,
+        submitted_at REAL,
+        started_at REAL,
+        ended_at REAL,
+        elapsed_s REAL,
+        time_limit_s REAL,
+        nodes INTEGER,
+        nodelist TEXT NOT NULL DEFAULT '',
+        exit_code INTEGER,
+        held INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (study, job_id)
+    );
+    CREATE INDEX jobs_by_config ON jobs (study, config_id);
+    CREATE TABLE job_states (
+        job INTEGER NOT NULL REFERENCES jobs(id),
+        t REAL NOT NULL,
+        state TEXT NOT NULL,
+        reason TEXT NOT NULL DEFAULT ''
+    );
+    CREATE TABLE results (
+        study INTEGER NOT NULL REFERENCES studies(id),
+        config_id TEXT NOT NULL,
+        job_id TEXT,
+        status TEXT NOT NULL,
+        train_time_s REAL,
+        tokens_per_s REAL,
+        result_json TEXT NOT NULL,
+        collected_at REAL NOT NULL,
+        PRIMARY KEY (study, config_id)
+    );
+    CREATE TABLE analysis (
+        study INTEGER NOT NULL REFERENCES studies(id),
+        config_id TEXT NOT NULL,
+        speedup REAL, efficiency REAL, overhead_s REAL, karp_flatt REAL,
+        verdict TEXT NOT NULL DEFAULT '', note TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (study, config_id)
+    );
+    CREATE TABLE metrics (
+        study INTEGER NOT NULL, config_id TEXT NOT NULL, t REAL NOT NULL, rank INTEGER NOT NULL,
+        step INTEGER NOT NULL, loss REAL, tokens_per_s REAL, samples_per_s REAL, step_time_s REAL,
+        data_wait_s REAL, compute_s REAL, comm_s REAL, optimizer_s REAL, train_time_s REAL
+    );
+    CREATE INDEX metrics_by_config ON metrics (study, config_id, t);
+    CREATE TABLE gpu_samples (
+        study INTEGER NOT NULL, config_id TEXT NOT NULL, t REAL NOT NULL, host TEXT NOT NULL,
+        gpu INTEGER NOT NULL, util_pct REAL, mem_used_bytes REAL, mem_total_bytes REAL, power_w REAL,
+        temp_c REAL
+    );
+    CREATE INDEX gpu_by_config ON gpu_samples (study, config_id, t);
+    CREATE TABLE follow_offsets (
+        study INTEGER NOT NULL, config_id TEXT NOT NULL, file TEXT NOT NULL,
+        offset INTEGER NOT NULL, bad_lines INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (study, config_id, file)
+    );
+    CREATE TABLE log_lines (
+        study INTEGER NOT NULL, config_id TEXT NOT NULL, seq INTEGER NOT NULL, line TEXT NOT NULL
+    );
+    CREATE INDEX log_by_config ON log_lines (study, config_id, seq);
+    CREATE TABLE problems (
+        id INTEGER PRIMARY KEY, study INTEGER NOT NULL, t REAL NOT NULL, source TEXT NOT NULL,
+        message TEXT NOT NULL
+    );
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+LOG_LINES_KEPT = 2000  # per configuration
+
+
+class StoreError(Exception):
+    """The store file cannot be used (newer schema, corrupt, unknown study)."""
+
+
+def xdg_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "hlm-cockpit"
+
+
+def default_store_path(study_name: str, local_study_dir: str | None = None) -> Path:
+    """In the study's directory when it is on this machine (local executor), else the XDG data dir."""
+    if local_study_dir:
+        return Path(local_study_dir) / STORE_FILE
+    return xdg_data_dir() / f"{study_name}.sqlite"
+
+
+@dataclass
+class JobRecord:
+    """One row of ``jobs`` as the runner uses it."""
+
+    id: int
+    config_id: str
+    attempt: int
+    job_id: str | None
+    state: str
+    reason: str
+    intent_at: float
+    submitted_at: float | None
+    ended_at: float | None
+    elapsed_s: float | None
+    nodes: int | None
+
+
+@dataclass
+class LiveStatus:
+    """In-memory facts the snapshot shows but that need not survive a restart."""
+
+    connection: ConnectionState = ConnectionState.DISCONNECTED
+    detail: str = ""
+    cluster: str = ""
+
+
+def _f(value: Any) -> float | None:
+    """A finite float or None (JSON may carry strings, NaN, null)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    v = float(value)
+    return v if math.isfinite(v) else None
+
+
+class StudyStore:
+    """All persistent state of the studies driven from this file. Safe to share between threads."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: not a usable cockpit store ({exc})") from exc
+        self._lock = threading.RLock()
+        self.live: dict[str, LiveStatus] = {}
+        self.log_reader: LogReader | None = None
+        self._migrate()
+
+    # -- plumbing -------------------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        with self._lock:
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path}: store schema {version} is newer than this cockpit ({SCHEMA_VERSION}); "
+                    f"upgrade hlm-cockpit"
+                )
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                with self.tx() as db:
+                    for stmt in MIGRATIONS[target - 1].split(";"):
+                        if stmt.strip():
+                            db.execute(stmt)
+                    db.execute(f"PRAGMA user_version = {target}")
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        """One transaction (BEGIN IMMEDIATE ... COMMIT), rolled back on error."""
+        with self._lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self.db.close()
+
+    def schema_version(self) -> int:
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+
+    # -- studies and configurations -------------------------------------------------------------------
+    def ensure_study(self, name: str, study_id: str, *, spec_path: str = "", cluster: str = "",
+                     node_hour_budget: float | None = None) -> int:
+        with self.tx() as db:
+            row = db.execute("SELECT id FROM studies WHERE name = ?", (name,)).fetchone()
+            if row:
+                db.execute(
+                    "UPDATE studies SET study_id=?, spec_path=?, cluster=?, node_hour_budget=? WHERE id=?",
+                    (study_id, spec_path, cluster, node_hour_budget, row[0]),
+                )
+                return int(row[0])
+            cur = db.execute(
+                "INSERT INTO studies (name, study_id, spec_path, cluster, node_hour_budget, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (name, study_id, spec_path, cluster, node_hour_budget, time.time()),
+            )
+            return int(cur.lastrowid or 0)
+
+    def study_key(self, name: str) -> int:
+        row = self.db.execute("SELECT id FROM studies WHERE name = ?", (name,)).fetchone()
+        if not row:
+            known = [r[0] for r in self.db.execute("SELECT name FROM studies")]
+            raise StoreError(f"{self.path}: no study named {name!r} (known: {', '.join(known) or 'none'})")
+        return int(row[0])
+
+    def study_names(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT name FROM studies ORDER BY id")]
+
+    def upsert_configs(self, study: int, rows: Iterable[dict[str, Any]]) -> None:
+        """rows: config_id, group_id, is_baseline, workers, nodes, values (dict), run_dir, total_steps."""
+        with self.tx() as db:
+            db.executemany(
+                "INSERT INTO configs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (study, config_id) DO UPDATE "
+                "SET run_dir=excluded.run_dir, total_steps=excluded.total_steps, values_json=excluded.values_json",
+                [
+                    (study, r["config_id"], r["group_id"], int(bool(r["is_baseline"])), int(r["workers"]),
+                     int(r["nodes"]), json.dumps(r["values"], sort_keys=True), r["run_dir"], r.get("total_steps"))
+                    for r in rows
+                ],
+            )
+
+    def configs(self, study: int) -> list[dict[str, Any]]:
+        cur = self.db.execute(
+            "SELECT config_id, group_id, is_baseline, workers, nodes, values_json, run_dir, total_steps "
+            "FROM configs WHERE study = ? ORDER BY rowid", (study,)
+        )
+        return [
+            {"config_id": c, "group_id": g, "is_baseline": bool(b), "workers": w, "nodes": n,
+             "values": json.loads(v), "run_dir": d, "total_steps": s}
+            for c, g, b, w, n, v, d, s in cur
+        ]
+
+    # -- jobs -----------------------------------------------------------------------------------------
+    def record_intent(self, study: int, config_id: str) -> int:
+        """Committed before sbatch runs: a crash after this line leaves a 'submitting' row to reconcile."""
+        with self.tx() as db:
+            attempt = db.execute(
+                "SELECT COALESCE(MAX(attempt), 0) + 1 FROM jobs WHERE study=? AND config_id=?", (study, config_id)
+            ).fetchone()[0]
+            now = time.time()
+            cur = db.execute(
+                "INSERT INTO jobs (study, config_id, attempt, state, intent_at) VALUES (?, ?, ?, 'submitting', ?)",
+                (study, config_id, attempt, now),
+            )
+            db.execute("INSERT INTO job_states VALUES (?, ?, 'submitting', '')", (cur.lastrowid, now))
+            return int(cur.lastrowid or 0)
+
+    def record_submitted(self, job_row: int, job_id: str) -> None:
+        with self.tx() as db:
+            now = time.time()
+            db.execute(
+                "UPDATE jobs SET job_id=?, state='pending', submitted_at=? WHERE id=?", (job_id, now, job_row)
+            )
+            db.execute("INSERT INTO job_states VALUES (?, ?, 'pending', '')", (job_row, now))
+
+    def record_submit_failed(self, job_row: int, message: str) -> None:
+        self.set_job_state(job_row, "failed", reason=message, ended=True)
+
+    def adopt(self, job_row: int, job_id: str, state: str, reason: str = "adopted on restart") -> None:
+        """A 'submitting' row whose sbatch did go through (found on the cluster by name/comment)."""
+        with self.tx() as db:
+            now = time.time()
+            db.execute(
+                "UPDATE jobs SET job_id=?, state=?, submitted_at=COALESCE(submitted_at, ?) WHERE id=?",
+                (job_id, state, now, job_row),
+            )
+            db.execute("INSERT INTO job_states VALUES (?, ?, ?, ?)", (job_row, now, state, reason))
+
+    def add_adopted_job(self, study: int, config_id: str, job_id: str, state: str) -> int:
+        """A job found on the cluster that the store never heard of (e.g. the store file was lost)."""
+        row = self.record_intent(study, config_id)
+        self.adopt(row, job_id, state, "found on the cluster")
+        return row
+
+    def set_job_state(self, job_row: int, state: str, *, reason: str = "", elapsed_s: float | None = None,
+                      time_limit_s: float | None = None, nodes: int | None = None, nodelist: str = "",
+                      exit_code: int | None = None, held: bool = False, ended: bool = False) -> bool:
+        """Update a job; a state change is appended to its history. Returns whether the state changed."""
+        with self.tx() as db:
+            old = db.execute("SELECT state, reason, started_at FROM jobs WHERE id=?", (job_row,)).fetchone()
+            if old is None:
+                raise StoreError(f"{self.path}: no job row {job_row}")
+            now = time.time()
+            started = old[2] or (now - (elapsed_s or 0.0) if state == "running" else None)
+            db.execute(
+                "UPDATE jobs SET state=?, reason=?, elapsed_s=COALESCE(?, elapsed_s), "
+                "time_limit_s=COALESCE(?, time_limit_s), nodes=COALESCE(?, nodes), "
+                "nodelist=CASE WHEN ?='' THEN nodelist ELSE ? END, exit_code=COALESCE(?, exit_code), held=?, "
+                "started_at=COALESCE(started_at, ?), ended_at=CASE WHEN ? THEN COALESCE(ended_at, ?) ELSE NULL END "
+                "WHERE id=?",
+                (state, reason, elapsed_s, time_limit_s, nodes, nodelist, nodelist, exit_code, int(held),
+                 started, int(ended), now, job_row),
+            )
+            changed = (old[0], old[1]) != (state, reason)
+            if changed:
+                db.execute("INSERT INTO job_states VALUES (?, ?, ?, ?)", (job_row, now, state, reason))
+            return changed
+
+    def jobs(self, study: int, *, where: str = "", args: Sequence[Any] = ()) -> list[JobRecord]:
+        sql = (
+            "SELECT id, config_id, attempt, job_id, state, reason, intent_at, submitted_at, ended_at, elapsed_s, "
+            f"nodes FROM jobs WHERE study = ? {('AND ' + where) if where else ''} ORDER BY id"
+        )
+        return [JobRecord(*r) for r in self.db.execute(sql, (study, *args))]
+
+    def active_jobs(self, study: int) -> list[JobRecord]:
+        marks = ",".join("?" * len(ACTIVE_STATES))
+        return self.jobs(study, where=f"state IN ({marks})", args=sorted(ACTIVE_STATES))
+
+    def latest_jobs(self, study: int) -> dict[str, JobRecord]:
+        latest: dict[str, JobRecord] = {}
+        for job in self.jobs(study):
+            latest[job.config_id] = job
+        return latest
+
+    def state_history(self, job_row: int) -> list[tuple[float, str, str]]:
+        return list(self.db.execute("SELECT t, state, reason FROM job_states WHERE job=? ORDER BY rowid", (job_row,)))
+
+    def node_hours_used(self, study: int) -> float:
+        row = self.db.execute(
+            "SELECT COALESCE(SUM(COALESCE(elapsed_s, 0) * COALESCE(nodes, 1)), 0) FROM jobs WHERE study=?", (study,)
+        ).fetchone()
+        return float(row[0]) / 3600.0
+
+    # -- results and analysis -------------------------------------------------------------------------
+    def put_result(self, study: int, config_id: str, result: dict[str, Any], job_id: str | None = None) -> None:
+        timing = result.get("timing") or {}
+        throughput = result.get("throughput") or {}
+        with self.tx() as db:
+            db.execute(
+                "INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (study, config_id) DO UPDATE SET "
+                "job_id=excluded.job_id, status=excluded.status, train_time_s=excluded.train_time_s, "
+                "tokens_per_s=excluded.tokens_per_s, result_json=excluded.result_json, "
+                "collected_at=excluded.collected_at",
+                (study, config_id, job_id, str(result.get("status", "completed")), _f(timing.get("train_time_s")),
+                 _f(throughput.get("tokens_per_s")), json.dumps(result, sort_keys=True), time.time()),
+            )
+
+    def results(self, study: int, *, status: str | None = None) -> dict[str, dict[str, Any]]:
+        sql = "SELECT config_id, result_json FROM results WHERE study=?"
+        args: tuple[Any, ...] = (study,)
+        if status:
+            sql += " AND status=?"
+            args += (status,)
+        return {c: json.loads(j) for c, j in self.db.execute(sql, args)}
+
+    def has_valid_result(self, study: int, config_id: str) -> bool:
+        row = self.db.execute(
+            "SELECT 1 FROM results WHERE study=? AND config_id=? AND status='completed' AND train_time_s IS NOT NULL",
+            (study, config_id),
+        ).fetchone()
+        return row is not None
+
+    def put_analysis(self, study: int, rows: Iterable[dict[str, Any]]) -> None:
+        with self.tx() as db:
+            db.execute("DELETE FROM analysis WHERE study=?", (study,))
+            db.executemany(
+                "INSERT OR REPLACE INTO analysis VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (study, r["config_id"], _f(r.get("speedup")), _f(r.get("efficiency")), _f(r.get("overhead_s")),
+                     _f(r.get("karp_flatt")), str(r.get("verdict") or ""), str(r.get("note") or ""))
+                    for r in rows
+                ],
+            )
+
+    def analysis(self, study: int) -> dict[str, dict[str, Any]]:
+        cur = self.db.execute(
+            "SELECT config_id, speedup, efficiency, overhead_s, karp_flatt, verdict, note FROM analysis WHERE study=?",
+            (study,),
+        )
+        return {
+            c: {"speedup": s, "efficiency": e, "overhead_s": o, "karp_flatt": k, "verdict": v, "note": n}
+            for c, s, e, o, k, v, n in cur
+        }
+
+    # -- live data ------------------------------------------------------------------------------------
+    def add_metrics(self, study: int, config_id: str, records: Iterable[dict[str, Any]]) -> int:
+        """Insert metrics.jsonl records in one transaction (executemany); returns how many were kept."""
+        with self.tx():
+            return self._metric_rows(study, config_id, records)
+
+    def add_gpu_samples(self, study: int, config_id: str, records: Iterable[dict[str, Any]]) -> int:
+        """Insert gpu.jsonl samples (the {"nvml": "unavailable"} line is skipped); returns how many."""
+        with self.tx():
+            return self._gpu_rows(study, config_id, records)
+
+    def add_log_lines(self, study: int, config_id: str, lines: Sequence[str]) -> None:
+        """Keep the last LOG_LINES_KEPT lines of a configuration's log (stdout/stderr/train.log)."""
+        if not lines:
+            return
+        with self.tx() as db:
+            start = db.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM log_lines WHERE study=? AND config_id=?", (study, config_id)
+            ).fetchone()[0]
+            db.executemany(
+                "INSERT INTO log_lines VALUES (?, ?, ?, ?)",
+                [(study, config_id, start + i + 1, line) for i, line in enumerate(lines[-LOG_LINES_KEPT:])],
+            )
+            db.execute(
+                "DELETE FROM log_lines WHERE study=? AND config_id=? AND seq <= ?",
+                (study, config_id, start + len(lines) - LOG_LINES_KEPT),
+            )
+
+    def log_tail(self, study: int, config_id: str, max_lines: int = 200) -> list[str]:
+        rows = self.db.execute(
+            "SELECT line FROM log_lines WHERE study=? AND config_id=? ORDER BY seq DESC LIMIT ?",
+            (study, config_id, max_lines),
+        ).fetchall()
+        return [r[0] for r in reversed(rows)]
+
+    def get_offset(self, study: int, config_id: str, file: str) -> tuple[int, int]:
+        row = self.db.execute(
+            "SELECT offset, bad_lines FROM follow_offsets WHERE study=? AND config_id=? AND file=?",
+            (study, config_id, file),
+        ).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    def set_offset(self, study: int, config_id: str, file: str, offset: int, bad_lines: int) -> None:
+        with self.tx() as db:
+            db.execute(
+                "INSERT INTO follow_offsets VALUES (?, ?, ?, ?, ?) ON CONFLICT (study, config_id, file) "
+                "DO UPDATE SET offset=excluded.offset, bad_lines=excluded.bad_lines",
+                (study, config_id, file, offset, bad_lines),
+            )
+
+    def ingest(self, study: int, config_id: str, file: str, records: list[dict[str, Any]], next_offset: int,
+               bad_lines: int) -> None:
+        """Records of one followed chunk and the new offset in ONE transaction: after a crash the offset
+        never points past data that was not stored, nor before data that was (no loss, no duplicates)."""
+        with self.tx() as db:
+            if file == "gpu.jsonl":
+                self._gpu_rows(study, config_id, records)
+            else:
+                self._metric_rows(study, config_id, records)
+            prev_bad = self.get_offset(study, config_id, file)[1]
+            db.execute(
+                "INSERT INTO follow_offsets VALUES (?, ?, ?, ?, ?) ON CONFLICT (study, config_id, file) "
+                "DO UPDATE SET offset=excluded.offset, bad_lines=excluded.bad_lines",
+                (study, config_id, file, next_offset, prev_bad + bad_lines),
+            )
+
+    def _metric_rows(self, study: int, config_id: str, records: Iterable[dict[str, Any]]) -> int:
+        rows = []
+        for r in records:
+            step, t, rank = r.get("step"), _f(r.get("t")), r.get("rank")
+            if t is None or not isinstance(step, int):
+                continue
+            steps, interval = r.get("steps_in_interval"), _f(r.get("interval_s"))
+            step_time = interval / steps if interval is not None and isinstance(steps, int) and steps > 0 else None
+            rows.append((
+                study, config_id, t, rank if isinstance(rank, int) else 0, step, _f(r.get("loss")),
+                _f(r.get("tokens_per_s")), _f(r.get("samples_per_s")), step_time, _f(r.get("data_wait_s")),
+                _f(r.get("compute_s")), _f(r.get("comm_s")), _f(r.get("optimizer_s")), _f(r.get("train_time_s")),
+            ))
+        self.db.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        return len(rows)
+
+    def _gpu_rows(self, study: int, config_id: str, records: Iterable[dict[str, Any]]) -> int:
+        rows = []
+        for r in records:
+            t, gpu = _f(r.get("t")), r.get("gpu")
+            if t is None or not isinstance(gpu, int):
+                continue
+            rows.append((
+                study, config_id, t, str(r.get("host", "")), gpu, _f(r.get("util_pct")),
+                _f(r.get("mem_used_bytes")), _f(r.get("mem_total_bytes")), _f(r.get("power_w")), _f(r.get("temp_c")),
+            ))
+        self.db.executemany("INSERT INTO gpu_samples VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        return len(rows)
+
+    def metrics(self, study: int, config_id: str, *, rank: int | None = 0, limit: int = 500) -> list[MetricPoint]:
+        sql = ("SELECT t, step, rank, loss, tokens_per_s, samples_per_s, step_time_s, data_wait_s, compute_s, comm_s, "
+               "optimizer_s, train_time_s FROM metrics WHERE study=? AND config_id=?")
+        args: tuple[Any, ...] = (study, config_id)
+        if rank is not None:
+            sql += " AND rank=?"
+            args += (rank,)
+        rows = self.db.execute(sql + " ORDER BY t DESC LIMIT ?", (*args, limit)).fetchall()
+        return [MetricPoint(*r) for r in reversed(rows)]
+
+    def metric_count(self, study: int, config_id: str | None = None) -> int:
+        if config_id is None:
+            return int(self.db.execute("SELECT COUNT(*) FROM metrics WHERE study=?", (study,)).fetchone()[0])
+        return int(self.db.execute(
+            "SELECT COUNT(*) FROM metrics WHERE study=? AND config_id=?", (study, config_id)).fetchone()[0])
+
+    def gpu_series(self, study: int, config_id: str, *, since: float) -> list[GpuSeries]:
+        rows = self.db.execute(
+            "SELECT t, host, gpu, util_pct, mem_used_bytes, mem_total_bytes, power_w, temp_c FROM gpu_samples "
+            "WHERE study=? AND config_id=? AND t >= ? ORDER BY t", (study, config_id, since),
+        ).fetchall()
+        series: dict[tuple[str, int], list[GpuSample]] = {}
+        for r in rows:
+            series.setdefault((r[1], r[2]), []).append(GpuSample(*r))
+        return [GpuSeries(config_id, h, g, tuple(s)) for (h, g), s in sorted(series.items())]
+
+    def add_problem(self, study: int, source: str, message: str) -> None:
+        with self.tx() as db:
+            db.execute("INSERT INTO problems (study, t, source, message) VALUES (?, ?, ?, ?)",
+                       (study, time.time(), source, message))
+
+    def problems(self, study: int, limit: int = 50) -> list[str]:
+        rows = self.db.execute(
+            "SELECT source, message FROM problems WHERE study=? ORDER BY id DESC LIMIT ?", (study, limit)
+        ).fetchall()
+        return [f"{s}: {m}" for s, m in rows]
+
+    def set_last_poll(self, study: int, t: float) -> None:
+        with self.tx() as db:
+            db.execute("UPDATE studies SET last_poll_at=? WHERE id=?", (t, study))
+
+    # -- the view -------------------------------------------------------------------------------------
+    def snapshot(self, study_name: str, *, metrics_points: int = 200, gpu_window_s: float = 300.0,
+                 now: float | None = None) -> StudySnapshot:
+        """Everything the screens draw, as plain dataclasses (see cockpit.snapshot)."""
+        now = time.time() if now is None else now
+        with self._lock:
+            key = self.study_key(study_name)
+            cluster, budget, last_poll = self.db.execute(
+                "SELECT cluster, node_hour_budget, last_poll_at FROM studies WHERE id=?", (key,)
+            ).fetchone()
+            configs = self.configs(key)
+            jobs = self.jobs(key)
+            results = self.results(key)
+            analysis = self.analysis(key)
+            latest = {j.config_id: j for j in jobs}
+            job_rows = [self._job_row(key, j) for j in jobs]
+            metrics: dict[str, list[MetricPoint]] = {}
+            gpus: list[GpuSeries] = []
+            rows: list[ConfigRow] = []
+            for c in configs:
+                cid = c["config_id"]
+                job = latest.get(cid)
+                res = results.get(cid)
+                an = analysis.get(cid, {})
+                points = self.metrics(key, cid, limit=metrics_points) if job is not None else []
+                if points:
+                    metrics[cid] = points
+                if job is not None and job.state in ("running", "completing"):
+                    gpus.extend(self.gpu_series(key, cid, since=now - gpu_window_s))
+                rows.append(self._config_row(c, job, res, an, points))
+            problems = self.problems(key)
+            used = self.node_hours_used(key)
+        live = self.live.get(study_name, LiveStatus())
+        reader = self.log_reader or (lambda cid, n: self.log_tail(key, cid, n))
+        return StudySnapshot(
+            study=study_name,
+            cluster=live.cluster or cluster,
+            connection=live.connection,
+            connection_detail=live.detail,
+            taken_at=now,
+            last_poll_at=last_poll,
+            configs=rows,
+            jobs=job_rows,
+            metrics=metrics,
+            gpus=gpus,
+            counts=count_states(rows),
+            node_hours_used=used,
+            node_hours_budget=budget,
+            problems=problems,
+            log_reader=reader,
+        )
+
+    def _job_row(self, study: int, j: JobRecord) -> JobRow:
+        extra = self.db.execute(
+            "SELECT started_at, time_limit_s, nodelist, exit_code, held FROM jobs WHERE id=?", (j.id,)
+        ).fetchone()
+        return JobRow(
+            config_id=j.config_id, job_id=j.job_id, state=j.state, submitted_at=j.submitted_at,
+            started_at=extra[0], ended_at=j.ended_at, elapsed_s=j.elapsed_s, time_limit_s=extra[1], nodes=j.nodes,
+            node_list=extra[2], reason=j.reason, exit_code=extra[3], attempt=j.attempt, held=bool(extra[4]),
+        )
+
+    @staticmethod
+    def _config_row(c: dict[str, Any], job: JobRecord | None, res: dict[str, Any] | None, an: dict[str, Any],
+                    points: list[MetricPoint]) -> ConfigRow:
+        completed = res is not None and res.get("status") == "completed"
+        state = "completed" if completed else (job.state if job else "not_submitted")
+        if res is not None and not completed and (job is None or job.state not in ACTIVE_STATES):
+            state = "failed"
+        timing = (res or {}).get("timing") or {}
+        throughput = (res or {}).get("throughput") or {}
+        last = points[-1] if points else None
+        progress = eta = None
+        total = c.get("total_steps")
+        if last is not None and total and not completed:
+            progress = min(1.0, last.step / total)
+            if last.train_time_s and last.step > 0:
+                eta = max(0.0, (total - last.step) * last.train_time_s / last.step)
+        return ConfigRow(
+            config_id=c["config_id"], group_id=c["group_id"], is_baseline=c["is_baseline"], values=c["values"],
+            state=state, job_id=job.job_id if job else None, workers=c["workers"],
+            train_time_s=_f(timing.get("train_time_s")), tokens_per_s=_f(throughput.get("tokens_per_s")),
+            speedup=an.get("speedup"), efficiency=an.get("efficiency"), overhead_s=an.get("overhead_s"),
+            verdict=an.get("verdict") or an.get("note") or "", progress=1.0 if completed else progress, eta_s=eta,
+            last_step=last.step if last else None, last_loss=last.loss if last else None, result=res,
+        )

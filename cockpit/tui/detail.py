@@ -1,0 +1,189 @@
+"""Run detail: loss curve, step-time breakdown over time, throughput and the job's log followed live."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Log, Sparkline, Static
+from textual_plotext import PlotextPlot
+
+from cockpit.snapshot import MetricPoint, StudySnapshot
+from cockpit.tui import format as fmt
+from cockpit.tui import model
+from cockpit.tui.bindings import DETAIL_BINDINGS
+
+LOG_LINES = 2000  # bounded buffer: the screen never holds more of a log than this
+LOG_TAIL = 500  # lines asked of the snapshot per refresh
+
+
+def summary_text(snapshot: StudySnapshot, config_id: str) -> Text:
+    row = snapshot.config(config_id)
+    if row is None:
+        return Text(f"configuration {config_id} is not part of this study", style="bold red")
+    parts: list[tuple[str, str] | str] = [
+        (model.config_label(row.values), "bold"),
+        "  ",
+        (row.state.replace("_", " "), fmt.state_style(row.state)),
+    ]
+    if row.job_id:
+        parts += [f"  job {row.job_id}"]
+    if row.progress is not None and row.state in model.RUNNING:
+        parts += [f"  {row.progress * 100:.0f}% done, eta {fmt.duration(row.eta_s)}"]
+    if row.train_time_s is not None:
+        parts += [f"  T = {row.train_time_s:.1f} s"]
+    if row.speedup is not None:
+        parts += [f"  speedup {fmt.ratio(row.speedup)}", "  efficiency ",
+                  (fmt.percent(row.efficiency), fmt.efficiency_style(row.efficiency))]
+    if row.last_loss is not None:
+        parts += [f"  loss {row.last_loss:.3f} @ step {row.last_step}"]
+    if row.verdict:
+        parts += ["\n", (row.verdict, "italic")]
+    return Text.assemble(*parts)
+
+
+def rank0(points: list[MetricPoint]) -> list[MetricPoint]:
+    return [p for p in points if p.rank == 0]
+
+
+PARTS = (("data_wait_s", "data wait"), ("compute_s", "compute"), ("comm_s", "comm"), ("optimizer_s", "optimizer"))
+
+
+def breakdown_series(points: list[MetricPoint]) -> list[tuple[str, str, list[tuple[int, float]]]]:
+    """Per metrics interval, each part's share (%) of the accounted time (sums over the interval)."""
+    out: list[tuple[str, str, list[tuple[int, float]]]] = [(attr, label, []) for attr, label in PARTS]
+    for p in points:
+        values = [getattr(p, attr) for attr, _ in PARTS]
+        total = sum(v for v in values if v is not None)
+        if total <= 0:
+            continue
+        for (_, _, series), v in zip(out, values, strict=True):
+            if v is not None:
+                series.append((p.step, 100.0 * v / total))
+    return out
+
+
+class RunDetailScreen(Screen):
+    BINDINGS = DETAIL_BINDINGS
+
+    def __init__(self, config_id: str) -> None:
+        super().__init__()
+        self.config_id = config_id
+        self.auto_scroll = True
+        self._tail: list[str] = []
+        self._metrics_key: tuple | None = None
+        self._matches: list[int] = []
+        self._match_index = -1
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="detail-summary")
+        with Horizontal(id="detail-plots"):
+            yield PlotextPlot(id="loss-plot")
+            yield PlotextPlot(id="breakdown-plot")
+        with Horizontal(id="throughput-row"):
+            yield Static("tokens/s", id="throughput-label")
+            yield Sparkline([], id="throughput")
+        with Vertical(id="log-box"):
+            yield Static(id="log-caption", classes="caption")
+            yield Log(max_lines=LOG_LINES, id="log", auto_scroll=True)
+            yield Input(placeholder="search the log (Enter; n = next match)", id="log-search")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#log-search", Input).cursor_blink = False
+        self._caption()
+        snapshot = getattr(self.app, "snapshot", None)
+        if snapshot is not None:
+            self.apply(snapshot)
+        self.query_one("#log", Log).focus()
+
+    def apply(self, snapshot: StudySnapshot) -> None:
+        self.query_one("#detail-summary", Static).update(summary_text(snapshot, self.config_id))
+        points = rank0(snapshot.metrics.get(self.config_id, []))
+        key = (len(points), points[-1].step if points else None)
+        if key != self._metrics_key:
+            self._metrics_key = key
+            self._draw_metrics(points)
+        tail = snapshot.log_tail(self.config_id, LOG_TAIL)
+        fresh = model.new_lines(self._tail, tail)
+        self._tail = tail
+        if fresh:
+            self.query_one("#log", Log).write_lines(fresh, scroll_end=self.auto_scroll)
+            self._caption()
+
+    def _draw_metrics(self, points: list[MetricPoint]) -> None:
+        loss = self.query_one("#loss-plot", PlotextPlot)
+        plt = loss.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.title("Loss")
+        plt.xlabel("step")
+        pts = [p for p in points if p.loss is not None]
+        if pts:
+            plt.plot([p.step for p in pts], [p.loss for p in pts], marker="braille")
+        loss.refresh()
+        brk = self.query_one("#breakdown-plot", PlotextPlot)
+        plt = brk.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.title("Step time breakdown (% of accounted time)")
+        plt.xlabel("step")
+        for _attr, label, series in breakdown_series(points):
+            if series:
+                plt.plot([s for s, _ in series], [v for _, v in series], label=label, marker="braille")
+        brk.refresh()
+        rates = [p.tokens_per_s for p in points if p.tokens_per_s is not None]
+        self.query_one("#throughput", Sparkline).data = rates
+        last = f"tokens/s {fmt.rate(rates[-1])}" if rates else "tokens/s -"
+        self.query_one("#throughput-label", Static).update(last)
+
+    def _caption(self) -> None:
+        log = self.query_one("#log", Log)
+        scroll = "on" if self.auto_scroll else "off"
+        text = f"log ({log.line_count} lines, last {LOG_LINES} kept) · auto-scroll {scroll} (a)"
+        if self._matches:
+            text += f" · match {self._match_index + 1}/{len(self._matches)}"
+        self.query_one("#log-caption", Static).update(text)
+
+    def action_toggle_scroll(self) -> None:
+        self.auto_scroll = not self.auto_scroll
+        log = self.query_one("#log", Log)
+        log.auto_scroll = self.auto_scroll
+        if self.auto_scroll:
+            log.scroll_end(animate=False)
+        self._caption()
+
+    def action_search(self) -> None:
+        box = self.query_one("#log-search", Input)
+        box.add_class("shown")
+        box.focus()
+
+    def search(self, term: str) -> int:
+        """Find lines containing `term`; jumps to the first and stops auto-scroll. Returns the match count."""
+        log = self.query_one("#log", Log)
+        term = term.lower()
+        self._matches = [i for i, line in enumerate(log.lines) if term and term in line.lower()]
+        self._match_index = -1
+        if self._matches:
+            if self.auto_scroll:
+                self.action_toggle_scroll()
+            self.action_next_match()
+        else:
+            self._caption()
+        return len(self._matches)
+
+    def action_next_match(self) -> None:
+        if not self._matches:
+            return
+        self._match_index = (self._match_index + 1) % len(self._matches)
+        log = self.query_one("#log", Log)
+        log.scroll_to(y=max(0, self._matches[self._match_index] - 2), animate=False)
+        self._caption()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "log-search":
+            count = self.search(event.value)
+            if not count and event.value:
+                self.notify(f"no line matches {event.value!r}", severity="warning")
+            self.query_one("#log", Log).focus()

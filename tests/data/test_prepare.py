@@ -1,0 +1,146 @@
+"""prepare: idempotent, atomic under SIGKILL, locked, parallel = serial, and the whole databases."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trainer.data import shards
+from trainer.data.dataset import load_manifest
+from trainer.data.errors import DataError
+from trainer.data.prepare import prepare_dataset, shard_path
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = {"name": "samples"}
+
+
+def mtimes(folder: Path) -> dict[str, int]:
+    return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
+
+
+def run_killed(data: Path, cache: Path, patch: str, hit: int) -> subprocess.CompletedProcess[str]:
+    """Run a prepare in a subprocess that SIGKILLs itself right after the `hit`-th call of shards.<patch>."""
+    script = textwrap.dedent(f"""
+        import os, signal, sys
+        from pathlib import Path
+        from trainer.data import shards
+        original, calls = shards.{patch}, []
+        def killing(*args, **kwargs):
+            original(*args, **kwargs)
+            calls.append(1)
+            if len(calls) == {hit}:
+                os.kill(os.getpid(), signal.SIGKILL)
+        shards.{patch} = killing
+        from trainer.data.prepare import prepare_dataset
+        prepare_dataset(Path(sys.argv[1]), {{"name": "samples"}}, Path(sys.argv[2]), workers=1)
+    """)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-c", script, str(data), str(cache)], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_second_prepare_skips_and_rewrites_nothing(mitdb_copy: Path, cache: Path) -> None:
+    shard = prepare_dataset(mitdb_copy, SAMPLES, cache)
+    before = mtimes(shard)
+    assert shard.name.startswith("mitdb-samples-") and "manifest.json" in before
+    assert prepare_dataset(mitdb_copy, SAMPLES, cache) == shard
+    assert mtimes(shard) == before
+    m = load_manifest(shard)
+    assert [r["name"] for r in m["records"]] == ["100", "101"] and m["timing"]["records_skipped"] == 0
+
+
+def test_changed_input_redoes_only_that_record(mitdb_copy: Path, cache: Path) -> None:
+    shard = prepare_dataset(mitdb_copy, SAMPLES, cache)
+    before = mtimes(shard)
+    header = mitdb_copy / "101.hea"
+    header.write_text(header.read_text() + "# edited\n")
+    prepare_dataset(mitdb_copy, SAMPLES, cache)
+    after = mtimes(shard)
+    assert after["records/100.tokens.npy"] == before["records/100.tokens.npy"]
+    assert after["records/101.json"] != before["records/101.json"]
+    assert load_manifest(shard)["timing"]["records_skipped"] == 1
+
+
+def test_other_parameters_get_their_own_shards(mitdb_copy: Path, cache: Path) -> None:
+    a = prepare_dataset(mitdb_copy, SAMPLES, cache)
+    b = prepare_dataset(mitdb_copy, {"name": "samples", "vocab": 64}, cache)
+    assert a != b and load_manifest(b)["vocab_size"] == 64 + 4
+
+
+def test_killed_after_first_record_leaves_no_manifest_then_completes(mitdb_copy: Path, cache: Path) -> None:
+    proc = run_killed(mitdb_copy, cache, "write_meta", hit=1)
+    assert proc.returncode == -9, proc.stderr
+    shard = shard_path(mitdb_copy, SAMPLES, cache)
+    assert not (shard / "manifest.json").exists()
+    assert sorted(p.name for p in (shard / "records").glob("*.json")) == ["100.json"]
+    with pytest.raises(DataError, match="manifest.json: not found"):
+        load_manifest(shard)
+    first = mtimes(shard)["records/100.tokens.npy"]
+    prepare_dataset(mitdb_copy, SAMPLES, cache)
+    m = load_manifest(shard)
+    assert [r["n_beats"] for r in m["records"]] == [2273, 1865]
+    assert m["timing"]["records_skipped"] == 1 and mtimes(shard)["records/100.tokens.npy"] == first
+
+
+def test_killed_between_arrays_redoes_the_record(mitdb_copy: Path, cache: Path) -> None:
+    shard = prepare_dataset(mitdb_copy, SAMPLES, cache)
+    header = mitdb_copy / "100.hea"
+    header.write_text(header.read_text() + "# edited\n")
+    proc = run_killed(mitdb_copy, cache, "save_array", hit=1)  # new tokens written, nothing else
+    assert proc.returncode == -9, proc.stderr
+    assert not (shard / "manifest.json").exists()  # the old manifest went before anything changed
+    prepare_dataset(mitdb_copy, SAMPLES, cache)
+    m = load_manifest(shard)
+    assert m["timing"]["records_skipped"] == 1  # 101 kept, 100 redone
+    assert not list((shard / "records").glob(".*"))  # no temp files left
+
+
+def test_second_prepare_waits_for_the_lock(mitdb_copy: Path, cache: Path) -> None:
+    shard = shard_path(mitdb_copy, SAMPLES, cache)
+    shard.mkdir(parents=True)
+    fd = os.open(shard / shards.LOCK, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    script = "import sys; from pathlib import Path; from trainer.data.prepare import prepare_dataset; " \
+             "prepare_dataset(Path(sys.argv[1]), {'name': 'samples'}, Path(sys.argv[2]))"
+    proc = subprocess.Popen([sys.executable, "-c", script, str(mitdb_copy), str(cache)], cwd=REPO,
+                            env={**os.environ, "PYTHONPATH": str(REPO)}, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()  # blocks until the prepare reports that it waits
+        assert "waiting for another prepare" in line
+        assert not (shard / "manifest.json").exists()
+    finally:
+        os.close(fd)
+    assert proc.wait(timeout=120) == 0
+    assert load_manifest(shard)["totals"]["beats"] == 2273 + 1865
+
+
+def test_two_workers_write_the_same_shards(mitdb_copy: Path, tmp_path: Path) -> None:
+    one = prepare_dataset(mitdb_copy, SAMPLES, tmp_path / "a", workers=1)
+    two = prepare_dataset(mitdb_copy, SAMPLES, tmp_path / "b", workers=2)
+    for rec in ("100", "101"):
+        for kind in shards.ARRAYS:
+            assert np.array_equal(np.load(shards.array_path(one, rec, kind)), np.load(shards.array_path(two, rec, kind)))
+    assert load_manifest(two)["timing"]["workers"] == 2
+
+
+def test_whole_mitdb_with_samples(physionet: Path, tmp_path: Path) -> None:
+    m = load_manifest(prepare_dataset(physionet / "mitdb", SAMPLES, tmp_path, workers=2))
+    assert m["totals"]["records"] == 48 and m["totals"]["beats"] == 109494  # the README's count
+    assert m["totals"]["tokens"] == 48 * 650000 and m["synthetic"] is False
+    assert sum(m["totals"]["class_counts"]) + sum(r["unclassified_beats"] for r in m["records"]) == 109494
+    assert m["timing"]["decode_s"] > 0 and m["timing"]["tokenize_s"] > 0
+
+
+def test_annotation_only_databases_with_beats(physionet: Path, tmp_path: Path) -> None:
+    beats = {"name": "beats"}
+    nsr = load_manifest(prepare_dataset(physionet / "nsrdb-annotations", beats, tmp_path, workers=2))
+    sdd = load_manifest(prepare_dataset(physionet / "sddb-annotations", beats, tmp_path, workers=2))
+    assert nsr["totals"]["beats"] == 1729629 and sdd["totals"]["beats"] == 1889645  # README (.ari for sddb)
+    assert nsr["totals"]["records"] == 18 and sdd["totals"]["records"] == 23

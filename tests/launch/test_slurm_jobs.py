@@ -1,0 +1,135 @@
+"""Rendered batch scripts submitted to the real test Slurm, running the real trainer on CPU: 1 node x 2
+workers on 2 fake GPUs (gloo), the time-limit signal -> checkpoint -> requeue -> resume, and scancel."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from cockpit.launch.render import render_script, submit_command
+from cockpit.spec import load_study
+from trainer import rundir
+
+pytestmark = pytest.mark.slurm
+
+STUDY = """
+[study]
+name = "{name}"
+[cluster]
+kind = "slurm"
+site = "generic"
+host = "localhost"
+account = "hlm"
+qos = "normal"
+partition = "{partition}"
+time_limit = "00:10:00"
+workdir = "{workdir}"
+gpus_per_node = 2
+cores_per_node = 2
+signal_seconds = 60
+[data.datasets.synthetic]
+synthetic = true
+records = 2
+seconds = 30
+[model]
+layers = 1
+d_model = 16
+heads = 2
+[train]
+steps = {steps}
+batch_size = 4
+window = 64
+device = "cpu"
+eval = false
+metrics_interval_s = 0.2
+cpus_per_task = 1
+[sweep]
+gpus_per_node = [2]
+"""
+
+
+def _submit(cluster, name: str, steps: int):
+    work = cluster.workdir(name)
+    path = work / "study.toml"
+    path.write_text(STUDY.format(name=name, partition=cluster.partition, workdir=work, steps=steps))
+    study = load_study(path)
+    cfg = study.matrix()[0]
+    script = work / f"{cfg.config_id}.sbatch"
+    script.write_text(render_script(study, cfg))
+    job = cluster.run(["bash", "-c", submit_command(study, cfg, str(script))]).stdout.strip()
+    return study, cfg, Path(study.run_dir(cfg)), job
+
+
+def _wait_for_step(cluster, job: str, run_dir: Path, step: int, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        records = rundir.read_jsonl(run_dir / rundir.METRICS_FILE).records
+        if any(r.get("step", 0) >= step for r in records):
+            return
+        if cluster.state(job) is None:
+            raise AssertionError(f"job {job} ended before step {step}: {_log(run_dir, job)}")
+        time.sleep(0.2)
+    raise AssertionError(f"job {job} did not reach step {step} in {timeout} s: {_log(run_dir, job)}")
+
+
+def _log(run_dir: Path, job: str) -> str:
+    parts = []
+    for suffix in ("out", "err"):
+        path = run_dir / f"slurm-{job}.{suffix}"
+        if path.exists():
+            parts.append(path.read_text()[-3000:])
+    return "\n".join(parts)
+
+
+def test_rendered_job_trains_on_two_fake_gpus(slurm_cluster) -> None:
+    study, cfg, run_dir, job = _submit(slurm_cluster, "complete", steps=20)
+    info = slurm_cluster.wait(job, timeout=240)
+    assert info["JobState"] == "COMPLETED", _log(run_dir, job)
+    result = rundir.read_result(run_dir)
+    assert result is not None and result["status"] == "completed"
+    assert result["world_size"] == 2 and result["timing"]["steps"] == 20
+    assert result["timing"]["launch_time_source"] == "HLM_LAUNCH_TIME"
+    assert rundir.read_exit(run_dir)["code"] == 0
+    config = json.loads((run_dir / rundir.CONFIG_FILE).read_text())
+    assert config == {"schema_version": rundir.SCHEMA_VERSION, **study.run_config(cfg)}
+    out = (run_dir / f"slurm-{job}.out").read_text()
+    assert "trainer exit code 0" in out
+
+
+def test_time_limit_signal_checkpoints_requeues_and_resumes(slurm_cluster) -> None:
+    steps = 300
+    _study, _cfg, run_dir, job = _submit(slurm_cluster, "requeue", steps=steps)
+    _wait_for_step(slurm_cluster, job, run_dir, 10)
+    # What Slurm sends `signal_seconds` before the time limit (--signal=B:USR1@S): USR1 to the batch shell.
+    slurm_cluster.scancel(job, "--signal=USR1", "--batch")
+    deadline = time.monotonic() + 120
+    while slurm_cluster.show_job(job).get("Restarts") != "1" or slurm_cluster.state(job) != "PENDING":
+        assert time.monotonic() < deadline, f"job {job} was not requeued: {_log(run_dir, job)}"
+        time.sleep(0.2)
+    first = rundir.read_exit(run_dir)
+    assert first["code"] == rundir.EXIT_CHECKPOINTED, first
+    assert 0 < first["step"] < steps
+    assert (run_dir / rundir.CHECKPOINT_FILE).exists()
+    assert "requeueing job" in (run_dir / f"slurm-{job}.out").read_text()
+    # Slurm holds a requeued job for about two minutes; let it start sooner (not within the same second:
+    # slurmd refuses credentials issued in the second the old ones were revoked).
+    slurm_cluster.run(["scontrol", "update", f"JobId={job}", "StartTime=now+2"])
+    info = slurm_cluster.wait(job, timeout=240)
+    assert info["JobState"] == "COMPLETED", _log(run_dir, job)
+    result = rundir.read_result(run_dir)
+    assert result["status"] == "completed" and result["timing"]["steps"] == steps
+    assert result["timing"]["resumes"] == 1
+    assert result["timing"]["train_time_s"] > first["train_time_s"]
+    out = (run_dir / f"slurm-{job}.out").read_text()
+    assert "attempt 1 " in out and "attempt 2 " in out
+
+
+def test_scancel_stops_the_job_without_requeue(slurm_cluster) -> None:
+    _study, _cfg, run_dir, job = _submit(slurm_cluster, "cancel", steps=100000)
+    _wait_for_step(slurm_cluster, job, run_dir, 5)
+    slurm_cluster.scancel(job)
+    info = slurm_cluster.wait(job, timeout=60)
+    assert info["JobState"] == "CANCELLED" and info["Restarts"] == "0", info

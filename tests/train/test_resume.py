@@ -1,0 +1,61 @@
+"""Checkpoint on SIGTERM and resume: the resumed run ends in exactly the state of an uninterrupted one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+import torch.multiprocessing as mp
+
+from tests.train.test_ddp import free_port, weights
+from tests.train.tiny import spawn_rank, tiny_data, tiny_settings
+from trainer import rundir
+from trainer.train import run
+
+# 24 windows / batch 4 = 6 steps per epoch: 10 steps cross an epoch boundary; dropout exercises the RNG state.
+OPTS = {"steps": 10, "dropout": 0.1}
+
+
+def test_sigterm_checkpoints_and_resume_matches_uninterrupted_run(tmp_path: Path) -> None:
+    straight, broken = tmp_path / "straight", tmp_path / "broken"
+    s = tiny_settings(straight, **OPTS)
+    assert run(s, tiny_data(s, n=24)) == rundir.EXIT_OK
+
+    s = tiny_settings(broken, **OPTS)
+    assert run(s, tiny_data(s, n=24, signal_at=4 * 3 + 2)) == rundir.EXIT_CHECKPOINTED  # during step 4
+    info = rundir.read_exit(broken)
+    assert info["code"] == 75 and info["step"] == 4 and info["signal"] == "SIGTERM"
+    assert "resume" in info["message"]
+    assert (broken / rundir.CHECKPOINT_FILE).exists() and rundir.read_result(broken) is None
+
+    s = tiny_settings(broken, **OPTS)
+    assert run(s, tiny_data(s, n=24)) == rundir.EXIT_OK
+    a, b = weights(straight), weights(broken)
+    for key in a:
+        assert torch.equal(a[key], b[key]), f"parameter {key} differs after resume"
+    ra, rb = rundir.read_result(straight), rundir.read_result(broken)
+    assert rb["timing"]["resumes"] == 1 and ra["timing"]["resumes"] == 0
+    assert rb["timing"]["steps"] == ra["timing"]["steps"] == 10
+    assert rb["timing"]["samples"] == ra["timing"]["samples"] == 40
+    assert rb["timing"]["checkpoint_s"] > 0 and rb["timing"]["train_time_s"] > 0
+    assert rb["eval"]["masked_loss"] == ra["eval"]["masked_loss"]
+    assert not (broken / rundir.CHECKPOINT_FILE).exists()
+    assert rundir.read_exit(broken)["code"] == 0
+
+
+def test_signal_on_one_rank_stops_both_at_the_same_step_and_resumes(tmp_path: Path) -> None:
+    """Rank 1 alone gets SIGTERM; the ranks agree, checkpoint once, and the resumed pair matches 1 process."""
+    pair, single = tmp_path / "pair", tmp_path / "single"
+    opts = {"batch_size": 4, "steps": 6}
+    mp.spawn(spawn_rank, args=(2, free_port(), str(pair), opts, {1: 4 * 2 + 1}, rundir.EXIT_CHECKPOINTED),
+             nprocs=2, join=True)
+    info = rundir.read_exit(pair)
+    assert info["code"] == 75 and 3 <= info["step"] < 6 and info["world_size"] == 2
+    mp.spawn(spawn_rank, args=(2, free_port(), str(pair), opts), nprocs=2, join=True)
+
+    s = tiny_settings(single, batch_size=8, steps=6)
+    assert run(s, tiny_data(s)) == rundir.EXIT_OK
+    a, b = weights(single), weights(pair)
+    for key in a:
+        torch.testing.assert_close(b[key], a[key], rtol=1e-5, atol=1e-6, msg=f"parameter {key} differs")
+    assert rundir.read_result(pair)["timing"]["resumes"] == 1

@@ -1,0 +1,133 @@
+"""`hlm-train`: the cluster-side command. `prepare` builds token shards, `train` runs one rank of a run.
+
+`train --run-dir DIR` reads DIR/config.json (written by the launcher). Flags override single keys, and
+without a config.json they describe the whole run, which is then written to DIR/config.json so that a
+rerun of the same directory (resume) sees exactly the same configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from trainer import rundir
+
+# flag -> (section or None for top level, key, type)
+TRAIN_FLAGS: dict[str, tuple[str | None, str, type]] = {
+    "data": (None, "data_path", str),
+    "dataset": (None, "dataset", str),
+    "token_cache": (None, "token_cache", str),
+    "mode": (None, "mode", str),
+    "window": (None, "window", int),
+    "precision": (None, "precision", str),
+    "batch_size": (None, "batch_size", int),
+    "cpus_per_task": (None, "cpus_per_task", int),
+    "layers": ("model", "layers", int),
+    "d_model": ("model", "d_model", int),
+    "heads": ("model", "heads", int),
+    "dropout": ("model", "dropout", float),
+    "steps": ("train", "steps", int),
+    "epochs": ("train", "epochs", float),
+    "lr": ("train", "lr", float),
+    "seed": ("train", "seed", int),
+    "grad_accum": ("train", "grad_accum", int),
+    "device": ("train", "device", str),
+    "task": ("train", "task", str),
+    "init_checkpoint": ("train", "init_checkpoint", str),
+    "num_workers": ("train", "num_workers", int),
+    "metrics_interval_s": ("train", "metrics_interval_s", float),
+}
+
+
+class UsageError(ValueError):
+    """Bad command line; exit code 2."""
+
+
+def _add_train_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--run-dir", required=True, type=Path, help="run directory (reads config.json if present)")
+    for name, (_section, _key, kind) in TRAIN_FLAGS.items():
+        p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, default=None)
+    p.add_argument("--tokenizer", choices=("samples", "beats"), default=None, help="tokenizer name")
+    p.add_argument("--compile", action="store_true", default=None, help="torch.compile the model")
+    p.add_argument("--no-eval", dest="eval", action="store_false", default=None, help="skip test-split evaluation")
+
+
+def build_config(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
+    """config.json of the run dir (if any) with the flags applied; True if config.json did not exist."""
+    path = args.run_dir / rundir.CONFIG_FILE
+    fresh = not path.exists()
+    config: dict[str, Any] = {} if fresh else rundir.read_config(args.run_dir)
+    for name, (section, key, _kind) in TRAIN_FLAGS.items():
+        value = getattr(args, name)
+        if value is None:
+            continue
+        target = config.setdefault(section, {}) if section else config
+        if not isinstance(target, dict):
+            raise UsageError(f"{path}: {section} must be an object")
+        target[key] = value
+        if name == "steps":
+            target.pop("epochs", None)
+        elif name == "epochs":
+            target.pop("steps", None)
+    if args.tokenizer is not None:
+        config.setdefault("tokenizer", {})["name"] = args.tokenizer
+    for name in ("compile", "eval"):
+        if getattr(args, name) is not None:
+            config.setdefault("train", {})[name] = getattr(args, name)
+    train = config.get("train", {})
+    if fresh and train.get("steps") is None and train.get("epochs") is None:
+        raise UsageError(f"{path} does not exist: give --steps or --epochs (and other flags) to describe the run")
+    return config, fresh
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from trainer.settings import ConfigError, from_config
+
+    try:
+        config, fresh = build_config(args)
+        settings = from_config(args.run_dir, config, str(args.run_dir / rundir.CONFIG_FILE))
+    except (ConfigError, UsageError, rundir.RunDirError) as exc:
+        print(f"hlm-train train: {exc}", file=sys.stderr)
+        if os.environ.get("RANK", "0") == "0":
+            rundir.write_exit(args.run_dir, rundir.EXIT_USAGE, str(exc))
+        return rundir.EXIT_USAGE
+    if fresh and os.environ.get("RANK", "0") == "0":
+        rundir.write_config(args.run_dir, config)
+    from trainer.train import run
+
+    return run(settings)
+
+
+def cmd_prepare(args: argparse.Namespace) -> int:
+    from trainer.data import prepare
+
+    return int(prepare.run(args) or 0)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hlm-train", description="Heart Language Model trainer (cluster side).")
+    sub = p.add_subparsers(dest="command", required=True)
+    prep = sub.add_parser("prepare", help="tokenize ECG records into shards (idempotent)")
+    try:
+        from trainer.data import prepare
+
+        prepare.add_arguments(prep)
+    except ImportError:  # a trainer without its data module can still train from prepared shards
+        pass
+    prep.set_defaults(func=cmd_prepare)
+    train = sub.add_parser("train", help="train one run (one plain process or one torchrun rank)")
+    _add_train_arguments(train)
+    train.set_defaults(func=cmd_train)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

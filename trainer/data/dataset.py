@@ -1,0 +1,214 @@
+"""Windows over prepared token shards, as a torch Dataset.
+
+A window is cut at load time from memory-mapped per-record token streams, so every window length
+uses the same shards. __getitem__ is one memmap slice plus a dtype conversion; only windows that
+run past a record's edge are padded (with the pad token).
+
+Items by tokenizer and task:
+- samples (all tasks): one window of W samples centred on each beat; foundation takes every beat
+  (label -1), beat the beats with an AAMI class (label 0..4), rhythm those with a known rhythm.
+- beats: foundation and rhythm tile each record with windows of W beats (stride W unless given;
+  rhythm label = the rhythm at the window's centre beat); beat centres a window on each beat.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from trainer.data.errors import DataError
+from trainer.data.shards import MANIFEST, SHARD_SCHEMA, array_path
+from trainer.data.splits import split_names
+
+TASKS = ("foundation", "beat", "rhythm")
+
+
+class Manifest(dict):
+    """manifest.json as a dict (every field, see docs/data.md) with typed accessors for the common ones."""
+
+    path: Path
+
+    @property
+    def shard_dir(self) -> Path:
+        return self.path.parent
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self["vocab_size"])
+
+    @property
+    def pad_id(self) -> int:
+        return int(self["special_tokens"]["pad"])
+
+    @property
+    def mask_id(self) -> int:
+        return int(self["special_tokens"]["mask"])
+
+    @property
+    def cls_id(self) -> int:
+        return int(self["special_tokens"]["cls"])
+
+    @property
+    def sep_id(self) -> int:
+        return int(self["special_tokens"]["sep"])
+
+    @property
+    def n_classes(self) -> int:
+        return int(self["n_classes"])
+
+    @property
+    def n_rhythm_classes(self) -> int:
+        return int(self["n_rhythm_classes"])
+
+    @property
+    def synthetic(self) -> bool:
+        return bool(self["synthetic"])
+
+    @property
+    def tokenizer(self) -> str:
+        return str(self["tokenizer"])
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return list(self["records"])
+
+    @property
+    def record_names(self) -> list[str]:
+        return [r["name"] for r in self["records"]]
+
+
+def load_manifest(shard_dir: str | Path) -> Manifest:
+    """Read and check a shard folder's manifest; DataError (naming the file) if absent or malformed."""
+    path = Path(shard_dir) / MANIFEST
+    try:
+        raw = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise DataError(f"{path}: not found (the shards were never prepared or a prepare was interrupted; "
+                        "run `hlm-train prepare`)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise DataError(f"{path}: expected a JSON object")
+    if raw.get("schema_version") != SHARD_SCHEMA:
+        raise DataError(f"{path}: schema_version {raw.get('schema_version')!r}, this trainer reads {SHARD_SCHEMA}; "
+                        "prepare the data again")
+    for key in ("vocab_size", "special_tokens", "records", "tokenizer", "n_classes", "n_rhythm_classes"):
+        if key not in raw:
+            raise DataError(f"{path}: missing key {key!r}")
+    manifest = Manifest(raw)
+    manifest.path = path
+    return manifest
+
+
+def split_records(manifest: Manifest | dict[str, Any], split: str) -> list[str]:
+    """Record names of a split ("train", "test", "all"; "DS1"/"DS2"): MIT-BIH inter-patient when the
+    records are MIT-BIH's, otherwise the last 20% by sorted name are test. May be empty."""
+    return split_names([r["name"] for r in manifest["records"]], split)
+
+
+class WindowDataset(Dataset):
+    """(tokens LongTensor[W], label int) windows over one shard folder; label -1 where there is none."""
+
+    def __init__(self, shard_dir: str | Path, window: int, task: str | None = "foundation",
+                 records: list[str] | None = None, stride: int | None = None) -> None:
+        self.shard_dir = Path(shard_dir)
+        self.manifest = load_manifest(self.shard_dir)
+        task = task or "foundation"
+        if task not in TASKS:
+            raise DataError(f"task: unknown task {task!r} (expected one of: {', '.join(TASKS)})")
+        if not isinstance(window, int) or isinstance(window, bool) or window < 1:
+            raise DataError(f"window: expected a positive number of tokens, found {window!r}")
+        if stride is not None and stride < 1:
+            raise DataError(f"stride: expected a positive number of tokens, found {stride!r}")
+        self.window, self.task = window, task
+        self.pad_id = self.manifest.pad_id
+        by_name = {r["name"]: r for r in self.manifest.records}
+        names = list(by_name) if records is None else list(records)
+        unknown = [n for n in names if n not in by_name]
+        if unknown:
+            raise DataError(f"{self.manifest.path}: record(s) {', '.join(unknown)} not in dataset "
+                            f"{self.manifest['dataset']!r}")
+        if not names:
+            raise DataError(f"{self.manifest.path}: no records selected from dataset {self.manifest['dataset']!r}")
+        self.records = [by_name[n] for n in names]
+        longest = max(self.records, key=lambda r: r["n_tokens"])
+        if window > longest["n_tokens"]:
+            raise DataError(
+                f"window {window} is longer than every record of dataset {self.manifest['dataset']!r} "
+                f"(longest: record {longest['name']!r}, {longest['n_tokens']} tokens); use a shorter window")
+        self._items(stride)
+        self._streams: dict[int, np.ndarray] = {}
+
+    def _items(self, stride: int | None) -> None:
+        """Precompute (record, start, label) of every item: __getitem__ then does no searching."""
+        w, tiled = self.window, self.manifest.tokenizer == "beats" and self.task in ("foundation", "rhythm")
+        rec_idx, starts, labels = [], [], []
+        for i, r in enumerate(self.records):
+            if tiled:
+                n = r["n_tokens"]
+                start = np.arange(0, n - w + 1, stride or w, dtype=np.int64)
+                if self.task == "rhythm":
+                    lab = self._load(r, "rhythm")[start + w // 2].astype(np.int64)
+                else:
+                    lab = np.full(len(start), -1, dtype=np.int64)
+            else:
+                centre = self._load(r, "beats")
+                if self.task == "foundation":
+                    lab = np.full(len(centre), -1, dtype=np.int64)
+                else:
+                    lab = self._load(r, "labels" if self.task == "beat" else "rhythm").astype(np.int64)
+                start = centre - w // 2
+            keep = lab >= 0 if self.task != "foundation" else np.ones(len(start), dtype=bool)
+            rec_idx.append(np.full(int(keep.sum()), i, dtype=np.int32))
+            starts.append(start[keep])
+            labels.append(lab[keep])
+        self.item_record = np.concatenate(rec_idx)
+        self.item_start = np.concatenate(starts)
+        self.labels = np.concatenate(labels)
+
+    def _load(self, r: dict[str, Any], kind: str) -> np.ndarray:
+        path = array_path(self.shard_dir, r["file"], kind)
+        try:
+            return np.load(path, mmap_mode="r")
+        except FileNotFoundError:
+            raise DataError(f"{path}: missing (the shard folder is incomplete; run `hlm-train prepare` again)") from None
+        except ValueError as exc:
+            raise DataError(f"{path}: not a readable array ({exc})") from None
+
+    def __len__(self) -> int:
+        return len(self.item_start)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_streams"] = {}  # each DataLoader worker maps the files itself
+        return state
+
+    def stream(self, i: int) -> np.ndarray:
+        """The memory-mapped token stream of the i-th selected record (opened once per process)."""
+        s = self._streams.get(i)
+        if s is None:
+            s = self._streams[i] = self._load(self.records[i], "tokens")
+        return s
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        r = int(self.item_record[index])
+        start = int(self.item_start[index])
+        s = self.stream(r)
+        end = start + self.window
+        if start >= 0 and end <= len(s):
+            out = s[start:end].astype(np.int64)
+        else:
+            out = np.full(self.window, self.pad_id, dtype=np.int64)
+            lo, hi = max(start, 0), min(end, len(s))
+            out[lo - start : hi - start] = s[lo:hi]
+        return torch.from_numpy(out), int(self.labels[index])
+
+    def class_counts(self) -> np.ndarray:
+        """Items per label (for class weights); empty for foundation."""
+        lab = self.labels[self.labels >= 0]
+        return np.bincount(lab) if len(lab) else np.zeros(0, dtype=np.int64)

@@ -1,0 +1,102 @@
+"""The on-disk token shards: directory naming, atomic array writes, the per-record sidecar and the lock.
+
+Layout (docs/architecture.md, "Token shards"):
+  <cache>/<dataset>-<tokenizer>-<param digest>/manifest.json          written last
+  <cache>/<dataset>-<tokenizer>-<param digest>/records/<rec>.{tokens,beats,labels,rhythm}.npy
+  <cache>/<dataset>-<tokenizer>-<param digest>/records/<rec>.json     the record's digest; written
+                                                                       after its arrays
+A file only ever appears under its final name complete (temp name + rename), so an interrupted
+prepare leaves either no manifest or the previous one removed before any change.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trainer.data.errors import DataError
+from trainer.rundir import write_json
+
+MANIFEST = "manifest.json"
+RECORDS_DIR = "records"
+LOCK = ".prepare.lock"
+SHARD_SCHEMA = 1
+ARRAYS = ("tokens", "beats", "labels", "rhythm")
+
+
+def param_digest(payload: dict[str, Any]) -> str:
+    """Short stable digest of the tokenizer parameters and the data source (names the shard folder)."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.blake2b(text.encode(), digest_size=5).hexdigest()
+
+
+def array_path(shard: Path, rec_file: str, kind: str) -> Path:
+    return shard / RECORDS_DIR / f"{rec_file}.{kind}.npy"
+
+
+def meta_path(shard: Path, rec_file: str) -> Path:
+    return shard / RECORDS_DIR / f"{rec_file}.json"
+
+
+def save_array(path: Path, array: np.ndarray) -> None:
+    """np.save to a hidden temp name in the same folder, then rename: the final name is always whole."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as fh:
+            np.save(fh, array, allow_pickle=False)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def read_meta(shard: Path, rec_file: str) -> dict[str, Any] | None:
+    """The sidecar of a finished record, or None if absent/unreadable or its arrays are missing."""
+    try:
+        meta = json.loads(meta_path(shard, rec_file).read_text())
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if not all(array_path(shard, rec_file, k).is_file() for k in ARRAYS):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def write_meta(shard: Path, rec_file: str, meta: dict[str, Any]) -> None:
+    write_json(meta_path(shard, rec_file), meta)
+
+
+def clean_temp_files(shard: Path) -> None:
+    """Remove temp files a killed prepare left behind (called under the lock)."""
+    for tmp in (shard / RECORDS_DIR).glob(".*.tmp*"):
+        tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def prepare_lock(shard: Path) -> Iterator[None]:
+    """Exclusive flock on the shard's lock file: a second prepare of the same shards waits, then skips."""
+    shard.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(shard / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise DataError(f"{shard / LOCK}: cannot create the prepare lock ({exc.strerror})") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for another prepare of {shard} to finish", file=sys.stderr, flush=True)
+            t0 = time.monotonic()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            print(f"lock acquired after {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock

@@ -1,0 +1,454 @@
+"""The training loop: one plain loop, nanoGPT-style, that times every second it spends.
+
+`run(settings)` is the whole life of one rank: set up, train for a fixed number of steps (or epochs),
+checkpoint on SIGTERM/SIGUSR1, stop on a non-finite loss, evaluate, write result.json and exit.json.
+T (the study's metric) runs from the start of the first step to the end of the last one; see
+docs/training.md for what is in it and what is recorded beside it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import random
+import signal
+import socket
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader
+
+from trainer import checkpoint, distributed, provenance, rundir, sources
+from trainer.batches import ResumableSampler
+from trainer.distributed import Dist, StopVote
+from trainer.metrics import IntervalMeter
+from trainer.model import HeartLanguageModel, ModelConfig, load_encoder
+from trainer.nvml import NvmlSampler
+from trainer.settings import ConfigError, Settings
+from trainer.timing import Breakdown, Clock, CommMeter, comm_hook, peak_memory_bytes
+
+log = logging.getLogger("hlm.train")
+
+
+class NonFiniteLoss(RuntimeError):
+    """The loss or gradient norm became NaN/inf; continuing would only waste node-hours."""
+
+
+class Interrupted(Exception):
+    """A stop signal was agreed on by all ranks and the checkpoint is written."""
+
+
+@dataclass
+class Progress:
+    """Position and time accounting that survives a restart (saved in checkpoint.pt)."""
+
+    step: int = 0
+    epoch: int = 0
+    batch_in_epoch: int = 0  # micro-batches of this rank consumed in the current epoch
+    train_time_s: float = 0.0
+    startup_s: float = 0.0
+    prepare_s: float = 0.0
+    checkpoint_s: float = 0.0
+    samples: int = 0  # global
+    resumes: int = 0
+    started_at: float = field(default_factory=time.time)
+    breakdown: dict[str, float] = field(default_factory=dict)
+
+
+class StopSignal:
+    """SIGTERM/SIGUSR1 set a flag; the loop checks it between steps. Previous handlers are restored."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+
+    def __init__(self) -> None:
+        self.received: str | None = None
+        self._old: dict[int, Any] = {}
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        self.received = signal.Signals(signum).name
+
+    def __enter__(self) -> StopSignal:
+        for sig in self.SIGNALS:
+            self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+def lr_at(step: int, total: int, s: Settings) -> float:
+    """Linear warm-up, then cosine decay to a tenth of the peak at the last step."""
+    if step < s.warmup_steps:
+        return s.lr * (step + 1) / s.warmup_steps
+    progress = (step - s.warmup_steps) / max(1, total - s.warmup_steps)
+    return s.lr * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress))))
+
+
+def _setup_logging(run_dir: Path, d: Dist) -> logging.Handler:
+    handler: logging.Handler = logging.FileHandler(run_dir / rundir.LOG_FILE)
+    prefix = "" if d.is_main else f"[rank {d.rank}] "
+    handler.setFormatter(logging.Formatter(f"%(asctime)s %(levelname)s {prefix}%(message)s"))
+    handler.setLevel(logging.INFO if d.is_main else logging.WARNING)
+    root = logging.getLogger("hlm")
+    root.setLevel(logging.INFO)
+    root.addHandler(handler)
+    return handler
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _set_threads(s: Settings, device: torch.device) -> int:
+    """Intra-op threads for this process: the cores of the task not given to DataLoader workers."""
+    threads = max(1, s.cpus - s.loader_workers)
+    torch.set_num_threads(threads)
+    with contextlib.suppress(RuntimeError):  # only settable before the first parallel region
+        torch.set_num_interop_threads(1)
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+    return threads
+
+
+def _worker_init(_worker_id: int) -> None:
+    torch.set_num_threads(1)
+
+
+def _autocast(s: Settings, device: torch.device) -> Any:
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(s.precision)
+    return lambda: torch.autocast(device.type, dtype=dtype, enabled=dtype is not None)
+
+
+def _optimizer(model: torch.nn.Module, s: Settings, device: torch.device) -> tuple[torch.optim.Optimizer, str]:
+    """AdamW with weight decay on matrices only; the fused kernel where this torch has one."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": s.weight_decay},
+              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    try:
+        return torch.optim.AdamW(groups, lr=s.lr, betas=(0.9, 0.95), fused=True), "fused"
+    except (RuntimeError, TypeError, ValueError):
+        return torch.optim.AdamW(groups, lr=s.lr, betas=(0.9, 0.95), foreach=True), "foreach"
+
+
+def _build_model(s: Settings, data: sources.Data, fresh: bool) -> tuple[HeartLanguageModel, str | None]:
+    """The model; a fresh fine-tune run copies the encoder of `init_checkpoint` (or says why not)."""
+    cfg = ModelConfig(vocab_size=data.vocab_size, max_len=s.window, layers=s.layers, d_model=s.d_model,
+                      heads=s.heads, dropout=s.dropout, num_classes=len(data.classes))
+    model = HeartLanguageModel(cfg)
+    if s.mode != "finetune":
+        return model, None
+    if not s.init_checkpoint:
+        return model, "random: no init_checkpoint configured"
+    path = Path(s.init_checkpoint)
+    if not path.exists():
+        return model, f"random: {path} does not exist"
+    if not fresh:
+        return model, f"{path} (at the run's start; resumed from checkpoint.pt)"
+    try:
+        payload = checkpoint.load(path)
+        notes = load_encoder(model, payload["model"], str(path))
+    except (ValueError, KeyError) as exc:
+        raise ConfigError(f"train.init_checkpoint: {exc}") from exc
+    return model, str(path) + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def run(s: Settings, data: sources.Data | None = None) -> int:
+    """Train one rank to completion or interruption; returns the process exit code (see rundir.EXIT_*)."""
+    launch, launch_source = provenance.launch_time()
+    s.run_dir.mkdir(parents=True, exist_ok=True)
+    d = Dist()
+    handler = None
+    code, message, extra = rundir.EXIT_OK, "", {}
+    try:
+        try:
+            d = distributed.setup(s.device)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
+        handler = _setup_logging(s.run_dir, d)
+        extra = _train(s, d, data, launch, launch_source)
+        message = "training completed"
+    except Interrupted as exc:
+        code, message, extra = rundir.EXIT_CHECKPOINTED, exc.args[0], exc.args[1]
+    except ConfigError as exc:
+        code, message = rundir.EXIT_USAGE, f"bad config: {exc}"
+    except NonFiniteLoss as exc:
+        code, message = rundir.EXIT_NONFINITE_LOSS, str(exc)
+    except Exception as exc:
+        from trainer.data import DataError
+
+        if isinstance(exc, DataError):
+            code, message = rundir.EXIT_BAD_INPUT, f"bad input data: {exc}"
+        else:
+            code, message = 1, f"{type(exc).__name__}: {exc}"
+            log.error("%s", traceback.format_exc())
+    finally:
+        if code:
+            (log.warning if code == rundir.EXIT_CHECKPOINTED else log.error)("%s", message)
+        if d.is_main:
+            rundir.write_exit(s.run_dir, code, message, rank=d.rank, world_size=d.world, **extra)
+        if code not in (rundir.EXIT_OK, rundir.EXIT_CHECKPOINTED):
+            print(f"hlm-train: {message}", file=sys.stderr, flush=True)
+        distributed.teardown(d)
+        if handler is not None:
+            logging.getLogger("hlm").removeHandler(handler)
+            handler.close()
+    return code
+
+
+def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launch_source: str) -> dict[str, Any]:
+    """Everything between rendezvous and the result; raises Interrupted / NonFiniteLoss to stop early."""
+    if (s.run_dir / rundir.RESULT_FILE).exists():
+        log.info("result.json already exists: the run is complete, nothing to do")
+        return {"note": "already complete; result.json kept"}
+    threads = _set_threads(s, d.device)
+    _seed_everything(s.seed)
+    if data is None:
+        data = sources.load(s, d)
+    ckpt_path = s.run_dir / rundir.CHECKPOINT_FILE
+    state = checkpoint.load(ckpt_path) if ckpt_path.exists() else None
+    prog = Progress()
+    prog.prepare_s = data.prepare_s
+
+    model, init_note = _build_model(s, data, fresh=state is None)
+    raw = model.to(d.device)
+    raw.set_class_weights(data.class_weights, d.device)
+    if s.compile:
+        model = torch.compile(raw)  # type: ignore[assignment]
+    clock = Clock(d.device)
+    comm = CommMeter(clock)
+    if d.enabled:
+        model = DDP(model, device_ids=[d.device.index] if d.device.type == "cuda" else None,
+                    gradient_as_bucket_view=True)
+        model.register_comm_hook(comm, comm_hook)
+    optimizer, opt_kind = _optimizer(raw, s, d.device)
+    scaler = torch.amp.GradScaler(d.device.type, enabled=s.precision == "fp16")
+    autocast = _autocast(s, d.device)
+
+    sampler = ResumableSampler(data.train, d.world, d.rank, s.seed)
+    workers = s.loader_workers
+    loader = DataLoader(data.train, batch_size=s.batch_size, sampler=sampler, drop_last=True,
+                        num_workers=workers, pin_memory=d.device.type == "cuda",
+                        persistent_workers=workers > 0, prefetch_factor=4 if workers else None,
+                        worker_init_fn=_worker_init if workers else None,
+                        generator=torch.Generator().manual_seed(s.seed + d.rank))  # keeps the global RNG for dropout
+    batches_per_epoch = sampler.num_samples // s.batch_size
+    steps_per_epoch = batches_per_epoch // s.grad_accum
+    if steps_per_epoch < 1:
+        raise ConfigError(f"batch_size {s.batch_size} x grad_accum {s.grad_accum} x world size {d.world} needs "
+                          f"more windows than the training split has ({len(data.train)})")  # type: ignore[arg-type]
+    total_steps = s.steps if s.steps is not None else max(1, math.ceil(s.epochs * steps_per_epoch))  # type: ignore[operator]
+    tokens_per_sample = s.window
+
+    if state is not None:
+        if len(state["rng"]) != d.world:
+            raise ConfigError(f"{ckpt_path} was written by {len(state['rng'])} processes, this run has {d.world}: "
+                              "resume with the same layout, or delete the checkpoint to start over")
+        raw.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scaler.load_state_dict(state["scaler"])
+        prog = Progress(**state["progress"])
+        prog.resumes += 1
+        rngs = state["rng"]
+        checkpoint.set_rng_state(rngs[d.rank])
+        prev_exit = rundir.read_exit(s.run_dir) or {}
+        prog.checkpoint_s += float(prev_exit.get("checkpoint_save_s", 0.0))
+        prog.prepare_s += data.prepare_s
+        log.info("resumed from %s at step %d/%d (T so far %.3f s)", ckpt_path, prog.step, total_steps,
+                 prog.train_time_s)
+    hostnames = sorted(set(distributed.gather_objects(d, socket.gethostname())))  # type: ignore[type-var]
+    nvml = NvmlSampler(s.run_dir / rundir.GPU_FILE, s.nvml_interval_ms).start() if d.is_local_main else None
+    if d.is_main:
+        log.info("world %d on %s, device %s, backend %s, %d loader workers, %d threads, %s AdamW, "
+                 "%d parameters, %d steps (%d per epoch)", d.world, ",".join(hostnames), d.device, d.backend,
+                 workers, threads, opt_kind, raw.num_parameters(), total_steps, steps_per_epoch)
+
+    meter = IntervalMeter(s.run_dir / rundir.METRICS_FILE, d.rank, s.metrics_interval_s, d.device)
+    breakdown = Breakdown()
+    vote = StopVote(d)
+    params = [p for p in raw.parameters() if p.requires_grad]
+    sampler.set_position(prog.epoch, prog.batch_in_epoch * s.batch_size)
+    stop_reason: str | None = None
+    last_loss = float("nan")
+    start_wall = time.time()
+    prog.startup_s += start_wall - launch - data.prepare_s
+    try:
+        with StopSignal() as stop:
+            # ---- T starts here: first step start (the loader's workers start inside it) ----
+            t_begin = t_prev = time.perf_counter()
+            it = iter(loader)
+            while prog.step < total_steps:
+                lr = lr_at(prog.step, total_steps, s)
+                for group in optimizer.param_groups:
+                    group["lr"] = lr
+                data_s = fwd_bwd_s = comm_s = 0.0
+                loss_sum = torch.zeros((), device=d.device)
+                for micro in range(s.grad_accum):
+                    t_data = time.perf_counter()
+                    if prog.batch_in_epoch >= steps_per_epoch * s.grad_accum:
+                        prog.epoch, prog.batch_in_epoch = prog.epoch + 1, 0
+                        sampler.set_position(prog.epoch, 0)
+                        it = iter(loader)
+                    inputs, targets = next(it)
+                    inputs = inputs.to(d.device, non_blocking=True)
+                    targets = targets.to(d.device, non_blocking=True)
+                    prog.batch_in_epoch += 1
+                    data_s += time.perf_counter() - t_data
+                    last_micro = micro == s.grad_accum - 1
+                    comm.reset()
+                    c0 = clock.mark()
+                    with contextlib.nullcontext() if last_micro or not d.enabled else model.no_sync():
+                        with autocast():
+                            loss = model(inputs, targets) / s.grad_accum
+                        scaler.scale(loss).backward()
+                    c1 = clock.mark()
+                    loss_sum += loss.detach()
+                    fwd_bwd_marks = (c0, c1, comm.last_ready if (last_micro and d.enabled) else None)
+                    if s.grad_accum > 1 or d.device.type == "cuda":
+                        clock.sync()
+                    fwd_bwd_s += clock.elapsed(c0, c1)
+                    if fwd_bwd_marks[2] is not None:
+                        comm_s += clock.elapsed(fwd_bwd_marks[2], c1)
+                o0 = clock.mark()
+                scaler.unscale_(optimizer)
+                grad_norm = torch.nn.utils.clip_grad_norm_(params, s.grad_clip if s.grad_clip > 0 else math.inf)
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad(set_to_none=True)
+                o1 = clock.mark()
+                last_loss = loss_sum.item()
+                clock.sync()
+                optimizer_s = clock.elapsed(o0, o1)
+                bad_grad = s.precision != "fp16" and not math.isfinite(grad_norm.item())
+                if not math.isfinite(last_loss) or bad_grad:
+                    hint = "lower train.lr" + (", use bf16 instead of fp16" if s.precision == "fp16" else "")
+                    raise NonFiniteLoss(
+                        f"non-finite {'loss' if not math.isfinite(last_loss) else 'gradient norm'} at step "
+                        f"{prog.step + 1} (loss {last_loss}, lr {lr:.3g}): stopping; {hint}, or check the input data")
+                prog.step += 1
+                prog.samples += s.batch_size * s.grad_accum * d.world
+                now = time.perf_counter()
+                breakdown.add_step(now - t_prev, data_s, fwd_bwd_s - comm_s, comm_s, optimizer_s)
+                meter.add(now - t_prev, data_s, fwd_bwd_s - comm_s, comm_s, optimizer_s, last_loss,
+                          s.batch_size * s.grad_accum, tokens_per_sample)
+                meter.maybe_emit(step=prog.step, epoch=prog.epoch, lr=lr,
+                                 train_time_s=prog.train_time_s + now - t_begin)
+                if prog.step == 1 and d.is_main:
+                    log.info("first step done in %.3f s", now - t_begin)
+                t_prev = now
+                if vote.poll(stop.received is not None) and prog.step < total_steps:
+                    stop_reason = stop.received or "signal on another rank"
+                    break
+            t_end = time.perf_counter()
+            # ---- T ends here: last step end ----
+            vote.drain()
+    finally:
+        if nvml is not None:
+            nvml.stop()
+    segment_s = t_end - t_begin
+    prog.train_time_s += segment_s
+    breakdown.other += max(0.0, segment_s - breakdown.total())  # the final vote wait, if any
+    merged = Breakdown()
+    merged.merge(prog.breakdown)
+    merged.merge(breakdown.as_dict())
+    prog.breakdown = merged.as_dict()
+    meter.emit(step=prog.step, epoch=prog.epoch, lr=lr_at(prog.step - 1, total_steps, s),
+               train_time_s=prog.train_time_s, final=stop_reason is None)
+
+    if stop_reason is not None:
+        t0 = time.perf_counter()
+        rngs = distributed.gather_objects(d, checkpoint.rng_state())
+        if d.is_main:
+            checkpoint.save(ckpt_path, {"model": raw.state_dict(), "optimizer": optimizer.state_dict(),
+                                        "scaler": scaler.state_dict(), "progress": prog.__dict__, "rng": rngs,
+                                        "model_config": raw.cfg.to_dict(), "settings": s.as_dict()})
+        distributed.barrier(d)
+        save_s = time.perf_counter() - t0
+        raise Interrupted(f"{stop_reason}: checkpointed at step {prog.step}/{total_steps} after T = "
+                          f"{prog.train_time_s:.3f} s; run the same directory again to resume",
+                          {"step": prog.step, "total_steps": total_steps, "train_time_s": prog.train_time_s,
+                           "checkpoint_save_s": save_s, "signal": stop_reason})
+
+    t0 = time.perf_counter()
+    evaluation = None
+    if s.eval and data.test is not None:
+        if data.classes:
+            evaluation = evaluate_classes(raw, data, d, s, autocast)
+        else:
+            evaluation = evaluate_masked(raw, data, d, s, autocast)
+    eval_s = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    if d.is_main:
+        checkpoint.save(s.run_dir / rundir.MODEL_FILE, {"model": raw.state_dict(), "model_config": raw.cfg.to_dict(),
+                                                        "mode": s.mode, "data": data.info})
+    distributed.barrier(d)
+    prog.checkpoint_s += time.perf_counter() - t0
+
+    peak = peak_memory_bytes(d.device)
+    if d.is_main:
+        T = prog.train_time_s
+        tokens = prog.samples * tokens_per_sample
+        result = {
+            "status": "completed",
+            "study": s.study, "config_id": s.config_id, "group_id": s.group_id,
+            "config": s.config or s.as_dict(),
+            "mode": s.mode,
+            "world_size": d.world, "nodes": s.nodes, "gpus_per_node": s.gpus_per_node,
+            "hostnames": hostnames,
+            "device": d.device.type, "backend": d.backend or "none",
+            "versions": provenance.versions(), "git_sha": provenance.git_sha(),
+            "synthetic": data.synthetic,
+            "timing": {
+                "train_time_s": T, "startup_s": prog.startup_s, "prepare_s": prog.prepare_s,
+                "eval_s": eval_s, "checkpoint_s": prog.checkpoint_s, "wall_s": time.time() - launch,
+                "steps": prog.step, "epochs": prog.step / steps_per_epoch, "samples": prog.samples,
+                "tokens": tokens, "resumes": prog.resumes, "launch_time_source": launch_source,
+                "steps_per_epoch": steps_per_epoch,
+            },
+            "breakdown_s": prog.breakdown,
+            "throughput": {"samples_per_s": prog.samples / T if T > 0 else None,
+                           "tokens_per_s": tokens / T if T > 0 else None},
+            "peak_memory_bytes": peak,
+            "final_loss": meter.last_interval_loss,
+            "model": {**raw.cfg.to_dict(), "parameters": raw.num_parameters(),
+                      "flops_per_token": raw.flops_per_token(s.window)},
+            "loader": {"workers": workers, "threads": threads, "pin_memory": d.device.type == "cuda",
+                       "prefetch_factor": 4 if workers else None},
+            "optimizer": {"name": "AdamW", "impl": opt_kind, "precision": s.precision, "compile": s.compile},
+            "comm": {"method": "exposed all-reduce wait: last gradient bucket ready -> end of backward",
+                     "busy_s": comm.busy_s if d.enabled and d.device.type == "cpu" else None},
+            "data": {**data.info, "class_weights": data.class_weights},
+            "started_at": prog.started_at, "finished_at": time.time(),
+        }
+        if evaluation is not None:
+            result["eval"] = evaluation
+        if s.mode == "finetune":
+            result["init"] = init_note
+        rundir.write_result(s.run_dir, result)
+        ckpt_path.unlink(missing_ok=True)
+        log.info("done: T = %.3f s, %d steps, %.1f samples/s", T, prog.step, result["throughput"]["samples_per_s"])
+    return {"step": prog.step, "train_time_s": prog.train_time_s}
+
+
+def evaluate_classes(raw: HeartLanguageModel, data: sources.Data, d: Dist, s: Settings, autocast: Any) -> dict:
+    from trainer.evaluate import classify
+
+    out = classify(raw, data.test, data.classes, d, s.batch_size, autocast)  # type: ignore[arg-type]
+    return {"split": "test", **out}
+
+
+def evaluate_masked(raw: HeartLanguageModel, data: sources.Data, d: Dist, s: Settings, autocast: Any) -> dict:
+    from trainer.evaluate import masked_lm
+
+    return {"split": "test", **masked_lm(raw, data.test, d, s.batch_size, autocast)}  # type: ignore[arg-type]
