@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import shlex
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from trainer.rundir import parse_jsonl_bytes
+from trainer.rundir import JsonlChunk, parse_jsonl_bytes
 
 MAX_CHUNK = 4 << 20
 _KEY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.%-]+$")
@@ -49,6 +50,50 @@ while :; do
   sleep "$interval"
 done
 """.replace("MAXCHUNK", str(MAX_CHUNK))
+
+
+try:  # optional: 2-4x faster parsing of metrics lines; the standard library is the fallback
+    import orjson
+
+    _fast_loads = orjson.loads
+except ImportError:  # pragma: no cover - depends on the environment
+    _fast_loads = None
+
+
+def parse_jsonl_fast(data: bytes) -> JsonlChunk:
+    """Same result as trainer.rundir.parse_jsonl_bytes (complete lines only), faster: with orjson one
+    line at a time (a line orjson refuses, e.g. a NaN, gets a second chance with the standard parser);
+    without it the complete lines are parsed as ONE JSON array, falling back to line by line on any doubt.
+    (One known difference: orjson reads integers beyond 64 bits as floats; no metrics field holds one.)"""
+    end = data.rfind(b"\n") + 1
+    if _fast_loads is not None:
+        records: list[dict[str, Any]] = []
+        bad = 0
+        for raw in data[:end].split(b"\n"):
+            if not raw.strip():
+                continue
+            try:
+                value = _fast_loads(raw)
+            except ValueError:
+                try:
+                    value = json.loads(raw)
+                except (ValueError, UnicodeDecodeError):
+                    bad += 1
+                    continue
+            if isinstance(value, dict):
+                records.append(value)
+            else:
+                bad += 1
+        return JsonlChunk(records, end, bad)
+    try:
+        lines = [line for line in data[:end].decode("utf-8").split("\n") if line.strip()]
+        values = json.loads("[" + ",".join(lines) + "]")
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return parse_jsonl_bytes(data)
+    if len(values) != len(lines):
+        return parse_jsonl_bytes(data)
+    records = [v for v in values if isinstance(v, dict)]
+    return JsonlChunk(records, end, len(values) - len(records))
 
 
 @dataclass(frozen=True)
@@ -90,7 +135,7 @@ class FileCursor:
             self.dropped_chunks += 1
             return None
         data = self.carry + chunk.data
-        parsed = parse_jsonl_bytes(data)
+        parsed = parse_jsonl_fast(data)
         self.carry = data[parsed.next_offset :]
         self.committed += parsed.next_offset
         self.bad_lines += parsed.bad_lines

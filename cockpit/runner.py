@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from cockpit.backend import Backend, JobInfo
 from cockpit.follow import Chunk, FileCursor, FollowSpec, LocalFollower
-from cockpit.slurm import AdaptiveInterval, SubmitRefused
+from cockpit.slurm import AdaptiveInterval, SlurmError, SubmitRefused
 from cockpit.snapshot import ACTIVE_STATES, ConnectionState
 from cockpit.ssh import ConnectionInterrupted, SshError
 from cockpit.store import LiveStatus, StudyStore
@@ -34,6 +34,27 @@ log = logging.getLogger(__name__)
 
 METRICS = "metrics.jsonl"
 GPU = "gpu.jsonl"
+
+
+def backend_for(study: Study, **kwargs: Any) -> Backend:
+    """The study's Backend: the local executor for kind = "local", Slurm over SSH for kind = "slurm"."""
+    if study.cluster.kind == "local":
+        from cockpit.launch.local import LocalExecutor
+
+        return LocalExecutor(study)
+    from cockpit.slurm_backend import SlurmBackend
+
+    return SlurmBackend.from_study(study, **kwargs)
+
+
+def store_for(study: Study, path: str | None = None) -> StudyStore:
+    """The study's store: ``path`` if given, else in the study directory (local) or the XDG data dir."""
+    from cockpit.store import default_store_path
+
+    if path is None:
+        local_dir = study.study_dir() if study.cluster.kind == "local" else None
+        return StudyStore(default_store_path(study.name, local_dir))
+    return StudyStore(path)
 
 
 class BudgetExceeded(Exception):
@@ -226,7 +247,17 @@ class StudyRunner:
             if not self.store.has_valid_result(self.key, cid)
             and not (cid in latest and latest[cid].state in ACTIVE_STATES)
         ]
-        found = await asyncio.gather(*(self._read_result(cid) for cid in todo))
+        lister = getattr(self.backend, "list_run_dirs", None)
+        if lister is not None and todo:
+            existing = set(await lister())  # one round trip instead of one failed read per configuration
+            todo = [cid for cid in todo if cid in existing]
+        gate = asyncio.Semaphore(32)  # bounded: an sftp-server limits open handles
+
+        async def read(cid: str) -> dict[str, Any] | None:
+            async with gate:
+                return await self._read_result(cid)
+
+        found = await asyncio.gather(*(read(cid) for cid in todo))
         for cid, res in zip(todo, found, strict=True):
             if res is not None:
                 job = latest.get(cid)
@@ -256,18 +287,22 @@ class StudyRunner:
         report = TickReport()
         seen: dict[str, JobInfo] = {}
         try:
+            if self.store.jobs(self.key, where="state = 'submitting'"):
+                await self.reconcile()  # an sbatch whose answer was lost with the connection
             jobs = await self.backend.poll()
             self.store.set_last_poll(self.key, time.time())
             report.polled = len(jobs)
             seen = {j.job_id: j for j in jobs}
-            for row in self.store.active_jobs(self.key):
-                if row.job_id and row.job_id in seen:
-                    j = seen[row.job_id]
-                    changed = self.store.set_job_state(
-                        row.id, j.state.value, reason=j.reason, elapsed_s=j.elapsed_s, time_limit_s=j.time_limit_s,
-                        nodes=j.nodes, nodelist=j.nodelist, held=j.extra.get("held") == "True" if j.extra else False,
-                    )
-                    report.changed |= changed
+            with self.store.tx():  # one commit for the whole queue
+                for row in self.store.active_jobs(self.key):
+                    if row.job_id and row.job_id in seen:
+                        j = seen[row.job_id]
+                        changed = self.store.set_job_state(
+                            row.id, j.state.value, reason=j.reason, elapsed_s=j.elapsed_s,
+                            time_limit_s=j.time_limit_s, nodes=j.nodes, nodelist=j.nodelist,
+                            held=j.extra.get("held") == "True" if j.extra else False,
+                        )
+                        report.changed |= changed
             report.finished = await self._settle_departed(set(seen))
             report.changed |= bool(report.finished)
             if self.follow:
@@ -275,8 +310,11 @@ class StudyRunner:
             report.submitted = await self._submit_more()
             report.changed |= bool(report.submitted)
             self._record_problems()
-        except (ConnectionInterrupted, SshError, OSError) as exc:
+        except (SshError, OSError) as exc:
             self.store.add_problem(self.key, "connection", str(exc))
+            report.changed = True
+        except SlurmError as exc:  # e.g. the controller does not answer: try again next tick
+            self.store.add_problem(self.key, "slurm", str(exc))
             report.changed = True
         if self._analysis_dirty:
             self.update_analysis()
@@ -346,7 +384,8 @@ class StudyRunner:
                 await self.reconcile()
                 active = len(self.store.active_jobs(self.key))
                 continue
-            except (SubmitRefused, ValueError) as exc:
+            except (SubmitRefused, SlurmError, SshError, ValueError) as exc:
+                # sbatch refused, or the upload failed before sbatch ran: nothing was queued
                 self.store.record_submit_failed(row, str(exc))
                 self.store.add_problem(self.key, "submit", f"{cfg.config_id}: {exc}")
                 continue

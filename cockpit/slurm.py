@@ -363,7 +363,7 @@ class SlurmClient:
             missing = [j for j in ids if j not in {x.job_id for x in parsed.jobs}]
         else:
             parsed, missing = Parsed(), ids
-        loop = "; ".join(f"scontrol -o show job {j} 2>&1" for j in missing)
+        loop = "; ".join(f"scontrol -o show job {shlex.quote(j)} 2>&1" for j in missing)
         self.calls["scontrol"] = self.calls.get("scontrol", 0) + 1
         res = await self.runner.run(f"{self.env_prefix} {{ {loop}; }}".strip(), idempotent=True)
         more = parse_scontrol(res.stdout)

@@ -110,14 +110,20 @@ SECTIONS: dict[str, dict[str, Key]] = {
     },
     "sweep": {axis: Key((list,)) for axis in AXES},
 }
+# Defaults live in the trainer's tokenizers (one source of truth); the spec only checks names and types.
 TOKENIZER_KEYS = {
     "name": Key((str,), "samples", choices=TOKENIZERS),
-    "vocab": Key((int,), 256, minimum=2),
-    "quantizer": Key((str,), "mulaw", choices=("uniform", "mulaw")),
-    "lead": Key((int,), 0, minimum=0),
-    "fs": Key(_NUM, 360, minimum=1),
-    "annotator": Key((str,), "auto"),
-    "rr_bins": Key((int,), 16, minimum=2),
+    "vocab": Key((int,), minimum=2),
+    "quantizer": Key((str,), choices=("uniform", "mulaw")),
+    "mu": Key(_NUM, minimum=0),
+    "lead": Key((int, str)),
+    "fs": Key(_NUM, minimum=1),
+    "clip_percentile": Key(_NUM, minimum=0),
+    "margin": Key(_NUM, minimum=0),
+    "annotator": Key((str,)),
+    "rr_bins": Key((int,), minimum=2),
+    "rr_min_ms": Key(_NUM, minimum=0),
+    "rr_max_ms": Key(_NUM, minimum=0),
     "records": Key((list,)),
 }
 DATASET_KEYS = {

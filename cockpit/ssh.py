@@ -16,7 +16,7 @@ import logging
 import os
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import asyncssh
@@ -321,6 +321,8 @@ class SshConnection:
                     ) from exc
                 if tries > 3:
                     raise SshError(f"{self.target.label}: connection keeps dropping during {what}") from exc
+            except asyncssh.Error as exc:  # e.g. a refused channel or an SFTP permission error
+                raise SshError(f"{self.target.label}: {what} failed: {exc}") from exc
 
     # -- operations -----------------------------------------------------------------------------------
     async def run(
@@ -406,8 +408,3 @@ def _text(value: object) -> str:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return str(value)
-
-
-def with_known_hosts(target: SshTarget, path: str) -> SshTarget:
-    """A copy of ``target`` that checks host keys against ``path`` instead."""
-    return replace(target, known_hosts=path)

@@ -110,7 +110,7 @@ MIGRATIONS: list[str] = [
         step INTEGER NOT NULL, loss REAL, tokens_per_s REAL, samples_per_s REAL, step_time_s REAL,
         data_wait_s REAL, compute_s REAL, comm_s REAL, optimizer_s REAL, train_time_s REAL
     );
-    CREATE INDEX metrics_by_config ON metrics (study, config_id, t);
+    CREATE INDEX metrics_by_config ON metrics (study, config_id, rank, t);
     CREATE TABLE gpu_samples (
         study INTEGER NOT NULL, config_id TEXT NOT NULL, t REAL NOT NULL, host TEXT NOT NULL,
         gpu INTEGER NOT NULL, util_pct REAL, mem_used_bytes REAL, mem_total_bytes REAL, power_w REAL,
@@ -167,6 +167,11 @@ class JobRecord:
     ended_at: float | None
     elapsed_s: float | None
     nodes: int | None
+    started_at: float | None = None
+    time_limit_s: float | None = None
+    nodelist: str = ""
+    exit_code: int | None = None
+    held: bool = False
 
 
 @dataclass
@@ -186,6 +191,13 @@ def _f(value: Any) -> float | None:
     return v if math.isfinite(v) else None
 
 
+def _num(value: Any) -> float | None:
+    """_f with a fast path for the common case of a finite float."""
+    if type(value) is float and value - value == 0.0:
+        return value
+    return _f(value)
+
+
 class StudyStore:
     """All persistent state of the studies driven from this file. Safe to share between threads."""
 
@@ -200,8 +212,11 @@ class StudyStore:
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: not a usable cockpit store ({exc})") from exc
         self._lock = threading.RLock()
+        self._depth = 0
         self.live: dict[str, LiveStatus] = {}
         self.log_reader: LogReader | None = None
+        self._versions: dict[tuple[int, str], int] = {}  # bumped when metrics rows arrive
+        self._curves: dict[tuple[int, str, int], tuple[int, list[MetricPoint]]] = {}
         self._migrate()
 
     # -- plumbing -------------------------------------------------------------------------------------
@@ -222,14 +237,25 @@ class StudyStore:
 
     @contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:
-        """One transaction (BEGIN IMMEDIATE ... COMMIT), rolled back on error."""
+        """One transaction (BEGIN IMMEDIATE ... COMMIT), rolled back on error. Nested calls join the
+        outer transaction, so a runner tick can update 1000 jobs with one commit."""
         with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self.db
+                finally:
+                    self._depth -= 1
+                return
             self.db.execute("BEGIN IMMEDIATE")
+            self._depth = 1
             try:
                 yield self.db
             except BaseException:
+                self._depth = 0
                 self.db.execute("ROLLBACK")
                 raise
+            self._depth = 0
             self.db.execute("COMMIT")
 
     def close(self) -> None:
@@ -360,7 +386,8 @@ class StudyStore:
     def jobs(self, study: int, *, where: str = "", args: Sequence[Any] = ()) -> list[JobRecord]:
         sql = (
             "SELECT id, config_id, attempt, job_id, state, reason, intent_at, submitted_at, ended_at, elapsed_s, "
-            f"nodes FROM jobs WHERE study = ? {('AND ' + where) if where else ''} ORDER BY id"
+            "nodes, started_at, time_limit_s, nodelist, exit_code, held "
+            f"FROM jobs WHERE study = ? {('AND ' + where) if where else ''} ORDER BY id"
         )
         return [JobRecord(*r) for r in self.db.execute(sql, (study, *args))]
 
@@ -501,19 +528,25 @@ class StudyStore:
             )
 
     def _metric_rows(self, study: int, config_id: str, records: Iterable[dict[str, Any]]) -> int:
+        """Rows for ``metrics`` (the hot path of ingest: plain floats pass through, anything else is checked)."""
         rows = []
+        append = rows.append
         for r in records:
-            step, t, rank = r.get("step"), _f(r.get("t")), r.get("rank")
-            if t is None or not isinstance(step, int):
+            step, t, rank = r.get("step"), r.get("t"), r.get("rank", 0)
+            if type(step) is not int or (type(t) is not float and _f(t) is None):
                 continue
-            steps, interval = r.get("steps_in_interval"), _f(r.get("interval_s"))
-            step_time = interval / steps if interval is not None and isinstance(steps, int) and steps > 0 else None
-            rows.append((
-                study, config_id, t, rank if isinstance(rank, int) else 0, step, _f(r.get("loss")),
-                _f(r.get("tokens_per_s")), _f(r.get("samples_per_s")), step_time, _f(r.get("data_wait_s")),
-                _f(r.get("compute_s")), _f(r.get("comm_s")), _f(r.get("optimizer_s")), _f(r.get("train_time_s")),
+            steps, interval = r.get("steps_in_interval"), r.get("interval_s")
+            step_time = (interval / steps if type(steps) is int and steps > 0 and type(interval) is float
+                         else None)
+            append((
+                study, config_id, t, rank if type(rank) is int else 0, step, _num(r.get("loss")),
+                _num(r.get("tokens_per_s")), _num(r.get("samples_per_s")), step_time, _num(r.get("data_wait_s")),
+                _num(r.get("compute_s")), _num(r.get("comm_s")), _num(r.get("optimizer_s")),
+                _num(r.get("train_time_s")),
             ))
         self.db.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        if rows:
+            self._versions[(study, config_id)] = self._versions.get((study, config_id), 0) + 1
         return len(rows)
 
     def _gpu_rows(self, study: int, config_id: str, records: Iterable[dict[str, Any]]) -> int:
@@ -530,14 +563,27 @@ class StudyStore:
         return len(rows)
 
     def metrics(self, study: int, config_id: str, *, rank: int | None = 0, limit: int = 500) -> list[MetricPoint]:
-        sql = ("SELECT t, step, rank, loss, tokens_per_s, samples_per_s, step_time_s, data_wait_s, compute_s, comm_s, "
-               "optimizer_s, train_time_s FROM metrics WHERE study=? AND config_id=?")
-        args: tuple[Any, ...] = (study, config_id)
-        if rank is not None:
-            sql += " AND rank=?"
-            args += (rank,)
-        rows = self.db.execute(sql + " ORDER BY t DESC LIMIT ?", (*args, limit)).fetchall()
-        return [MetricPoint(*r) for r in reversed(rows)]
+        """The run's curve downsampled to about ``limit`` points spread evenly over the whole run (the
+        first and the latest point always included), oldest first."""
+        where = "study=? AND config_id=?" + (" AND rank=?" if rank is not None else "")
+        args: tuple[Any, ...] = (study, config_id) + ((rank,) if rank is not None else ())
+        cols = ("t, step, rank, loss, tokens_per_s, samples_per_s, step_time_s, data_wait_s, compute_s, comm_s, "
+                "optimizer_s, train_time_s")
+        sql = (
+            f"SELECT {cols} FROM (SELECT {cols}, ROW_NUMBER() OVER (ORDER BY t) AS rn, COUNT(*) OVER () AS n "
+            f"FROM metrics WHERE {where}) WHERE (rn - 1) % ((n + ? - 1) / ?) = 0 OR rn = n ORDER BY t"
+        )
+        return [MetricPoint(*r) for r in self.db.execute(sql, (*args, limit, limit))]
+
+    def _curve(self, study: int, config_id: str, limit: int) -> list[MetricPoint]:
+        """metrics() cached until new rows arrive for that configuration (finished runs cost nothing)."""
+        version = self._versions.get((study, config_id), 0)
+        cached = self._curves.get((study, config_id, limit))
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        points = self.metrics(study, config_id, limit=limit)
+        self._curves[(study, config_id, limit)] = (version, points)
+        return points
 
     def metric_count(self, study: int, config_id: str | None = None) -> int:
         if config_id is None:
@@ -585,7 +631,7 @@ class StudyStore:
             results = self.results(key)
             analysis = self.analysis(key)
             latest = {j.config_id: j for j in jobs}
-            job_rows = [self._job_row(key, j) for j in jobs]
+            job_rows = [self._job_row(j) for j in jobs]
             metrics: dict[str, list[MetricPoint]] = {}
             gpus: list[GpuSeries] = []
             rows: list[ConfigRow] = []
@@ -594,7 +640,7 @@ class StudyStore:
                 job = latest.get(cid)
                 res = results.get(cid)
                 an = analysis.get(cid, {})
-                points = self.metrics(key, cid, limit=metrics_points) if job is not None else []
+                points = self._curve(key, cid, metrics_points) if job is not None else []
                 if points:
                     metrics[cid] = points
                 if job is not None and job.state in ("running", "completing"):
@@ -622,14 +668,13 @@ class StudyStore:
             log_reader=reader,
         )
 
-    def _job_row(self, study: int, j: JobRecord) -> JobRow:
-        extra = self.db.execute(
-            "SELECT started_at, time_limit_s, nodelist, exit_code, held FROM jobs WHERE id=?", (j.id,)
-        ).fetchone()
+    @staticmethod
+    def _job_row(j: JobRecord) -> JobRow:
         return JobRow(
             config_id=j.config_id, job_id=j.job_id, state=j.state, submitted_at=j.submitted_at,
-            started_at=extra[0], ended_at=j.ended_at, elapsed_s=j.elapsed_s, time_limit_s=extra[1], nodes=j.nodes,
-            node_list=extra[2], reason=j.reason, exit_code=extra[3], attempt=j.attempt, held=bool(extra[4]),
+            started_at=j.started_at, ended_at=j.ended_at, elapsed_s=j.elapsed_s, time_limit_s=j.time_limit_s,
+            nodes=j.nodes, node_list=j.nodelist, reason=j.reason, exit_code=j.exit_code, attempt=j.attempt,
+            held=bool(j.held),
         )
 
     @staticmethod

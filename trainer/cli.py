@@ -46,10 +46,16 @@ class UsageError(ValueError):
     """Bad command line; exit code 2."""
 
 
+CHOICES = {"mode": ("foundation", "finetune"), "precision": ("fp32", "bf16", "fp16"),
+           "device": ("auto", "cpu", "cuda"), "task": ("beat", "rhythm")}
+
+
 def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-dir", required=True, type=Path, help="run directory (reads config.json if present)")
-    for name, (_section, _key, kind) in TRAIN_FLAGS.items():
-        p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, default=None)
+    for name, (section, key, kind) in TRAIN_FLAGS.items():
+        where = f"{section}.{key}" if section else key
+        p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, default=None,
+                       choices=CHOICES.get(name), help=f"config key {where}")
     p.add_argument("--tokenizer", choices=("samples", "beats"), default=None, help="tokenizer name")
     p.add_argument("--compile", action="store_true", default=None, help="torch.compile the model")
     p.add_argument("--no-eval", dest="eval", action="store_false", default=None, help="skip test-split evaluation")

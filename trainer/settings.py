@@ -66,6 +66,7 @@ class Settings:
     num_workers: int | None = None
     grad_clip: float = 1.0
     class_weights: str = "balanced"
+    bucket_cap_mb: float | None = None  # DDP gradient bucket size; None = DDP's default (25 MB)
     synthetic_params: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -126,8 +127,8 @@ def from_config(run_dir: Path, config: dict[str, Any], source: str = "config.jso
     s.study = _get(config, "study", str, top, s.study)
     s.config_id = _get(config, "config_id", str, top, s.config_id)
     s.group_id = _get(config, "group_id", str, top, s.group_id)
-    s.dataset = _get(config, "dataset", str, top, s.dataset)
     s.data_path = _get(config, "data_path", str, top, None)
+    s.dataset = _get(config, "dataset", str, top, Path(s.data_path).name if s.data_path else s.dataset)
     s.tokenizer = tok
     s.token_cache = _get(config, "token_cache", str, top, None)
     s.prepare_workers = _get(config, "prepare_workers", int, top, 1)
@@ -165,6 +166,9 @@ def from_config(run_dir: Path, config: dict[str, Any], source: str = "config.jso
     s.class_weights = _choice(_get(train, "class_weights", str, t, s.class_weights), ("balanced", "none"),
                               f"{t}.class_weights")
     s.synthetic_params = _get(config, "synthetic_params", dict, top, None)
+    s.bucket_cap_mb = _get(train, "bucket_cap_mb", float, t, None)
+    if s.bucket_cap_mb is not None and s.bucket_cap_mb <= 0:
+        raise ConfigError(f"{t}.bucket_cap_mb: expected a number > 0, got {s.bucket_cap_mb}")
     validate(s, source)
     return s
 

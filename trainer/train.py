@@ -60,6 +60,7 @@ class Progress:
     checkpoint_s: float = 0.0
     samples: int = 0  # global
     resumes: int = 0
+    first_step_s: float = 0.0  # includes loader start and, with train.compile, compilation
     started_at: float = field(default_factory=time.time)
     breakdown: dict[str, float] = field(default_factory=dict)
 
@@ -176,7 +177,8 @@ def run(s: Settings, data: sources.Data | None = None) -> int:
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
         handler = _setup_logging(s.run_dir, d)
-        extra = _train(s, d, data, launch, launch_source)
+        with StopSignal() as stop:  # from here on a signal never kills the rank without an exit.json
+            extra = _train(s, d, data, launch, launch_source, stop)
         message = "training completed"
     except Interrupted as exc:
         code, message, extra = rundir.EXIT_CHECKPOINTED, exc.args[0], exc.args[1]
@@ -206,8 +208,13 @@ def run(s: Settings, data: sources.Data | None = None) -> int:
     return code
 
 
-def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launch_source: str) -> dict[str, Any]:
-    """Everything between rendezvous and the result; raises Interrupted / NonFiniteLoss to stop early."""
+def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launch_source: str,
+           stop: StopSignal) -> dict[str, Any]:
+    """Everything between rendezvous and the result; raises Interrupted / NonFiniteLoss to stop early.
+
+    A signal during start-up is acted on after the first step; one during evaluation or the final save
+    is ignored, since finishing is then quicker than checkpointing.
+    """
     if (s.run_dir / rundir.RESULT_FILE).exists():
         log.info("result.json already exists: the run is complete, nothing to do")
         return {"note": "already complete; result.json kept"}
@@ -229,7 +236,8 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
     comm = CommMeter(clock)
     if d.enabled:
         model = DDP(model, device_ids=[d.device.index] if d.device.type == "cuda" else None,
-                    gradient_as_bucket_view=True)
+                    gradient_as_bucket_view=True,
+                    **({"bucket_cap_mb": s.bucket_cap_mb} if s.bucket_cap_mb else {}))
         model.register_comm_hook(comm, comm_hook)
     optimizer, opt_kind = _optimizer(raw, s, d.device)
     scaler = torch.amp.GradScaler(d.device.type, enabled=s.precision == "fp16")
@@ -283,75 +291,73 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
     start_wall = time.time()
     prog.startup_s += start_wall - launch - data.prepare_s
     try:
-        with StopSignal() as stop:
-            # ---- T starts here: first step start (the loader's workers start inside it) ----
-            t_begin = t_prev = time.perf_counter()
-            it = iter(loader)
-            while prog.step < total_steps:
-                lr = lr_at(prog.step, total_steps, s)
-                for group in optimizer.param_groups:
-                    group["lr"] = lr
-                data_s = fwd_bwd_s = comm_s = 0.0
-                loss_sum = torch.zeros((), device=d.device)
-                for micro in range(s.grad_accum):
-                    t_data = time.perf_counter()
-                    if prog.batch_in_epoch >= steps_per_epoch * s.grad_accum:
-                        prog.epoch, prog.batch_in_epoch = prog.epoch + 1, 0
-                        sampler.set_position(prog.epoch, 0)
-                        it = iter(loader)
-                    inputs, targets = next(it)
-                    inputs = inputs.to(d.device, non_blocking=True)
-                    targets = targets.to(d.device, non_blocking=True)
-                    prog.batch_in_epoch += 1
-                    data_s += time.perf_counter() - t_data
-                    last_micro = micro == s.grad_accum - 1
-                    comm.reset()
-                    c0 = clock.mark()
-                    with contextlib.nullcontext() if last_micro or not d.enabled else model.no_sync():
-                        with autocast():
-                            loss = model(inputs, targets) / s.grad_accum
-                        scaler.scale(loss).backward()
-                    c1 = clock.mark()
-                    loss_sum += loss.detach()
-                    fwd_bwd_marks = (c0, c1, comm.last_ready if (last_micro and d.enabled) else None)
-                    if s.grad_accum > 1 or d.device.type == "cuda":
-                        clock.sync()
-                    fwd_bwd_s += clock.elapsed(c0, c1)
-                    if fwd_bwd_marks[2] is not None:
-                        comm_s += clock.elapsed(fwd_bwd_marks[2], c1)
-                o0 = clock.mark()
-                scaler.unscale_(optimizer)
-                grad_norm = torch.nn.utils.clip_grad_norm_(params, s.grad_clip if s.grad_clip > 0 else math.inf)
-                scaler.step(optimizer)
-                scaler.update()
-                optimizer.zero_grad(set_to_none=True)
-                o1 = clock.mark()
-                last_loss = loss_sum.item()
-                clock.sync()
-                optimizer_s = clock.elapsed(o0, o1)
-                bad_grad = s.precision != "fp16" and not math.isfinite(grad_norm.item())
-                if not math.isfinite(last_loss) or bad_grad:
-                    hint = "lower train.lr" + (", use bf16 instead of fp16" if s.precision == "fp16" else "")
-                    raise NonFiniteLoss(
-                        f"non-finite {'loss' if not math.isfinite(last_loss) else 'gradient norm'} at step "
-                        f"{prog.step + 1} (loss {last_loss}, lr {lr:.3g}): stopping; {hint}, or check the input data")
-                prog.step += 1
-                prog.samples += s.batch_size * s.grad_accum * d.world
-                now = time.perf_counter()
-                breakdown.add_step(now - t_prev, data_s, fwd_bwd_s - comm_s, comm_s, optimizer_s)
-                meter.add(now - t_prev, data_s, fwd_bwd_s - comm_s, comm_s, optimizer_s, last_loss,
-                          s.batch_size * s.grad_accum, tokens_per_sample)
-                meter.maybe_emit(step=prog.step, epoch=prog.epoch, lr=lr,
-                                 train_time_s=prog.train_time_s + now - t_begin)
-                if prog.step == 1 and d.is_main:
+        # ---- T starts here: first step start (the loader's workers start inside it) ----
+        t_begin = t_prev = time.perf_counter()
+        it = iter(loader)
+        while prog.step < total_steps:
+            lr = lr_at(prog.step, total_steps, s)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            data_s = 0.0
+            marks: list[tuple[object, object, object | None]] = []  # per micro-batch: start, end, comm
+            loss_sum = torch.zeros((), device=d.device)
+            for micro in range(s.grad_accum):
+                t_data = time.perf_counter()
+                if prog.batch_in_epoch >= steps_per_epoch * s.grad_accum:
+                    prog.epoch, prog.batch_in_epoch = prog.epoch + 1, 0
+                    sampler.set_position(prog.epoch, 0)
+                    it = iter(loader)
+                inputs, targets = next(it)
+                inputs = inputs.to(d.device, non_blocking=True)
+                targets = targets.to(d.device, non_blocking=True)
+                prog.batch_in_epoch += 1
+                data_s += time.perf_counter() - t_data
+                last_micro = micro == s.grad_accum - 1
+                comm.reset()
+                c0 = clock.mark()
+                with contextlib.nullcontext() if last_micro or not d.enabled else model.no_sync():
+                    with autocast():
+                        loss = model(inputs, targets) / s.grad_accum
+                    scaler.scale(loss).backward()
+                marks.append((c0, clock.mark(), comm.last_ready if last_micro and d.enabled else None))
+                loss_sum += loss.detach()
+            o0 = clock.mark()
+            scaler.unscale_(optimizer)
+            grad_norm = torch.nn.utils.clip_grad_norm_(params, s.grad_clip if s.grad_clip > 0 else math.inf)
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+            o1 = clock.mark()
+            last_loss = loss_sum.item()
+            clock.sync()  # CUDA: every event above has completed, so intervals can be read
+            fwd_bwd_s = sum(clock.elapsed(a, b) for a, b, _ in marks)
+            comm_s = sum(clock.elapsed(r, b) for _, b, r in marks if r is not None)
+            optimizer_s = clock.elapsed(o0, o1)
+            bad_grad = s.precision != "fp16" and not math.isfinite(grad_norm.item())
+            if not math.isfinite(last_loss) or bad_grad:
+                hint = "lower train.lr" + (", use bf16 instead of fp16" if s.precision == "fp16" else "")
+                raise NonFiniteLoss(
+                    f"non-finite {'loss' if not math.isfinite(last_loss) else 'gradient norm'} at step "
+                    f"{prog.step + 1} (loss {last_loss}, lr {lr:.3g}): stopping; {hint}, or check the input data")
+            prog.step += 1
+            prog.samples += s.batch_size * s.grad_accum * d.world
+            now = time.perf_counter()
+            breakdown.add_step(now - t_prev, data_s, fwd_bwd_s - comm_s, comm_s, optimizer_s)
+            meter.add(now - t_prev, data_s, fwd_bwd_s - comm_s, comm_s, optimizer_s, last_loss,
+                      s.batch_size * s.grad_accum, tokens_per_sample)
+            meter.maybe_emit(step=prog.step, epoch=prog.epoch, lr=lr,
+                             train_time_s=prog.train_time_s + now - t_begin)
+            if prog.step == 1:
+                prog.first_step_s = now - t_begin
+                if d.is_main:
                     log.info("first step done in %.3f s", now - t_begin)
-                t_prev = now
-                if vote.poll(stop.received is not None) and prog.step < total_steps:
-                    stop_reason = stop.received or "signal on another rank"
-                    break
-            t_end = time.perf_counter()
-            # ---- T ends here: last step end ----
-            vote.drain()
+            t_prev = now
+            if vote.poll(stop.received is not None) and prog.step < total_steps:
+                stop_reason = stop.received or "signal on another rank"
+                break
+        t_end = time.perf_counter()
+        # ---- T ends here: last step end ----
+        vote.drain()
     finally:
         if nvml is not None:
             nvml.stop()
@@ -414,7 +420,7 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
                 "eval_s": eval_s, "checkpoint_s": prog.checkpoint_s, "wall_s": time.time() - launch,
                 "steps": prog.step, "epochs": prog.step / steps_per_epoch, "samples": prog.samples,
                 "tokens": tokens, "resumes": prog.resumes, "launch_time_source": launch_source,
-                "steps_per_epoch": steps_per_epoch,
+                "steps_per_epoch": steps_per_epoch, "first_step_s": prog.first_step_s,
             },
             "breakdown_s": prog.breakdown,
             "throughput": {"samples_per_s": prog.samples / T if T > 0 else None,

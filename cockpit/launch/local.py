@@ -2,8 +2,9 @@
 
 Same launcher as on a cluster (`torchrun --standalone --nproc-per-node N`, CPU workers with gloo or local
 GPUs), same run directory, same result files; stdout/stderr go to stdout.log / stderr.log there. Each job
-reserves nproc x cpus_per_task cores and starts only when that many are free, so jobs never oversubscribe the
-machine; the others wait PENDING in submission order.
+reserves nproc x cpus_per_task cores (and, when GPUs are in use, nproc GPUs, passed on as
+CUDA_VISIBLE_DEVICES) and starts only when they are free, so jobs never oversubscribe the machine; the
+others wait PENDING in submission order.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ class _Job:
     cfg: Configuration
     run_dir: Path
     cores: int
+    gpus_needed: int = 0
+    gpus: tuple[str, ...] = ()
     state: JobState = JobState.PENDING
     reason: str = "Resources"
     submitted: float = field(default_factory=time.time)
@@ -61,13 +64,36 @@ def machine_cores() -> int:
         return os.cpu_count() or 1
 
 
+def visible_gpus() -> list[str]:
+    """GPU ids this process may use: CUDA_VISIBLE_DEVICES when set, else what NVML counts (none without
+    nvidia-ml-py or a driver). NVML, not torch: the cockpit never imports torch."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [g.strip() for g in env.split(",") if g.strip() and not g.strip().startswith("-")]
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            return [str(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no library, no driver, no GPU: CPU workers
+        return []
+
+
 class LocalExecutor:
     """Backend that runs jobs as child processes of the cockpit."""
 
-    def __init__(self, study: Study, max_cores: int | None = None) -> None:
+    def __init__(self, study: Study, max_cores: int | None = None, gpus: list[str] | None = None) -> None:
         self.study = study
         self.max_cores = max_cores or machine_cores()
-        self.label = f"local ({self.max_cores} cores)"
+        device = study.train.get("device", "auto")
+        # GPUs are handed out only when the trainer may use them ([train].device "auto" or "cuda").
+        self.gpus = [] if device == "cpu" else list(gpus if gpus is not None else visible_gpus())
+        if device == "cuda" and not self.gpus:
+            raise LocalSubmitError('[train].device is "cuda" but this machine has no visible GPU')
+        self.label = f"local ({self.max_cores} cores" + (f", {len(self.gpus)} GPUs)" if self.gpus else ")")
         self._jobs: dict[str, _Job] = {}
         self._ids = itertools.count(1)
         self._host = socket.gethostname()
@@ -86,10 +112,21 @@ class LocalExecutor:
                 f"configuration {cfg.config_id} needs {nproc} workers x {cfg.cpus_per_task} cores = {cores} cores "
                 f"but this machine allows {self.max_cores}"
             )
+        if self.gpus and nproc > len(self.gpus):
+            raise LocalSubmitError(
+                f"configuration {cfg.config_id} needs {nproc} GPUs but this machine has {len(self.gpus)} "
+                '(set [train].device = "cpu" to run CPU workers instead)'
+            )
         run_dir = Path(self.study.run_dir(cfg))
         run_dir.mkdir(parents=True, exist_ok=True)
         rundir.write_config(run_dir, self.study.run_config(cfg))
-        job = _Job(job_id=f"local-{os.getpid()}-{next(self._ids)}", cfg=cfg, run_dir=run_dir, cores=cores)
+        job = _Job(
+            job_id=f"local-{os.getpid()}-{next(self._ids)}",
+            cfg=cfg,
+            run_dir=run_dir,
+            cores=cores,
+            gpus_needed=nproc if self.gpus else 0,
+        )
         self._jobs[job.job_id] = job
         self._schedule()
         return job.job_id
@@ -146,15 +183,18 @@ class LocalExecutor:
         return sum(job.cores for job in self._jobs.values() if job.state in (JobState.RUNNING, JobState.COMPLETING))
 
     def _schedule(self) -> None:
-        """Start pending jobs in submission order while their cores fit (first fit keeps order fair:
-        a job that does not fit blocks the ones behind it)."""
+        """Start pending jobs in submission order while their cores and GPUs fit (a job that does not fit
+        blocks the ones behind it, so a large job is not starved by small ones)."""
         free = self.max_cores - self.cores_in_use()
+        busy = {g for job in self._jobs.values() if job.state in (JobState.RUNNING, JobState.COMPLETING) for g in job.gpus}
+        free_gpus = [g for g in self.gpus if g not in busy]
         for job in self._jobs.values():
             if job.state != JobState.PENDING:
                 continue
-            if job.cores > free:
+            if job.cores > free or job.gpus_needed > len(free_gpus):
                 break
             free -= job.cores
+            job.gpus, free_gpus = tuple(free_gpus[: job.gpus_needed]), free_gpus[job.gpus_needed :]
             job.state, job.reason, job.started = JobState.RUNNING, "", time.time()
             job.task = asyncio.get_running_loop().create_task(self._run(job))
 
@@ -180,6 +220,8 @@ class LocalExecutor:
         cfg = job.cfg
         nproc = cfg.nodes * cfg.gpus_per_node
         env = {**os.environ, **self.study.cluster.env, "OMP_NUM_THREADS": str(cfg.cpus_per_task)}
+        if job.gpus:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(job.gpus)
         run = str(job.run_dir)
         deadline = (job.started or time.time()) + self.study.cluster.time_limit_minutes * 60.0
         with open(job.run_dir / STDOUT_FILE, "ab") as out, open(job.run_dir / STDERR_FILE, "ab") as err:
@@ -230,7 +272,14 @@ class LocalExecutor:
             nodelist=self._host if job.started else "",
             comment=job_comment(self.study),
             exit_code=job.exit_code,
-            extra={"run_dir": str(job.run_dir), "config_id": job.cfg.config_id, "cores": str(job.cores)},
+            extra={
+                "run_dir": str(job.run_dir),
+                "config_id": job.cfg.config_id,
+                "cores": str(job.cores),
+                "gpus": ",".join(job.gpus),
+                "started_at": f"{job.started:.6f}" if job.started else "",
+                "ended_at": f"{job.ended:.6f}" if job.ended else "",
+            },
         )
 
 

@@ -56,6 +56,9 @@ def _time_vs_cpus(ax, done: pd.DataFrame) -> None:
     for workers, part in med.groupby("workers"):
         ax.plot(part["cpus_per_task"], part["train_time_s"], marker="o", label=f"{workers} GPU(s)")
     ax.set_xscale("log", base=2)
+    cpus = sorted(int(c) for c in med["cpus_per_task"].unique())
+    ax.set_xticks(cpus, [str(c) for c in cpus])
+    ax.minorticks_off()
     ax.set_xlabel("CPUs per task")
     ax.set_ylabel("training time T (s)")
     ax.legend()

@@ -93,7 +93,7 @@ def from_store(path: Path, study_name: str | None = None) -> ReportInput:
         store.close()
     with_result = {r.get("config_id") for r in results}
     failed = [
-        {"config_id": j.config_id, "job_id": j.job_id, "state": j.state, "reason": j.reason}
+        {"config_id": j.config_id, "job_id": j.job_id, "state": j.state, "reason": j.reason, "exit_code": j.exit_code}
         for j in snap.jobs
         if j.config_id not in with_result and j.state not in ("completed", "pending", "running", "submitting")
     ]

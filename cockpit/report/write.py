@@ -72,8 +72,12 @@ def _sections(inp: ReportInput, table) -> list[tuple[str, str, list[str], list[l
             (
                 "Jobs without a result",
                 "Excluded from the maths above.",
-                ["configuration", "job", "state", "reason"],
-                [[f["config_id"], str(f["job_id"] or "-"), f["state"], f["reason"] or ""] for f in inp.failed_jobs],
+                ["configuration", "job", "state", "exit code", "reason"],
+                [
+                    [f["config_id"], str(f["job_id"] or "-"), f["state"],
+                     "-" if f.get("exit_code") is None else str(f["exit_code"]), f["reason"] or ""]
+                    for f in inp.failed_jobs
+                ],
             )
         )
     return out

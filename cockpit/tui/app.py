@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -18,12 +19,10 @@ from cockpit.tui.bindings import APP_BINDINGS
 from cockpit.tui.commands import CockpitCommands
 from cockpit.tui.confirm import ConfirmScreen
 from cockpit.tui.controller import Controller
-from cockpit.tui.detail import RunDetailScreen
 from cockpit.tui.gpus import GpuView
 from cockpit.tui.header import StatusBar
 from cockpit.tui.help import HelpScreen
 from cockpit.tui.plan import PlanScreen
-from cockpit.tui.plots import PlotsView
 from cockpit.tui.queue import QueueView
 from cockpit.tui.scaling import ScalingView
 from cockpit.tui.table import RowTable
@@ -32,7 +31,7 @@ TABS = ("scaling", "queue", "gpus", "plots")
 
 
 class CockpitApp(App):
-    CSS_PATH = "cockpit.tcss"
+    CSS_PATH = Path(__file__).with_name("cockpit.tcss")  # absolute, so subclasses elsewhere find it
     TITLE = "HLM cockpit"
     BINDINGS = APP_BINDINGS
     COMMANDS = App.COMMANDS | {CockpitCommands}
@@ -44,10 +43,12 @@ class CockpitApp(App):
         clock: Callable[[], float] = time.time,
         poll_interval: float | None = 2.0,
         offer_plan: bool = True,
+        auto_submit: bool = False,
         initial_tab: str = "scaling",
     ) -> None:
         """`poll_interval=None` loads one snapshot synchronously at mount and never polls (recorded
-        stores, snapshot tests); `clock` is what "last poll 3s ago" and ETAs are measured against."""
+        stores, snapshot tests); `clock` is what "last poll 3s ago" and ETAs are measured against;
+        `auto_submit` starts the study without the plan dialog (resuming a submitted study, the demo)."""
         super().__init__()
         if initial_tab not in TABS:
             raise ValueError(f"unknown tab {initial_tab!r}; expected one of {', '.join(TABS)}")
@@ -55,6 +56,7 @@ class CockpitApp(App):
         self.clock = clock
         self.poll_interval = poll_interval
         self.offer_plan = offer_plan
+        self.auto_submit = auto_submit
         self.initial_tab = initial_tab
         self.snapshot: StudySnapshot | None = None
         self.polls = 0
@@ -70,8 +72,7 @@ class CockpitApp(App):
                 yield QueueView(id="queue-view")
             with TabPane("GPUs [3]", id="gpus"):
                 yield GpuView(id="gpu-view")
-            with TabPane("Plots [4]", id="plots"):
-                yield PlotsView(id="plots-view")
+            yield TabPane("Plots [4]", id="plots")  # filled on first visit: plotting stays off the start-up path
         yield Footer()
 
     def on_mount(self) -> None:
@@ -85,7 +86,9 @@ class CockpitApp(App):
             self.call_after_refresh(self.action_refresh)
             self.set_interval(self.poll_interval, self.action_refresh)
             self.set_interval(1.0, self._tick)
-        if self.offer_plan:
+        if self.auto_submit:
+            self.call_after_refresh(self._submit)
+        elif self.offer_plan:
             self.call_after_refresh(self._offer_plan)
 
     # -- polling ---------------------------------------------------------------------------------
@@ -115,21 +118,37 @@ class CockpitApp(App):
         self.snapshot = snap
         self.polls += 1
         self.query_one(StatusBar).show(snap, self.clock())
-        self.query_one(ScalingView).apply(snap)
-        self.query_one(QueueView).apply(snap)
-        self.query_one(GpuView).apply(snap)
-        if self.query_one(TabbedContent).active == "plots":
-            self.query_one(PlotsView).apply(snap)
-        if isinstance(self.screen, RunDetailScreen):
+        self._apply_tab(self.query_one(TabbedContent).active, snap)
+        if getattr(self.screen, "follows_snapshots", False):
             self.screen.apply(snap)
         for problem in snap.problems[:5]:
             if problem not in self._seen_problems:
                 self._seen_problems.add(problem)
                 self.notify(problem, severity="warning", timeout=8)
 
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        if event.pane.id == "plots" and self.snapshot is not None:
-            self.query_one(PlotsView).apply(self.snapshot)
+    def _apply_tab(self, tab: str, snap: StudySnapshot) -> None:
+        """Only the visible tab is updated; the others catch up when they are shown."""
+        if tab == "scaling":
+            self.query_one(ScalingView).apply(snap)
+        elif tab == "queue":
+            self.query_one(QueueView).apply(snap)
+        elif tab == "gpus":
+            self.query_one(GpuView).apply(snap)
+        elif tab == "plots":
+            self._plots_apply(snap)
+
+    def _plots_apply(self, snap: StudySnapshot) -> None:
+        views = self.query("#plots-view")
+        if views:
+            views.first().apply(snap)
+
+    async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "plots" and not self.query("#plots-view"):
+            from cockpit.tui.plots import PlotsView
+
+            await event.pane.mount(PlotsView(id="plots-view"))
+        if self.snapshot is not None and event.pane.id:
+            self._apply_tab(event.pane.id, self.snapshot)
         tables = event.pane.query(RowTable)
         if tables:
             tables.first().focus()
@@ -146,6 +165,8 @@ class CockpitApp(App):
             self.push_screen(HelpScreen())
 
     def open_detail(self, config_id: str) -> None:
+        from cockpit.tui.detail import RunDetailScreen
+
         self.push_screen(RunDetailScreen(config_id))
 
     def on_scaling_view_open_detail(self, message: ScalingView.OpenDetail) -> None:
@@ -165,6 +186,8 @@ class CockpitApp(App):
 
     def action_queue_job(self, action: str) -> None:
         self.action_show_tab("queue")
+        if self.snapshot is not None:
+            self.query_one(QueueView).apply(self.snapshot)
         self.query_one(QueueView).action_job(action)
 
     # -- actions that change things: always confirmed --------------------------------------------
@@ -206,7 +229,7 @@ class CockpitApp(App):
 
     @work(group="submit", exclusive=True)
     async def _submit(self) -> None:
-        self.notify("submitting the study…")
+        self.notify("running the study…")
         try:
             text = await self.controller.submit()
         except Exception as exc:

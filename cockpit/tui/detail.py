@@ -66,6 +66,7 @@ def breakdown_series(points: list[MetricPoint]) -> list[tuple[str, str, list[tup
 
 class RunDetailScreen(Screen):
     BINDINGS = DETAIL_BINDINGS
+    follows_snapshots = True  # the app hands every new snapshot to this screen
 
     def __init__(self, config_id: str) -> None:
         super().__init__()

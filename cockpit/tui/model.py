@@ -142,7 +142,29 @@ def matches(row: ConfigRow, terms: list[str]) -> bool:
     return True
 
 
+_CELL_CACHE: dict[tuple, tuple[object, ...]] = {}
+_CELL_CACHE_MAX = 20_000
+
+
+def _cell_key(row: ConfigRow) -> tuple:
+    """Everything a row's cells depend on (its axis values are fixed by its config_id)."""
+    return (row.config_id, row.is_baseline, row.state, row.train_time_s, row.speedup, row.efficiency,
+            row.overhead_s, row.tokens_per_s, row.verdict, row.progress, row.eta_s)
+
+
 def scaling_cells(row: ConfigRow) -> tuple[object, ...]:
+    """Cells of one row; the same tuple object is returned while the row is unchanged, so a refresh
+    compares rows by identity and rebuilds nothing for the (usually many) rows that did not move."""
+    key = _cell_key(row)
+    cells = _CELL_CACHE.get(key)
+    if cells is None:
+        if len(_CELL_CACHE) >= _CELL_CACHE_MAX:
+            _CELL_CACHE.clear()
+        cells = _CELL_CACHE[key] = _scaling_cells(row)
+    return cells
+
+
+def _scaling_cells(row: ConfigRow) -> tuple[object, ...]:
     v = row.values
     eff = Text(fmt.percent(row.efficiency), style=fmt.efficiency_style(row.efficiency))
     return (

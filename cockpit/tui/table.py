@@ -40,6 +40,8 @@ class RowTable(DataTable):
         if [r.key for r in old] == [r.key for r in rows]:
             keys = [c.key for c in self._columns]
             for before, after in zip(old, rows, strict=True):
+                if before.cells is after.cells:
+                    continue
                 for key, a, b in zip(keys, before.cells, after.cells, strict=True):
                     if not same(a, b):
                         self.update_cell(after.key, key, b, update_width=True)

@@ -2,35 +2,30 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SLURM_SH = REPO / "tests" / "infra" / "slurm.sh"
 
 
 @pytest.fixture(scope="session")
-def slurm_env() -> dict[str, str]:
-    """The test Slurm (tests/infra/slurm.sh up: idempotent), as KEY=VALUE facts."""
-    if os.geteuid() != 0 or shutil.which("slurmctld", path="/usr/sbin:/usr/bin") is None:
-        pytest.skip("the real Slurm needs root and Debian's slurmctld/slurmd/munge")
-    out = subprocess.run(["bash", str(SLURM_SH), "up"], capture_output=True, text=True)
-    if out.returncode != 0:
-        pytest.fail(f"tests/infra/slurm.sh up failed: {out.stderr.strip()}")
-    return dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
+def slurm_env(slurm_cluster) -> dict[str, str]:
+    """The facts of the shared test Slurm (fixture slurm_cluster of tests/infra) that a study file needs."""
+    return {
+        "HLM_SLURM_DIR": str(slurm_cluster.state_dir),
+        "HLM_SLURM_PARTITION": slurm_cluster.partition,
+        "HLM_PYTHON_BIN": slurm_cluster.python_bin,
+        "HLM_TEST_USER": slurm_cluster.user,
+    }
 
 
 @pytest.fixture
-def remote_workdir(slurm_env: dict[str, str]):
-    """A work directory the test user (who runs the jobs) can write; removed afterwards."""
-    path = Path(tempfile.mkdtemp(prefix="hlm-ctl-"))
-    path.chmod(0o777)
+def remote_workdir(slurm_cluster):
+    """A work directory the test user (who runs the jobs) owns; removed afterwards."""
+    path = slurm_cluster.workdir("ctl")
     try:
         yield path
     finally:

@@ -97,12 +97,12 @@ def test_ingest_is_atomic_with_its_offset(store: StudyStore):
 def test_committed_data_survives_a_killed_process(tmp_path: Path):
     path = tmp_path / "crash.sqlite"
     code = (
-        "import os, sys; sys.path.insert(0, %r)\n"
+        f"import os, sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})\n"
         "from cockpit.store import StudyStore\n"
-        "s = StudyStore(%r); k = s.ensure_study('s', 'x'); r = s.record_intent(k, 'c0')\n"
+        f"s = StudyStore({str(path)!r}); k = s.ensure_study('s', 'x'); r = s.record_intent(k, 'c0')\n"
         "s.db.execute('BEGIN'); s.db.execute(\"UPDATE jobs SET job_id='99'\")\n"
         "os.kill(os.getpid(), 9)\n"
-    ) % (str(Path(__file__).resolve().parents[2]), str(path))
+    )
     proc = subprocess.run([sys.executable, "-c", code])
     assert proc.returncode == -9
     store = StudyStore(path)
@@ -159,3 +159,14 @@ def test_log_lines_are_bounded(store: StudyStore, monkeypatch):
         store.add_log_lines(key, "c", [f"{batch}-{i}" for i in range(7)])
     tail = store.log_tail(key, "c", 100)
     assert len(tail) == 10 and tail[-1] == "4-6" and tail[0] == "3-4"
+
+
+def test_metrics_are_downsampled_over_the_whole_run(store: StudyStore):
+    key = store.ensure_study("s", "x")
+    store.add_metrics(key, "c", [{"t": float(i), "step": i, "rank": r} for i in range(1000) for r in (0, 1)])
+    curve = store.metrics(key, "c", limit=100)
+    steps = [p.step for p in curve]
+    assert steps[0] == 0 and steps[-1] == 999 and 95 <= len(steps) <= 101
+    assert steps == sorted(steps) and {p.rank for p in curve} == {0}
+    assert {b - a for a, b in zip(steps[:-2], steps[1:-1], strict=True)} == {10}  # evenly spread
+    assert len(store.metrics(key, "c", rank=None, limit=5000)) == 2000

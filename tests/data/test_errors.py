@@ -45,6 +45,14 @@ def test_corrupt_signal_line(mitdb_copy: Path, cache: Path) -> None:
         prepare_dataset(mitdb_copy, SAMPLES, cache)
 
 
+def test_multi_segment_record_with_samples(mitdb_copy: Path, cache: Path) -> None:
+    (mitdb_copy / "101.hea").write_text("101/2 1 360 650000\n101_1 325000\n101_2 325000\n")
+    with pytest.raises(DataError, match=r"101\.hea: multi-segment record"):
+        prepare_dataset(mitdb_copy, SAMPLES, cache)
+    shard = prepare_dataset(mitdb_copy, {"name": "beats"}, cache)  # annotations are enough for beats
+    assert (shard / "manifest.json").exists()
+
+
 def test_deleted_signal_file(mitdb_copy: Path, cache: Path) -> None:
     (mitdb_copy / "101.dat").unlink()
     with pytest.raises(DataError, match=r"mitdb/101\.dat: signal file not found \(named in 101\.hea"):
@@ -96,6 +104,8 @@ def test_cli_exit_codes(mitdb_copy: Path, tmp_path: Path, capsys: pytest.Capture
     assert cli("--data", str(mitdb_copy), "--out", str(tmp_path / "c")) == 3
     assert "101.dat: signal file not found" in capsys.readouterr().err
     assert cli("--data", str(mitdb_copy), "--out", str(tmp_path / "c"), "--workers", "0") == 2
+    assert cli("--data", str(mitdb_copy), "--out", str(tmp_path / "c"), "--tokenizer", "bpe") == 3
+    assert "tokenizer.name: unknown tokenizer 'bpe'" in capsys.readouterr().err
     assert cli("--data", str(mitdb_copy), "--out", str(tmp_path / "c"), "--tokenizer", "beats",
                "--records", "100", "--no-progress") == 0
     out = capsys.readouterr().out

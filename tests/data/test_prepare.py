@@ -144,3 +144,69 @@ def test_annotation_only_databases_with_beats(physionet: Path, tmp_path: Path) -
     sdd = load_manifest(prepare_dataset(physionet / "sddb-annotations", beats, tmp_path, workers=2))
     assert nsr["totals"]["beats"] == 1729629 and sdd["totals"]["beats"] == 1889645  # README (.ari for sddb)
     assert nsr["totals"]["records"] == 18 and sdd["totals"]["records"] == 23
+
+
+def test_digest_of_large_files_is_a_fingerprint(tmp_path: Path) -> None:
+    from trainer.data.records import FULL_HASH_LIMIT, digest_files
+
+    big = tmp_path / "big.dat"
+    big.write_bytes(bytes(FULL_HASH_LIMIT + 1024))
+    first = digest_files([big], "p")
+    assert digest_files([big], "p") == first and digest_files([big], "q") != first
+    with big.open("r+b") as fh:  # a change in the last 4 MiB
+        fh.seek(FULL_HASH_LIMIT)
+        fh.write(b"x")
+    second = digest_files([big], "p")
+    assert second != first
+    os.utime(big, ns=(big.stat().st_atime_ns, big.stat().st_mtime_ns + 10**9))  # touched
+    assert digest_files([big], "p") != second
+
+
+def test_progress_line_on_a_terminal(tmp_path: Path) -> None:
+    import pty
+
+    master, slave = pty.openpty()
+    script = "import sys; from pathlib import Path; from trainer.data.prepare import prepare_dataset; " \
+             "prepare_dataset(None, {'name': 'beats'}, Path(sys.argv[1]), progress=True, " \
+             "synthetic_params={'records': 3, 'seconds': 30})"
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=REPO, stderr=slave,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    os.close(slave)
+    out = os.read(master, 65536).decode()
+    os.close(master)
+    assert proc.returncode == 0
+    assert "prepare synthetic: 3/3 records" in out and "\r" in out
+
+
+def test_other_rate_and_format_on_disk_without_records_file(tmp_path: Path) -> None:
+    """A 500 Hz, format-16 record written with wfdb, found by its *.hea (no RECORDS file)."""
+    import wfdb
+
+    from trainer.data.labels import CODE_SYMBOLS
+    from trainer.data.synthetic import generate_record
+
+    rec = generate_record(1, seconds=40, seed=5, fs=500)
+    folder = tmp_path / "db500"
+    folder.mkdir()
+    wfdb.wrsamp("r500", fs=500, units=["mV"], sig_name=["II"], d_signal=rec.signal[:, None].astype(np.int16),
+                fmt=["16"], adc_gain=[200.0], baseline=[0], write_dir=str(folder))
+    symbols = [CODE_SYMBOLS[int(c)] for c in rec.ann.code]
+    aux = [""] * len(symbols)
+    for i, text in zip(rec.ann.aux_index, rec.ann.aux_text, strict=True):
+        aux[i] = text
+    wfdb.wrann("r500", "atr", rec.ann.sample, symbol=symbols, aux_note=aux, write_dir=str(folder))
+    shard = prepare_dataset(folder, {"name": "samples", "lead": "II"}, tmp_path / "c")
+    r = load_manifest(shard)["records"][0]
+    assert r["name"] == "r500" and r["native_fs"] == 500 and r["fs"] == 360 and r["lead"] == "II"
+    assert abs(r["n_tokens"] - 40 * 360) <= 1
+    beats = np.load(shards.array_path(shard, "r500", "beats"))
+    is_beat = np.isin(np.array(symbols), ["N", "A", "V"])
+    assert np.array_equal(beats, np.rint(rec.ann.sample[is_beat] * 360 / 500).astype(np.int64))
+
+
+def test_prepare_imports_neither_torch_nor_wfdb() -> None:
+    """Preparing needs no torch; wfdb (pandas) is loaded only where signals are read."""
+    code = "import sys, trainer.data.prepare, trainer.data.splits; print('torch' in sys.modules, 'wfdb' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    assert out.split() == ["False", "False"]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A real single-node Slurm on loopback for the launch and control-plane tests.
 #
-#   tests/infra/slurm.sh up      start munged + slurmctld + slurmd (no-op when already up)
+#   tests/infra/slurm.sh up      start munged + slurmctld + one slurmd per node (no-op when already up)
 #   tests/infra/slurm.sh down    stop them by their pid files
 #   tests/infra/slurm.sh status  exit 0 when all three run and the node is usable, else 1
 #   tests/infra/slurm.sh env     print the KEY=VALUE lines a client needs (SLURM_CONF, user, ...)
@@ -18,6 +18,10 @@
 #   - points /etc/slurm/slurm.conf at the generated file when that path is free, so `sbatch` works
 #     without SLURM_CONF too (clients that set SLURM_CONF, like the test fixtures, do not depend on it).
 #
+# Nodes: the first node is this host (partition $HLM_SLURM_PARTITION, the default, holds only it); with
+# HLM_SLURM_NODES=N > 1 (default 2) nodes <host>-2..N run as extra slurmd daemons on this host (ports
+# $HLM_SLURM_D_PORT+i) and partition $HLM_SLURM_MULTI_PARTITION holds all of them, for multi-node jobs.
+#
 # Fake GPUs: gres.conf lists character devices made with `mknod c 1 3` (clones of /dev/null); Slurm then
 # sets CUDA_VISIBLE_DEVICES for --gpus-per-node / --gres=gpu:N jobs and refuses more than exist at submit.
 set -euo pipefail
@@ -30,7 +34,9 @@ source "$here/env.sh"
 : "${HLM_SLURM_CPUS:=}"           # CPUs the node declares (default: what `slurmd -C` reports)
 : "${HLM_SLURM_PARTITION:=debug}" # name of the single, default partition
 : "${HLM_SLURM_CTLD_PORT:=6817}"
-: "${HLM_SLURM_D_PORT:=6818}"
+: "${HLM_SLURM_D_PORT:=6818}"     # first node's slurmd port; node i uses this + i - 1
+: "${HLM_SLURM_NODES:=2}"         # slurmd daemons (nodes) on this host
+: "${HLM_SLURM_MULTI_PARTITION:=multi}"
 
 dir=$HLM_SLURM_DIR
 user=$HLM_TEST_USER
@@ -50,8 +56,10 @@ python_bin_dir() {
 }
 
 status() {
-    pid_alive "$dir/run/munged.pid" && pid_alive "$dir/run/slurmctld.pid" && pid_alive "$dir/run/slurmd.pid" \
-        && SLURM_CONF=$conf sinfo -h -o '%t' 2>/dev/null | grep -Eq '^(idle|mix|alloc)'
+    local n
+    pid_alive "$dir/run/munged.pid" && pid_alive "$dir/run/slurmctld.pid" || return 1
+    for n in $(node_names); do pid_alive "$dir/run/slurmd-$n.pid" || return 1; done
+    all_nodes_up
 }
 
 print_env() {
@@ -59,8 +67,25 @@ print_env() {
     echo "HLM_SLURM_DIR=$dir"
     echo "HLM_TEST_USER=$user"
     echo "HLM_SLURM_PARTITION=$HLM_SLURM_PARTITION"
+    echo "HLM_SLURM_MULTI_PARTITION=$( (( HLM_SLURM_NODES > 1 )) && echo "$HLM_SLURM_MULTI_PARTITION")"
+    echo "HLM_SLURM_NODES=$HLM_SLURM_NODES"
     echo "HLM_SLURM_GPUS=$HLM_SLURM_GPUS"
     echo "HLM_PYTHON_BIN=$(python_bin_dir)"
+}
+
+node_names() {
+    local host i
+    host=$(hostname -s)
+    [[ "$HLM_SLURM_NODES" =~ ^[1-9][0-9]*$ ]] || die "HLM_SLURM_NODES must be a positive number, got '$HLM_SLURM_NODES'" 2
+    echo "$host"
+    for ((i = 2; i <= HLM_SLURM_NODES; i++)); do echo "$host-$i"; done
+}
+
+all_nodes_up() {
+    # Every node answers and is usable (idle, mixed or allocated), none down or still unknown.
+    local states
+    states=$(SLURM_CONF=$conf sinfo -h -N -o '%N %t' 2>/dev/null | sort -u) || return 1
+    [[ $(grep -cE ' (idle|mix|alloc)$' <<<"$states") -eq $HLM_SLURM_NODES ]]
 }
 
 stop_pidfile() {
@@ -76,7 +101,8 @@ stop_pidfile() {
 }
 
 down() {
-    stop_pidfile "$dir/run/slurmd.pid"
+    local f
+    for f in "$dir"/run/slurmd*.pid; do stop_pidfile "$f"; done
     stop_pidfile "$dir/run/slurmctld.pid"
     stop_pidfile "$dir/run/munged.pid"
 }
@@ -142,7 +168,8 @@ write_config() {
     mkdir -p "$dir"/{etc,run,log,state,spool,munge,dev}
     chmod 755 "$dir" "$dir/etc" "$dir/run" "$dir/log" "$dir/dev"
     chmod 711 "$dir/munge"           # clients must reach the socket inside
-    chmod 700 "$dir/state" "$dir/spool"
+    chmod 700 "$dir/state"
+    chmod 755 "$dir/spool"
     for ((g = 0; g < HLM_SLURM_GPUS; g++)); do
         [[ -c "$dir/dev/gpu$g" ]] || mknod -m 666 "$dir/dev/gpu$g" c 1 3
     done
@@ -157,11 +184,11 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$dir/munge/munge.socket
 StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool
+SlurmdSpoolDir=$dir/spool/%n
 SlurmctldPidFile=$dir/run/slurmctld.pid
-SlurmdPidFile=$dir/run/slurmd.pid
+SlurmdPidFile=$dir/run/slurmd-%n.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
-SlurmdLogFile=$dir/log/slurmd.log
+SlurmdLogFile=$dir/log/slurmd-%n.log
 PlugStackConfig=$dir/etc/plugstack.conf
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
@@ -181,14 +208,23 @@ JobAcctGatherType=jobacct_gather/none
 MinJobAge=3600
 KillWait=5
 GresTypes=gpu
-NodeName=$host NodeAddr=127.0.0.1 $cpus RealMemory=$mem Gres=gpu:$HLM_SLURM_GPUS State=UNKNOWN
-PartitionName=$HLM_SLURM_PARTITION Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
+    local i=0 n
+    for n in $(node_names); do
+        echo "NodeName=$n NodeHostname=$host NodeAddr=127.0.0.1 Port=$((HLM_SLURM_D_PORT + i)) $cpus RealMemory=$mem Gres=gpu:$HLM_SLURM_GPUS State=UNKNOWN" >> "$conf.new"
+        i=$((i + 1))
+    done
+    echo "PartitionName=$HLM_SLURM_PARTITION Nodes=$host Default=YES MaxTime=INFINITE State=UP" >> "$conf.new"
+    if (( HLM_SLURM_NODES > 1 )); then
+        echo "PartitionName=$HLM_SLURM_MULTI_PARTITION Nodes=ALL MaxTime=INFINITE State=UP" >> "$conf.new"
+    fi
     mv "$conf.new" "$conf"
     {
         echo "AutoDetect=off"
-        for ((g = 0; g < HLM_SLURM_GPUS; g++)); do
-            echo "NodeName=$host Name=gpu File=$dir/dev/gpu$g"
+        for n in $(node_names); do
+            for ((g = 0; g < HLM_SLURM_GPUS; g++)); do
+                echo "NodeName=$n Name=gpu File=$dir/dev/gpu$g"
+            done
         done
     } > "$dir/etc/gres.conf"
     : > "$dir/etc/plugstack.conf"
@@ -225,15 +261,19 @@ up() {
     start_munge
     export SLURM_CONF=$conf
     slurmctld -f "$conf"
-    slurmd -f "$conf"
+    local n
+    for n in $(node_names); do
+        mkdir -p "$dir/spool/$n"
+        slurmd -f "$conf" -N "$n"
+    done
     for _ in $(seq 200); do
-        if sinfo -h -o '%t' 2>/dev/null | grep -Eq '^(idle|mix|alloc)'; then
+        if all_nodes_up; then
             print_env
             return 0
         fi
         sleep 0.05
     done
-    die "the node did not become idle within 10 s; see $dir/log/slurmctld.log and $dir/log/slurmd.log" 4
+    die "the nodes did not become idle within 10 s; see $dir/log/slurmctld.log and $dir/log/slurmd-*.log" 4
 }
 
 case "${1:-}" in

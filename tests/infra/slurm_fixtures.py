@@ -33,6 +33,8 @@ class SlurmCluster:
     state_dir: Path
     user: str
     partition: str
+    multi_partition: str  # partition with every node ("" when the cluster has one node)
+    nodes: int
     gpus: int
     python_bin: str
 
@@ -124,6 +126,8 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
         state_dir=Path(env["HLM_SLURM_DIR"]),
         user=env["HLM_TEST_USER"],
         partition=env["HLM_SLURM_PARTITION"],
+        multi_partition=env.get("HLM_SLURM_MULTI_PARTITION", ""),
+        nodes=int(env.get("HLM_SLURM_NODES", "1")),
         gpus=int(env["HLM_SLURM_GPUS"]),
         python_bin=env["HLM_PYTHON_BIN"],
     )

@@ -47,14 +47,16 @@ eval = false
 metrics_interval_s = 0.2
 cpus_per_task = 1
 [sweep]
-gpus_per_node = [2]
+gpus_per_node = [{gpus}]
+nodes = [{nodes}]
 """
 
 
-def _submit(cluster, name: str, steps: int):
+def _submit(cluster, name: str, steps: int, nodes: int = 1, gpus: int = 2):
     work = cluster.workdir(name)
     path = work / "study.toml"
-    path.write_text(STUDY.format(name=name, partition=cluster.partition, workdir=work, steps=steps))
+    partition = cluster.partition if nodes == 1 else cluster.multi_partition
+    path.write_text(STUDY.format(name=name, partition=partition, workdir=work, steps=steps, nodes=nodes, gpus=gpus))
     study = load_study(path)
     cfg = study.matrix()[0]
     script = work / f"{cfg.config_id}.sbatch"
@@ -133,3 +135,15 @@ def test_scancel_stops_the_job_without_requeue(slurm_cluster) -> None:
     slurm_cluster.scancel(job)
     info = slurm_cluster.wait(job, timeout=60)
     assert info["JobState"] == "CANCELLED" and info["Restarts"] == "0", info
+
+
+def test_two_node_job_rendezvous_through_srun(slurm_cluster) -> None:
+    """2 nodes x 1 worker: srun starts one torchrun per node, joined by c10d rendezvous at the head node."""
+    if slurm_cluster.nodes < 2:
+        pytest.skip("the test cluster has one node (HLM_SLURM_NODES=1)")
+    _study, _cfg, run_dir, job = _submit(slurm_cluster, "twonode", steps=10, nodes=2, gpus=1)
+    info = slurm_cluster.wait(job, timeout=240)
+    assert info["JobState"] == "COMPLETED", _log(run_dir, job)
+    assert info["NumNodes"] == "2"
+    result = rundir.read_result(run_dir)
+    assert result["status"] == "completed" and result["world_size"] == 2 and result["nodes"] == 2

@@ -44,9 +44,13 @@ def test_sigterm_checkpoints_and_resume_matches_uninterrupted_run(tmp_path: Path
 
 
 def test_signal_on_one_rank_stops_both_at_the_same_step_and_resumes(tmp_path: Path) -> None:
-    """Rank 1 alone gets SIGTERM; the ranks agree, checkpoint once, and the resumed pair matches 1 process."""
+    """Rank 1 alone gets SIGTERM; the ranks agree, checkpoint once, and the resumed pair matches 1 process.
+
+    The pair accumulates 2 micro-batches of 2 (the first under DDP's no_sync), so its global batch is the
+    single process's 8 windows.
+    """
     pair, single = tmp_path / "pair", tmp_path / "single"
-    opts = {"batch_size": 4, "steps": 6}
+    opts = {"batch_size": 2, "grad_accum": 2, "steps": 6}
     mp.spawn(spawn_rank, args=(2, free_port(), str(pair), opts, {1: 4 * 2 + 1}, rundir.EXIT_CHECKPOINTED),
              nprocs=2, join=True)
     info = rundir.read_exit(pair)

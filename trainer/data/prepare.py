@@ -12,6 +12,7 @@ import argparse
 import multiprocessing
 import os
 import sys
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,8 +44,9 @@ def _synthetic_params(given: dict[str, Any] | None) -> dict[str, Any]:
     for key, value in (given or {}).items():
         if key not in params:
             raise DataError(f"synthetic_params: unknown key {key!r} (known: {', '.join(params)})")
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= (0 if key != "seed" else -1):
-            raise DataError(f"synthetic_params.{key}: expected a positive number, found {value!r}")
+        floor, what = (-1, "a non-negative integer") if key == "seed" else (0, "a positive number")
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= floor:
+            raise DataError(f"synthetic_params.{key}: expected {what}, found {value!r}")
         params[key] = value
     params["records"] = int(params["records"])
     return params
@@ -98,6 +100,8 @@ def prepare_dataset(
     plan = _plan(data_path, tokenizer, cache_root, dataset, synthetic_params)
     shard: Path = plan["shard"]
     jobs = _jobs(plan)
+    if _manifest_matches(shard / shards.MANIFEST, jobs):
+        return shard  # up to date: the manifest is written last and atomically, no lock needed to read it
     with shards.prepare_lock(shard):
         (shard / shards.RECORDS_DIR).mkdir(parents=True, exist_ok=True)
         shards.clean_temp_files(shard)
@@ -150,8 +154,7 @@ def _jobs(plan: dict[str, Any]) -> list[dict[str, Any]]:
         with_signal = name == "samples"
         for record in names:
             files = rec_io.input_files(folder, record, params["annotator"], with_signal)
-            jobs.append({"record": record, "folder": str(folder), "digest": rec_io.digest_files(files, salt),
-                         "ann_path": str(files[1])})
+            jobs.append({"record": record, "folder": str(folder), "digest": rec_io.digest_files(files, salt)})
     for job in jobs:
         job.update(file=rec_io.safe_name(job["record"]), tokenizer=name, params=params, shard=str(plan["shard"]))
     return jobs
@@ -176,8 +179,7 @@ def _run_jobs(todo: list[dict[str, Any]], workers: int, progress: bool, label: s
         results = map(_process_record, todo)
         pool = None
     else:
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        pool = multiprocessing.get_context(method).Pool(min(workers, len(todo)))
+        pool = multiprocessing.get_context(_start_method()).Pool(min(workers, len(todo)))
         results = pool.imap_unordered(_process_record, todo)
     try:
         for meta in results:
@@ -194,6 +196,15 @@ def _run_jobs(todo: list[dict[str, Any]], workers: int, progress: bool, label: s
             print(file=sys.stderr, flush=True)
 
 
+def _start_method() -> str:
+    """fork is cheapest, but forking a process with threads (a trainer with torch, NCCL, an NVML
+    sampler) can deadlock the child; such a process starts its workers from a fork server instead."""
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1 and "torch" not in sys.modules:
+        return "fork"
+    return "forkserver" if "forkserver" in methods else "spawn"
+
+
 def _process_record(job: dict[str, Any]) -> dict[str, Any]:
     """Decode, tokenize and write one record; returns its sidecar (also written, last)."""
     t0 = time.perf_counter()
@@ -204,7 +215,6 @@ def _process_record(job: dict[str, Any]) -> dict[str, Any]:
     else:
         lead = params["lead"] if job["tokenizer"] == "samples" else None
         rec = rec_io.read_record(Path(job["folder"]), job["record"], params["annotator"], lead)
-        rec.extra["ann_path"] = job["ann_path"]
     t1 = time.perf_counter()
     out = tokenize(job["tokenizer"], params, rec)
     t2 = time.perf_counter()
@@ -275,22 +285,22 @@ def _manifest(plan: dict[str, Any], jobs: list[dict[str, Any]], done: dict[str, 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of `hlm-train prepare`."""
-    parser.add_argument("--run-dir", type=Path, help="read dataset, data_path, tokenizer, token_cache from DIR/config.json")
-    parser.add_argument("--data", type=Path, help="PhysioNet-style folder (RECORDS file or *.hea); omit for synthetic")
+    parser.add_argument("--run-dir", type=Path, metavar="DIR", help="read dataset, data_path, tokenizer, token_cache from DIR/config.json")
+    parser.add_argument("--data", type=Path, metavar="PATH", help="PhysioNet-style folder (RECORDS file or *.hea); omit for synthetic")
     parser.add_argument("--synthetic", action="store_true", help="use the built-in synthetic ECG generator")
-    parser.add_argument("--dataset", help="dataset name in the shard folder (default: the data folder's name)")
-    parser.add_argument("--tokenizer", default="samples", help="samples (default) or beats")
-    parser.add_argument("--out", type=Path, help="token cache root (shards go to OUT/<dataset>-<tokenizer>-<digest>)")
-    parser.add_argument("--workers", type=int, default=1, help="processes, one record each at a time (default 1)")
-    parser.add_argument("--vocab", type=int, help="samples: amplitude bins (default 256)")
-    parser.add_argument("--quantizer", help="samples: uniform or mulaw (default mulaw)")
+    parser.add_argument("--dataset", metavar="NAME", help="dataset name in the shard folder (default: the data folder's name)")
+    parser.add_argument("--tokenizer", default="samples", metavar="NAME", help="samples (default) or beats")
+    parser.add_argument("--out", type=Path, metavar="CACHE", help="token cache root (shards go to OUT/<dataset>-<tokenizer>-<digest>)")
+    parser.add_argument("--workers", type=int, default=1, metavar="N", help="processes, one record each at a time (default 1)")
+    parser.add_argument("--vocab", type=int, metavar="BINS", help="samples: amplitude bins (default 256)")
+    parser.add_argument("--quantizer", choices=("uniform", "mulaw"), help="samples: uniform or mulaw (default mulaw)")
     parser.add_argument("--lead", help="samples: lead index or name (default 0)")
-    parser.add_argument("--fs", type=float, help="samples: resample to this rate in Hz (default 360; 0 keeps native)")
-    parser.add_argument("--rr-bins", type=int, help="beats: RR-interval bins (default 16)")
-    parser.add_argument("--annotator", help="annotation file extension: atr, ari, ... or auto (default)")
-    parser.add_argument("--records", nargs="+", help="only these records")
-    parser.add_argument("--synthetic-records", type=int, help="synthetic: number of records (default 8)")
-    parser.add_argument("--synthetic-seconds", type=float, help="synthetic: seconds per record (default 300)")
+    parser.add_argument("--fs", type=float, metavar="HZ", help="samples: resample to this rate in Hz (default 360; 0 keeps native)")
+    parser.add_argument("--rr-bins", type=int, metavar="N", help="beats: RR-interval bins (default 16)")
+    parser.add_argument("--annotator", metavar="EXT", help="annotation file extension: atr, ari, ... or auto (default)")
+    parser.add_argument("--records", nargs="+", metavar="RECORD", help="only these records")
+    parser.add_argument("--synthetic-records", type=int, metavar="N", help="synthetic: number of records (default 8)")
+    parser.add_argument("--synthetic-seconds", type=float, metavar="S", help="synthetic: seconds per record (default 300)")
     parser.add_argument("--seed", type=int, help="synthetic: seed (default 0)")
     parser.add_argument("--no-progress", action="store_true", help="no progress line on a terminal")
 

@@ -84,6 +84,9 @@ def input_files(folder: Path, record: str, annotator: str, with_signal: bool) ->
     if not header.is_file():
         raise DataError(f"{header}: header file not found (record {record!r} listed but missing)")
     files = [header, resolve_annotator(folder, record, annotator)]
+    if with_signal and _is_multi_segment(header):
+        raise DataError(f"{header}: multi-segment record; the samples tokenizer reads single-segment records "
+                        "(the beats tokenizer reads any)")
     if with_signal:
         for name in _signal_files(header):
             path = header.parent / name
@@ -96,15 +99,38 @@ def input_files(folder: Path, record: str, annotator: str, with_signal: bool) ->
     return files
 
 
+FULL_HASH_LIMIT = 16 << 20  # bytes; larger files are fingerprinted, not read whole
+EDGE_BYTES = 4 << 20
+
+
 def digest_files(files: list[Path], salt: str) -> str:
-    """A content digest of the inputs and the parameters: what decides whether a shard is stale."""
+    """A digest of the inputs and the parameters: what decides whether a record's shard is stale.
+
+    Files up to 16 MiB (headers, annotations, typical signal files) are hashed whole; larger ones by
+    size, modification time and their first and last 4 MiB, so checking a multi-GB database stays
+    cheap on every rank of every run.
+    """
     h = hashlib.blake2b(salt.encode(), digest_size=16)
     for path in files:
         h.update(path.name.encode())
+        size = path.stat().st_size
         with path.open("rb") as fh:
-            while chunk := fh.read(1 << 22):
-                h.update(chunk)
+            if size <= FULL_HASH_LIMIT:
+                while chunk := fh.read(1 << 22):
+                    h.update(chunk)
+            else:
+                h.update(f"{size}:{path.stat().st_mtime_ns}".encode())
+                h.update(fh.read(EDGE_BYTES))
+                fh.seek(size - EDGE_BYTES)
+                h.update(fh.read(EDGE_BYTES))
     return h.hexdigest()
+
+
+def _is_multi_segment(header: Path) -> bool:
+    for line in _read_text(header).splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            return "/" in line.split()[0]
+    return False
 
 
 def _signal_files(header: Path) -> list[str]:
@@ -151,7 +177,7 @@ def read_record(folder: Path, record: str, annotator: str, lead: int | str | Non
     fs = read_fs(header)
     ann_path = resolve_annotator(folder, record, annotator)
     ann = read_annotations(ann_path)
-    rec = Record(name=record, fs=fs, ann=ann, source=str(header))
+    rec = Record(name=record, fs=fs, ann=ann, source=str(header), extra={"ann_path": str(ann_path)})
     if lead is not None:
         _read_signal(rec, header, lead)
     return rec

@@ -1,0 +1,67 @@
+"""`cockpit open study.toml|store.sqlite`: the terminal cockpit on a study (plan, submit, follow)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", help="a study file (.toml) or a cockpit store (.sqlite) to browse")
+    parser.add_argument("--study", help="which study of a store holding several")
+    parser.add_argument("--force", action="store_true", help="submit even if the estimate exceeds the budget")
+    parser.add_argument("--resubmit-failed", action="store_true", help="submit failed configurations again")
+    parser.add_argument("--poll", type=float, default=2.0, metavar="S", help="screen refresh interval (default 2 s)")
+
+
+def main(args: argparse.Namespace) -> int:
+    target = Path(args.target)
+    if not target.exists():
+        print(f"cockpit open: {target}: no such file (expected a study .toml or a store .sqlite)", file=sys.stderr)
+        return 2
+    if args.poll <= 0:
+        print(f"cockpit open: --poll must be positive, got {args.poll}", file=sys.stderr)
+        return 2
+    if target.suffix == ".toml":
+        return _open_study(target, args)
+    return _open_store(target, args)
+
+
+def _open_study(path: Path, args: argparse.Namespace) -> int:
+    from cockpit.commands._study import load, open_session
+
+    study = load(str(path))
+    if study is None:
+        return 2
+    session = open_session(study, force=args.force, resubmit_failed=args.resubmit_failed)
+    from cockpit.tui.app import CockpitApp
+    from cockpit.tui.live import LiveController
+
+    resuming = session.has_jobs()
+    app = CockpitApp(LiveController(session), poll_interval=args.poll, auto_submit=resuming, offer_plan=not resuming)
+    app.run()
+    return 0
+
+
+def _open_store(path: Path, args: argparse.Namespace) -> int:
+    from cockpit.store import StoreError, StudyStore
+
+    try:
+        store = StudyStore(path)
+    except StoreError as exc:
+        print(f"cockpit open: {exc}", file=sys.stderr)
+        return 2
+    names = store.study_names()
+    name = args.study or (names[0] if len(names) == 1 else None)
+    if name not in names:
+        print(f"cockpit open: {path}: name one study with --study (it holds {', '.join(names) or 'none'})",
+              file=sys.stderr)
+        return 2
+    from cockpit.tui.app import CockpitApp
+    from cockpit.tui.controller import RecordedController
+
+    app = CockpitApp(RecordedController(lambda: store.snapshot(name)), poll_interval=args.poll, offer_plan=False)
+    app.run()
+    store.close()
+    return 0

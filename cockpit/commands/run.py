@@ -1,0 +1,171 @@
+"""`cockpit run [--headless] study.toml`: submit a study and follow it to the end, then write its report.
+
+Headless, progress goes to stdout as plain lines (a rich progress bar on a terminal); the exit status is
+non-zero when any configuration failed, so a batch pipeline can tell.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from cockpit.commands._study import StudySession
+    from cockpit.snapshot import Counts
+
+EXIT_FAILED = 1
+EXIT_REFUSED = 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("study", help="the study file (.toml)")
+    parser.add_argument("--headless", action="store_true", help="no screen: progress lines, then the report")
+    parser.add_argument("--out", metavar="DIR", help="report directory (default: <study dir>/report or ./<study>-report)")
+    parser.add_argument("--force", action="store_true", help="start even if the estimate exceeds the budget")
+    parser.add_argument("--resubmit-failed", action="store_true", help="submit failed configurations again")
+    parser.add_argument("--timeout", type=float, metavar="S", help="give up (exit 1) after S seconds")
+
+
+def main(args: argparse.Namespace) -> int:
+    from cockpit.commands._study import load, open_session
+
+    study = load(args.study)
+    if study is None:
+        return EXIT_REFUSED
+    if args.timeout is not None and args.timeout <= 0:
+        print(f"cockpit run: --timeout must be positive, got {args.timeout}", file=sys.stderr)
+        return EXIT_REFUSED
+    session = open_session(study, force=args.force, resubmit_failed=args.resubmit_failed)
+    if not args.headless:
+        from cockpit.tui.app import CockpitApp
+        from cockpit.tui.live import LiveController
+
+        CockpitApp(LiveController(session), auto_submit=True, offer_plan=False).run()
+        return EXIT_FAILED if session.has_failures() else 0
+    out = Path(args.out) if args.out else default_report_dir(session)
+    return asyncio.run(run_headless(session, out, timeout_s=args.timeout))
+
+
+def default_report_dir(session: StudySession) -> Path:
+    study = session.study
+    if study.cluster.kind == "local":
+        return Path(study.study_dir()) / "report"
+    return Path.cwd() / f"{study.name}-report"
+
+
+async def run_headless(session: StudySession, out: Path, *, timeout_s: float | None = None,
+                       stream: TextIO | None = None) -> int:
+    """Run the study to the end with progress lines, write the report; 0 ok, 1 failures, 2 refused."""
+    from cockpit.runner import BudgetExceeded
+
+    stream = stream or sys.stdout
+    progress = make_progress(session, stream)
+    try:
+        try:
+            await session.runner.start()
+        except BudgetExceeded as exc:
+            print(f"cockpit run: {exc} (use --force to start anyway)", file=sys.stderr)
+            return EXIT_REFUSED
+        progress.tick(None)
+        try:
+            await session.runner.run(timeout_s=timeout_s, on_tick=progress.tick)
+        except TimeoutError as exc:
+            progress.close()
+            print(f"cockpit run: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        progress.close()
+    finally:
+        await session.runner.close()
+    return finish(session, out, stream)
+
+
+def finish(session: StudySession, out: Path, stream: TextIO) -> int:
+    """Write the report and say how the study ended."""
+    from cockpit.report.source import from_store
+    from cockpit.report.write import write_report
+
+    snap = session.store.snapshot(session.study.name)
+    files = write_report(from_store(session.store.path, session.study.name), out)
+    from cockpit.snapshot import ACTIVE_STATES
+
+    failed = [c for c in snap.configs if c.state not in ("completed", "not_submitted", *ACTIVE_STATES)]
+    print(f"report: {files.markdown} · {files.html} · {files.csv}", file=stream)
+    if failed:
+        for c in failed:
+            print(f"FAILED {c.config_id} ({c.state}): {_label(c.values)}", file=stream)
+        print(f"{session.study.name}: {len(failed)} of {len(snap.configs)} configurations failed", file=stream)
+        return EXIT_FAILED
+    print(f"{session.study.name}: all {snap.counts.done} configurations completed", file=stream)
+    return 0
+
+
+def _label(values: dict) -> str:
+    from cockpit.tui.model import config_label
+
+    return config_label(values)
+
+
+class PlainProgress:
+    """One line per change: time, counters, what was submitted or finished."""
+
+    def __init__(self, session: StudySession, stream: TextIO) -> None:
+        self.session = session
+        self.stream = stream
+        self._last: tuple | None = None
+
+    def counts(self) -> Counts:
+        return self.session.store.snapshot(self.session.study.name).counts
+
+    def tick(self, report) -> None:
+        c = self.counts()
+        key = (c.done, c.running, c.pending, c.failed)
+        events = []
+        if report is not None:
+            events += [f"submitted {cid}" for cid in report.submitted]
+            events += [f"finished {cid}" for cid in report.finished]
+        if key == self._last and not events:
+            return
+        self._last = key
+        line = (f"{time.strftime('%H:%M:%S')} {self.session.study.name}: {c.done + c.failed}/{c.total} finished "
+                f"({c.done} ok, {c.failed} failed) · {c.running} running · {c.pending} pending")
+        if events:
+            line += " · " + ", ".join(events)
+        print(line, file=self.stream, flush=True)
+
+    def close(self) -> None:
+        return None
+
+
+class RichProgress(PlainProgress):
+    """A progress bar on a terminal (same information, redrawn in place)."""
+
+    def __init__(self, session: StudySession, stream: TextIO) -> None:
+        super().__init__(session, stream)
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[state]}"),
+            TimeElapsedColumn(), console=Console(file=stream),
+        )
+        self.task = self.progress.add_task(session.study.name, total=None, state="starting")
+        self.progress.start()
+
+    def tick(self, report) -> None:
+        c = self.counts()
+        state = f"{c.running} running · {c.pending} pending · {c.failed} failed"
+        self.progress.update(self.task, total=c.total, completed=c.done + c.failed, state=state)
+        if report is not None:
+            for cid in report.finished:
+                self.progress.console.print(f"finished {cid}")
+
+    def close(self) -> None:
+        self.progress.stop()
+
+
+def make_progress(session: StudySession, stream: TextIO) -> PlainProgress:
+    return RichProgress(session, stream) if stream.isatty() else PlainProgress(session, stream)

@@ -1,0 +1,79 @@
+"""The live controller: the TUI's face of the study runner (the headless `cockpit run` is the other face)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+from cockpit.snapshot import ConfigRow, ConnectionState, StudySnapshot, count_states
+from cockpit.tui.controller import JOB_ACTIONS, Plan
+from cockpit.tui.planning import make_plan
+
+if TYPE_CHECKING:
+    from cockpit.commands._study import StudySession
+    from cockpit.spec import Study
+
+BACKEND_METHODS = {"cancel": "cancel", "requeue": "requeue", "hold": "hold_job", "release": "release"}
+
+
+def spec_snapshot(study: Study, cluster: str) -> StudySnapshot:
+    """What the study looks like before anything was submitted: its matrix, nothing run."""
+    rows = [
+        ConfigRow(cfg.config_id, cfg.group_id, cfg.is_baseline, cfg.values(), "not_submitted", workers=cfg.workers)
+        for cfg in study.runnable()
+    ]
+    kind = ConnectionState.LOCAL if study.cluster.kind == "local" else ConnectionState.DISCONNECTED
+    return StudySnapshot(study.name, cluster, kind, time.time(), None, rows, [], counts=count_states(rows),
+                         node_hours_budget=study.cluster.node_hour_budget)
+
+
+class LiveController:
+    """Reads the study's store for snapshots; submits and follows through the runner."""
+
+    def __init__(self, session: StudySession) -> None:
+        self.session = session
+        self._run_task: asyncio.Task | None = None
+
+    @property
+    def study(self) -> Study:
+        return self.session.study
+
+    def _registered(self) -> bool:
+        return self.study.name in self.session.store.study_names()
+
+    def snapshot(self) -> StudySnapshot:
+        if not self._registered():
+            return spec_snapshot(self.study, self.session.backend.label)
+        return self.session.store.snapshot(self.study.name)
+
+    def plan(self) -> Plan | None:
+        store = self.session.store
+        done: set[str] = set()
+        used = 0.0
+        if self._registered():
+            key = store.study_key(self.study.name)
+            done = {cid for cid in store.results(key, status="completed")}
+            used = store.node_hours_used(key)
+        return make_plan(self.study, done, used, self.session.backend.label)
+
+    async def submit(self) -> str:
+        """Start (or resume) the study and follow it to the end; returns a one-line summary."""
+        runner = self.session.runner
+        await runner.start()
+        await runner.run()
+        counts = self.session.store.snapshot(self.study.name).counts
+        return f"study {self.study.name} finished: {counts.done} done, {counts.failed} failed"
+
+    async def job_action(self, action: str, job_id: str) -> str:
+        if action not in JOB_ACTIONS:
+            raise ValueError(f"unknown job action {action!r}; expected one of {', '.join(JOB_ACTIONS)}")
+        method = getattr(self.session.backend, BACKEND_METHODS[action], None)
+        if method is None:
+            return f"{self.session.backend.label} cannot {action} jobs"
+        await method(job_id)
+        return f"{action}: job {job_id} done"
+
+    async def close(self) -> None:
+        await self.session.runner.close()
+        self.session.store.close()

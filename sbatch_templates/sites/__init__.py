@@ -1,0 +1,1 @@
+"""Built-in Slurm site profiles (TOML), read by cockpit.launch.sites."""

@@ -1,0 +1,87 @@
+"""The same runner drives the local executor (no SSH, no Slurm): the real trainer on real MIT-BIH data."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from cockpit.launch.local import LocalExecutor
+from cockpit.runner import StudyRunner
+from cockpit.slurm import AdaptiveInterval
+from cockpit.snapshot import ConnectionState
+from cockpit.spec import load_study
+from cockpit.store import StudyStore
+from trainer.rundir import read_jsonl, read_result
+
+
+def test_local_study_results_metrics_and_restart(tmp_path: Path, physionet: Path):
+    spec = tmp_path / "local.toml"
+    spec.write_text(f"""
+[study]
+name = "ctl-local"
+
+[cluster]
+kind = "local"
+workdir = "{tmp_path / 'work'}"
+max_concurrent_jobs = 1
+
+[data]
+token_cache = "{tmp_path / 'tokens'}"
+
+[data.datasets.mitdb]
+path = "{physionet / 'mitdb'}"
+
+[data.tokenizer]
+name = "samples"
+vocab = 64
+records = ["100"]
+
+[model]
+layers = 1
+d_model = 16
+heads = 2
+
+[train]
+steps = 8
+batch_size = 4
+window = 32
+device = "cpu"
+metrics_interval_s = 0.1
+eval = false
+""")
+    study = load_study(spec)
+    (cfg,) = study.runnable()
+    store_path = tmp_path / "cockpit.sqlite"
+    store = StudyStore(store_path)
+    runner = StudyRunner(study, LocalExecutor(study), store, interval=AdaptiveInterval(0.2, 0.3, 0.5))
+
+    async def go() -> None:
+        try:
+            await runner.run(timeout_s=180)
+        finally:
+            await runner.close()
+
+    asyncio.run(go())
+    snap = store.snapshot("ctl-local")
+    assert snap.connection is ConnectionState.LOCAL
+    (row,) = snap.configs
+    assert row.state == "completed", (snap.jobs, snap.problems)
+    result = read_result(study.run_dir(cfg))
+    assert row.train_time_s == result["timing"]["train_time_s"] and row.speedup == 1.0
+    lines = read_jsonl(Path(study.run_dir(cfg)) / "metrics.jsonl", final=True).records
+    assert store.metric_count(runner.key, cfg.config_id) == len(lines) > 0
+    store.close()
+
+    # a restart finds the result and submits nothing
+    again = StudyStore(store_path)
+    rerun = StudyRunner(study, LocalExecutor(study), again)
+
+    async def restart() -> list[str]:
+        try:
+            return (await rerun.tick()).submitted
+        finally:
+            await rerun.close()
+
+    assert asyncio.run(restart()) == [] and rerun.done()
+    assert len(again.jobs(rerun.key)) == 1
+    again.close()

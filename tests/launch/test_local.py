@@ -1,0 +1,148 @@
+"""The local executor runs the real trainer under torchrun on this machine's cores, never oversubscribing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from cockpit.backend import Backend, JobState
+from cockpit.launch.local import LocalExecutor, LocalSubmitError
+from cockpit.spec import load_study
+from trainer import rundir
+
+STUDY = """
+[study]
+name = "{name}"
+[cluster]
+kind = "local"
+workdir = "{workdir}"
+gpus_per_node = 2
+[data.datasets.synthetic]
+synthetic = true
+records = 2
+seconds = 30
+[model]
+layers = 1
+d_model = 16
+heads = 2
+[train]
+steps = {steps}
+batch_size = 4
+window = 64
+device = "cpu"
+eval = false
+metrics_interval_s = 0.2
+[sweep]
+gpus_per_node = [1, 2]
+"""
+
+
+def _study(tmp_path: Path, name: str, steps: int):
+    path = tmp_path / f"{name}.toml"
+    path.write_text(STUDY.format(name=name, workdir=tmp_path / "work", steps=steps))
+    study = load_study(path)
+    one, two = sorted(study.matrix(), key=lambda c: c.gpus_per_node)
+    return study, one, two
+
+
+async def test_jobs_wait_for_cores_and_complete_with_results(tmp_path: Path) -> None:
+    study, one, two = _study(tmp_path, "local-run", steps=10)
+    ex = LocalExecutor(study, max_cores=2)
+    assert isinstance(ex, Backend)
+    first, second = await ex.submit(one), await ex.submit(two)
+    states = {info.job_id: info.state for info in await ex.poll()}
+    assert states == {first: JobState.RUNNING, second: JobState.PENDING}, "2 + 1 cores would oversubscribe 2"
+    done = [await ex.wait(first), await ex.wait(second)]
+    assert [info.state for info in done] == [JobState.COMPLETED, JobState.COMPLETED], done
+    assert float(done[1].extra["started_at"]) >= float(done[0].extra["ended_at"])
+    for cfg, info in zip((one, two), done, strict=True):
+        run_dir = Path(info.extra["run_dir"])
+        assert run_dir == Path(study.run_dir(cfg))
+        result = rundir.read_result(run_dir)
+        assert result["status"] == "completed" and result["world_size"] == cfg.gpus_per_node
+        assert result["timing"]["launch_time_source"] == "HLM_LAUNCH_TIME"
+        assert (run_dir / "stdout.log").exists() and (run_dir / "stderr.log").exists()
+        assert json.loads((run_dir / "config.json").read_text())["config_id"] == cfg.config_id
+        assert await ex.read_file(str(run_dir / "config.json"), 3) == (run_dir / "config.json").read_bytes()[3:]
+    assert await ex.read_file("runs/none/metrics.jsonl") == b""
+    assert await ex.poll() == []
+    finals = await ex.final_states([first, second])
+    assert set(finals) == {first, second}
+    await ex.close()
+
+
+async def test_a_job_larger_than_the_machine_is_refused(tmp_path: Path) -> None:
+    study, _one, two = _study(tmp_path, "local-refuse", steps=1)
+    ex = LocalExecutor(study, max_cores=1)
+    with pytest.raises(LocalSubmitError, match=r"2 workers x 1 cores = 2 cores but this machine allows 1"):
+        await ex.submit(two)
+
+
+async def _wait_for_step(run_dir: Path, step: int, timeout: float = 120) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        if any(r.get("step", 0) >= step for r in rundir.read_jsonl(run_dir / rundir.METRICS_FILE).records):
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"{run_dir} did not reach step {step}")
+
+
+async def test_cancel_checkpoints_and_a_resubmission_resumes(tmp_path: Path) -> None:
+    study, one, two = _study(tmp_path, "local-cancel", steps=1000)
+    ex = LocalExecutor(study, max_cores=2)
+    running, pending = await ex.submit(one), await ex.submit(two)
+    await ex.cancel(pending)
+    (info,) = (await ex.final_states([pending])).values()
+    assert info.state == JobState.CANCELLED and info.extra["started_at"] == ""
+    run_dir = Path(study.run_dir(one))
+    await _wait_for_step(run_dir, 10)
+    await ex.cancel(running)
+    info = await ex.wait(running)
+    assert info.state == JobState.CANCELLED
+    marker = rundir.read_exit(run_dir)
+    assert marker["code"] == rundir.EXIT_CHECKPOINTED and 0 < marker["step"] < 1000
+    assert (run_dir / rundir.CHECKPOINT_FILE).exists()
+    again = await ex.wait(await ex.submit(one))
+    assert again.state == JobState.COMPLETED and again.exit_code == 0
+    result = rundir.read_result(run_dir)
+    assert result["timing"]["steps"] == 1000 and result["timing"]["resumes"] == 1
+    await ex.close()
+
+
+async def test_gpus_are_reserved_per_job_and_passed_as_cuda_visible_devices(tmp_path: Path) -> None:
+    """With GPUs (here a given list; NVML finds real ones) each job holds nproc of them; a job waits for
+    a free GPU even when cores are free, and a job needing more GPUs than exist is refused."""
+    path = tmp_path / "gpus.toml"
+    text = STUDY.format(name="local-gpus", workdir=tmp_path / "work", steps=100000).replace('device = "cpu"', 'device = "auto"')
+    path.write_text(text.replace("gpus_per_node = [1, 2]", "gpus_per_node = [1, 2]\nwindow = [64, 32]"))
+    study = load_study(path)
+    ones = [c for c in study.matrix() if c.gpus_per_node == 1]
+    two = next(c for c in study.matrix() if c.gpus_per_node == 2)
+    ex = LocalExecutor(study, max_cores=2, gpus=["3"])
+    with pytest.raises(LocalSubmitError, match=r"needs 2 GPUs but this machine has 1"):
+        await ex.submit(two)
+    first, second = [await ex.submit(c) for c in ones]
+    jobs = {info.job_id: info for info in await ex.poll()}
+    assert jobs[first].state == JobState.RUNNING and jobs[first].extra["gpus"] == "3"
+    assert jobs[second].state == JobState.PENDING, "1 + 1 cores fit, but the only GPU is taken"
+    await ex.cancel(first)
+    await ex.wait(first)
+    jobs = {info.job_id: info for info in await ex.poll()}
+    assert jobs[second].state == JobState.RUNNING and jobs[second].extra["gpus"] == "3"
+    await ex.close()
+    assert (await ex.final_states([second]))[second].state == JobState.CANCELLED
+
+
+async def test_the_time_limit_stops_a_job_as_timeout(tmp_path: Path) -> None:
+    import dataclasses
+
+    study, one, _two = _study(tmp_path, "local-timeout", steps=100000)
+    # A limit of about one second (the spec's own minimum is a minute, too slow for a test).
+    study = dataclasses.replace(study, cluster=dataclasses.replace(study.cluster, time_limit_minutes=0.02))
+    ex = LocalExecutor(study, max_cores=1)
+    info = await ex.wait(await ex.submit(one))
+    assert info.state == JobState.TIMEOUT and info.time_limit_s == pytest.approx(1.2)

@@ -1,0 +1,79 @@
+"""Site profiles are data; what a site would refuse is refused before submission, naming the key."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from cockpit.launch.render import render_script
+from cockpit.launch.sites import SiteError, builtin_sites, load_site, parse_site
+from cockpit.spec import parse_study
+
+HERE = Path(__file__).parent
+
+
+def test_builtin_profiles_load_from_the_package() -> None:
+    assert {"generic", "meluxina"} <= set(builtin_sites())
+    mel = load_site("meluxina")
+    assert (mel.login_host, mel.login_port) == ("login.lxp.lu", 8822)
+    assert mel.require_account and mel.require_qos and mel.gpus_per_node == 4
+    assert set(mel.partitions) == {"cpu", "gpu", "fpga", "largemem"}
+    assert mel.qos_max_minutes == {"test": 30, "short": 360, "default": 2880}
+    assert mel.container_modules == ("Apptainer",)
+    assert not load_site("generic").require_account
+
+
+def test_unknown_site_lists_the_known_ones() -> None:
+    with pytest.raises(SiteError, match=r"\[cluster\]\.site: unknown site 'nowhere'; built-in sites are generic, meluxina"):
+        load_site("nowhere")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[site]\ndescription = "x"\n', r"x\.toml: \[site\]\.name is required"),
+        ('[site]\nname = "x"\ngpus = 4\n', r"x\.toml: \[site\]\.gpus is not a known key"),
+        ('[site]\nname = "x"\nlogin_port = "8822"\n', r"x\.toml: \[site\]\.login_port must be an integer"),
+        ('[site]\nname = "x"\n[site.qos_max_minutes]\ntest = 0\n', r"\[site\.qos_max_minutes\]\.test must be a positive"),
+        ("[site\n", r"x\.toml: not valid TOML"),
+    ],
+)
+def test_bad_profiles_are_refused_with_file_and_key(text: str, message: str) -> None:
+    with pytest.raises(SiteError, match=message):
+        parse_site(text, "x.toml")
+
+
+def _meluxina(tmp_path: Path, **cluster):
+    raw = tomllib.loads((HERE / "studies" / "meluxina.toml").read_text())
+    raw["cluster"].update(cluster)
+    for key in [k for k, v in cluster.items() if v is None]:
+        del raw["cluster"][key]
+    return parse_study(raw, tmp_path / "meluxina.toml")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"partition": "cpu"}, r"\[cluster\]\.partition 'cpu' has no GPUs on the meluxina site"),
+        ({"partition": "gpu-big"}, r"\[cluster\]\.partition 'gpu-big' is not a partition of the meluxina site"),
+        ({"qos": "test", "time_limit": "00:45:00"}, r"\[cluster\]\.time_limit 00:45:00 exceeds the 30 minutes QOS 'test'"),
+        ({"site": "generic.toml"}, r"cannot read site profile .*generic\.toml"),
+    ],
+)
+def test_meluxina_refusals_before_submission(tmp_path: Path, change: dict, message: str) -> None:
+    study = _meluxina(tmp_path, **change)
+    with pytest.raises(SiteError, match=message):
+        render_script(study, study.matrix()[0])
+
+
+def test_a_study_may_bring_its_own_profile(tmp_path: Path) -> None:
+    (tmp_path / "mysite.toml").write_text(
+        '[site]\nname = "mysite"\nrequire_account = true\ncontainer_modules = ["singularity/4"]\nmax_requeues = 2\n'
+        '[site.env]\nNCCL_IB_DISABLE = 1\n'
+    )
+    study = _meluxina(tmp_path, site="mysite.toml")
+    text = render_script(study, study.matrix()[0])
+    assert "module load singularity/4" in text and "module load Apptainer" not in text
+    assert "export NCCL_IB_DISABLE=1" in text and ">= 2 ))" in text

@@ -1,0 +1,51 @@
+"""`cockpit run --headless` on a 2-configuration study against the real Slurm over the real sshd, then
+`cockpit report`: the report's table equals the analysis of the result files the jobs wrote."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from cockpit.analysis import results_frame, scaling_table
+from cockpit.spec import load_study
+from tests.report.test_report import markdown_rows
+from trainer.rundir import read_result
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.slurm, pytest.mark.sshd]
+
+
+def cockpit(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cockpit", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_headless_run_then_report_over_ssh_and_slurm(make_study, tmp_path: Path):
+    name = f"e2e-{uuid.uuid4().hex[:6]}"
+    spec = make_study(name, "gpus_per_node = [1, 2]", steps=30)
+    study = load_study(spec)
+    assert len(study.runnable()) == 2
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg"), "PYTHONPATH": str(REPO)}
+
+    run = cockpit("run", "--headless", str(spec), "--out", str(tmp_path / "run-report"), "--timeout", "240", env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"{name}: all 2 configurations completed" in run.stdout
+    assert "2/2 finished (2 ok, 0 failed)" in run.stdout  # plain progress lines (not a terminal)
+
+    report = cockpit("report", str(spec), "--out", str(tmp_path / "report"), env=env, timeout=120)
+    assert report.returncode == 0, report.stdout + report.stderr
+    on_disk = [read_result(study.run_dir(cfg)) for cfg in study.runnable()]
+    expected = scaling_table(results_frame(on_disk))
+    for out in ("run-report", "report"):
+        rows = markdown_rows((tmp_path / out / "report.md").read_text(), "Scaling per configuration")
+        assert [r[3] for r in rows] == ["1×1", "1×2"]
+        assert [r[7] for r in rows] == [f"{t:.2f}" for t in expected["train_time_s"]]
+        assert [r[8] for r in rows] == [f"{s:.3f}" for s in expected["speedup"]]
+        assert [r[9] for r in rows] == [f"{e:.3f}" for e in expected["efficiency"]]
+        assert [r[10] for r in rows] == [f"{o:.2f}" for o in expected["overhead_s"]]

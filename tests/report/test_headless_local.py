@@ -1,0 +1,55 @@
+"""`cockpit run --headless` with the local executor: a configuration the trainer refuses makes the run exit 1,
+and the report lists it with the trainer's exit code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cockpit.cli import main as cli
+from tests.report.test_report import markdown_rows
+
+STUDY = """
+[study]
+name = "refused-window"
+[cluster]
+kind = "local"
+gpus_per_node = 1
+max_concurrent_jobs = 1
+workdir = "{workdir}"
+[data.datasets.synthetic]
+synthetic = true
+records = 2
+seconds = 2
+[model]
+layers = 1
+d_model = 16
+heads = 2
+[train]
+steps = 5
+batch_size = 4
+device = "cpu"
+eval = false
+[sweep]
+window = [4096]
+"""
+
+
+def test_failed_configuration_exits_non_zero_and_is_reported(tmp_path: Path, capsys):
+    spec = tmp_path / "study.toml"
+    spec.write_text(STUDY.format(workdir=tmp_path / "work"))
+    rc = cli(["run", "--headless", str(spec), "--out", str(tmp_path / "report"), "--timeout", "180"])
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert "1/1 finished (0 ok, 1 failed)" in out
+    assert "FAILED" in out and "w4096" in out
+    assert "refused-window: 1 of 1 configurations failed" in out
+    rows = markdown_rows((tmp_path / "report" / "report.md").read_text(), "Jobs without a result")
+    assert len(rows) == 1 and rows[0][2] == "failed" and rows[0][3] == "3"  # exit 3 = bad input data
+
+
+def test_spec_error_is_reported_with_file_and_key(tmp_path: Path, capsys):
+    spec = tmp_path / "typo.toml"
+    spec.write_text(STUDY.format(workdir=tmp_path).replace("steps = 5", "stepz = 5"))
+    assert cli(["run", "--headless", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert "typo.toml" in err and "stepz" in err
