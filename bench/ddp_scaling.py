@@ -5,7 +5,7 @@ per-process batch is fixed, so 2 processes take half the steps of 1 on the same 
 through the real launcher path (`torchrun --standalone -m trainer train --run-dir DIR`) and the figures
 come from their result.json files through cockpit.analysis (speedup, efficiency, overhead, Karp-Flatt).
 
-The model is chosen so compute dominates (about 0.5 s of forward+backward per step against a few
+The model is chosen so compute dominates (about 1 s of forward+backward per step against tens of
 milliseconds to all-reduce 7 MB of gradients over loopback): what the benchmark then measures is
 whether the loop adds anything besides the unavoidable all-reduce. On a shared machine the other load
 on the cores shows up as lost efficiency, so the load average is printed with the results.
@@ -65,7 +65,7 @@ def main() -> None:
     p.add_argument("--window", type=int, default=256)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--d-model", type=int, default=256)
-    p.add_argument("--batch-size", type=int, default=8, help="per process")
+    p.add_argument("--batch-size", type=int, default=16, help="per process")
     p.add_argument("--samples", type=int, default=576, help="samples per run (rounded down to whole global batches)")
     p.add_argument("--bucket-mb", type=float, default=None, help="DDP gradient bucket size (default: DDP's 25 MB)")
     p.add_argument("--workdir", type=Path, default=None, help="keep run directories here (default: a temp dir)")

@@ -4,7 +4,7 @@ Prints figures, asserts nothing. Two paths are timed on the same realistic recor
 docs/run-directory.md): one big read (start-up catch-up of a long run) and the follower's path (chunks of
 64 KiB through FileCursor, one transaction per chunk, offset committed with the rows).
 
-    python bench/ingest.py [--lines 200000]
+    python bench/ingest.py [--lines 200000] [--no-orjson]
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import cockpit.follow as follow  # noqa: E402
 from cockpit.follow import Chunk, FileCursor  # noqa: E402
 from cockpit.store import StudyStore  # noqa: E402
 from trainer.rundir import parse_jsonl_bytes  # noqa: E402
@@ -42,7 +43,11 @@ def make_lines(n: int, ranks: int = 4) -> bytes:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lines", type=int, default=200_000)
+    ap.add_argument("--no-orjson", action="store_true", help="measure the standard-library fallback")
     args = ap.parse_args()
+    if args.no_orjson:
+        follow._fast_loads = None
+    print(f"parser: {'orjson' if follow._fast_loads else 'json (standard library)'}")
     data = make_lines(args.lines)
     print(f"{args.lines:,} metrics lines, {len(data) / 1e6:.1f} MB ({len(data) / args.lines:.0f} bytes/line)")
 

@@ -121,10 +121,12 @@ class StudyRunner:
         self._analysis_dirty = False
         self.started = False
         self.interval_s = self.interval.fast_s
+        self._listening: Callable[[ConnectionState, str], None] | None = None
 
     # -- set-up ---------------------------------------------------------------------------------------
     async def start(self) -> None:
-        """Register the study, check the budget, reconcile with the cluster. Idempotent."""
+        """Register the study, reconcile with the cluster, check the budget (BudgetExceeded). Safe to call
+        again, e.g. after a refused budget with force set."""
         c = self.study.cluster
         self.key = self.store.ensure_study(
             self.study.name, self.study.study_id, spec_path=str(self.study.path), cluster=self.backend.label,
@@ -163,7 +165,9 @@ class StudyRunner:
         def on_state(state: ConnectionState, detail: str) -> None:
             live.connection, live.detail = state, detail
 
-        conn.listeners.append(on_state)
+        if self._listening is None:
+            self._listening = on_state
+            conn.listeners.append(on_state)
         on_state(conn.state, conn.detail)
 
     def pending_configs(self) -> list[Configuration]:
@@ -458,6 +462,9 @@ class StudyRunner:
                     continue
                 records, bad = fed
                 self.store.ingest(self.key, cid, name, records, cur.committed, bad)
+                if bad:
+                    self.store.add_problem(self.key, "follow", f"{cid}/{name}: skipped {bad} corrupt line(s) "
+                                           f"({cur.bad_lines} so far)")
                 if name == METRICS:
                     n += len(records)
             else:

@@ -152,9 +152,17 @@ def _exit_code(text: str) -> int | None:
     return int(code)
 
 
+def _ours(name: str, job_comment: str, name_prefix: str, comment: str) -> bool:
+    """The comment decides when the job has one; the name prefix only where the site drops comments
+    (so study "a" never claims the jobs of study "a-b")."""
+    if comment and job_comment not in ("", "(null)"):
+        return job_comment == comment
+    return bool(name_prefix) and name.startswith(name_prefix)
+
+
 def parse_squeue(output: str, *, name_prefix: str = "", comment: str = "") -> Parsed:
-    """Parse ``squeue -h -o SQUEUE_FORMAT`` output, keeping jobs whose name starts with ``name_prefix``
-    or whose comment equals ``comment`` (both empty: keep all)."""
+    """Parse ``squeue -h -o SQUEUE_FORMAT`` output, keeping the study's jobs: comment equal to ``comment``,
+    or (for jobs without a comment) name starting with ``name_prefix``. Both empty: keep all."""
     out = Parsed()
     n = len(SQUEUE_FIELDS)
     for raw in output.splitlines():
@@ -170,9 +178,7 @@ def parse_squeue(output: str, *, name_prefix: str = "", comment: str = "") -> Pa
         if not _JOB_ID.match(rec["job_id"]):
             out.problems.append(ParseProblem("squeue", line, f"job id {rec['job_id']!r} is not a Slurm job id"))
             continue
-        if (name_prefix or comment) and not (
-            (name_prefix and rec["name"].startswith(name_prefix)) or (comment and rec["comment"] == comment)
-        ):
+        if (name_prefix or comment) and not _ours(rec["name"], rec["comment"], name_prefix, comment):
             continue
         state = parse_state(rec["state"])
         if state is None:

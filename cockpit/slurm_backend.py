@@ -41,7 +41,7 @@ class SlurmBackend:
         """Connect as [cluster] says: an ~/.ssh/config Host alias, or host/port/user fields."""
         c = study.cluster
         target = resolve_target(
-            c.ssh_host, host=c.host, port=c.port if c.host else None, user=c.user,
+            c.ssh_host, host=c.host, port=c.port, user=c.user,
             identity_file=c.identity_file, known_hosts=c.known_hosts,
         )
         return cls(study, SshConnection(target), **kwargs)

@@ -50,7 +50,7 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "site": Key((str,), "generic"),
         "ssh_host": Key((str,)),
         "host": Key((str,)),
-        "port": Key((int,), 22, minimum=1),
+        "port": Key((int,), minimum=1),  # None: from ~/.ssh/config, else 22
         "user": Key((str,)),
         "known_hosts": Key((str,)),
         "identity_file": Key((str,)),
@@ -211,7 +211,7 @@ class Cluster:
     site: str
     ssh_host: str | None
     host: str | None
-    port: int
+    port: int | None
     user: str | None
     known_hosts: str | None
     identity_file: str | None

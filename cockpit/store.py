@@ -191,6 +191,41 @@ def _f(value: Any) -> float | None:
     return v if math.isfinite(v) else None
 
 
+class _Rows(list):
+    """A fully fetched result (so no cursor outlives the lock), with the cursor's lastrowid."""
+
+    lastrowid: int | None = None
+
+    def fetchone(self) -> Any:
+        return self[0] if self else None
+
+    def fetchall(self) -> list[Any]:
+        return list(self)
+
+
+class _LockedConnection:
+    """The sqlite3 connection behind one re-entrant lock: the TUI reads snapshots from a worker thread
+    while the runner writes from the event loop, and a transaction holds the lock from BEGIN to COMMIT."""
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock) -> None:
+        self._conn, self._lock = conn, lock
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> _Rows:
+        with self._lock:
+            cur = self._conn.execute(sql, args)
+            rows = _Rows(cur.fetchall())
+            rows.lastrowid = cur.lastrowid
+            return rows
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        with self._lock:
+            self._conn.executemany(sql, rows)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
 def _num(value: Any) -> float | None:
     """_f with a fast path for the common case of a finite float."""
     if type(value) is float and value - value == 0.0:
@@ -204,14 +239,15 @@ class StudyStore:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
         try:
-            self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+            self.db = _LockedConnection(conn, self._lock)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: not a usable cockpit store ({exc})") from exc
-        self._lock = threading.RLock()
         self._depth = 0
         self.live: dict[str, LiveStatus] = {}
         self.log_reader: LogReader | None = None
@@ -236,7 +272,7 @@ class StudyStore:
                     db.execute(f"PRAGMA user_version = {target}")
 
     @contextmanager
-    def tx(self) -> Iterator[sqlite3.Connection]:
+    def tx(self) -> Iterator[_LockedConnection]:
         """One transaction (BEGIN IMMEDIATE ... COMMIT), rolled back on error. Nested calls join the
         outer transaction, so a runner tick can update 1000 jobs with one commit."""
         with self._lock:

@@ -59,7 +59,10 @@ def load(s: Settings, d: Dist) -> Data:
     info = {"shard_dir": str(shard), "dataset": manifest.get("dataset"), "tokenizer": manifest.tokenizer,
             "tokenizer_params": manifest.get("params"), "train_records": train_records,
             "test_records": test_records, "train_windows": len(train_windows),
-            "test_windows": len(test_windows) if test_windows else 0}
+            "test_windows": len(test_windows) if test_windows else 0,
+            # when the launcher prepared the shards before the trainer started, prepare_s is only this
+            # run's up-to-date check; this is what building them took
+            "shards_built_in_s": (manifest.get("timing") or {}).get("wall_s")}
     if s.mode == "finetune":
         classes = list(manifest["beat_classes"] if s.task == "beat" else manifest["rhythm_classes"])
         counts = train_windows.class_counts()

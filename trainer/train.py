@@ -39,6 +39,11 @@ from trainer.timing import Breakdown, Clock, CommMeter, comm_hook, peak_memory_b
 log = logging.getLogger("hlm.train")
 
 
+# Settings a checkpoint can only be resumed with (they fix the data order, the model or the schedule).
+RESUME_KEYS = ("mode", "window", "batch_size", "grad_accum", "layers", "d_model", "heads", "seed", "steps",
+               "epochs", "lr", "warmup_steps", "task", "mask_ratio", "mask_span")
+
+
 class NonFiniteLoss(RuntimeError):
     """The loss or gradient norm became NaN/inf; continuing would only waste node-hours."""
 
@@ -223,7 +228,10 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
     if data is None:
         data = sources.load(s, d)
     ckpt_path = s.run_dir / rundir.CHECKPOINT_FILE
-    state = checkpoint.load(ckpt_path) if ckpt_path.exists() else None
+    try:
+        state = checkpoint.load(ckpt_path) if ckpt_path.exists() else None
+    except ValueError as exc:
+        raise ConfigError(f"{exc}; delete it to start the run over") from exc
     prog = Progress()
     prog.prepare_s = data.prepare_s
 
@@ -259,18 +267,7 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
     tokens_per_sample = s.window
 
     if state is not None:
-        if len(state["rng"]) != d.world:
-            raise ConfigError(f"{ckpt_path} was written by {len(state['rng'])} processes, this run has {d.world}: "
-                              "resume with the same layout, or delete the checkpoint to start over")
-        raw.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scaler.load_state_dict(state["scaler"])
-        prog = Progress(**state["progress"])
-        prog.resumes += 1
-        rngs = state["rng"]
-        checkpoint.set_rng_state(rngs[d.rank])
-        prev_exit = rundir.read_exit(s.run_dir) or {}
-        prog.checkpoint_s += float(prev_exit.get("checkpoint_save_s", 0.0))
+        prog = _restore(state, ckpt_path, s, d, raw, optimizer, scaler)
         prog.prepare_s += data.prepare_s
         log.info("resumed from %s at step %d/%d (T so far %.3f s)", ckpt_path, prog.step, total_steps,
                  prog.train_time_s)
@@ -328,12 +325,12 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
             scaler.update()
             optimizer.zero_grad(set_to_none=True)
             o1 = clock.mark()
-            last_loss = loss_sum.item()
+            last_loss, norm = torch.stack([loss_sum.float(), grad_norm.float()]).tolist()  # one device sync
             clock.sync()  # CUDA: every event above has completed, so intervals can be read
             fwd_bwd_s = sum(clock.elapsed(a, b) for a, b, _ in marks)
             comm_s = sum(clock.elapsed(r, b) for _, b, r in marks if r is not None)
             optimizer_s = clock.elapsed(o0, o1)
-            bad_grad = s.precision != "fp16" and not math.isfinite(grad_norm.item())
+            bad_grad = s.precision != "fp16" and not math.isfinite(norm)
             if not math.isfinite(last_loss) or bad_grad:
                 hint = "lower train.lr" + (", use bf16 instead of fp16" if s.precision == "fp16" else "")
                 raise NonFiniteLoss(
@@ -385,21 +382,17 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
                           {"step": prog.step, "total_steps": total_steps, "train_time_s": prog.train_time_s,
                            "checkpoint_save_s": save_s, "signal": stop_reason})
 
-    t0 = time.perf_counter()
-    evaluation = None
-    if s.eval and data.test is not None:
-        if data.classes:
-            evaluation = evaluate_classes(raw, data, d, s, autocast)
-        else:
-            evaluation = evaluate_masked(raw, data, d, s, autocast)
-    eval_s = time.perf_counter() - t0
-
+    # the final weights first: a failing evaluation must not lose them
     t0 = time.perf_counter()
     if d.is_main:
         checkpoint.save(s.run_dir / rundir.MODEL_FILE, {"model": raw.state_dict(), "model_config": raw.cfg.to_dict(),
                                                         "mode": s.mode, "data": data.info})
     distributed.barrier(d)
     prog.checkpoint_s += time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    evaluation = _evaluate(raw, data, d, s, autocast)
+    eval_s = time.perf_counter() - t0
 
     peak = peak_memory_bytes(d.device)
     if d.is_main:
@@ -447,14 +440,34 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
     return {"step": prog.step, "train_time_s": prog.train_time_s}
 
 
-def evaluate_classes(raw: HeartLanguageModel, data: sources.Data, d: Dist, s: Settings, autocast: Any) -> dict:
-    from trainer.evaluate import classify
+def _restore(state: dict[str, Any], path: Path, s: Settings, d: Dist, raw: torch.nn.Module,
+             optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler) -> Progress:
+    """Load a checkpoint into the model, optimizer, scaler and RNGs; refuse one from another layout."""
+    if len(state["rng"]) != d.world:
+        raise ConfigError(f"{path} was written by {len(state['rng'])} processes, this run has {d.world}: "
+                          "resume with the same layout, or delete the checkpoint to start over")
+    saved = state.get("settings", {})
+    for key in RESUME_KEYS:
+        if key in saved and saved[key] != getattr(s, key):
+            raise ConfigError(f"{path} was written with {key} = {saved[key]!r}, config.json now says "
+                              f"{getattr(s, key)!r}: restore it, or delete the checkpoint to start over")
+    raw.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    scaler.load_state_dict(state["scaler"])
+    checkpoint.set_rng_state(state["rng"][d.rank])
+    prog = Progress(**state["progress"])
+    prog.resumes += 1
+    previous = rundir.read_exit(s.run_dir) or {}  # the interrupted segment recorded its save time there
+    prog.checkpoint_s += float(previous.get("checkpoint_save_s", 0.0))
+    return prog
 
-    out = classify(raw, data.test, data.classes, d, s.batch_size, autocast)  # type: ignore[arg-type]
-    return {"split": "test", **out}
 
+def _evaluate(raw: HeartLanguageModel, data: sources.Data, d: Dist, s: Settings, autocast: Any) -> dict | None:
+    """Test-split scores: classification for fine-tune, masked-token loss for foundation."""
+    from trainer.evaluate import classify, masked_lm
 
-def evaluate_masked(raw: HeartLanguageModel, data: sources.Data, d: Dist, s: Settings, autocast: Any) -> dict:
-    from trainer.evaluate import masked_lm
-
-    return {"split": "test", **masked_lm(raw, data.test, d, s.batch_size, autocast)}  # type: ignore[arg-type]
+    if not s.eval or data.test is None:
+        return None
+    if data.classes:
+        return {"split": "test", **classify(raw, data.test, data.classes, d, s.batch_size, autocast)}
+    return {"split": "test", **masked_lm(raw, data.test, d, s.batch_size, autocast)}

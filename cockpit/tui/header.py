@@ -50,7 +50,7 @@ def status_text(snapshot: StudySnapshot | None, now: float) -> Text:
     if c.not_submitted:
         parts += [" · ", (f"{c.not_submitted} not submitted", "dim")]
     if snapshot.node_hours_budget is not None:
-        parts += ["  │ ", f"{snapshot.node_hours_used:.1f}/{snapshot.node_hours_budget:.0f} node-h"]
+        parts += ["  │ ", f"{snapshot.node_hours_used:.2f}/{snapshot.node_hours_budget:.2f} node-h"]
     return Text.assemble(*parts)
 
 

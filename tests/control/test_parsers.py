@@ -40,6 +40,16 @@ def test_squeue_fields_and_filter():
     assert parsed.problems == []
 
 
+def test_comment_decides_over_the_name_prefix():
+    out = (
+        "1|RUNNING|0:01|5:00|1|n|u|None|a-c1|hlm-study-aaaa\n"
+        "2|RUNNING|0:01|5:00|1|n|u|None|a-b-c2|hlm-study-bbbb\n"  # study "a-b": same prefix, other comment
+        "3|RUNNING|0:01|5:00|1|n|u|None|a-c3|(null)\n"  # a site that drops comments: the name decides
+    )
+    parsed = parse_squeue(out, name_prefix="a-", comment="hlm-study-aaaa")
+    assert [j.job_id for j in parsed.jobs] == ["1", "3"]
+
+
 def test_comment_with_separator_stays_in_last_field():
     parsed = parse_squeue("7|RUNNING|0:01|5:00|1|n1|u|None|s-x|a|b|c\n")
     assert parsed.jobs[0].comment == "a|b|c" and parsed.jobs[0].name == "s-x"

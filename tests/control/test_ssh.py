@@ -161,3 +161,21 @@ async def test_follower_resumes_at_the_committed_offset(sshd_server):
     finally:
         await follower.close()
         await conn.close()
+
+
+async def test_proxy_jump_is_checked_as_strictly(sshd_server, tmp_path):
+    target = resolve_target("hlm-test-via-jump", ssh_config=sshd_server.ssh_config)
+    assert target.jump is not None and target.jump.port == sshd_server.port
+    conn = SshConnection(target)
+    try:
+        res = await conn.run("echo $SSH_CONNECTION")
+        assert res.stdout.split()[0] == "127.0.0.1"  # the hop arrives from the jump host's forwarding
+        assert conn._jump is not None and conn._jump.connected
+    finally:
+        await conn.close()
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    strict = resolve_target("hlm-test-via-jump", ssh_config=sshd_server.ssh_config, known_hosts=str(empty))
+    assert strict.jump is not None and strict.jump.known_hosts == str(empty)
+    with pytest.raises(HostKeyError, match="UNKNOWN HOST KEY"):
+        await SshConnection(strict).connection()

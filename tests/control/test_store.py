@@ -170,3 +170,53 @@ def test_metrics_are_downsampled_over_the_whole_run(store: StudyStore):
     assert steps == sorted(steps) and {p.rank for p in curve} == {0}
     assert {b - a for a, b in zip(steps[:-2], steps[1:-1], strict=True)} == {10}  # evenly spread
     assert len(store.metrics(key, "c", rank=None, limit=5000)) == 2000
+
+
+def test_snapshots_from_another_thread_while_ingesting(store: StudyStore):
+    import threading
+
+    key = store.ensure_study("s", "x")
+    store.upsert_configs(key, _configs(1))
+    row = store.record_intent(key, "c0")
+    store.record_submitted(row, "1")
+    store.set_job_state(row, "running")
+    errors: list[BaseException] = []
+    seen: list[int] = []
+    stop = threading.Event()
+
+    def reader() -> None:
+        try:
+            while not stop.is_set():
+                points = store.snapshot("s").metrics.get("c0", [])
+                if points:
+                    seen.append(points[-1].step)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    for batch in range(50):
+        records = [{"t": batch * 10.0 + i, "step": batch * 10 + i, "rank": 0} for i in range(10)]
+        store.ingest(key, "c0", "metrics.jsonl", records, (batch + 1) * 100, 0)
+    stop.set()
+    thread.join()
+    assert errors == [] and seen and seen == sorted(seen)  # never backwards
+    assert all(step % 10 == 9 for step in seen)  # never half a batch
+    assert store.metric_count(key, "c0") == 500 and store.get_offset(key, "c0", "metrics.jsonl") == (5000, 0)
+
+
+def test_an_older_store_is_migrated_in_place(tmp_path: Path, monkeypatch):
+    import cockpit.store as mod
+
+    path = tmp_path / "old.sqlite"
+    old = StudyStore(path)
+    key = old.ensure_study("s", "x")
+    old.record_intent(key, "c0")
+    old.close()
+    monkeypatch.setattr(mod, "MIGRATIONS", [*mod.MIGRATIONS, "ALTER TABLE jobs ADD COLUMN note TEXT DEFAULT ''"])
+    monkeypatch.setattr(mod, "SCHEMA_VERSION", len(mod.MIGRATIONS))
+    new = StudyStore(path)
+    assert new.schema_version() == SCHEMA_VERSION + 1
+    assert [j.config_id for j in new.jobs(new.study_key("s"))] == ["c0"]  # data kept
+    assert new.db.execute("SELECT note FROM jobs").fetchone() == ("",)
+    new.close()

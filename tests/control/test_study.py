@@ -23,6 +23,7 @@ from cockpit.analysis import results_frame, scaling_table
 from cockpit.runner import BudgetExceeded, StudyRunner
 from cockpit.slurm import AdaptiveInterval
 from cockpit.slurm_backend import SlurmBackend
+from cockpit.snapshot import ConnectionState
 from cockpit.spec import load_study
 from cockpit.store import StudyStore
 from trainer.rundir import read_jsonl, read_result
@@ -49,6 +50,8 @@ async def test_three_configurations_over_ssh_with_a_dropped_connection(make_stud
     store = StudyStore(tmp_path / "cockpit.sqlite")
     backend = SlurmBackend.from_study(study, follow_interval_s=0.3)
     runner = StudyRunner(study, backend, store, interval=FAST)
+    states: list[ConnectionState] = []
+    backend.connection.listeners.append(lambda state, detail: states.append(state))
     ticks = 0
     killed_at_metrics = None
 
@@ -65,6 +68,7 @@ async def test_three_configurations_over_ssh_with_a_dropped_connection(make_stud
         await runner.close()
     assert killed_at_metrics is not None, "the connection was never killed while metrics streamed"
     assert backend.connection.connects >= 2
+    assert ConnectionState.RECONNECTING in states  # what the header showed during the gap
 
     snap = store.snapshot(name)
     assert [c.state for c in snap.configs] == ["completed"] * 3, snap.problems
@@ -100,6 +104,7 @@ sys.path.insert(0, {repo!r})
 from pathlib import Path
 from cockpit.runner import StudyRunner
 from cockpit.slurm_backend import SlurmBackend
+from cockpit.snapshot import ConnectionState
 from cockpit.spec import load_study
 from cockpit.store import StudyStore
 

@@ -13,8 +13,8 @@
 #   - creates the test user $HLM_TEST_USER when missing (password field '*': no password, keys allowed);
 #   - `chmod o+x` on every directory above the Python interpreter (e.g. /root, which is 0700 when Python
 #     lives under /root/.pyenv), so the test user can execute the project's Python;
-#   - writes ~$HLM_TEST_USER/.hlm_env (PATH with that interpreter, SLURM_CONF) and sources it from the
-#     user's ~/.bash_profile and ~/.bashrc, so batch scripts (`bash -l`) and SSH commands find both;
+#   - writes ~$HLM_TEST_USER/.hlm_env (PATH with that interpreter) and sources it from the user's
+#     ~/.bash_profile and ~/.bashrc, so batch scripts (`bash -l`) and SSH commands find it;
 #   - points /etc/slurm/slurm.conf at the generated file when that path is free, so `sbatch` works
 #     without SLURM_CONF too (clients that set SLURM_CONF, like the test fixtures, do not depend on it).
 #
@@ -88,23 +88,22 @@ all_nodes_up() {
     [[ $(grep -cE ' (idle|mix|alloc)$' <<<"$states") -eq $HLM_SLURM_NODES ]]
 }
 
-stop_pidfile() {
-    local f=$1 pid
-    [[ -s "$f" ]] || return 0
-    pid=$(cat "$f")
-    if kill -0 "$pid" 2>/dev/null; then
-        kill "$pid"
-        for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-        kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
-    fi
-    rm -f "$f"
-}
-
 down() {
-    local f
-    for f in "$dir"/run/slurmd*.pid; do stop_pidfile "$f"; done
-    stop_pidfile "$dir/run/slurmctld.pid"
-    stop_pidfile "$dir/run/munged.pid"
+    # SIGTERM to every daemon first, then wait for each (they shut down in parallel); SIGKILL after 10 s.
+    local f pid pids=()
+    for f in "$dir"/run/slurmd*.pid "$dir/run/slurmctld.pid" "$dir/run/munged.pid"; do
+        [[ -s "$f" ]] || continue
+        pid=$(cat "$f")
+        if kill -0 "$pid" 2>/dev/null; then
+            kill "$pid" && pids+=("$pid")
+        fi
+        rm -f "$f"
+    done
+    for pid in "${pids[@]}"; do
+        for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+        kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+    done
+    return 0
 }
 
 ensure_user() {
@@ -134,11 +133,13 @@ expose_python() {
     home=$(getent passwd "$user" | cut -d: -f6)
     [[ -d "$home" ]] || { mkdir -p "$home"; chown "$user:" "$home"; }
     envfile=$home/.hlm_env
-    cat > "$envfile" <<EOF
-# Written by tests/infra/slurm.sh: the project's Python and the test Slurm for this user.
-export PATH="$bin:\$PATH"
-export SLURM_CONF="\${SLURM_CONF:-$conf}"
-EOF
+    {
+        echo "# Written by tests/infra/slurm.sh: the project's Python (and the test Slurm) for this user."
+        echo "export PATH=\"$bin:\$PATH\""
+        # Without /etc/slurm the clients need SLURM_CONF; otherwise /etc/slurm/slurm.conf links the first
+        # test cluster, and a second one (other HLM_SLURM_DIR) must not redirect this user's commands.
+        [[ -d /etc/slurm ]] || echo "export SLURM_CONF=\"\${SLURM_CONF:-$conf}\""
+    } > "$envfile"
     chown "$user:" "$envfile"
     local rc
     for rc in .bash_profile .bashrc; do

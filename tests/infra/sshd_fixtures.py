@@ -29,7 +29,7 @@ class Sshd:
     key: Path
     known_hosts: Path
     pid: int
-    ssh_config: Path  # a config file with `Host hlm-test` pointing at this server
+    ssh_config: Path  # `Host hlm-test` (this server) and `Host hlm-test-via-jump` (the same, through itself)
 
     def target(self, **overrides):
         """An SshTarget for this server (cockpit.ssh), with strict host keys from its known_hosts."""
@@ -109,6 +109,9 @@ def start_sshd(state_dir: Path, port: int | None = None) -> Sshd:
     cfg.write_text(
         f"Host hlm-test\n  HostName 127.0.0.1\n  Port {env['SSHD_PORT']}\n  User {env['SSHD_USER']}\n"
         f"  IdentityFile {env['SSHD_KEY']}\n  IdentitiesOnly yes\n  UserKnownHostsFile {env['SSHD_KNOWN_HOSTS']}\n"
+        f"Host hlm-test-via-jump\n  HostName 127.0.0.1\n  Port {env['SSHD_PORT']}\n  User {env['SSHD_USER']}\n"
+        f"  IdentityFile {env['SSHD_KEY']}\n  IdentitiesOnly yes\n  UserKnownHostsFile {env['SSHD_KNOWN_HOSTS']}\n"
+        f"  ProxyJump hlm-test\n"
     )
     return Sshd(state_dir, int(env["SSHD_PORT"]), env["SSHD_USER"], Path(env["SSHD_KEY"]),
                 Path(env["SSHD_KNOWN_HOSTS"]), int(env["SSHD_PID"]), cfg)

@@ -1,5 +1,6 @@
 """Rendered batch scripts submitted to the real test Slurm, running the real trainer on CPU: 1 node x 2
-workers on 2 fake GPUs (gloo), the time-limit signal -> checkpoint -> requeue -> resume, and scancel."""
+workers on 2 fake GPUs (gloo) and 2 nodes x 1 worker (srun + c10d rendezvous), the time-limit signal ->
+checkpoint -> requeue -> resume, and scancel."""
 
 from __future__ import annotations
 
@@ -86,24 +87,14 @@ def _log(run_dir: Path, job: str) -> str:
     return "\n".join(parts)
 
 
-def test_rendered_job_trains_on_two_fake_gpus(slurm_cluster) -> None:
-    study, cfg, run_dir, job = _submit(slurm_cluster, "complete", steps=20)
-    info = slurm_cluster.wait(job, timeout=240)
-    assert info["JobState"] == "COMPLETED", _log(run_dir, job)
-    result = rundir.read_result(run_dir)
-    assert result is not None and result["status"] == "completed"
-    assert result["world_size"] == 2 and result["timing"]["steps"] == 20
-    assert result["timing"]["launch_time_source"] == "HLM_LAUNCH_TIME"
-    assert rundir.read_exit(run_dir)["code"] == 0
-    config = json.loads((run_dir / rundir.CONFIG_FILE).read_text())
-    assert config == {"schema_version": rundir.SCHEMA_VERSION, **study.run_config(cfg)}
-    out = (run_dir / f"slurm-{job}.out").read_text()
-    assert "trainer exit code 0" in out
-
-
-def test_time_limit_signal_checkpoints_requeues_and_resumes(slurm_cluster) -> None:
+@pytest.mark.parametrize(("nodes", "gpus"), [(1, 2), (2, 1)], ids=["1N2G", "2N1G"])
+def test_time_limit_signal_checkpoints_requeues_and_resumes(slurm_cluster, nodes: int, gpus: int) -> None:
+    """1N2G: torchrun in the batch shell. 2N1G: srun starts one torchrun per node, joined by c10d
+    rendezvous at the head node; the signal must reach the workers through the job step, not srun."""
+    if nodes > slurm_cluster.nodes:
+        pytest.skip(f"the test cluster has {slurm_cluster.nodes} node(s) (HLM_SLURM_NODES)")
     steps = 300
-    _study, _cfg, run_dir, job = _submit(slurm_cluster, "requeue", steps=steps)
+    study, cfg, run_dir, job = _submit(slurm_cluster, f"requeue{nodes}n", steps=steps, nodes=nodes, gpus=gpus)
     _wait_for_step(slurm_cluster, job, run_dir, 10)
     # What Slurm sends `signal_seconds` before the time limit (--signal=B:USR1@S): USR1 to the batch shell.
     slurm_cluster.scancel(job, "--signal=USR1", "--batch")
@@ -121,12 +112,18 @@ def test_time_limit_signal_checkpoints_requeues_and_resumes(slurm_cluster) -> No
     slurm_cluster.run(["scontrol", "update", f"JobId={job}", "StartTime=now+2"])
     info = slurm_cluster.wait(job, timeout=240)
     assert info["JobState"] == "COMPLETED", _log(run_dir, job)
+    assert info["NumNodes"] == str(nodes)
     result = rundir.read_result(run_dir)
     assert result["status"] == "completed" and result["timing"]["steps"] == steps
+    assert result["world_size"] == nodes * gpus and result["nodes"] == nodes
     assert result["timing"]["resumes"] == 1
     assert result["timing"]["train_time_s"] > first["train_time_s"]
+    assert result["timing"]["launch_time_source"] == "HLM_LAUNCH_TIME"
+    assert rundir.read_exit(run_dir)["code"] == 0
+    config = json.loads((run_dir / rundir.CONFIG_FILE).read_text())
+    assert config == {"schema_version": rundir.SCHEMA_VERSION, **study.run_config(cfg)}
     out = (run_dir / f"slurm-{job}.out").read_text()
-    assert "attempt 1 " in out and "attempt 2 " in out
+    assert "attempt 1 " in out and "attempt 2 " in out and "trainer exit code 0" in out
 
 
 def test_scancel_stops_the_job_without_requeue(slurm_cluster) -> None:
@@ -136,14 +133,3 @@ def test_scancel_stops_the_job_without_requeue(slurm_cluster) -> None:
     info = slurm_cluster.wait(job, timeout=60)
     assert info["JobState"] == "CANCELLED" and info["Restarts"] == "0", info
 
-
-def test_two_node_job_rendezvous_through_srun(slurm_cluster) -> None:
-    """2 nodes x 1 worker: srun starts one torchrun per node, joined by c10d rendezvous at the head node."""
-    if slurm_cluster.nodes < 2:
-        pytest.skip("the test cluster has one node (HLM_SLURM_NODES=1)")
-    _study, _cfg, run_dir, job = _submit(slurm_cluster, "twonode", steps=10, nodes=2, gpus=1)
-    info = slurm_cluster.wait(job, timeout=240)
-    assert info["JobState"] == "COMPLETED", _log(run_dir, job)
-    assert info["NumNodes"] == "2"
-    result = rundir.read_result(run_dir)
-    assert result["status"] == "completed" and result["world_size"] == 2 and result["nodes"] == 2

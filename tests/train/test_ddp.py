@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import torch
-import torch.multiprocessing as mp
 
-from tests.train.tiny import VOCAB, spawn_rank, tiny_data, tiny_settings
+from tests.train.tiny import VOCAB, spawn_world, tiny_data, tiny_settings
 from trainer import checkpoint, rundir
 from trainer.model import HeartLanguageModel, ModelConfig
 from trainer.train import run
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def weights(run_dir: Path) -> dict[str, torch.Tensor]:
@@ -28,7 +20,7 @@ def test_two_process_steps_equal_one_process_on_doubled_batch(tmp_path: Path) ->
     one, two = tmp_path / "one", tmp_path / "two"
     s = tiny_settings(one, batch_size=8, steps=3)
     assert run(s, tiny_data(s)) == rundir.EXIT_OK
-    mp.spawn(spawn_rank, args=(2, free_port(), str(two), {"batch_size": 4, "steps": 3}), nprocs=2, join=True)
+    spawn_world(2, two, {"batch_size": 4, "steps": 3})
 
     w1, w2 = weights(one), weights(two)
     assert w1.keys() == w2.keys()

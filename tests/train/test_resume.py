@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-import torch.multiprocessing as mp
 
-from tests.train.test_ddp import free_port, weights
-from tests.train.tiny import spawn_rank, tiny_data, tiny_settings
+from tests.train.test_ddp import weights
+from tests.train.tiny import spawn_world, tiny_data, tiny_settings
 from trainer import rundir
 from trainer.train import run
 
@@ -51,11 +50,10 @@ def test_signal_on_one_rank_stops_both_at_the_same_step_and_resumes(tmp_path: Pa
     """
     pair, single = tmp_path / "pair", tmp_path / "single"
     opts = {"batch_size": 2, "grad_accum": 2, "steps": 6}
-    mp.spawn(spawn_rank, args=(2, free_port(), str(pair), opts, {1: 4 * 2 + 1}, rundir.EXIT_CHECKPOINTED),
-             nprocs=2, join=True)
+    spawn_world(2, pair, opts, {1: 4 * 2 + 1}, rundir.EXIT_CHECKPOINTED)
     info = rundir.read_exit(pair)
     assert info["code"] == 75 and 3 <= info["step"] < 6 and info["world_size"] == 2
-    mp.spawn(spawn_rank, args=(2, free_port(), str(pair), opts), nprocs=2, join=True)
+    spawn_world(2, pair, opts)
 
     s = tiny_settings(single, batch_size=8, steps=6)
     assert run(s, tiny_data(s)) == rundir.EXIT_OK
@@ -63,3 +61,18 @@ def test_signal_on_one_rank_stops_both_at_the_same_step_and_resumes(tmp_path: Pa
     for key in a:
         torch.testing.assert_close(b[key], a[key], rtol=1e-5, atol=1e-6, msg=f"parameter {key} differs")
     assert rundir.read_result(pair)["timing"]["resumes"] == 1
+
+
+def test_resume_refuses_a_changed_config_or_a_damaged_checkpoint(tmp_path: Path) -> None:
+    s = tiny_settings(tmp_path, **OPTS)
+    assert run(s, tiny_data(s, n=24, signal_at=6)) == rundir.EXIT_CHECKPOINTED
+    s = tiny_settings(tmp_path, **{**OPTS, "batch_size": 8})
+    assert run(s, tiny_data(s, n=24)) == rundir.EXIT_USAGE
+    message = rundir.read_exit(tmp_path)["message"]
+    assert "checkpoint.pt was written with batch_size = 4, config.json now says 8" in message
+
+    (tmp_path / rundir.CHECKPOINT_FILE).write_bytes(b"not a checkpoint")
+    s = tiny_settings(tmp_path, **OPTS)
+    assert run(s, tiny_data(s, n=24)) == rundir.EXIT_USAGE
+    message = rundir.read_exit(tmp_path)["message"]
+    assert "checkpoint.pt: cannot be read as a checkpoint" in message and "delete it" in message

@@ -183,3 +183,12 @@ def test_epochs_and_launch_time_accounting(tmp_path: Path, monkeypatch: pytest.M
     assert t["steps"] == 9 and t["epochs"] == 1.5 and t["samples"] == 36
     assert t["launch_time_source"] == "HLM_LAUNCH_TIME" and t["startup_s"] >= 100.0 and t["wall_s"] >= 100.0
     assert 0 < t["first_step_s"] <= t["train_time_s"]
+
+
+def test_trainer_package_and_settings_stay_torch_free() -> None:
+    """The cockpit imports trainer.rundir on a laptop without torch."""
+    import subprocess
+    import sys
+
+    code = "import sys, trainer, trainer.rundir, trainer.settings; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2]).returncode == 0

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 from pathlib import Path
 from typing import Any
 
 import torch
+import torch.multiprocessing as mp
 from torch.utils.data import Dataset
 
+from trainer import rundir
 from trainer.batches import LabelledWindows, MaskedWindows
 from trainer.settings import Settings, validate
 from trainer.sources import Data
@@ -85,3 +88,23 @@ def spawn_rank(rank: int, world: int, port: int, run_dir: str, overrides: dict[s
     code = run(s, tiny_data(s, signal_at=(signal_at or {}).get(rank, 0)))
     if code != expect:
         raise SystemExit(f"rank {rank} exited with {code}, expected {expect}")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def spawn_world(world: int, run_dir: Path, overrides: dict[str, Any], signal_at: dict[int, int] | None = None,
+                expect: int = 0) -> None:
+    """Run `world` ranks with torch.multiprocessing; retried when the free port was taken in between."""
+    for attempt in range(3):
+        try:
+            mp.spawn(spawn_rank, args=(world, free_port(), str(run_dir), overrides, signal_at, expect),
+                     nprocs=world, join=True)
+            return
+        except mp.ProcessExitedException:
+            info = rundir.read_exit(run_dir) or {}
+            if "EADDRINUSE" not in str(info.get("message")) or attempt == 2:
+                raise

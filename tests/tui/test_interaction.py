@@ -120,7 +120,8 @@ async def test_cancel_asks_first_and_only_yes_acts(recorded):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("2")
         table = app.query_one(QueueView).table
-        running = next(i for i, r in enumerate(table.shown) if r.key == "local-7")
+        job_id = next(j.job_id for j in app.snapshot.jobs if j.state == "running")
+        running = next(i for i, r in enumerate(table.shown) if r.key == job_id)
         await pilot.press(*["down"] * running)
         await pilot.press("c")
         await pilot.pause()
@@ -132,7 +133,7 @@ async def test_cancel_asks_first_and_only_yes_acts(recorded):
         await pilot.pause()
         await pilot.press("y")
         await app.workers.wait_for_complete()
-        assert controller.actions == [("cancel", "local-7")]
+        assert controller.actions == [("cancel", job_id)]
 
 
 async def test_cancel_refused_for_finished_job(recorded):

@@ -1,0 +1,94 @@
+"""The TUI driving a real study: plan -> confirm -> the runner starts real trainer jobs with the local
+executor; a pending job is cancelled from the queue view (with confirmation) and the scaling view shows the
+finished run's numbers as they arrive."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from cockpit.commands._study import open_session
+from cockpit.spec import load_study
+from cockpit.tui.app import CockpitApp
+from cockpit.tui.confirm import ConfirmScreen
+from cockpit.tui.live import LiveController
+from cockpit.tui.plan import PlanScreen
+from cockpit.tui.queue import QueueView
+from cockpit.tui.scaling import ScalingView
+
+STUDY = """
+[study]
+name = "live-tui"
+[cluster]
+kind = "local"
+gpus_per_node = 2
+max_concurrent_jobs = 1
+workdir = "{workdir}"
+[data.datasets.synthetic]
+synthetic = true
+records = 4
+seconds = 60
+[model]
+layers = 1
+d_model = 16
+heads = 2
+[train]
+steps = 20
+batch_size = 4
+window = 64
+device = "cpu"
+eval = false
+metrics_interval_s = 0.2
+[sweep]
+gpus_per_node = [1, 2]
+"""
+
+
+async def wait_for(pilot, condition, timeout: float = 120.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "the live study did not get there in time"
+        await pilot.pause(0.2)
+
+
+async def test_plan_submit_cancel_and_follow_a_real_local_study(tmp_path: Path):
+    spec = tmp_path / "study.toml"
+    spec.write_text(STUDY.format(workdir=tmp_path / "work"))
+    study = load_study(spec)
+    session = open_session(study)
+    controller = LiveController(session)
+    app = CockpitApp(controller, poll_interval=0.3, offer_plan=True)
+    baseline, pair = (c.config_id for c in study.runnable())
+    async with app.run_test(size=(150, 36)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, PlanScreen))
+        assert [line.status for line in app.screen.plan.lines] == ["submit", "submit"]
+        await pilot.press("y")
+
+        def states() -> dict[str, str]:
+            snap = app.snapshot
+            return {c.config_id: c.state for c in snap.configs} if snap else {}
+
+        # one slot: the baseline runs, the 2-worker run waits; cancel the waiting one from the queue
+        await wait_for(pilot, lambda: states().get(pair) == "pending" and len(app.snapshot.jobs) == 2)
+        await pilot.press("2")
+        await pilot.pause()
+        table = app.query_one(QueueView).table
+        index = next(i for i, r in enumerate(table.shown) if app.snapshot.config(pair).job_id == r.key)
+        table.move_cursor(row=index)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: states().get(pair) == "cancelled")
+
+        await wait_for(pilot, lambda: states().get(baseline) == "completed", timeout=180)
+        await pilot.press("1")
+        await pilot.pause()
+        row = app.snapshot.config(baseline)
+        assert row.train_time_s and row.train_time_s > 0 and row.speedup == 1.0
+        shown = {r.key: r.cells for r in app.query_one(ScalingView).table.shown}
+        assert shown[baseline][8].plain == f"{row.train_time_s:.1f}"
+        assert str(shown[pair][7]) == "cancelled"
+        await app.workers.wait_for_complete()
+    await controller.close()
+    assert session.store.path.exists()
