@@ -173,9 +173,11 @@ def run(s: Settings, data: sources.Data | None = None) -> int:
     """Train one rank to completion or interruption; returns the process exit code (see rundir.EXIT_*)."""
     launch, launch_source = provenance.launch_time()
     s.run_dir.mkdir(parents=True, exist_ok=True)
+    threads_before, omp_before = torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS")
     d = Dist()
     handler = None
-    code, message, extra = rundir.EXIT_OK, "", {}
+    # anything that escapes the handlers below (KeyboardInterrupt, SystemExit) is recorded as a failure
+    code, message, extra = 1, "interrupted before the end (KeyboardInterrupt or exit)", {}
     try:
         try:
             d = distributed.setup(s.device)
@@ -184,7 +186,7 @@ def run(s: Settings, data: sources.Data | None = None) -> int:
         handler = _setup_logging(s.run_dir, d)
         with StopSignal() as stop:  # from here on a signal never kills the rank without an exit.json
             extra = _train(s, d, data, launch, launch_source, stop)
-        message = "training completed"
+        code, message = rundir.EXIT_OK, "training completed"
     except Interrupted as exc:
         code, message, extra = rundir.EXIT_CHECKPOINTED, exc.args[0], exc.args[1]
     except ConfigError as exc:
@@ -207,6 +209,9 @@ def run(s: Settings, data: sources.Data | None = None) -> int:
         if code not in (rundir.EXIT_OK, rundir.EXIT_CHECKPOINTED):
             print(f"hlm-train: {message}", file=sys.stderr, flush=True)
         distributed.teardown(d)
+        torch.set_num_threads(threads_before)  # the caller may be a longer-lived process (tests, notebooks)
+        if omp_before is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
         if handler is not None:
             logging.getLogger("hlm").removeHandler(handler)
             handler.close()

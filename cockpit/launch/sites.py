@@ -26,7 +26,6 @@ _KEYS: dict[str, tuple[type | tuple[type, ...], Any]] = {
     "gpus_per_node": (int, 0),
     "cores_per_node": (int, 0),
     "numa_nodes": (int, 0),
-    "gres_style": (str, "gpus-per-node"),
     "container_runtime": (str, "apptainer"),
     "container_modules": (list, []),
     "max_requeues": (int, 5),
@@ -56,7 +55,6 @@ class Site:
     gpus_per_node: int = 0
     cores_per_node: int = 0
     numa_nodes: int = 0
-    gres_style: str = "gpus-per-node"
     container_runtime: str = "apptainer"
     container_modules: tuple[str, ...] = ()
     max_requeues: int = 5
@@ -126,8 +124,6 @@ def parse_site(text: str, source: str) -> Site:
             raise SiteError(f"{source}: [site.env].{name} must be a string or number, found {value!r}")
         env[name] = str(value)
     values["env"] = env
-    if values["gres_style"] not in ("gpus-per-node", "gres"):
-        raise SiteError(f"{source}: [site].gres_style must be 'gpus-per-node' or 'gres', found {values['gres_style']!r}")
     return Site(source=source, **values)
 
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# A real single-node Slurm on loopback for the launch and control-plane tests.
+# A real Slurm on loopback for the launch and control-plane tests (this host, plus extra slurmd "nodes").
 #
 #   tests/infra/slurm.sh up      start munged + slurmctld + one slurmd per node (no-op when already up)
 #   tests/infra/slurm.sh down    stop them by their pid files
-#   tests/infra/slurm.sh status  exit 0 when all three run and the node is usable, else 1
+#   tests/infra/slurm.sh status  exit 0 when every daemon runs and every node is usable, else 1
 #   tests/infra/slurm.sh env     print the KEY=VALUE lines a client needs (SLURM_CONF, user, ...)
 #
 # Installs nothing: the Debian packages slurmctld slurmd slurm-client munge must already be there.
@@ -12,13 +12,15 @@
 # Changes it makes outside that directory, so that jobs can run as an unprivileged user:
 #   - creates the test user $HLM_TEST_USER when missing (password field '*': no password, keys allowed);
 #   - `chmod o+x` on every directory above the Python interpreter (e.g. /root, which is 0700 when Python
-#     lives under /root/.pyenv), so the test user can execute the project's Python;
+#     lives under /root/.pyenv) and above this checkout, so the test user can run the project's Python
+#     and import the project (it warns when the checkout itself is not readable by others);
 #   - writes ~$HLM_TEST_USER/.hlm_env (PATH with that interpreter) and sources it from the user's
 #     ~/.bash_profile and ~/.bashrc, so batch scripts (`bash -l`) and SSH commands find it;
 #   - points /etc/slurm/slurm.conf at the generated file when that path is free, so `sbatch` works
 #     without SLURM_CONF too (clients that set SLURM_CONF, like the test fixtures, do not depend on it).
 #
-# Nodes: the first node is this host (partition $HLM_SLURM_PARTITION, the default, holds only it); with
+# Nodes: the first node is this host (partition $HLM_SLURM_PARTITION, the default, holds only it: a
+# single-node cluster for every test that does not ask for more); with
 # HLM_SLURM_NODES=N > 1 (default 2) nodes <host>-2..N run as extra slurmd daemons on this host (ports
 # $HLM_SLURM_D_PORT+i) and partition $HLM_SLURM_MULTI_PARTITION holds all of them, for multi-node jobs.
 #
@@ -30,9 +32,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=env.sh
 source "$here/env.sh"
 
-: "${HLM_SLURM_GPUS:=4}"          # fake GPUs on the node
-: "${HLM_SLURM_CPUS:=}"           # CPUs the node declares (default: what `slurmd -C` reports)
-: "${HLM_SLURM_PARTITION:=debug}" # name of the single, default partition
+: "${HLM_SLURM_GPUS:=4}"          # fake GPUs per node
+: "${HLM_SLURM_CPUS:=}"           # CPUs each node declares (default: what `slurmd -C` reports)
+: "${HLM_SLURM_PARTITION:=debug}" # the default partition (this host only)
 : "${HLM_SLURM_CTLD_PORT:=6817}"
 : "${HLM_SLURM_D_PORT:=6818}"     # first node's slurmd port; node i uses this + i - 1
 : "${HLM_SLURM_NODES:=2}"         # slurmd daemons (nodes) on this host
@@ -117,18 +119,28 @@ ensure_user() {
     fi
 }
 
-expose_python() {
-    # Make every directory above the interpreter traversable (o+x only: nothing becomes listable).
-    local bin d
-    bin=$(python_bin_dir)
-    d=$bin
+traversable() {
+    # Make a directory and every one above it traversable by others (o+x only: nothing becomes listable).
+    local d=$1 why=$2
     while [[ "$d" != / ]]; do
         if [[ $(( 0$(stat -c '%a' "$d") & 1 )) -eq 0 ]]; then
-            echo "slurm.sh: chmod o+x $d (so $user can run $bin/python)" >&2
+            echo "slurm.sh: chmod o+x $d (so $user can $why)" >&2
             chmod o+x "$d"
         fi
         d=$(dirname "$d")
     done
+}
+
+expose_python() {
+    local bin repo
+    bin=$(python_bin_dir)
+    traversable "$bin" "run $bin/python"
+    # The jobs import the project from this checkout (editable install or PYTHONPATH).
+    repo=$(cd "$here/../.." && pwd)
+    traversable "$repo" "read the project in $repo"
+    if [[ $(( 0$(stat -c '%a' "$repo") & 4 )) -eq 0 ]]; then
+        echo "slurm.sh: warning: $repo is not readable by others; $user's jobs cannot import the project" >&2
+    fi
     local home envfile
     home=$(getent passwd "$user" | cut -d: -f6)
     [[ -d "$home" ]] || { mkdir -p "$home"; chown "$user:" "$home"; }

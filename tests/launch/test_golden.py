@@ -68,6 +68,7 @@ def test_resources_follow_the_configuration(nodes: int, gpus: int) -> None:
     else:
         assert "--rdzv-backend c10d" in text and 'scontrol show hostnames "$SLURM_JOB_NODELIST"' in text
         assert f"--cpus-per-task=$(( SLURM_CPUS_PER_TASK * {gpus} ))" in text
+        assert '--nodes="$SLURM_NNODES" --ntasks="$SLURM_NNODES" --ntasks-per-node=1' in text
 
 
 def test_generic_site_uses_gres_hint_and_expanding_paths() -> None:

@@ -77,3 +77,12 @@ def test_a_study_may_bring_its_own_profile(tmp_path: Path) -> None:
     text = render_script(study, study.matrix()[0])
     assert "module load singularity/4" in text and "module load Apptainer" not in text
     assert "export NCCL_IB_DISABLE=1" in text and ">= 2 ))" in text
+
+
+def test_a_configuration_larger_than_a_node_is_refused(tmp_path: Path) -> None:
+    raw = tomllib.loads((HERE / "studies" / "meluxina.toml").read_text())
+    raw["train"]["cpus_per_task"] = 64
+    study = parse_study(raw, tmp_path / "meluxina.toml")
+    cfg = next(c for c in study.matrix() if c.gpus_per_node == 4)
+    with pytest.raises(SiteError, match=r"needs 256 cores per node but \[cluster\]\.cores_per_node is 128"):
+        render_script(study, cfg)

@@ -1,0 +1,73 @@
+"""`cockpit demo`: the study it runs (built from examples/local-demo.toml) and its argument checks.
+
+The full run (4 real trainings) is what `cockpit demo --headless` does; its path — runner, local executor,
+report — is exercised by tests/report/test_headless_local.py and tests/tui/test_live.py with smaller
+studies, to keep the suite fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from cockpit.cli import main as cli
+from cockpit.commands import demo
+from cockpit.spec import parse_study
+
+
+def args(tmp_path: Path, *extra: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    demo.add_arguments(parser)
+    return parser.parse_args(["--workdir", str(tmp_path), *extra])
+
+
+def test_demo_study_is_the_example_on_this_machine(tmp_path: Path):
+    a = args(tmp_path, "--steps", "50")
+    study = parse_study(demo.demo_raw(a), tmp_path / "local-demo.toml")
+    assert demo.EXAMPLE.exists()
+    assert study.cluster.kind == "local"
+    assert study.study_dir() == f"{tmp_path}/local-demo"
+    assert study.train["steps"] == 50
+    assert sorted((c.window, c.gpus_per_node) for c in study.runnable()) == [(128, 1), (128, 2), (256, 1), (256, 2)]
+    assert all(c.dataset == "synthetic" for c in study.runnable())
+
+
+def test_demo_with_real_mitdb_records(tmp_path: Path, physionet: Path):
+    a = args(tmp_path, "--data", str(physionet / "mitdb"), "--records", "100, 101")
+    assert demo.check(a) is None
+    study = parse_study(demo.demo_raw(a), tmp_path / "local-demo.toml")
+    (name, dataset), = study.datasets.items()
+    assert name == "mitdb" and dataset.path == str((physionet / "mitdb").resolve())
+    assert dataset.tokenizer["records"] == ["100", "101"]
+    assert all(c.dataset == "mitdb" for c in study.runnable())
+
+
+def test_fallback_study_matches_the_example(tmp_path: Path, monkeypatch):
+    """Installed without examples/ (a wheel), the demo uses its embedded copy: same matrix."""
+    a = args(tmp_path)
+    example = parse_study(demo.demo_raw(a), tmp_path / "x.toml")
+    monkeypatch.setattr(demo, "EXAMPLE", tmp_path / "missing.toml")
+    fallback = parse_study(demo.demo_raw(a), tmp_path / "x.toml")
+    assert [c.config_id for c in fallback.matrix()] == [c.config_id for c in example.matrix()]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--steps", "0"], "--steps must be at least 1, got 0"),
+        (["--records", "100"], "--records needs --data"),
+        (["--data", "/nonexistent/mitdb"], "--data /nonexistent/mitdb: no such folder"),
+        (["--timeout", "-1"], "--timeout must be positive"),
+    ],
+)
+def test_bad_arguments_are_refused_before_anything_runs(tmp_path: Path, capsys, extra, message):
+    assert cli(["demo", "--headless", "--workdir", str(tmp_path / "w"), *extra]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "w").exists()
+
+
+def test_folder_without_records_is_refused(tmp_path: Path, capsys):
+    assert cli(["demo", "--headless", "--data", str(tmp_path), "--workdir", str(tmp_path / "w")]) == 2
+    assert "no RECORDS file and no *.hea headers" in capsys.readouterr().err
