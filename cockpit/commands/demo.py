@@ -111,7 +111,9 @@ def main(args: argparse.Namespace) -> int:
         from cockpit.tui.live import LiveController
 
         CockpitApp(LiveController(session), auto_submit=True, offer_plan=False, poll_interval=1.0).run()
-        return 1 if session.has_failures() else 0
+        failed = session.has_failures()
+        session.store.close()
+        return 1 if failed else 0
     from cockpit.commands.run import run_headless
 
     out = Path(args.out) if args.out else Path(study.study_dir()) / "report"

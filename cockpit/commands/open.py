@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 
@@ -41,6 +42,7 @@ def _open_study(path: Path, args: argparse.Namespace) -> int:
     resuming = session.has_jobs()
     app = CockpitApp(LiveController(session), poll_interval=args.poll, auto_submit=resuming, offer_plan=not resuming)
     app.run()
+    session.store.close()
     return 0
 
 
@@ -61,7 +63,10 @@ def _open_store(path: Path, args: argparse.Namespace) -> int:
     from cockpit.tui.app import CockpitApp
     from cockpit.tui.controller import RecordedController
 
-    app = CockpitApp(RecordedController(lambda: store.snapshot(name)), poll_interval=args.poll, offer_plan=False)
+    def snapshot():
+        return replace(store.snapshot(name), connection_detail=f"browsing {path.name}, nothing is sent")
+
+    app = CockpitApp(RecordedController(snapshot), poll_interval=args.poll, offer_plan=False)
     app.run()
     store.close()
     return 0

@@ -45,7 +45,9 @@ def main(args: argparse.Namespace) -> int:
         from cockpit.tui.live import LiveController
 
         CockpitApp(LiveController(session), auto_submit=True, offer_plan=False).run()
-        return EXIT_FAILED if session.has_failures() else 0
+        failed = session.has_failures()
+        session.store.close()
+        return EXIT_FAILED if failed else 0
     out = Path(args.out) if args.out else default_report_dir(session)
     return asyncio.run(run_headless(session, out, timeout_s=args.timeout))
 

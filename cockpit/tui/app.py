@@ -238,6 +238,6 @@ class CockpitApp(App):
         self.notify(text)
         self.action_refresh()
 
-    async def action_quit(self) -> None:
+    async def on_unmount(self) -> None:
+        """However the app ends (q, ctrl+c, an error), the controller releases what it holds."""
         await self.controller.close()
-        self.exit()

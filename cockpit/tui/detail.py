@@ -38,6 +38,13 @@ def summary_text(snapshot: StudySnapshot, config_id: str) -> Text:
                   (fmt.percent(row.efficiency), fmt.efficiency_style(row.efficiency))]
     if row.last_loss is not None:
         parts += [f"  loss {row.last_loss:.3f} @ step {row.last_step}"]
+    jobs = snapshot.jobs_of(config_id)
+    if jobs and row.state not in ("completed", "running", "completing"):
+        last = jobs[-1]
+        why = [f"exit code {last.exit_code}"] if last.exit_code is not None else []
+        why += [last.reason] if last.reason else []
+        if why:
+            parts += ["  ", (" · ".join(why), "yellow")]
     if row.verdict:
         parts += ["\n", (row.verdict, "italic")]
     return Text.assemble(*parts)

@@ -75,5 +75,6 @@ class LiveController:
         return f"{action}: job {job_id} done"
 
     async def close(self) -> None:
+        """Stop the runner (the local executor stops its jobs; Slurm jobs run on). The store stays open
+        for whoever opened the session, which reads the outcome from it."""
         await self.session.runner.close()
-        self.session.store.close()

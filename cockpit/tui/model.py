@@ -23,6 +23,8 @@ IDLE_SAMPLES = 5
 
 @dataclass(frozen=True)
 class Column:
+    """A table column; a fixed width for columns whose values change live (no re-measuring per update)."""
+
     key: str
     label: str
     width: int | None = None
@@ -36,12 +38,12 @@ SCALING_COLUMNS = (
     Column("scale", "nodes×GPUs"),
     Column("cpus_per_task", "cpus"),
     Column("precision", "prec"),
-    Column("state", "state"),
-    Column("time", "T train"),
-    Column("speedup", "speedup"),
-    Column("efficiency", "eff"),
-    Column("overhead", "overhead"),
-    Column("tokens", "tokens/s"),
+    Column("state", "state", 13),
+    Column("time", "T train", 16),
+    Column("speedup", "speedup", 7),
+    Column("efficiency", "eff", 4),
+    Column("overhead", "overhead", 8),
+    Column("tokens", "tokens/s", 8),
     Column("verdict", "bottleneck"),
 )
 SORTABLE = tuple(c.key for c in SCALING_COLUMNS if c.key != "mark")
@@ -49,8 +51,8 @@ SORTABLE = tuple(c.key for c in SCALING_COLUMNS if c.key != "mark")
 QUEUE_COLUMNS = (
     Column("config", "configuration"),
     Column("job", "job"),
-    Column("state", "state"),
-    Column("elapsed", "elapsed / limit"),
+    Column("state", "state", 13),
+    Column("elapsed", "elapsed / limit", 15),
     Column("nodes", "nodes"),
     Column("nodelist", "node list"),
     Column("reason", "reason"),
@@ -61,12 +63,12 @@ GPU_COLUMNS = (
     Column("config", "configuration"),
     Column("host", "host"),
     Column("gpu", "gpu"),
-    Column("util", "util"),
-    Column("util_spark", "util (recent)"),
-    Column("mem", "memory"),
-    Column("power", "power"),
-    Column("temp", "temp"),
-    Column("flag", "flag"),
+    Column("util", "util", 5),
+    Column("util_spark", "util (recent)", 24),
+    Column("mem", "memory", 14),
+    Column("power", "power", 7),
+    Column("temp", "temp", 7),
+    Column("flag", "flag", 9),
 )
 
 

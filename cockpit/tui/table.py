@@ -58,13 +58,13 @@ class RowTable(DataTable):
         self._shown = rows
 
     def _update_cells(self, old: list[Row], rows: list[Row]) -> None:
-        keys = [c.key for c in self._columns]
         for before, after in zip(old, rows, strict=True):
             if before.cells is after.cells:
                 continue
-            for key, a, b in zip(keys, before.cells, after.cells, strict=True):
+            for col, a, b in zip(self._columns, before.cells, after.cells, strict=True):
                 if not same(a, b):
-                    self.update_cell(after.key, key, b, update_width=True)
+                    # fixed-width columns need no re-measuring, which is most of an update's cost
+                    self.update_cell(after.key, col.key, b, update_width=col.width is None)
 
     def _reorder(self, keys: list[str]) -> bool:
         """Put the existing rows in a new order without re-adding them (re-adding re-measures every
