@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 METRICS = "metrics.jsonl"
 GPU = "gpu.jsonl"
+LOG = "train.log"
 
 
 def backend_for(study: Study, **kwargs: Any) -> Backend:
@@ -345,6 +346,10 @@ class StudyRunner:
                 state, reason = info.state.value, info.reason
                 if state == "completed" and (res is None or res.get("status") != "completed"):
                     state, reason = "failed", "job completed but left no valid result.json"
+                if state != "completed" and cid in self._run_dirs:
+                    exit_rec = await self._read_exit(cid)
+                    if exit_rec is not None:
+                        reason = "; ".join(filter(None, [reason, exit_reason(exit_rec)]))
                 self.store.set_job_state(row.id, state, reason=reason, elapsed_s=info.elapsed_s, nodes=info.nodes,
                                          nodelist=info.nodelist, exit_code=info.exit_code, ended=True)
             elif info is not None and info.state.is_active:
@@ -354,7 +359,7 @@ class StudyRunner:
                 if res is not None and res.get("status") == "completed":
                     state, reason = "completed", "from result.json"
                 elif exit_rec is not None:
-                    state, reason = "failed", f"exit.json: code {exit_rec.get('code')} {exit_rec.get('reason', '')}"
+                    state, reason = "failed", exit_reason(exit_rec)
                 else:
                     state, reason = "lost", "left the queue; no accounting record and no run-directory files"
                 self.store.set_job_state(row.id, state, reason=reason, ended=True,
@@ -414,7 +419,7 @@ class StudyRunner:
     # -- following ------------------------------------------------------------------------------------
     def _files_of(self, job_id: str) -> list[str]:
         logs = getattr(self.backend, "log_files", None)
-        return [METRICS, GPU, *(logs(job_id) if logs else ["stdout.log", "stderr.log"])]
+        return [METRICS, GPU, LOG, *(logs(job_id) if logs else ["stdout.log", "stderr.log"])]
 
     def _cursor(self, cid: str, name: str) -> FileCursor:
         key = f"{cid}/{name}"
@@ -518,3 +523,9 @@ class StudyRunner:
         if self._follower is not None:
             await self._follower.close()
         await self.backend.close()
+
+
+def exit_reason(record: dict[str, Any]) -> str:
+    """The trainer's own account of how it ended (exit.json), for the job's reason column."""
+    detail = record.get("message") or record.get("reason") or ""
+    return f"exit {record.get('code')}: {detail}".strip().rstrip(":")

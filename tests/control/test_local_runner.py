@@ -70,6 +70,8 @@ eval = false
     assert row.train_time_s == result["timing"]["train_time_s"] and row.speedup == 1.0
     lines = read_jsonl(Path(study.run_dir(cfg)) / "metrics.jsonl", final=True).records
     assert store.metric_count(runner.key, cfg.config_id) == len(lines) > 0
+    log = store.log_tail(runner.key, cfg.config_id, 1000)
+    assert any("step" in line for line in log), log[-5:]  # train.log is followed, not only stdout/stderr
     store.close()
 
     # a restart finds the result and submits nothing

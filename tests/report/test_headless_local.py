@@ -45,6 +45,7 @@ def test_failed_configuration_exits_non_zero_and_is_reported(tmp_path: Path, cap
     assert "refused-window: 1 of 1 configurations failed" in out
     rows = markdown_rows((tmp_path / "report" / "report.md").read_text(), "Jobs without a result")
     assert len(rows) == 1 and rows[0][2] == "failed" and rows[0][3] == "3"  # exit 3 = bad input data
+    assert rows[0][4].startswith("exit 3:") and "4096" in rows[0][4], rows[0]  # the trainer's own message
 
 
 def test_spec_error_is_reported_with_file_and_key(tmp_path: Path, capsys):
