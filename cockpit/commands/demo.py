@@ -13,34 +13,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "local-demo.toml"
-# Used when the examples/ folder is not installed next to the package (e.g. from a wheel).
-FALLBACK = """
-[study]
-name = "local-demo"
-description = "HLM scaling on this machine: 1 and 2 CPU workers, windows 128 and 256"
-[cluster]
-kind = "local"
-gpus_per_node = 2
-max_concurrent_jobs = 1
-[data.tokenizer]
-name = "samples"
-vocab = 256
-[model]
-layers = 2
-d_model = 64
-heads = 4
-[train]
-steps = 200
-lr = 1e-3
-batch_size = 16
-cpus_per_task = 1
-device = "cpu"
-metrics_interval_s = 1.0
-[sweep]
-window = [128, 256]
-gpus_per_node = [1, 2]
-"""
+# Shipped inside the package (examples/local-demo.toml links here), so a wheel install finds it too.
+EXAMPLE = Path(__file__).resolve().with_name("local-demo.toml")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,8 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def demo_raw(args: argparse.Namespace) -> dict[str, Any]:
     """The example study with this run's workdir, data and steps."""
-    text = EXAMPLE.read_text(encoding="utf-8") if EXAMPLE.exists() else FALLBACK
-    raw = tomllib.loads(text)
+    raw = tomllib.loads(EXAMPLE.read_text(encoding="utf-8"))
     raw.setdefault("cluster", {})["workdir"] = str(Path(args.workdir).resolve())
     if args.steps is not None:
         raw.setdefault("train", {})["steps"] = args.steps

@@ -44,13 +44,9 @@ def test_demo_with_real_mitdb_records(tmp_path: Path, physionet: Path):
     assert all(c.dataset == "mitdb" for c in study.runnable())
 
 
-def test_fallback_study_matches_the_example(tmp_path: Path, monkeypatch):
-    """Installed without examples/ (a wheel), the demo uses its embedded copy: same matrix."""
-    a = args(tmp_path)
-    example = parse_study(demo.demo_raw(a), tmp_path / "x.toml")
-    monkeypatch.setattr(demo, "EXAMPLE", tmp_path / "missing.toml")
-    fallback = parse_study(demo.demo_raw(a), tmp_path / "x.toml")
-    assert [c.config_id for c in fallback.matrix()] == [c.config_id for c in example.matrix()]
+def test_examples_local_demo_is_the_shipped_demo_study():
+    example = Path(__file__).resolve().parents[2] / "examples" / "local-demo.toml"
+    assert example.resolve() == demo.EXAMPLE
 
 
 @pytest.mark.parametrize(
