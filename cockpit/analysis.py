@@ -19,7 +19,7 @@ from cockpit.spec import AXES, SCALE_AXES, Configuration
 if TYPE_CHECKING:
     import pandas as pd
 
-BREAKDOWN_PARTS = ("data_wait", "compute", "comm", "optimizer")
+BREAKDOWN_PARTS = ("data_wait", "compute", "comm", "optimizer", "other")
 COMM_BOUND = 0.25
 INPUT_BOUND = 0.15
 
@@ -156,7 +156,7 @@ def bottleneck_verdict(rec: dict[str, Any]) -> str:
         return f"communication-bound: {comm:.0%} of step time in all-reduce"
     if data >= INPUT_BOUND:
         return f"input-bound: {data:.0%} of step time waiting for data; add CPU workers"
-    return f"compute-bound: {1 - comm - data:.0%} of step time in compute and optimizer"
+    return f"compute-bound: {1 - comm - data:.0%} of step time in compute, optimizer and the rest of the loop"
 
 
 def summary_by_workers(table: pd.DataFrame) -> pd.DataFrame:

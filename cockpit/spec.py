@@ -101,6 +101,12 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "eval": Key((bool,), True),
         "task": Key((str,), "beat", choices=("beat", "rhythm")),
         "init_checkpoint": Key((str,)),
+        "mask_ratio": Key(_NUM, minimum=0),
+        "mask_span": Key((int,), minimum=1),
+        "num_workers": Key((int,), minimum=0),
+        "grad_clip": Key(_NUM, minimum=0),
+        "class_weights": Key((str,), choices=("balanced", "none")),
+        "bucket_cap_mb": Key(_NUM, minimum=0),
         # Defaults for axes that are not swept.
         "window": Key((int,), 256, minimum=2),
         "precision": Key((str,), "fp32", choices=PRECISIONS),

@@ -7,14 +7,14 @@ temporary file, fsynced and renamed: a run killed while saving keeps its previou
 
 from __future__ import annotations
 
-import os
 import random
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+
+from trainer.rundir import atomic_write
 
 FORMAT = "hlm-checkpoint-1"
 
@@ -40,18 +40,9 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 def save(path: Path, payload: dict[str, Any]) -> None:
-    """torch.save to a temporary file in the same directory, fsync, rename over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            torch.save({"format": FORMAT, **payload}, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """torch.save atomically (temporary file, fsync, rename), so a kill mid-save keeps the last checkpoint."""
+    with atomic_write(path, "wb") as handle:
+        torch.save({"format": FORMAT, **payload}, handle)
 
 
 def load(path: Path) -> dict[str, Any]:

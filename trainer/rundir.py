@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 SCHEMA_VERSION = 1
 
@@ -46,21 +48,31 @@ class RunDirError(ValueError):
     """A run-directory file exists but cannot be used; the message names the file and the problem."""
 
 
-def write_json(path: str | os.PathLike[str], data: dict[str, Any]) -> None:
-    """Write JSON atomically (temp file + fsync + rename) so a reader never sees half a file."""
+@contextmanager
+def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
+    """Yield a handle on a temporary file beside `path`; on success fsync it and rename it over `path`.
+
+    A reader (or a resumed run) therefore sees the old file or the new one, never half of one.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, sort_keys=True, allow_nan=True)
-            handle.write("\n")
+        with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as handle:
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json(path: str | os.PathLike[str], data: dict[str, Any]) -> None:
+    """Write JSON atomically so a reader never sees half a file."""
+    with atomic_write(path) as handle:
+        json.dump(data, handle, indent=2, sort_keys=True, allow_nan=True)
+        handle.write("\n")
 
 
 def read_json(path: str | os.PathLike[str]) -> dict[str, Any] | None:

@@ -91,5 +91,5 @@ def test_bottleneck_verdicts():
     verdicts = dict(zip(table["workers"], table["verdict"], strict=True))
     assert verdicts[2] == "communication-bound: 38% of step time in all-reduce"
     assert verdicts[1].startswith("input-bound: 33% of step time waiting for data")
-    assert bottleneck_verdict({"comm_share": 0.05, "data_wait_share": 0.05}).startswith("compute-bound: 90%")
+    assert bottleneck_verdict({"comm_share": 0.05, "data_wait_share": 0.05}).startswith("compute-bound: 90% of step time in compute")
     assert bottleneck_verdict({}) == "no time breakdown reported"
