@@ -299,7 +299,7 @@ class Study:
     def run_config(self, cfg: Configuration) -> dict[str, Any]:
         """Everything the trainer needs, written as config.json into the run directory."""
         dataset = self.datasets[cfg.dataset]
-        train = {k: v for k, v in self.train.items() if k not in AXES}
+        train = {k: v for k, v in self.train.items() if k not in AXES and v is not None}
         if cfg.mode == "finetune" and not train.get("init_checkpoint"):
             foundation = Configuration(**{**self.baseline_of(cfg).values(), "mode": "foundation"})
             train["init_checkpoint"] = f"{self.run_dir(foundation)}/model.pt"
