@@ -7,11 +7,14 @@ communication, so its comm time is exactly zero and nothing depends on a rendezv
 from __future__ import annotations
 
 import datetime
+import logging
 import os
 from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
+
+log = logging.getLogger("hlm.train")
 
 
 @dataclass(frozen=True)
@@ -69,8 +72,16 @@ def setup(requested_device: str, timeout_s: float = 1800.0) -> Dist:
     return Dist(rank, world, local_rank, local_world, device, backend)
 
 
-def teardown(d: Dist) -> None:
+def teardown(d: Dist, clean: bool = True) -> None:
+    """Leave the process group. After a clean end every rank first meets at a barrier: a rank that tears
+    gloo down while a peer is still writing result.json can abort in C++ ("terminate called without an
+    active exception") and turn a finished run into a failed job. After an error, no barrier (it could hang)."""
     if d.enabled and dist.is_initialized():
+        if clean:
+            try:
+                barrier(d)
+            except Exception as exc:  # a peer already gone: leave anyway
+                log.warning("barrier before leaving the process group failed: %s", exc)
         dist.destroy_process_group()
 
 

@@ -208,7 +208,7 @@ def run(s: Settings, data: sources.Data | None = None) -> int:
             rundir.write_exit(s.run_dir, code, message, rank=d.rank, world_size=d.world, **extra)
         if code not in (rundir.EXIT_OK, rundir.EXIT_CHECKPOINTED):
             print(f"hlm-train: {message}", file=sys.stderr, flush=True)
-        distributed.teardown(d)
+        distributed.teardown(d, clean=code in (rundir.EXIT_OK, rundir.EXIT_CHECKPOINTED))
         torch.set_num_threads(threads_before)  # the caller may be a longer-lived process (tests, notebooks)
         if omp_before is None:
             os.environ.pop("OMP_NUM_THREADS", None)
