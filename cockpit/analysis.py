@@ -6,6 +6,11 @@ Formulas 1-3 of arXiv 2503.21033 plus the Karp-Flatt serial fraction:
   overhead   O = TN - T1 / N
   Karp-Flatt e = (1/S - 1/N) / (1 - 1/N)      (N > 1)
 where N = nodes x gpus_per_node workers and T1 is the training time of the group's 1-node 1-GPU run.
+
+These formulas assume every run of a group does the same work (strong scaling: fixed epochs, the data split
+across workers, as in the published study). A study with a fixed number of *steps* and a per-GPU batch
+gives an N-worker run N times the samples; then TN is first scaled to the baseline's samples
+(TN x samples1 / samplesN) so speedup still means "how much faster the same work got done".
 """
 
 from __future__ import annotations
@@ -59,13 +64,14 @@ def results_frame(results: Iterable[dict[str, Any]]) -> pd.DataFrame:
             "config_id": res.get("config_id"),
             "status": res.get("status", "completed"),
             "train_time_s": timing.get("train_time_s", math.nan),
+            "samples": timing.get("samples", math.nan),
             "tokens_per_s": throughput.get("tokens_per_s", math.nan),
             "samples_per_s": throughput.get("samples_per_s", math.nan),
         }
         for part in BREAKDOWN_PARTS:
             row[f"{part}_s"] = breakdown.get(part, math.nan)
         rows.append(row)
-    columns = [*AXES, "config_id", "status", "train_time_s", "tokens_per_s", "samples_per_s"]
+    columns = [*AXES, "config_id", "status", "train_time_s", "samples", "tokens_per_s", "samples_per_s"]
     columns += [f"{p}_s" for p in BREAKDOWN_PARTS]
     return pd.DataFrame(rows, columns=columns)
 
@@ -81,20 +87,20 @@ def scaling_table(df: pd.DataFrame) -> pd.DataFrame:
     group_axes = [a for a in AXES if a not in SCALE_AXES]
     ok = df[df["status"] == "completed"]
     failed = df[df["status"] != "completed"]
-    numeric = ["train_time_s", "tokens_per_s", "samples_per_s", *[f"{p}_s" for p in BREAKDOWN_PARTS]]
+    numeric = ["train_time_s", "samples", "tokens_per_s", "samples_per_s", *[f"{p}_s" for p in BREAKDOWN_PARTS]]
     agg = ok.groupby(list(AXES), dropna=False)[numeric].median().reset_index() if len(ok) else ok[list(AXES) + numeric]
     counts = ok.groupby(list(AXES), dropna=False).size().rename("runs").reset_index() if len(ok) else None
     table = agg.merge(counts, on=list(AXES)) if counts is not None else agg.assign(runs=0)
     records = []
     baselines = {
-        tuple(row[a] for a in group_axes): row["train_time_s"]
+        tuple(row[a] for a in group_axes): (row["train_time_s"], row["samples"])
         for _, row in table.iterrows()
         if row["nodes"] == 1 and row["gpus_per_node"] == 1
     }
     for _, row in table.iterrows():
         n = int(row["nodes"]) * int(row["gpus_per_node"])
         tn = float(row["train_time_s"])
-        t1 = baselines.get(tuple(row[a] for a in group_axes))
+        t1, samples1 = baselines.get(tuple(row[a] for a in group_axes), (None, math.nan))
         rec = {**row.to_dict(), "workers": n, "baseline": n == 1, "status": "completed"}
         cfg = Configuration(**{a: _plain(row[a]) for a in AXES})
         rec["config_id"] = cfg.config_id
@@ -103,14 +109,17 @@ def scaling_table(df: pd.DataFrame) -> pd.DataFrame:
             rec.update(t1_s=math.nan, speedup=math.nan, efficiency=math.nan, overhead_s=math.nan, karp_flatt=math.nan)
             rec["note"] = "no baseline: the group's 1 node x 1 GPU run has not finished"
         else:
-            s = speedup(t1, tn)
+            work = work_ratio(row["samples"], samples1)
+            tn_same_work = tn / work
+            s = speedup(t1, tn_same_work)
             rec.update(
                 t1_s=t1,
+                work_ratio=work,
                 speedup=s,
                 efficiency=efficiency(s, n),
-                overhead_s=overhead(t1, tn, n),
+                overhead_s=overhead(t1, tn_same_work, n),
                 karp_flatt=karp_flatt(s, n),
-                note="",
+                note="" if work == 1.0 else f"T scaled to the baseline's samples ({work:g}x the work)",
             )
         rec.update(breakdown_shares(row))
         rec["verdict"] = bottleneck_verdict(rec)
@@ -133,6 +142,13 @@ def scaling_table(df: pd.DataFrame) -> pd.DataFrame:
     if len(out):
         out = out.sort_values([*group_axes, "nodes", "gpus_per_node"], kind="stable").reset_index(drop=True)
     return out
+
+
+def work_ratio(samples_n: float, samples_1: float) -> float:
+    """How many times the baseline's samples a run processed (1 when unknown or equal)."""
+    if any(x is None or math.isnan(x) or x <= 0 for x in (samples_n, samples_1)):
+        return 1.0
+    return float(samples_n) / float(samples_1)
 
 
 def breakdown_shares(row: Any) -> dict[str, float]:

@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a PhysioNet-style folder (e.g. mitdb) instead of the synthetic generator")
     parser.add_argument("--records", metavar="LIST",
                         help="comma-separated records of --data to use (default: all)")
-    parser.add_argument("--steps", type=int, help="training steps per run (default: the example's)")
+    parser.add_argument("--steps", type=int, help="training steps per run instead of the example's one epoch")
     parser.add_argument("--workdir", metavar="DIR", default="hlm-demo",
                         help="where run directories, the store and the report go (default ./hlm-demo)")
     parser.add_argument("--out", metavar="DIR", help="report directory (default <workdir>/local-demo/report)")
@@ -35,7 +35,9 @@ def demo_raw(args: argparse.Namespace) -> dict[str, Any]:
     raw = tomllib.loads(EXAMPLE.read_text(encoding="utf-8"))
     raw.setdefault("cluster", {})["workdir"] = str(Path(args.workdir).resolve())
     if args.steps is not None:
-        raw.setdefault("train", {})["steps"] = args.steps
+        train = raw.setdefault("train", {})
+        train.pop("epochs", None)
+        train["steps"] = args.steps
     if args.data:
         data = Path(args.data).resolve()
         entry: dict[str, Any] = {"path": str(data)}

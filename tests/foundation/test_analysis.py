@@ -18,7 +18,7 @@ from cockpit.analysis import (
 
 
 def result(gpus: int, t: float, *, status: str = "completed", window: int = 128, comm: float = 0.0,
-           data: float = 0.0, compute: float = 1.0, nodes: int = 1) -> dict:
+           data: float = 0.0, compute: float = 1.0, nodes: int = 1, samples: int = 1000) -> dict:
     config = {
         "dataset": "mitdb", "mode": "foundation", "window": window, "precision": "bf16", "batch_size": 64,
         "cpus_per_task": 16, "gpus_per_node": gpus, "nodes": nodes,
@@ -27,7 +27,7 @@ def result(gpus: int, t: float, *, status: str = "completed", window: int = 128,
         "status": status,
         "config_id": "x",
         "config": config,
-        "timing": {"train_time_s": t},
+        "timing": {"train_time_s": t, "samples": samples},
         "breakdown_s": {"data_wait": data, "compute": compute, "comm": comm, "optimizer": 0.0},
         "throughput": {"tokens_per_s": 1000.0 * gpus},
     }
@@ -93,3 +93,15 @@ def test_bottleneck_verdicts():
     assert verdicts[1].startswith("input-bound: 33% of step time waiting for data")
     assert bottleneck_verdict({"comm_share": 0.05, "data_wait_share": 0.05}).startswith("compute-bound: 90% of step time in compute")
     assert bottleneck_verdict({}) == "no time breakdown reported"
+
+
+def test_fixed_steps_runs_are_compared_at_the_same_work():
+    # Fixed steps with a per-GPU batch: 2 workers process twice the samples in (nearly) the same time.
+    rows = [result(1, 100, samples=1000), result(2, 110, samples=2000)]
+    row = scaling_table(results_frame(rows)).set_index("workers").loc[2]
+    assert row["work_ratio"] == 2.0
+    assert row["speedup"] == pytest.approx(100 / 55)
+    assert row["overhead_s"] == pytest.approx(55 - 50)
+    assert "2x the work" in row["note"]
+    same = scaling_table(results_frame([result(1, 100), result(2, 62.5)])).set_index("workers").loc[2]
+    assert same["work_ratio"] == 1.0 and same["note"] == "" and same["speedup"] == pytest.approx(1.6)

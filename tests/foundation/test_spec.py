@@ -60,7 +60,7 @@ def test_local_demo_defaults_to_synthetic(tmp_path):
     cfg = study.matrix()[0]
     run = study.run_config(cfg)
     assert run["config_id"] == cfg.config_id and run["synthetic"] is True
-    assert run["train"]["steps"] == 200 and "window" not in run["train"]
+    assert run["train"]["epochs"] == 1 and "steps" not in run["train"] and "window" not in run["train"]
 
 
 def test_finetune_points_at_the_foundation_baseline_model():
