@@ -23,7 +23,7 @@ from cockpit.follow import Chunk, FileCursor, FollowSpec, LocalFollower
 from cockpit.slurm import AdaptiveInterval, SlurmError, SubmitRefused
 from cockpit.snapshot import ACTIVE_STATES, ConnectionState
 from cockpit.ssh import ConnectionInterrupted, SshError
-from cockpit.store import LiveStatus, StudyStore
+from cockpit.store import JobRecord, LiveStatus, StudyStore
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -372,9 +372,12 @@ class StudyRunner:
         active = len(self.store.active_jobs(self.key))
         budget = self.study.cluster.node_hour_budget
         submitted = []
+        latest = self.store.latest_jobs(self.key)
         for cfg in self.pending_configs():
             if active >= cap:
                 break
+            if self._foundation_unfinished(cfg, latest):
+                continue  # a fine-tune starts from its foundation run's weights: wait for them
             if budget is not None and not self.force:
                 committed = self.store.node_hours_used(self.key) + sum(
                     self.study.node_hours(self.configs[r.config_id])
@@ -403,6 +406,20 @@ class StudyRunner:
             submitted.append(cfg.config_id)
             active += 1
         return submitted
+
+    def _foundation_unfinished(self, cfg: Configuration, latest: dict[str, JobRecord]) -> bool:
+        """True while the foundation run this fine-tune initialises from is in the study and still to come.
+
+        A foundation run that ended without a result does not block: the fine-tune then starts from random
+        weights and its result.json says so.
+        """
+        foundation = self.study.foundation_of(cfg)
+        if foundation is None or foundation.config_id not in self.configs:
+            return False
+        if self.store.has_valid_result(self.key, foundation.config_id):
+            return False
+        job = latest.get(foundation.config_id)
+        return job is None or job.state in ACTIVE_STATES or job.state == "lost"
 
     def _hook(self, name: str, *args: Any) -> None:
         fn = self.hooks.get(name)

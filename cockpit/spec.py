@@ -296,12 +296,18 @@ class Study:
     def baseline_of(self, cfg: Configuration) -> Configuration:
         return Configuration(**{**cfg.values(), "gpus_per_node": 1, "nodes": 1})
 
+    def foundation_of(self, cfg: Configuration) -> Configuration | None:
+        """The run whose weights a fine-tune starts from: the foundation 1x1 run with the same values."""
+        if cfg.mode != "finetune":
+            return None
+        return Configuration(**{**self.baseline_of(cfg).values(), "mode": "foundation"})
+
     def run_config(self, cfg: Configuration) -> dict[str, Any]:
         """Everything the trainer needs, written as config.json into the run directory."""
         dataset = self.datasets[cfg.dataset]
         train = {k: v for k, v in self.train.items() if k not in AXES and v is not None}
-        if cfg.mode == "finetune" and not train.get("init_checkpoint"):
-            foundation = Configuration(**{**self.baseline_of(cfg).values(), "mode": "foundation"})
+        foundation = self.foundation_of(cfg)
+        if foundation is not None and not train.get("init_checkpoint"):
             train["init_checkpoint"] = f"{self.run_dir(foundation)}/model.pt"
         return {
             "study": self.name,

@@ -87,3 +87,52 @@ eval = false
     assert asyncio.run(restart()) == [] and rerun.done()
     assert len(again.jobs(rerun.key)) == 1
     again.close()
+
+
+def test_finetune_waits_for_its_foundation_and_starts_from_its_weights(tmp_path: Path):
+    """Room for both jobs at once, yet the fine-tune is submitted only after the foundation run finished."""
+    spec = tmp_path / "ft.toml"
+    spec.write_text(f"""
+[study]
+name = "ctl-ft"
+[cluster]
+kind = "local"
+workdir = "{tmp_path / 'work'}"
+cores_per_node = 2
+max_concurrent_jobs = 2
+[data.datasets.synthetic]
+synthetic = true
+records = 2
+seconds = 30
+[model]
+layers = 1
+d_model = 16
+heads = 2
+[train]
+steps = 6
+batch_size = 4
+window = 32
+device = "cpu"
+metrics_interval_s = 0.2
+eval = false
+[sweep]
+mode = ["finetune", "foundation"]
+""")
+    study = load_study(spec)
+    finetune, foundation = sorted(study.runnable(), key=lambda c: c.mode)
+    store = StudyStore(tmp_path / "cockpit.sqlite")
+    runner = StudyRunner(study, LocalExecutor(study), store, interval=AdaptiveInterval(0.2, 0.3, 0.5))
+
+    async def go() -> None:
+        try:
+            await runner.run(timeout_s=180)
+        finally:
+            await runner.close()
+
+    asyncio.run(go())
+    jobs = store.latest_jobs(runner.key)
+    assert jobs[foundation.config_id].state == jobs[finetune.config_id].state == "completed"
+    assert jobs[finetune.config_id].submitted_at >= jobs[foundation.config_id].ended_at
+    result = read_result(study.run_dir(finetune))
+    assert result["init"] == f"{study.run_dir(foundation)}/model.pt", result["init"]
+    store.close()
