@@ -63,6 +63,8 @@ async def run_headless(session: StudySession, out: Path, *, timeout_s: float | N
                        stream: TextIO | None = None) -> int:
     """Run the study to the end with progress lines, write the report; 0 ok, 1 failures, 2 refused."""
     from cockpit.runner import BudgetExceeded
+    from cockpit.slurm import SlurmError
+    from cockpit.ssh import SshError
 
     stream = stream or sys.stdout
     progress = make_progress(session, stream)
@@ -72,12 +74,15 @@ async def run_headless(session: StudySession, out: Path, *, timeout_s: float | N
         except BudgetExceeded as exc:
             print(f"cockpit run: {exc} (use --force to start anyway)", file=sys.stderr)
             return EXIT_REFUSED
+        except (SshError, SlurmError) as exc:
+            print(f"cockpit run: cannot start {session.study.name}: {exc}", file=sys.stderr)
+            return EXIT_REFUSED
         progress.tick(None)
         try:
             await session.runner.run(timeout_s=timeout_s, on_tick=progress.tick)
-        except TimeoutError as exc:
+        except (TimeoutError, SshError, SlurmError) as exc:
             progress.close()
-            print(f"cockpit run: {exc}", file=sys.stderr)
+            print(f"cockpit run: {exc} (the store keeps everything so far; run again to resume)", file=sys.stderr)
             return EXIT_FAILED
         progress.close()
     finally:

@@ -49,3 +49,20 @@ def test_headless_run_then_report_over_ssh_and_slurm(make_study, tmp_path: Path)
         assert [r[8] for r in rows] == [f"{s:.3f}" for s in expected["speedup"]]
         assert [r[9] for r in rows] == [f"{e:.3f}" for e in expected["efficiency"]]
         assert [r[10] for r in rows] == [f"{o:.2f}" for o in expected["overhead_s"]]
+
+
+def test_unknown_host_key_stops_the_run_with_the_fix_and_submits_nothing(make_study, tmp_path: Path):
+    """The real sshd, but an empty known_hosts: refused with a message saying what to do, exit 2, no traceback."""
+    name = f"hostkey-{uuid.uuid4().hex[:6]}"
+    spec = make_study(name, "gpus_per_node = [1]")
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    text = spec.read_text()
+    known = next(line for line in text.splitlines() if line.startswith("known_hosts = "))
+    spec.write_text(text.replace(known, f'known_hosts = "{empty}"'))
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg"), "PYTHONPATH": str(REPO)}
+    run = cockpit("run", "--headless", str(spec), "--timeout", "60", env=env, timeout=120)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert f"cockpit run: cannot start {name}:" in run.stderr
+    assert "ssh-keyscan" in run.stderr and "Traceback" not in run.stderr
+    assert not (Path(load_study(spec).study_dir()) / "runs").exists()
