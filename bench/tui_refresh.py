@@ -6,6 +6,12 @@ and 64 GPUs streaming at 1 Hz.
 The app runs headless with a controller that serves generated snapshots (the shape `StudyStore.snapshot`
 returns: configuration rows with results/progress, a 5-minute window of GPU samples per GPU). Timings are
 for `ScalingView.apply` plus the screen update that follows it, in the app's own event loop.
+
+"On screen" is from the start of the apply to the end of the last compositor frame (Textual's render of
+every changed region of the screen, the work a real terminal's frame needs) before the app is idle again;
+it includes waiting for Textual's frame timer. The pilot round trip is also printed: it adds
+`pilot.pause()`'s idle detection, which sleeps at least 20 ms and another 20 ms whenever the app used
+more than 1 ms of CPU in the first 20, so it cannot go under ~40 ms for any refresh that paints.
 """
 
 from __future__ import annotations
@@ -96,16 +102,37 @@ async def run(args: argparse.Namespace) -> None:
 
         applied: list[float] = []
         repaint: list[float] = []
+        roundtrip: list[float] = []
+        frames: list[tuple[float, float]] = []  # (start, end) of every compositor frame
+        screen = app.screen
+        compositor_refresh = screen._compositor_refresh
+
+        def frame() -> None:
+            begin = time.perf_counter()
+            compositor_refresh()
+            frames.append((begin, time.perf_counter()))
+
+        screen._compositor_refresh = frame
+        await pilot.pause()  # let start-up finish (first layout, footer): not part of any refresh
+
+        async def settle(start: float) -> tuple[float, float]:
+            """Wait for the app to go idle; (on-screen ms, pilot round trip ms) from start."""
+            first = len(frames)
+            await pilot.pause()
+            end = time.perf_counter()
+            shown = frames[-1][1] if len(frames) > first else end
+            return (shown - start) * 1000, (end - start) * 1000
 
         async def timed(snap: StudySnapshot) -> float:
             start = time.perf_counter()
             app._apply(snap)
             mid = time.perf_counter()
-            await pilot.pause()
-            end = time.perf_counter()
+            first = len(frames)
+            on_screen, total = await settle(start)
             applied.append((mid - start) * 1000)
-            repaint.append((end - mid) * 1000)
-            return (end - start) * 1000
+            repaint.append(sum(e - b for b, e in frames[first:]) * 1000)
+            roundtrip.append(total)
+            return on_screen
 
         # 1) progress of the running third changes (same rows, same order): incremental cell updates
         incremental = []
@@ -119,15 +146,13 @@ async def run(args: argparse.Namespace) -> None:
             start = time.perf_counter()
             table._update_count += 1  # invalidates DataTable's render cache, as any cell update does
             table.refresh()
-            await pilot.pause()
-            floor.append((time.perf_counter() - start) * 1000)
+            floor.append((await settle(start))[0])
         # 2) a new order (sort) or a filter: the table is rebuilt
         rebuild = []
         for key in ("efficiency", "time", "window", "tokens", "speedup"):
             start = time.perf_counter()
             view.sort_by(key)
-            await pilot.pause()
-            rebuild.append((time.perf_counter() - start) * 1000)
+            rebuild.append((await settle(start))[0])
         # 3) memory: GPUs streaming at 1 Hz for args.ticks seconds of data (one snapshot per second)
         await pilot.press("3")
         gc.collect()
@@ -146,12 +171,14 @@ async def run(args: argparse.Namespace) -> None:
         after = rss_mib()
     print(f"{args.configs} configurations, {args.gpus} GPUs x {WINDOW_S} samples, headless 160x48")
     print(f"refresh, progress of {sum(r.state == 'running' for r in rows)} running rows changed: "
-          f"median {statistics.median(incremental):.1f} ms, max {max(incremental):.1f} ms (target <= 30 ms)")
+          f"on screen median {statistics.median(incremental):.1f} ms, max {max(incremental):.1f} ms (target <= 30 ms)")
     print(f"  of which building rows + diffing + cell updates: median {statistics.median(applied):.1f} ms; "
-          f"Textual repaint of the visible rows: median {statistics.median(repaint):.1f} ms")
+          f"Textual repaint (compositor frames): median {statistics.median(repaint):.1f} ms")
+    print(f"  pilot round trip (adds pilot.pause()'s >= 20 ms idle detection): "
+          f"median {statistics.median(roundtrip):.1f} ms, max {max(roundtrip):.1f} ms")
     print(f"  repaint floor (same rows, DataTable cache invalidated, nothing of ours): "
-          f"median {statistics.median(floor):.1f} ms")
-    print(f"refresh, re-sorted (rows reordered in place, no re-measure): median {statistics.median(rebuild):.1f} ms, max {max(rebuild):.1f} ms")
+          f"on screen median {statistics.median(floor):.1f} ms")
+    print(f"refresh, re-sorted (rows reordered in place, no re-measure): on screen median {statistics.median(rebuild):.1f} ms, max {max(rebuild):.1f} ms")
     print(f"peak RSS before streaming {before:.0f} MiB, after {args.ticks} s of 1 Hz samples {after:.0f} MiB "
           f"(+{after - before:.0f} MiB)")
 

@@ -58,4 +58,6 @@ class StatusBar(Static):
     """Docked at the top of the main screen."""
 
     def show(self, snapshot: StudySnapshot | None, now: float) -> None:
-        self.update(status_text(snapshot, now))
+        # one line docked at the top (height 1 in cockpit.tcss): a new text never changes its size, so no
+        # layout pass (a layout repaints the whole screen, which is most of a 1000-row refresh)
+        self.update(status_text(snapshot, now), layout=False)

@@ -32,6 +32,7 @@ class ScalingView(Vertical):
         self.query_text = ""
         self.group_by: str | None = None
         self._snapshot: StudySnapshot | None = None
+        self._caption_text: str | None = None
 
     def compose(self) -> ComposeResult:
         yield RowTable(model.SCALING_COLUMNS, id="scaling-table")
@@ -70,7 +71,10 @@ class ScalingView(Vertical):
         if self.query_text:
             parts.append(f"filter: {self.query_text}")
         parts.append("★ baseline (1 node × 1 GPU) of its group")
-        self.query_one("#scaling-caption", Static).update("  ·  ".join(parts))
+        text = "  ·  ".join(parts)
+        if text != self._caption_text:  # an update lays the screen out again, so only when it changed
+            self._caption_text = text
+            self.query_one("#scaling-caption", Static).update(text)
 
     # -- actions ---------------------------------------------------------------------------------
 
