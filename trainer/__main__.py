@@ -1,7 +1,17 @@
 """`python -m trainer` = `hlm-train` (what torchrun runs with `-m trainer`)."""
 
+import logging
+import os
 import sys
 
 from trainer.cli import main
 
-sys.exit(main())
+code = main()
+if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+    # A torchrun rank has left its process group and written its files by now. Skipping the interpreter's
+    # teardown keeps gloo/NCCL threads from aborting a finished run during finalisation.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(code)
+sys.exit(code)

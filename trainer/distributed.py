@@ -7,6 +7,7 @@ communication, so its comm time is exactly zero and nothing depends on a rendezv
 from __future__ import annotations
 
 import datetime
+import gc
 import logging
 import os
 from dataclasses import dataclass
@@ -77,6 +78,9 @@ def teardown(d: Dist, clean: bool = True) -> None:
     gloo down while a peer is still writing result.json can abort in C++ ("terminate called without an
     active exception") and turn a finished run into a failed job. After an error, no barrier (it could hang)."""
     if d.enabled and dist.is_initialized():
+        # DDP's reducer keeps the process group alive through reference cycles; collected only at interpreter
+        # shutdown, gloo's threads then touch Python objects that are gone and the rank aborts (SIGABRT).
+        gc.collect()
         if clean:
             try:
                 barrier(d)
