@@ -14,6 +14,18 @@ from cockpit.store import StudyStore
 from trainer.rundir import read_jsonl, read_result
 
 
+def run_to_end(runner: StudyRunner) -> None:
+    """Run the study to its end with the real local executor, then release the runner."""
+
+    async def go() -> None:
+        try:
+            await runner.run(timeout_s=180)
+        finally:
+            await runner.close()
+
+    asyncio.run(go())
+
+
 def test_local_study_results_metrics_and_restart(tmp_path: Path, physionet: Path):
     spec = tmp_path / "local.toml"
     spec.write_text(f"""
@@ -55,13 +67,7 @@ eval = false
     store = StudyStore(store_path)
     runner = StudyRunner(study, LocalExecutor(study), store, interval=AdaptiveInterval(0.2, 0.3, 0.5))
 
-    async def go() -> None:
-        try:
-            await runner.run(timeout_s=180)
-        finally:
-            await runner.close()
-
-    asyncio.run(go())
+    run_to_end(runner)
     snap = store.snapshot("ctl-local")
     assert snap.connection is ConnectionState.LOCAL
     (row,) = snap.configs
@@ -123,13 +129,7 @@ mode = ["finetune", "foundation"]
     store = StudyStore(tmp_path / "cockpit.sqlite")
     runner = StudyRunner(study, LocalExecutor(study), store, interval=AdaptiveInterval(0.2, 0.3, 0.5))
 
-    async def go() -> None:
-        try:
-            await runner.run(timeout_s=180)
-        finally:
-            await runner.close()
-
-    asyncio.run(go())
+    run_to_end(runner)
     jobs = store.latest_jobs(runner.key)
     assert jobs[foundation.config_id].state == jobs[finetune.config_id].state == "completed"
     assert jobs[finetune.config_id].submitted_at >= jobs[foundation.config_id].ended_at
