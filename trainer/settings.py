@@ -68,6 +68,9 @@ class Settings:
     class_weights: str = "balanced"
     bucket_cap_mb: float | None = None  # DDP gradient bucket size; None = DDP's default (25 MB)
     synthetic_params: dict[str, Any] | None = None
+    # test-only: make one rank slower by a host sleep inside each step's compute (a known straggler)
+    test_slow_rank: int | None = None
+    test_slow_step_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -167,6 +170,8 @@ def from_config(run_dir: Path, config: dict[str, Any], source: str = "config.jso
                               f"{t}.class_weights")
     s.synthetic_params = _get(config, "synthetic_params", dict, top, None)
     s.bucket_cap_mb = _get(train, "bucket_cap_mb", float, t, None)
+    s.test_slow_rank = _get(train, "test_slow_rank", int, t, None)
+    s.test_slow_step_s = _get(train, "test_slow_step_s", float, t, 0.0)
     if s.bucket_cap_mb is not None and s.bucket_cap_mb <= 0:
         raise ConfigError(f"{t}.bucket_cap_mb: expected a number > 0, got {s.bucket_cap_mb}")
     validate(s, source)
@@ -207,5 +212,7 @@ def validate(s: Settings, source: str = "config.json") -> None:
         raise ConfigError(f"{source}: train.mask_ratio: expected a number in (0, 1), got {s.mask_ratio}")
     if s.metrics_interval_s <= 0:
         raise ConfigError(f"{source}: train.metrics_interval_s: expected a number > 0, got {s.metrics_interval_s}")
+    if s.test_slow_step_s < 0:
+        raise ConfigError(f"{source}: train.test_slow_step_s: expected a number >= 0, got {s.test_slow_step_s}")
     if s.grad_clip < 0:
         raise ConfigError(f"{source}: train.grad_clip: expected a number >= 0 (0 = off), got {s.grad_clip}")

@@ -287,6 +287,7 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
     breakdown = Breakdown()
     vote = StopVote(d)
     params = [p for p in raw.parameters() if p.requires_grad]
+    slow_s = s.test_slow_step_s if s.test_slow_rank == d.rank else 0.0
     sampler.set_position(prog.epoch, prog.batch_in_epoch * s.batch_size)
     stop_reason: str | None = None
     last_loss = float("nan")
@@ -320,6 +321,8 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
                 with contextlib.nullcontext() if last_micro or not d.enabled else model.no_sync():
                     with autocast():
                         loss = model(inputs, targets) / s.grad_accum
+                    if slow_s:
+                        time.sleep(slow_s)
                     scaler.scale(loss).backward()
                 marks.append((c0, clock.mark(), comm.last_ready if last_micro and d.enabled else None))
                 loss_sum += loss.detach()
@@ -400,6 +403,7 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
     eval_s = time.perf_counter() - t0
 
     peak = peak_memory_bytes(d.device)
+    by_rank = distributed.gather_objects(d, {"rank": d.rank, "host": socket.gethostname(), **prog.breakdown})
     if d.is_main:
         T = prog.train_time_s
         tokens = prog.samples * tokens_per_sample
@@ -421,6 +425,7 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
                 "steps_per_epoch": steps_per_epoch, "first_step_s": prog.first_step_s,
             },
             "breakdown_s": prog.breakdown,
+            "breakdown_by_rank": by_rank,
             "throughput": {"samples_per_s": prog.samples / T if T > 0 else None,
                            "tokens_per_s": tokens / T if T > 0 else None},
             "peak_memory_bytes": peak,
