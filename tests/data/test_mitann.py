@@ -46,9 +46,20 @@ def test_truncated_file_is_a_clear_error(physionet: Path, tmp_path: Path) -> Non
     first_aux_word = int(np.flatnonzero((np.frombuffer(data, "<u2") >> 10) == 63)[0])
     bad = tmp_path / "203.atr"
     bad.write_bytes(data[: 2 * first_aux_word + 4])
-    with pytest.raises(DataError, match=r"203\.atr: truncated AUX"):
+    with pytest.raises(DataError, match=r"203\.atr: truncated annotation file: an AUX note at byte [\d,]+ needs"):
         read_annotations(bad)
     assert len(ann) > 0
+
+
+def test_file_cut_between_entries_is_truncated(physionet: Path, tmp_path: Path) -> None:
+    """Cut at 1,000 bytes, 101.atr still decodes into whole entries: only the missing end word tells."""
+    bad = tmp_path / "101.atr"
+    bad.write_bytes((physionet / "mitdb" / "101.atr").read_bytes()[:1000])
+    with pytest.raises(DataError, match=r"101\.atr: truncated annotation file: 1,000 bytes end without the "
+                                        r"end-of-file marker \(a zero word\), after [\d,]+ annotations, the last at sample"):
+        read_annotations(bad)
+    with pytest.raises(DataError, match=r"0 bytes end without the end-of-file marker"):
+        decode_annotations(b"")
 
 
 def test_missing_file_names_it(tmp_path: Path) -> None:

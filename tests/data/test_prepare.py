@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from trainer.data import shards
-from trainer.data.dataset import load_manifest
+from trainer.data.dataset import WindowDataset, load_manifest
 from trainer.data.errors import DataError
 from trainer.data.prepare import prepare_dataset, shard_path
 
@@ -23,6 +23,11 @@ SAMPLES = {"name": "samples"}
 
 def mtimes(folder: Path) -> dict[str, int]:
     return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
+
+
+def files_of(shard: Path) -> dict[str, str]:
+    """Record name -> its file stem in the shard (the name plus the start of its input digest)."""
+    return {r["name"]: r["file"] for r in load_manifest(shard)["records"]}
 
 
 def run_killed(data: Path, cache: Path, patch: str, hit: int) -> subprocess.CompletedProcess[str]:
@@ -53,19 +58,21 @@ def test_second_prepare_skips_and_rewrites_nothing(mitdb_copy: Path, cache: Path
     assert prepare_dataset(mitdb_copy, SAMPLES, cache) == shard
     assert mtimes(shard) == before
     m = load_manifest(shard)
-    assert [r["name"] for r in m["records"]] == ["100", "101"] and m["timing"]["records_skipped"] == 0
+    assert [r["name"] for r in m["records"]] == ["100", "101"] and m["timing"]["records_up_to_date"] == 0
 
 
 def test_changed_input_redoes_only_that_record(mitdb_copy: Path, cache: Path) -> None:
     shard = prepare_dataset(mitdb_copy, SAMPLES, cache)
     before = mtimes(shard)
+    old = files_of(shard)
     header = mitdb_copy / "101.hea"
     header.write_text(header.read_text() + "# edited\n")
     prepare_dataset(mitdb_copy, SAMPLES, cache)
-    after = mtimes(shard)
-    assert after["records/100.tokens.npy"] == before["records/100.tokens.npy"]
-    assert after["records/101.json"] != before["records/101.json"]
-    assert load_manifest(shard)["timing"]["records_skipped"] == 1
+    after, new = mtimes(shard), files_of(shard)
+    assert new["100"] == old["100"] and new["101"] != old["101"]  # 101 is a new version of the record
+    assert after[f"records/{old['100']}.tokens.npy"] == before[f"records/{old['100']}.tokens.npy"]
+    assert f"records/{new['101']}.json" in after and f"records/{old['101']}.json" not in after  # old removed
+    assert load_manifest(shard)["timing"]["records_up_to_date"] == 1
 
 
 def test_other_parameters_get_their_own_shards(mitdb_copy: Path, cache: Path) -> None:
@@ -79,26 +86,29 @@ def test_killed_after_first_record_leaves_no_manifest_then_completes(mitdb_copy:
     assert proc.returncode == -9, proc.stderr
     shard = shard_path(mitdb_copy, SAMPLES, cache)
     assert not (shard / "manifest.json").exists()
-    assert sorted(p.name for p in (shard / "records").glob("*.json")) == ["100.json"]
+    (written,) = [p.name for p in (shard / "records").glob("*.json")]
+    assert written.startswith("100.")
     with pytest.raises(DataError, match="manifest.json: not found"):
         load_manifest(shard)
-    first = mtimes(shard)["records/100.tokens.npy"]
+    first = mtimes(shard)[f"records/{written[:-5]}.tokens.npy"]
     prepare_dataset(mitdb_copy, SAMPLES, cache)
     m = load_manifest(shard)
     assert [r["n_beats"] for r in m["records"]] == [2273, 1865]
-    assert m["timing"]["records_skipped"] == 1 and mtimes(shard)["records/100.tokens.npy"] == first
+    assert m["timing"]["records_up_to_date"] == 1 and mtimes(shard)[f"records/{written[:-5]}.tokens.npy"] == first
 
 
-def test_killed_between_arrays_redoes_the_record(mitdb_copy: Path, cache: Path) -> None:
+def test_killed_between_arrays_keeps_the_previous_manifest(mitdb_copy: Path, cache: Path) -> None:
     shard = prepare_dataset(mitdb_copy, SAMPLES, cache)
+    before = load_manifest(shard)
     header = mitdb_copy / "100.hea"
     header.write_text(header.read_text() + "# edited\n")
     proc = run_killed(mitdb_copy, cache, "save_array", hit=1)  # new tokens written, nothing else
     assert proc.returncode == -9, proc.stderr
-    assert not (shard / "manifest.json").exists()  # the old manifest went before anything changed
+    assert load_manifest(shard) == before  # still whole: the new version went beside the old files
+    assert len(WindowDataset(shard, 64, "beat", ["100", "101"])) > 0
     prepare_dataset(mitdb_copy, SAMPLES, cache)
     m = load_manifest(shard)
-    assert m["timing"]["records_skipped"] == 1  # 101 kept, 100 redone
+    assert m["timing"]["records_up_to_date"] == 1  # 101 kept, 100 redone
     assert not list((shard / "records").glob(".*"))  # no temp files left
 
 
@@ -124,9 +134,10 @@ def test_second_prepare_waits_for_the_lock(mitdb_copy: Path, cache: Path) -> Non
 def test_two_workers_write_the_same_shards(mitdb_copy: Path, tmp_path: Path) -> None:
     one = prepare_dataset(mitdb_copy, SAMPLES, tmp_path / "a", workers=1)
     two = prepare_dataset(mitdb_copy, SAMPLES, tmp_path / "b", workers=2)
-    for rec in ("100", "101"):
+    assert files_of(one) == files_of(two)
+    for file in files_of(one).values():
         for kind in shards.ARRAYS:
-            assert np.array_equal(np.load(shards.array_path(one, rec, kind)), np.load(shards.array_path(two, rec, kind)))
+            assert np.array_equal(np.load(shards.array_path(one, file, kind)), np.load(shards.array_path(two, file, kind)))
     assert load_manifest(two)["timing"]["workers"] == 2
 
 
@@ -199,7 +210,7 @@ def test_other_rate_and_format_on_disk_without_records_file(tmp_path: Path) -> N
     r = load_manifest(shard)["records"][0]
     assert r["name"] == "r500" and r["native_fs"] == 500 and r["fs"] == 360 and r["lead"] == "II"
     assert abs(r["n_tokens"] - 40 * 360) <= 1
-    beats = np.load(shards.array_path(shard, "r500", "beats"))
+    beats = np.load(shards.array_path(shard, files_of(shard)["r500"], "beats"))
     is_beat = np.isin(np.array(symbols), ["N", "A", "V"])
     assert np.array_equal(beats, np.rint(rec.ann.sample[is_beat] * 360 / 500).astype(np.int64))
 

@@ -105,10 +105,10 @@ def load_manifest(shard_dir: str | Path) -> Manifest:
     return manifest
 
 
-def split_records(manifest: Manifest | dict[str, Any], split: str) -> list[str]:
+def split_records(manifest: Manifest | dict[str, Any], split: str, options: dict[str, Any] | None = None) -> list[str]:
     """Record names of a split ("train", "test", "all"; "DS1"/"DS2"): MIT-BIH inter-patient when the
-    records are MIT-BIH's, otherwise the last 20% by sorted name are test. May be empty."""
-    return split_names([r["name"] for r in manifest["records"]], split)
+    records are MIT-BIH's, otherwise grouped by patient (trainer.data.splits). May be empty."""
+    return split_names([r["name"] for r in manifest["records"]], split, options)
 
 
 class WindowDataset(Dataset):

@@ -4,6 +4,9 @@
 beats. Here the file is one uint16 array; only the rare multi-word entries (SKIP: a 32-bit time
 jump, AUX: a text note such as a rhythm change) are visited in Python, everything else is numpy.
 
+A file that does not end with the end-of-file word was cut short (a partial copy or download) and is an
+error, never a silently shorter record.
+
 Format (WFDB annot(5)): each 16-bit little-endian word holds a 6-bit code (top) and a 10-bit
 value (bottom). Codes 1..49 are annotations whose value is the time increment; 59 SKIP is followed
 by a 32-bit increment (high word first); 60 NUM, 61 SUB, 62 CHN modify the preceding annotation;
@@ -66,7 +69,7 @@ def decode_annotations(data: bytes) -> Annotations:
     skip_val: list[int] = []
     aux_pos: list[int] = []
     aux_text: list[str] = []
-    pos = 0
+    pos, ended = 0, False
     while pos < n:
         k = int(np.searchsorted(irregular, pos, side="left"))
         j = int(irregular[k]) if k < len(irregular) else n
@@ -74,10 +77,12 @@ def decode_annotations(data: bytes) -> Annotations:
             seg_start.append(pos)
             seg_end.append(j)
         if j >= n or words[j] == 0:
+            ended = j < n
             break
         if code[j] == SKIP:
             if j + 2 >= n:
-                raise DataError(f"truncated SKIP entry at byte {2 * j}")
+                raise DataError(f"truncated annotation file: a SKIP entry at byte {2 * j:,} runs past the "
+                                f"end of the file ({len(data):,} bytes)")
             jump = (int(words[j + 1]) << 16) | int(words[j + 2])
             if jump >= 1 << 31:
                 jump -= 1 << 32
@@ -88,7 +93,8 @@ def decode_annotations(data: bytes) -> Annotations:
             length = int(value[j])
             end = 2 * (j + 1) + length
             if end > len(data):
-                raise DataError(f"truncated AUX entry at byte {2 * j}")
+                raise DataError(f"truncated annotation file: an AUX note at byte {2 * j:,} needs {length} "
+                                f"bytes, the file ends at byte {len(data):,}")
             aux_pos.append(j)
             aux_text.append(data[2 * (j + 1) : end].decode("latin-1").rstrip("\x00"))
             pos = j + 1 + (length + 1) // 2
@@ -105,6 +111,10 @@ def decode_annotations(data: bytes) -> Annotations:
         ok = target < len(ann_pos)
         np.add.at(dt, target[ok], np.asarray(skip_val, dtype=np.int64)[ok])
     sample = np.cumsum(dt)
+    if not ended:  # WFDB writes a zero word last; without it the file was cut short
+        last = f", the last at sample {int(sample[-1]):,}" if len(sample) else ""
+        raise DataError(f"truncated annotation file: {len(data):,} bytes end without the end-of-file "
+                        f"marker (a zero word), after {len(sample):,} annotations{last}")
     if aux_pos:
         owner = np.searchsorted(ann_pos, np.asarray(aux_pos), side="left") - 1
         keep = owner >= 0

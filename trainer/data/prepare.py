@@ -2,8 +2,11 @@
 
 Idempotent: a record whose inputs and parameters hash to the digest in its sidecar is skipped, and a
 fully up-to-date shard folder is not touched at all. Atomic: arrays and sidecars appear under their
-final names only when complete, the manifest is removed before any record is rewritten and written
-last. Parallel over records (`--workers`), serialised per shard folder by a file lock.
+final names only when complete, and their names carry the record's input digest, so a prepare that
+fails (a bad record) or is killed leaves the previous manifest and every file it lists intact; the new
+manifest replaces it last. Nothing is dropped silently: a bad record is an error naming the file and
+the numbers, or, with `skip_bad_records`, a skipped record listed with its reason. Parallel over
+records (`--workers`), serialised per shard folder by a file lock.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from trainer.data import records as rec_io
 from trainer.data import shards, synthetic
 from trainer.data.errors import DataError
 from trainer.data.labels import BEAT_CLASSES, RHYTHM_CLASSES, TOKEN_CLASS_NAMES
+from trainer.data.splits import check_options, plan_split
+from trainer.data.summary import SKIP_HINT, describe
 from trainer.data.tokenizers import SPECIAL_TOKENS, canonical, tokenize, vocab_size
 from trainer.rundir import write_json
 
@@ -89,47 +94,83 @@ def _plan(
 def prepare_dataset(
     data_path: str | Path | None, tokenizer: dict[str, Any], cache_root: str | Path, workers: int = 1,
     progress: bool = False, dataset: str | None = None, synthetic_params: dict[str, Any] | None = None,
+    skip_bad_records: bool = False, split: dict[str, Any] | None = None,
 ) -> Path:
     """Tokenize every record (skipping up-to-date ones) and return the shard directory.
 
     data_path None uses the synthetic generator (`synthetic_params`: records, seconds, seed, fs).
-    Raises DataError naming the file for missing records, corrupt headers, records without beats,
-    unknown tokenizers and bad parameters.
+    A bad record (missing or truncated file, header and signal disagreeing, beats outside the signal,
+    ...) raises DataError naming the file and the numbers, after the good records are written; the
+    previous manifest stays in place. With `skip_bad_records` the bad records are left out and listed
+    with their reason in the manifest's `skipped_records`. `split` (test_records or patient_pattern)
+    decides the train/test split recorded in the manifest.
     """
     t_start = time.perf_counter()
     plan = _plan(data_path, tokenizer, cache_root, dataset, synthetic_params)
+    split_options = check_options(split)
     shard: Path = plan["shard"]
-    jobs = _jobs(plan)
-    if _manifest_matches(shard / shards.MANIFEST, jobs):
-        return shard  # up to date: the manifest is written last and atomically, no lock needed to read it
+    jobs, rejected = _jobs(plan)
+    if rejected and not skip_bad_records:
+        raise _bad_records_error(rejected, len(jobs) + len(rejected))
+    current = _read_manifest(shard / shards.MANIFEST)
+    if _up_to_date(current, jobs, rejected, skip_bad_records, split_options):
+        return shard  # the manifest is written last and atomically, no lock needed to read it
     with shards.prepare_lock(shard):
         (shard / shards.RECORDS_DIR).mkdir(parents=True, exist_ok=True)
         shards.clean_temp_files(shard)
+        current = _read_manifest(shard / shards.MANIFEST)  # another prepare may have finished meanwhile
+        if _up_to_date(current, jobs, rejected, skip_bad_records, split_options):
+            return shard
+        known_bad = {s["name"]: s for s in (current or {}).get("skipped_records") or [] if s.get("digest")}
         done: dict[str, dict[str, Any]] = {}
+        failed = {r["name"]: r for r in rejected}
         todo = []
         for job in jobs:
             meta = shards.read_meta(shard, job["file"])
+            bad = known_bad.get(job["record"])
             if meta is not None and meta.get("digest") == job["digest"]:
                 done[job["record"]] = meta
+            elif skip_bad_records and bad is not None and bad["digest"] == job["digest"]:
+                failed[job["record"]] = bad  # known bad, inputs unchanged: not decoded again
             else:
                 todo.append(job)
-        manifest_file = shard / shards.MANIFEST
-        if not todo and _manifest_matches(manifest_file, jobs):
-            return shard
-        manifest_file.unlink(missing_ok=True)  # from here on nothing looks whole until the end
-        for meta in _run_jobs(todo, workers, progress, plan["dataset"], len(done), len(jobs)):
-            done[meta["name"]] = meta
-        manifest = _manifest(plan, jobs, done, skipped=len(jobs) - len(todo), workers=workers,
-                             wall_s=time.perf_counter() - t_start)
-        write_json(manifest_file, manifest)
+        reused = len(done)
+        for out in _run_jobs(todo, workers, progress, plan["dataset"], len(done), len(jobs)):
+            if "error" in out:
+                failed[out["name"]] = {"name": out["name"], "reason": out["error"], "stage": "decode",
+                                       "digest": out["digest"]}
+            else:
+                done[out["name"]] = out
+        order = [j["record"] for j in jobs] + [r["name"] for r in rejected]
+        skipped = [failed[name] for name in order if name in failed]
+        if skipped and not skip_bad_records:
+            raise _bad_records_error(skipped, len(order))  # records written so far are reused next time
+        if not done:
+            raise DataError(f"{plan['folder']}: every record is bad, nothing to train on:\n"
+                            + "\n".join(f"  {s['reason']}" for s in skipped))
+        good = [j for j in jobs if j["record"] in done]
+        manifest = _manifest(plan, good, done, skipped, reused=reused, workers=workers,
+                             wall_s=time.perf_counter() - t_start, split=split_options)
+        write_json(shard / shards.MANIFEST, manifest)
+        shards.remove_unlisted(shard, [m["file"] for m in manifest["records"]])
     return shard
 
 
-def _jobs(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    """One job per record, with the digest of its inputs and parameters."""
+def _bad_records_error(bad: list[dict[str, Any]], total: int) -> DataError:
+    """One error for every bad record found, each with its file and numbers, and the way to skip them."""
+    if len(bad) == 1:
+        return DataError(f"{bad[0]['reason']}\n({SKIP_HINT})")
+    lines = "\n".join(f"  {b['reason']}" for b in bad)
+    return DataError(f"{len(bad)} of {total} records are bad:\n{lines}\n({SKIP_HINT})")
+
+
+def _jobs(plan: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One job per record, with the digest of its inputs and parameters; and the records rejected
+    before decoding (missing or inconsistent files), each with its reason."""
     name, params, folder = plan["name"], plan["params"], plan["folder"]
     salt = shards.param_digest({"tokenizer": name, "params": params, "version": TOKENS_VERSION})
-    jobs = []
+    jobs: list[dict[str, Any]] = []
+    rejected: list[dict[str, Any]] = []
     if folder is None:
         syn = plan["synthetic"]
         names = synthetic.record_names(syn["records"])
@@ -153,26 +194,53 @@ def _jobs(plan: dict[str, Any]) -> list[dict[str, Any]]:
             names = [r for r in names if r in plan["subset"]]
         with_signal = name == "samples"
         for record in names:
-            files = rec_io.input_files(folder, record, params["annotator"], with_signal)
+            try:
+                files = rec_io.input_files(folder, record, params["annotator"], with_signal)
+            except DataError as exc:
+                rejected.append({"name": record, "reason": str(exc), "stage": "inputs", "digest": None})
+                continue
             jobs.append({"record": record, "folder": str(folder), "digest": rec_io.digest_files(files, salt)})
     for job in jobs:
-        job.update(file=rec_io.safe_name(job["record"]), tokenizer=name, params=params, shard=str(plan["shard"]))
-    return jobs
+        # Content-addressed: a changed record gets new files, so the previous manifest stays valid
+        # until the new one replaces it.
+        job.update(file=f"{rec_io.safe_name(job['record'])}.{job['digest'][:10]}", tokenizer=name,
+                   params=params, shard=str(plan["shard"]))
+    return jobs, rejected
 
 
-def _manifest_matches(path: Path, jobs: list[dict[str, Any]]) -> bool:
+def _read_manifest(path: Path) -> dict[str, Any] | None:
     import json
 
     try:
         manifest = json.loads(path.read_text())
     except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return manifest if isinstance(manifest, dict) and manifest.get("schema_version") == shards.SHARD_SCHEMA else None
+
+
+def _up_to_date(manifest: dict[str, Any] | None, jobs: list[dict[str, Any]], rejected: list[dict[str, Any]],
+                skip_bad_records: bool, split: dict[str, Any]) -> bool:
+    """The manifest lists exactly these records with these digests, skips only what is still bad (and
+    only when skipping is asked for), and records the split these options give."""
+    if manifest is None:
+        return False
+    skipped = {s["name"]: s for s in manifest.get("skipped_records") or []}
+    if skipped and not skip_bad_records:
         return False
     listed = [(r.get("name"), r.get("digest")) for r in manifest.get("records", [])]
-    return listed == [(j["record"], j["digest"]) for j in jobs] and manifest.get("schema_version") == shards.SHARD_SCHEMA
+    if listed != [(j["record"], j["digest"]) for j in jobs if j["record"] not in skipped]:
+        return False
+    still_bad = {j["record"]: j["digest"] for j in jobs if j["record"] in skipped}
+    still_bad.update({r["name"]: None for r in rejected})
+    if {n: s.get("digest") for n, s in skipped.items()} != still_bad:
+        return False
+    if any(skipped[r["name"]]["reason"] != r["reason"] for r in rejected):
+        return False
+    return (manifest.get("split") or {}).get("options", {}) == split
 
 
 def _run_jobs(todo: list[dict[str, Any]], workers: int, progress: bool, label: str, already: int, total: int):
-    """Run the record jobs inline (1 worker) or in a process pool; yield each record's sidecar."""
+    """Run the record jobs inline (1 worker) or in a process pool; yield each record's sidecar (or error)."""
     show = progress and sys.stderr.isatty()
     count, beats = already, 0
     if workers <= 1 or len(todo) <= 1:
@@ -184,7 +252,7 @@ def _run_jobs(todo: list[dict[str, Any]], workers: int, progress: bool, label: s
     try:
         for meta in results:
             count += 1
-            beats += meta["n_beats"]
+            beats += meta.get("n_beats", 0)
             if show:
                 print(f"\rprepare {label}: {count}/{total} records, {beats:,} beats", end="", file=sys.stderr, flush=True)
             yield meta
@@ -206,7 +274,14 @@ def _start_method() -> str:
 
 
 def _process_record(job: dict[str, Any]) -> dict[str, Any]:
-    """Decode, tokenize and write one record; returns its sidecar (also written, last)."""
+    """Decode, tokenize and write one record; its sidecar (also written, last), or {name, error}."""
+    try:
+        return _tokenize_record(job)
+    except DataError as exc:  # reported with every other bad record, so one does not hide the rest
+        return {"name": job["record"], "digest": job["digest"], "error": str(exc)}
+
+
+def _tokenize_record(job: dict[str, Any]) -> dict[str, Any]:
     t0 = time.perf_counter()
     params = job["params"]
     if "synthetic" in job:
@@ -229,6 +304,7 @@ def _process_record(job: dict[str, Any]) -> dict[str, Any]:
         "n_tokens": int(len(out.tokens)), "n_beats": int(len(out.beats)),
         "class_counts": np.bincount(labels, minlength=len(BEAT_CLASSES)).tolist(),
         "unclassified_beats": int((out.labels < 0).sum()),
+        "beats_outside_signal": int(out.info.get("beats_outside_signal", 0)),
         "rhythm_counts": np.bincount(rhythm, minlength=len(RHYTHM_CLASSES)).tolist(),
         "decode_s": t1 - t0, "tokenize_s": t2 - t1, "write_s": t3 - t2,
         **{k: v for k, v in out.info.items() if k != "n_tokens"},
@@ -238,9 +314,12 @@ def _process_record(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def _manifest(plan: dict[str, Any], jobs: list[dict[str, Any]], done: dict[str, dict[str, Any]],
-              skipped: int, workers: int, wall_s: float) -> dict[str, Any]:
+              skipped: list[dict[str, Any]], reused: int, workers: int, wall_s: float,
+              split: dict[str, Any]) -> dict[str, Any]:
     name, params = plan["name"], plan["params"]
     metas = [done[j["record"]] for j in jobs]
+    where = "split" if not split else f"split ({', '.join(split)})"
+    split_info = {**plan_split([m["name"] for m in metas], split, where).as_dict(), "options": split}
     decode = sum(m["decode_s"] for m in metas)
     tok = sum(m["tokenize_s"] for m in metas)
     beats = sum(m["n_beats"] for m in metas)
@@ -265,16 +344,21 @@ def _manifest(plan: dict[str, Any], jobs: list[dict[str, Any]], done: dict[str, 
         "n_rhythm_classes": len(RHYTHM_CLASSES),
         "fs": params["fs"] if name == "samples" and params["fs"] else None,
         "records": metas,
+        "skipped_records": skipped,
+        "split": split_info,
         "totals": {
             "records": len(metas),
+            "skipped_records": len(skipped),
             "tokens": sum(m["n_tokens"] for m in metas),
             "beats": beats,
+            "unclassified_beats": sum(m["unclassified_beats"] for m in metas),
+            "beats_outside_signal": sum(m.get("beats_outside_signal", 0) for m in metas),
             "class_counts": np.sum([m["class_counts"] for m in metas], axis=0).astype(int).tolist(),
             "rhythm_counts": np.sum([m["rhythm_counts"] for m in metas], axis=0).astype(int).tolist(),
         },
         "timing": {
             "decode_s": decode, "tokenize_s": tok, "write_s": sum(m["write_s"] for m in metas),
-            "wall_s": wall_s, "workers": workers, "records_skipped": skipped,
+            "wall_s": wall_s, "workers": workers, "records_up_to_date": reused,
             "tokenize_beats_per_s": beats / tok if tok > 0 else None,
         },
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -299,6 +383,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rr-bins", type=int, metavar="N", help="beats: RR-interval bins (default 16)")
     parser.add_argument("--annotator", metavar="EXT", help="annotation file extension: atr, ari, ... or auto (default)")
     parser.add_argument("--records", nargs="+", metavar="RECORD", help="only these records")
+    parser.add_argument("--skip-bad-records", action="store_true",
+                        help="leave out bad records (listed with their reason) instead of failing")
+    parser.add_argument("--test-records", nargs="+", metavar="RECORD",
+                        help="the test split, explicitly (recorded in the manifest; the rest is train)")
+    parser.add_argument("--patient-pattern", metavar="REGEX",
+                        help="regular expression extracting the patient id from a record name (its group "
+                             "'patient', else its first group, else the match); the split keeps patients whole")
     parser.add_argument("--synthetic-records", type=int, metavar="N", help="synthetic: number of records (default 8)")
     parser.add_argument("--synthetic-seconds", type=float, metavar="S", help="synthetic: seconds per record (default 300)")
     parser.add_argument("--seed", type=int, help="synthetic: seed (default 0)")
@@ -309,6 +400,7 @@ def run(args: argparse.Namespace) -> int:
     """Run `hlm-train prepare`; 0 on success, 2 for a bad command line or config, 3 for bad data."""
     try:
         kwargs = _from_run_dir(args.run_dir) if args.run_dir else _from_flags(args)
+        kwargs["skip_bad_records"] = kwargs["skip_bad_records"] or args.skip_bad_records
     except _UsageError as exc:
         print(f"hlm-train prepare: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -321,12 +413,7 @@ def run(args: argparse.Namespace) -> int:
     except DataError as exc:
         print(f"hlm-train prepare: bad input data: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    t = m["timing"]
-    kind = "SYNTHETIC data" if m["synthetic"] else m["source"]
-    print(f"{shard}\n  {m['dataset']} ({kind}), tokenizer {m['tokenizer']}: {m['totals']['records']} records, "
-          f"{m['totals']['beats']:,} beats, {m['totals']['tokens']:,} tokens, vocab {m['vocab_size']}\n"
-          f"  decode {t['decode_s']:.2f} s, tokenize {t['tokenize_s']:.2f} s, write {t['write_s']:.2f} s "
-          f"(as built); this call {time.perf_counter() - t0:.2f} s")
+    print(describe(m, shard, time.perf_counter() - t0))
     return 0
 
 
@@ -351,8 +438,11 @@ def _from_flags(args: argparse.Namespace) -> dict[str, Any]:
             tok[key] = value
     syn = {k: v for k, v in (("records", args.synthetic_records), ("seconds", args.synthetic_seconds),
                              ("seed", args.seed)) if v is not None}
+    split = {k: v for k, v in (("test_records", args.test_records), ("patient_pattern", args.patient_pattern))
+             if v is not None}
     return {"data_path": args.data, "tokenizer": tok, "cache_root": args.out, "workers": args.workers,
-            "dataset": args.dataset, "synthetic_params": syn or None}
+            "dataset": args.dataset, "synthetic_params": syn or None, "skip_bad_records": args.skip_bad_records,
+            "split": split or None}
 
 
 def _from_run_dir(run_dir: Path) -> dict[str, Any]:
@@ -369,6 +459,10 @@ def _from_run_dir(run_dir: Path) -> dict[str, Any]:
     if not isinstance(config["tokenizer"], dict):
         raise _UsageError(f"{where}: 'tokenizer' must be an object with a 'name', found {config['tokenizer']!r}")
     data_path = None if config.get("synthetic") else config.get("data_path")
+    skip = config.get("skip_bad_records", False)
+    if not isinstance(skip, bool):
+        raise _UsageError(f"{where}: 'skip_bad_records' must be true or false, found {skip!r}")
     return {"data_path": data_path, "tokenizer": config["tokenizer"], "cache_root": config["token_cache"],
             "workers": int(config.get("prepare_workers") or os.environ.get("SLURM_CPUS_PER_TASK") or 1),
-            "dataset": config.get("dataset"), "synthetic_params": config.get("synthetic_params") or None}
+            "dataset": config.get("dataset"), "synthetic_params": config.get("synthetic_params") or None,
+            "skip_bad_records": skip, "split": config.get("split")}

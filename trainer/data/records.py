@@ -6,6 +6,7 @@ synthetic generator produce, so both go through the same tokenizers.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from trainer.data import headers
 from trainer.data.errors import DataError
 from trainer.data.labels import RHYTHM_CODE, rhythm_class
 from trainer.data.mitann import Annotations, read_annotations
@@ -63,7 +65,7 @@ def resolve_annotator(folder: Path, record: str, annotator: str) -> Path:
     if annotator != "auto":
         path = base.parent / f"{base.name}.{annotator}"
         if not path.is_file():
-            raise DataError(f"{path}: annotation file not found (annotator {annotator!r})")
+            raise DataError(f"{path}: annotation file not found (annotator {annotator!r}); {_beside(base)}")
         return path
     # The database's own ANNOTATORS order first (sddb lists the complete .ari before the partial .atr).
     candidates: list[str] = []
@@ -75,7 +77,35 @@ def resolve_annotator(folder: Path, record: str, annotator: str) -> Path:
         path = base.parent / f"{base.name}.{ext}"
         if path.is_file():
             return path
-    raise DataError(f"{base}.hea: no annotation file found (tried {', '.join('.' + c for c in dict.fromkeys(candidates))})")
+    tried = ", ".join("." + c for c in dict.fromkeys(candidates))
+    raise DataError(f"{base}.hea: no annotation file found (tried {tried}); {_beside(base)}")
+
+
+NOT_ANNOTATIONS = frozenset({"hea", "dat", "mat", "edf", "xyz", "xws", "png", "pdf", "txt", "csv", "json"})
+
+
+def annotation_extensions(base: Path) -> list[str]:
+    """Extensions of the files beside a record's header that may be annotation files (not header, not
+    signal files the header names, not common non-WFDB files)."""
+    header = base.parent / f"{base.name}.hea"
+    signals = set(_signal_files(header)) if header.is_file() else set()
+    found = []
+    for path in sorted(base.parent.glob(f"{glob.escape(base.name)}.*")):
+        ext = path.name[len(base.name) + 1:]
+        if path.is_file() and ext and "." not in ext and ext.lower() not in NOT_ANNOTATIONS and path.name not in signals:
+            found.append(ext)
+    return found
+
+
+def _beside(base: Path) -> str:
+    """What the 'no annotation file' errors suggest: the extensions present and how to pick one."""
+    exts = annotation_extensions(base)
+    if not exts:
+        return f"no other file beside {base.name}.hea could hold annotations"
+    pick = exts[0]
+    return (f"beside {base.name}.hea: {', '.join('.' + e for e in exts)}; choose one with the annotator option "
+            f"(hlm-train --annotator {pick}, cockpit demo --annotator {pick}, "
+            f"study file [data.tokenizer] annotator = \"{pick}\")")
 
 
 def input_files(folder: Path, record: str, annotator: str, with_signal: bool) -> list[Path]:
@@ -83,19 +113,14 @@ def input_files(folder: Path, record: str, annotator: str, with_signal: bool) ->
     header = folder / f"{record}.hea"
     if not header.is_file():
         raise DataError(f"{header}: header file not found (record {record!r} listed but missing)")
+    read_fs(header)  # a corrupt record line is named as such before anything else is checked
     files = [header, resolve_annotator(folder, record, annotator)]
     if with_signal and _is_multi_segment(header):
         raise DataError(f"{header}: multi-segment record; the samples tokenizer reads single-segment records "
                         "(the beats tokenizer reads any)")
     if with_signal:
-        for name in _signal_files(header):
-            path = header.parent / name
-            if not path.is_file():
-                raise DataError(
-                    f"{path}: signal file not found (named in {header.name}; "
-                    "annotation-only folders need --tokenizer beats)"
-                )
-            files.append(path)
+        headers.check_signal_files(header)  # formats known, files present, sizes = the header's count
+        files += [header.parent / name for name in _signal_files(header)]
     return files
 
 
@@ -176,7 +201,13 @@ def read_record(folder: Path, record: str, annotator: str, lead: int | str | Non
     header = folder / f"{record}.hea"
     fs = read_fs(header)
     ann_path = resolve_annotator(folder, record, annotator)
-    ann = read_annotations(ann_path)
+    try:
+        ann = read_annotations(ann_path)
+    except DataError as exc:
+        nsamp = headers.sample_count(header) if "truncated" in str(exc) else None
+        if nsamp is None:
+            raise
+        raise DataError(f"{exc}; the record is {nsamp:,} samples long ({header.name})") from None
     rec = Record(name=record, fs=fs, ann=ann, source=str(header), extra={"ann_path": str(ann_path)})
     if lead is not None:
         _read_signal(rec, header, lead)
@@ -187,6 +218,7 @@ def _read_signal(rec: Record, header: Path, lead: int | str) -> None:
     import wfdb  # heavy import (pandas); only where signals are read
 
     base = str(header.with_suffix(""))
+    headers.check_signal_files(header)  # before wfdb, whose errors for these cases are numpy/KeyError text
     try:
         head = wfdb.rdheader(base)
     except Exception as exc:  # wfdb raises many types for malformed headers
@@ -200,12 +232,6 @@ def _read_signal(rec: Record, header: Path, lead: int | str) -> None:
         channel = int(lead)
         if not 0 <= channel < head.n_sig:
             raise DataError(f"{header}: lead index {channel} out of range (record has {head.n_sig} signals)")
-    for name in _signal_files(header):
-        if not (header.parent / name).is_file():
-            raise DataError(
-                f"{header.parent / name}: signal file not found (named in {header.name}; "
-                "annotation-only folders need --tokenizer beats)"
-            )
     try:
         sig = wfdb.rdrecord(base, channels=[channel], physical=False, return_res=32)
     except Exception as exc:
@@ -213,6 +239,9 @@ def _read_signal(rec: Record, header: Path, lead: int | str) -> None:
     data = np.asarray(sig.d_signal)[:, 0]
     if data.size == 0:
         raise DataError(f"{header}: record has no samples")
+    if head.sig_len and data.size != head.sig_len:  # compressed formats, checked only once decoded
+        raise DataError(f"{header}: decoded {data.size:,} samples of lead {names[channel] if names else channel}, "
+                        f"the header says {head.sig_len:,}")
     rec.signal = data
     rec.lead = names[channel] if channel < len(names) else str(channel)
     rec.adc_gain = float(sig.adc_gain[0] or 200.0)

@@ -5,8 +5,9 @@ Layout (docs/architecture.md, "Token shards"):
   <cache>/<dataset>-<tokenizer>-<param digest>/records/<rec>.{tokens,beats,labels,rhythm}.npy
   <cache>/<dataset>-<tokenizer>-<param digest>/records/<rec>.json     the record's digest; written
                                                                        after its arrays
-A file only ever appears under its final name complete (temp name + rename), so an interrupted
-prepare leaves either no manifest or the previous one removed before any change.
+<rec> is the record's name plus the start of its input digest, so a record whose inputs changed is
+written beside the old version. A file only ever appears under its final name complete (temp name +
+rename), so an interrupted or failed prepare leaves the previous manifest and all its files valid.
 """
 
 from __future__ import annotations
@@ -73,6 +74,14 @@ def read_meta(shard: Path, rec_file: str) -> dict[str, Any] | None:
 
 def write_meta(shard: Path, rec_file: str, meta: dict[str, Any]) -> None:
     write_json(meta_path(shard, rec_file), meta)
+
+
+def remove_unlisted(shard: Path, files: list[str]) -> None:
+    """Remove record files the new manifest does not list (old versions); called under the lock."""
+    keep = {f"{f}.{kind}.npy" for f in files for kind in ARRAYS} | {f"{f}.json" for f in files}
+    for path in (shard / RECORDS_DIR).iterdir():
+        if path.name not in keep and not path.name.startswith("."):
+            path.unlink(missing_ok=True)
 
 
 def clean_temp_files(shard: Path) -> None:

@@ -1,4 +1,11 @@
-"""Record-level train/test splits: MIT-BIH's inter-patient DS1/DS2, otherwise a fixed 80/20 by name.
+"""Record-level train/test splits that never put one patient on both sides.
+
+MIT-BIH Arrhythmia records keep the AAMI inter-patient split (DS1 train, DS2 test). Any other
+database is split by patient: explicitly (`test_records`), by a pattern that extracts the patient
+id from the record name (`patient_pattern`), or by default from the name's shape when it carries a
+patient id (`data_8_2` -> `data_8`, `patient001/s0010_re` -> `patient001`). The last 20 % of the
+patients (rounded up) are test. Every split says how it was made and why (`Split.reason`), and the
+manifest and result.json keep that sentence.
 
 Pure Python (no torch) so the cockpit and reports can show which records a run trained on.
 """
@@ -6,7 +13,10 @@ Pure Python (no torch) so the cockpit and reports can show which records a run t
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
 
 from trainer.data.errors import DataError
 
@@ -17,6 +27,32 @@ PACED = ("102", "104", "107", "217")
 MITDB = frozenset(DS1) | frozenset(DS2) | frozenset(PACED)
 SPLITS = ("train", "test", "all")
 TEST_FRACTION = 0.2
+OPTION_KEYS = ("test_records", "patient_pattern")
+_NUMBERED = re.compile(r"^(.+)_\d+$")  # data_8_2 -> data_8: a patient id followed by a recording number
+
+
+@dataclass(frozen=True)
+class Split:
+    """Which records train, which test, which neither, and the sentence that says why."""
+
+    train: list[str]
+    test: list[str]
+    excluded: list[str]
+    method: str  # mitdb-inter-patient | test_records | patient_pattern | patient-in-name | one-record-per-patient
+    reason: str
+    patients: dict[str, str] = field(default_factory=dict)  # record -> patient id (empty for mitdb)
+
+    def names(self, split: str) -> list[str]:
+        """Records of "train", "test" or "all" (also "DS1"/"DS2")."""
+        alias = {"ds1": "train", "ds2": "test"}.get(split.lower(), split)
+        if alias not in SPLITS:
+            raise DataError(f"split: unknown split {split!r} (expected one of: {', '.join(SPLITS)}, DS1, DS2)")
+        return {"train": self.train, "test": self.test, "all": sorted(self.train + self.test)}[alias]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The form kept in manifest.json and result.json."""
+        return {"method": self.method, "reason": self.reason, "train": self.train, "test": self.test,
+                "excluded": self.excluded, "patients": self.patients}
 
 
 def is_mitdb(names: Iterable[str]) -> bool:
@@ -25,16 +61,123 @@ def is_mitdb(names: Iterable[str]) -> bool:
     return bool(names) and all(n in MITDB for n in names)
 
 
-def split_names(names: Iterable[str], split: str) -> list[str]:
-    """Records of a split. MIT-BIH: train = DS1, test = DS2, paced excluded (also from "all").
-    Other data: sorted by name, the last ceil(20%) are test (none when there is only one record)."""
-    alias = {"ds1": "train", "ds2": "test"}.get(split.lower(), split)
-    if alias not in SPLITS:
-        raise DataError(f"split: unknown split {split!r} (expected one of: {', '.join(SPLITS)}, DS1, DS2)")
-    ordered = sorted(set(names))
+def check_options(options: Any, where: str = "split") -> dict[str, Any]:
+    """Validate split options ({test_records: [...]} or {patient_pattern: "..."}); DataError naming the key."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise DataError(f"{where}: expected a table with test_records or patient_pattern, found {options!r}")
+    unknown = sorted(set(options) - set(OPTION_KEYS))
+    if unknown:
+        raise DataError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(OPTION_KEYS)})")
+    out = {k: v for k, v in options.items() if v is not None}
+    if len(out) > 1:
+        raise DataError(f"{where}: give test_records or patient_pattern, not both")
+    records = out.get("test_records")
+    if records is not None and (not isinstance(records, list) or not records
+                                or not all(isinstance(r, str) and r for r in records)):
+        raise DataError(f"{where}.test_records: expected a non-empty list of record names, found {records!r}")
+    pattern = out.get("patient_pattern")
+    if pattern is not None:
+        if not isinstance(pattern, str) or not pattern:
+            raise DataError(f"{where}.patient_pattern: expected a regular expression, found {pattern!r}")
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise DataError(f"{where}.patient_pattern: {pattern!r} is not a regular expression ({exc})") from None
+    return out
+
+
+def plan_split(names: Iterable[str], options: dict[str, Any] | None = None, where: str = "split") -> Split:
+    """The split of these records under the given options (see the module docstring)."""
+    opts = check_options(options, where)
+    ordered = sorted(set(names), key=natural_key)
+    if "test_records" in opts:
+        wanted = list(dict.fromkeys(opts["test_records"]))
+        unknown = [r for r in wanted if r not in ordered]
+        if unknown:
+            raise DataError(f"{where}.test_records: {', '.join(unknown)} not among the records "
+                            f"({_short(ordered)})")
+        test = [r for r in ordered if r in wanted]
+        return Split([r for r in ordered if r not in wanted], test, [], "test_records",
+                     f"test records given explicitly (test_records): {', '.join(test)}")
+    if "patient_pattern" in opts:
+        patients = _by_pattern(ordered, opts["patient_pattern"], where)
+        return _grouped(ordered, patients, "patient_pattern",
+                        f"records grouped by patient with patient_pattern {opts['patient_pattern']!r}")
     if is_mitdb(ordered):
-        pick = {"train": DS1, "test": DS2, "all": DS1 + DS2}[alias]
-        return [n for n in ordered if n in pick]
-    n_test = math.ceil(TEST_FRACTION * len(ordered)) if len(ordered) > 1 else 0
-    cut = len(ordered) - n_test
-    return {"train": ordered[:cut], "test": ordered[cut:], "all": ordered}[alias]
+        train = [n for n in ordered if n in DS1]
+        test = [n for n in ordered if n in DS2]
+        reason = ("every record is an MIT-BIH Arrhythmia record: AAMI inter-patient split, DS1 train, DS2 test, "
+                  "paced records 102 104 107 217 excluded")
+        if not test:
+            reason += "; none of these records is in DS2, so the test split is empty"
+        return Split(train, test, [n for n in ordered if n in PACED], "mitdb-inter-patient", reason)
+    patients, how = default_patients(ordered)
+    if patients:
+        return _grouped(ordered, patients, "patient-in-name", f"records grouped by patient ({how})")
+    return _grouped(ordered, {n: n for n in ordered}, "one-record-per-patient",
+                    "record names carry no patient id, so each record is its own patient; if one patient has "
+                    "several records, give patient_pattern or test_records")
+
+
+def default_patients(names: list[str]) -> tuple[dict[str, str], str]:
+    """Patient ids read from the names' shape, or ({}, "") when the names carry none.
+
+    A shape counts only if it yields at least two patients and at least one with several records:
+    otherwise it is a naming scheme, not patient ids.
+    """
+    for how, rule in (("the folder of each record, e.g. patient001/s0010_re -> patient001",
+                       lambda n: n.rsplit("/", 1)[0] if "/" in n else None),
+                      ("the name before its last '_<number>', e.g. data_8_2 -> data_8",
+                       lambda n: m.group(1) if (m := _NUMBERED.match(n)) else None)):
+        ids = {n: rule(n) for n in names}
+        if all(ids.values()):
+            groups = set(ids.values())
+            if 2 <= len(groups) < len(names):
+                return {n: str(p) for n, p in ids.items()}, how
+    return {}, ""
+
+
+def _by_pattern(names: list[str], pattern: str, where: str) -> dict[str, str]:
+    regex = re.compile(pattern)
+    patients = {}
+    for name in names:
+        m = regex.search(name)
+        if not m:
+            raise DataError(f"{where}.patient_pattern: {pattern!r} does not match record name {name!r}")
+        if "patient" in regex.groupindex:
+            patients[name] = m.group("patient")
+        else:
+            patients[name] = m.group(1) if regex.groups else m.group(0)
+    return patients
+
+
+def _grouped(names: list[str], patients: dict[str, str], method: str, how: str) -> Split:
+    """The last ceil(20%) of the patients (natural order of their ids) are test; none of one patient."""
+    ids = sorted(set(patients.values()), key=natural_key)
+    n_test = math.ceil(TEST_FRACTION * len(ids)) if len(ids) > 1 else 0
+    test_ids = set(ids[len(ids) - n_test:])
+    test = [n for n in names if patients[n] in test_ids]
+    train = [n for n in names if patients[n] not in test_ids]
+    if n_test:
+        reason = (f"{how}: {len(ids)} patients, the last {n_test} by patient id are test "
+                  f"({', '.join(sorted(test_ids, key=natural_key))})")
+    else:
+        reason = f"{how}: only one patient ({ids[0] if ids else 'none'}), so nothing is left for a test split"
+    return Split(train, test, [], method, reason, dict(patients))
+
+
+def natural_key(name: str) -> list[Any]:
+    """Sort key that orders data_8 before data_10."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name)]
+
+
+def split_names(names: Iterable[str], split: str, options: dict[str, Any] | None = None) -> list[str]:
+    """Records of one split ("train", "test", "all"; "DS1"/"DS2"); see plan_split."""
+    return plan_split(names, options).names(split)
+
+
+def _short(names: list[str], limit: int = 8) -> str:
+    more = f", ... ({len(names)} in all)" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -142,11 +143,18 @@ def tokenize_samples(params: dict[str, Any], rec: Record) -> Tokenized:
     """Quantise the lead (resampled to params['fs']) and locate each beat in the token stream."""
     if rec.signal is None:
         raise DataError(f"{rec.source}: record {rec.name!r} has no signal (the samples tokenizer needs one)")
-    sample, code, rhythm = _beat_arrays(rec, rec.extra.get("ann_path", rec.source))
+    ann_source = rec.extra.get("ann_path", rec.source)
+    sample, code, rhythm = _beat_arrays(rec, ann_source)
+    outside = (sample < 0) | (sample >= len(rec.signal))
+    if outside.any():  # a beat without samples around it would be lost: never silently
+        first = int(sample[np.flatnonzero(outside)[0]])
+        raise DataError(
+            f"{ann_source}: {int(outside.sum()):,} of {len(sample):,} beats lie outside the signal "
+            f"(expected samples 0..{len(rec.signal) - 1:,} of {Path(rec.source).name}, found one at {first:,}); "
+            "the annotation file belongs to a longer record or the header's sample count is wrong")
     x, fs = resample(rec.signal, rec.fs, params["fs"])
-    if fs != rec.fs:
-        sample = np.rint(sample * (fs / rec.fs)).astype(np.int64)
-    inside = (sample >= 0) & (sample < len(x))
+    if fs != rec.fs:  # rounding may not push the last beat past the resampled end
+        sample = np.minimum(np.rint(sample * (fs / rec.fs)).astype(np.int64), len(x) - 1)
     xmin = int(x.min())
     offset = (x - xmin).astype(np.intp, copy=False)  # one pass shared by the histogram and the table
     # Percentiles from every k-th sample (>= 2^17 of them): the same range to a fraction of an ADC
@@ -157,9 +165,9 @@ def tokenize_samples(params: dict[str, Any], rec: Record) -> Tokenized:
     info = {
         "n_tokens": len(tokens), "fs": fs, "native_fs": rec.fs, "lead": rec.lead,
         "adc_gain": rec.adc_gain, "baseline": rec.baseline, "quantizer": q.describe(),
-        "beats_outside_signal": int((~inside).sum()),
+        "beats_outside_signal": 0,
     }
-    return Tokenized(tokens, sample[inside], AAMI_OF_CODE[code][inside], rhythm[inside], info)
+    return Tokenized(tokens, sample, AAMI_OF_CODE[code], rhythm, info)
 
 
 def resample(x: np.ndarray, fs: float, target: float | None) -> tuple[np.ndarray, float]:
