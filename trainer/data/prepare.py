@@ -109,9 +109,7 @@ def prepare_dataset(
     plan = _plan(data_path, tokenizer, cache_root, dataset, synthetic_params)
     split_options = check_options(split)
     shard: Path = plan["shard"]
-    jobs, rejected = _jobs(plan)
-    if rejected and not skip_bad_records:
-        raise _bad_records_error(rejected, len(jobs) + len(rejected))
+    jobs, rejected = _jobs(plan)  # rejected records are reported with those that fail to decode, below
     current = _read_manifest(shard / shards.MANIFEST)
     if _up_to_date(current, jobs, rejected, skip_bad_records, split_options):
         return shard  # the manifest is written last and atomically, no lock needed to read it
