@@ -1,16 +1,17 @@
-"""Scaling analysis: pure functions over a DataFrame of results (one row per finished run).
+"""Scaling analysis: the one function (`analyse`) that every number a user sees comes from.
 
 Formulas 1-3 of arXiv 2503.21033 plus the Karp-Flatt serial fraction:
-  speedup    S = T1 / TN
+  speedup    S = T1 / TN'
   efficiency E = S / N
-  overhead   O = TN - T1 / N
+  overhead   O = TN' - T1 / N
   Karp-Flatt e = (1/S - 1/N) / (1 - 1/N)      (N > 1)
-where N = nodes x gpus_per_node workers and T1 is the training time of the group's 1-node 1-GPU run.
+where N = nodes x gpus_per_node workers, T1 is the training time of the group's 1-node 1-GPU run and
+TN' = TN / work is the run's T at the baseline's work (work = samplesN / samples1; 1 for strong scaling,
+where every run of a group processes the same samples). A study with a fixed number of steps and a
+per-GPU batch gives an N-worker run N times the samples: TN' is then what the same work took.
 
-These formulas assume every run of a group does the same work (strong scaling: fixed epochs, the data split
-across workers, as in the published study). A study with a fixed number of *steps* and a per-GPU batch
-gives an N-worker run N times the samples; then TN is first scaled to the baseline's samples
-(TN x samples1 / samplesN) so speedup still means "how much faster the same work got done".
+The overhead is split into seconds per part of the step time by cockpit.explain. Pure Python (no pandas),
+so the terminal UI, the report, the CSV and the headless lines all call the same code on the result files.
 """
 
 from __future__ import annotations
@@ -19,22 +20,24 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from cockpit import explain
 from cockpit.spec import AXES, SCALE_AXES, Configuration
 
 if TYPE_CHECKING:
     import pandas as pd
 
-BREAKDOWN_PARTS = ("data_wait", "compute", "comm", "optimizer", "other")
-COMM_BOUND = 0.25
-INPUT_BOUND = 0.15
+ANALYSIS_VERSION = 2  # bump when a derived number changes meaning; nothing derived is stored
+BREAKDOWN_PARTS = explain.PARTS
+GROUP_AXES = tuple(a for a in AXES if a not in SCALE_AXES)
+NAN = math.nan
 
 
 def speedup(t1: float, tn: float) -> float:
-    return t1 / tn if tn > 0 else math.nan
+    return t1 / tn if tn > 0 else NAN
 
 
 def efficiency(s: float, n: int) -> float:
-    return s / n if n > 0 else math.nan
+    return s / n if n > 0 else NAN
 
 
 def overhead(t1: float, tn: float, n: int) -> float:
@@ -44,104 +47,8 @@ def overhead(t1: float, tn: float, n: int) -> float:
 def karp_flatt(s: float, n: int) -> float:
     """Experimentally determined serial fraction; undefined for one worker."""
     if n <= 1 or not s or math.isnan(s):
-        return math.nan
+        return NAN
     return (1.0 / s - 1.0 / n) / (1.0 - 1.0 / n)
-
-
-def results_frame(results: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """One row per run from result.json dicts (the run-directory contract)."""
-    import pandas as pd
-
-    rows = []
-    for res in results:
-        cfg = res.get("config", {})
-        values = {axis: cfg.get(axis, res.get(axis)) for axis in AXES}
-        timing = res.get("timing", {})
-        breakdown = res.get("breakdown_s", {}) or {}
-        throughput = res.get("throughput", {}) or {}
-        row = {
-            **values,
-            "config_id": res.get("config_id"),
-            "status": res.get("status", "completed"),
-            "train_time_s": timing.get("train_time_s", math.nan),
-            "samples": timing.get("samples", math.nan),
-            "tokens_per_s": throughput.get("tokens_per_s", math.nan),
-            "samples_per_s": throughput.get("samples_per_s", math.nan),
-        }
-        for part in BREAKDOWN_PARTS:
-            row[f"{part}_s"] = breakdown.get(part, math.nan)
-        rows.append(row)
-    columns = [*AXES, "config_id", "status", "train_time_s", "samples", "tokens_per_s", "samples_per_s"]
-    columns += [f"{p}_s" for p in BREAKDOWN_PARTS]
-    return pd.DataFrame(rows, columns=columns)
-
-
-def scaling_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Per configuration: median T over repeats, speedup, efficiency, overhead, Karp-Flatt, shares, verdict.
-
-    Failed runs are excluded from the maths and listed with note "failed run excluded"; a configuration
-    whose group has no finished 1x1 baseline gets NaN with the reason in `note`.
-    """
-    import pandas as pd
-
-    group_axes = [a for a in AXES if a not in SCALE_AXES]
-    ok = df[df["status"] == "completed"]
-    failed = df[df["status"] != "completed"]
-    numeric = ["train_time_s", "samples", "tokens_per_s", "samples_per_s", *[f"{p}_s" for p in BREAKDOWN_PARTS]]
-    agg = ok.groupby(list(AXES), dropna=False)[numeric].median().reset_index() if len(ok) else ok[list(AXES) + numeric]
-    counts = ok.groupby(list(AXES), dropna=False).size().rename("runs").reset_index() if len(ok) else None
-    table = agg.merge(counts, on=list(AXES)) if counts is not None else agg.assign(runs=0)
-    records = []
-    baselines = {
-        tuple(row[a] for a in group_axes): (row["train_time_s"], row["samples"])
-        for _, row in table.iterrows()
-        if row["nodes"] == 1 and row["gpus_per_node"] == 1
-    }
-    for _, row in table.iterrows():
-        n = int(row["nodes"]) * int(row["gpus_per_node"])
-        tn = float(row["train_time_s"])
-        t1, samples1 = baselines.get(tuple(row[a] for a in group_axes), (None, math.nan))
-        rec = {**row.to_dict(), "workers": n, "baseline": n == 1, "status": "completed"}
-        cfg = Configuration(**{a: _plain(row[a]) for a in AXES})
-        rec["config_id"] = cfg.config_id
-        rec["group_id"] = cfg.group_id
-        if t1 is None or math.isnan(t1):
-            rec.update(t1_s=math.nan, speedup=math.nan, efficiency=math.nan, overhead_s=math.nan, karp_flatt=math.nan)
-            rec["note"] = "no baseline: the group's 1 node x 1 GPU run has not finished"
-        else:
-            work = work_ratio(row["samples"], samples1)
-            tn_same_work = tn / work
-            s = speedup(t1, tn_same_work)
-            rec.update(
-                t1_s=t1,
-                work_ratio=work,
-                speedup=s,
-                efficiency=efficiency(s, n),
-                overhead_s=overhead(t1, tn_same_work, n),
-                karp_flatt=karp_flatt(s, n),
-                note="" if work == 1.0 else f"T scaled to the baseline's samples ({work:g}x the work)",
-            )
-        rec.update(breakdown_shares(row))
-        rec["verdict"] = bottleneck_verdict(rec)
-        records.append(rec)
-    for _, row in failed.iterrows():
-        cfg = Configuration(**{a: _plain(row[a]) for a in AXES})
-        records.append(
-            {
-                **{a: _plain(row[a]) for a in AXES},
-                "config_id": cfg.config_id,
-                "group_id": cfg.group_id,
-                "workers": cfg.workers,
-                "baseline": cfg.is_baseline,
-                "status": row["status"],
-                "note": "failed run excluded",
-                "verdict": "",
-            }
-        )
-    out = pd.DataFrame(records)
-    if len(out):
-        out = out.sort_values([*group_axes, "nodes", "gpus_per_node"], kind="stable").reset_index(drop=True)
-    return out
 
 
 def work_ratio(samples_n: float, samples_1: float) -> float:
@@ -151,34 +58,152 @@ def work_ratio(samples_n: float, samples_1: float) -> float:
     return float(samples_n) / float(samples_1)
 
 
-def breakdown_shares(row: Any) -> dict[str, float]:
-    """Shares of the accounted step time spent in each part (NaN when the run reported no breakdown)."""
-    parts = {p: float(row.get(f"{p}_s", math.nan)) for p in BREAKDOWN_PARTS}
-    total = sum(v for v in parts.values() if not math.isnan(v))
-    if total <= 0:
-        return {f"{p}_share": math.nan for p in BREAKDOWN_PARTS}
-    return {f"{p}_share": (v / total if not math.isnan(v) else math.nan) for p, v in parts.items()}
+def run_row(result: dict[str, Any]) -> dict[str, Any]:
+    """One result.json flattened: axes, T and its parts, throughput, fixed costs, the per-rank breakdown."""
+    cfg = result.get("config") or {}
+    timing = result.get("timing") or {}
+    parts = result.get("breakdown_s") or {}
+    throughput = result.get("throughput") or {}
+    row: dict[str, Any] = {axis: _plain(cfg.get(axis, result.get(axis))) for axis in AXES}
+    missing = [a for a in AXES if row[a] is None]
+    row.update(
+        config_id=result.get("config_id"),
+        group_id=result.get("group_id"),
+        status=str(result.get("status", "completed")) if not missing else "invalid",
+        note=f"result.json has no config.{', config.'.join(missing)}" if missing else "",
+        device=result.get("device"),
+        train_time_s=_float(timing.get("train_time_s")),
+        samples=_float(timing.get("samples")),
+        tokens_per_s=_float(throughput.get("tokens_per_s")),
+        samples_per_s=_float(throughput.get("samples_per_s")),
+    )
+    for part in BREAKDOWN_PARTS:
+        row[f"{part}_s"] = _float(parts.get(part))
+    for cost in explain.FIXED_COSTS:
+        row[cost] = _float(timing.get(cost))
+    row["ranks"] = explain.ranks_of(result)
+    return row
 
 
-def bottleneck_verdict(rec: dict[str, Any]) -> str:
-    """One line naming what limits this run, from its time shares."""
-    comm = rec.get("comm_share", math.nan)
-    data = rec.get("data_wait_share", math.nan)
-    if all(math.isnan(x) for x in (comm, data)):
-        return "no time breakdown reported"
-    comm = 0.0 if math.isnan(comm) else comm
-    data = 0.0 if math.isnan(data) else data
-    if comm >= COMM_BOUND and comm >= data:
-        return f"communication-bound: {comm:.0%} of step time in all-reduce"
-    if data >= INPUT_BOUND:
-        return f"input-bound: {data:.0%} of step time waiting for data; add CPU workers"
-    return f"compute-bound: {1 - comm - data:.0%} of step time in compute, optimizer and the rest of the loop"
+def analyse(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per configuration, from result.json dicts: T, T at the baseline's work, speedup, efficiency,
+    overhead, Karp-Flatt, the overhead's split into seconds, fixed costs, the straggler, the verdict.
+
+    Repeats of a configuration are represented by the run with the median T (the lower middle one for
+    an even count), so every figure of a row comes from one real run and adds up. Failed runs are listed
+    with their status and excluded from the maths; a group without a finished 1x1 run gets NaN and a note.
+    """
+    rows = [run_row(r) for r in results]
+    done: dict[tuple, list[dict[str, Any]]] = {}
+    failed: list[dict[str, Any]] = []
+    for row in rows:
+        if row["status"] == "completed" and row["train_time_s"] == row["train_time_s"]:
+            done.setdefault(tuple(row[a] for a in AXES), []).append(row)
+        else:
+            failed.append(row)
+    chosen = {key: _median_run(runs) | {"runs": len(runs)} for key, runs in done.items()}
+    baselines = {tuple(r[a] for a in GROUP_AXES): r for r in chosen.values() if r["nodes"] == 1 and r["gpus_per_node"] == 1}
+    out = [_analysed(r, baselines.get(tuple(r[a] for a in GROUP_AXES))) for r in chosen.values()]
+    out += [_failed(r) for r in failed if tuple(r[a] for a in AXES) not in done]
+    out.sort(key=lambda r: (*(_sortable(r[a]) for a in GROUP_AXES), _sortable(r["nodes"]),
+                            _sortable(r["gpus_per_node"])))
+    return out
 
 
-def summary_by_workers(table: pd.DataFrame) -> pd.DataFrame:
-    """Mean speedup and efficiency per worker count across groups (the study's headline figures)."""
-    ok = table.dropna(subset=["speedup"]) if "speedup" in table else table
-    return ok.groupby("workers")[["speedup", "efficiency", "overhead_s"]].mean().reset_index()
+def _identity(run: dict[str, Any]) -> dict[str, Any]:
+    """config_id and group_id as the result names them (else derived from its axes), workers, baseline."""
+    if any(run[a] is None for a in AXES):
+        return {"config_id": run["config_id"] or "?", "group_id": run["group_id"] or "?", "workers": None,
+                "baseline": False}
+    cfg = Configuration(**{a: run[a] for a in AXES})
+    return {"config_id": run["config_id"] or cfg.config_id, "group_id": run["group_id"] or cfg.group_id,
+            "workers": cfg.workers, "baseline": cfg.is_baseline}
+
+
+def _analysed(run: dict[str, Any], base: dict[str, Any] | None) -> dict[str, Any]:
+    rec = {**run, **_identity(run)}
+    n = rec["workers"]
+    rec["fixed_s"] = sum(run[c] for c in explain.FIXED_COSTS if run[c] == run[c])
+    for part in BREAKDOWN_PARTS:
+        total = sum(run[f"{p}_s"] for p in BREAKDOWN_PARTS if run[f"{p}_s"] == run[f"{p}_s"])
+        rec[f"{part}_share"] = run[f"{part}_s"] / total if total > 0 else NAN
+    slow = explain.straggler(run["ranks"])
+    rec.update(straggler_rank=slow[0] if slow else None, straggler_host=slow[1] if slow else None,
+               straggler_excess_s=slow[2] if slow else NAN)
+    if base is None:
+        rec.update(t1_s=NAN, work_ratio=NAN, t_same_work_s=run["train_time_s"], t1_over_n_s=NAN, speedup=NAN,
+                   efficiency=NAN, overhead_s=NAN, karp_flatt=NAN, compute_ratio=NAN,
+                   note="no baseline: the group's 1 node x 1 GPU run has not finished",
+                   **{f"loss_{t}_s": NAN for t in (*BREAKDOWN_PARTS, "unaccounted")})
+    else:
+        work = work_ratio(run["samples"], base["samples"])
+        t1, tn = base["train_time_s"], run["train_time_s"] / work
+        s = speedup(t1, tn)
+        rec.update(t1_s=t1, work_ratio=work, t_same_work_s=tn, t1_over_n_s=t1 / n, speedup=s,
+                   efficiency=efficiency(s, n), overhead_s=overhead(t1, tn, n), karp_flatt=karp_flatt(s, n),
+                   compute_ratio=explain.compute_ratio(run, base, n, work),
+                   note="" if work == 1.0 else f"T scaled to the baseline's samples ({work:g}x the work)",
+                   **explain.attribution(run, base, n, work))
+    rec["verdict"], rec["explanation"] = explain.verdicts({**rec, "status": "completed"})
+    return rec
+
+
+def _failed(run: dict[str, Any]) -> dict[str, Any]:
+    note = run["note"] or "failed run excluded"
+    return {**run, **_identity(run), "runs": 0, "note": note, "verdict": "",
+            "explanation": f"{run['status']}: excluded from the analysis ({note})"}
+
+
+def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    ordered = sorted(runs, key=lambda r: r["train_time_s"])
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def by_config(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {r["config_id"]: r for r in rows}
+
+
+# columns of scaling.csv: everything of a row but the per-rank list, which gets its own table
+CSV_SKIP = ("ranks",)
+
+
+def scaling_table(results: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """`analyse` as a DataFrame (the report's CSV; one column per overhead term)."""
+    import pandas as pd
+
+    rows = [{k: v for k, v in r.items() if k not in CSV_SKIP} for r in analyse(results)]
+    return pd.DataFrame(rows)
+
+
+def summary_by_workers(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Median speedup, efficiency and overhead per worker count over the groups that have both the run and
+    its baseline, with how many groups that is (the study's headline figures)."""
+    import statistics
+
+    by_n: dict[int, list[dict[str, Any]]] = {}
+    groups = {r["group_id"] for r in rows}
+    for r in rows:
+        if r.get("speedup", NAN) == r.get("speedup", NAN) and r.get("status") == "completed":
+            by_n.setdefault(r["workers"], []).append(r)
+    return [
+        {"workers": n, "groups": len({r["group_id"] for r in rs}), "of_groups": len(groups),
+         **{k: statistics.median(r[k] for r in rs) for k in ("speedup", "efficiency", "overhead_s")}}
+        for n, rs in sorted(by_n.items())
+    ]
+
+
+def _float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return NAN
+
+
+def _sortable(value: Any) -> tuple[int, float, str]:
+    """Numbers in numeric order before text in text order (window 128 before 1024; None last)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (0, float(value), "")
+    return (1, 0.0, "" if value is None else str(value))
 
 
 def _plain(value: Any) -> Any:

@@ -119,7 +119,6 @@ class StudyRunner:
         self._run_dirs: dict[str, str] = {}
         self._cursors: dict[str, FileCursor] = {}
         self._follower: Any = None
-        self._analysis_dirty = False
         self.started = False
         self.interval_s = self.interval.fast_s
         self._listening: Callable[[ConnectionState, str], None] | None = None
@@ -269,7 +268,6 @@ class StudyRunner:
                 self.store.put_result(self.key, cid, res, job.job_id if job else None)
                 if job is not None and res.get("status") == "completed":
                     self.store.set_job_state(job.id, "completed", ended=True)
-                self._analysis_dirty = True
 
     async def _read_result(self, cid: str) -> dict[str, Any] | None:
         path = f"{self._run_dirs[cid]}/result.json"
@@ -321,8 +319,6 @@ class StudyRunner:
         except SlurmError as exc:  # e.g. the controller does not answer: try again next tick
             self.store.add_problem(self.key, "slurm", str(exc))
             report.changed = True
-        if self._analysis_dirty:
-            self.update_analysis()
         self.interval_s = self.interval.next(list(seen.values()), report.changed)
         return report
 
@@ -341,7 +337,6 @@ class StudyRunner:
             res = await self._read_result(cid) if cid in self._run_dirs else None
             if res is not None:
                 self.store.put_result(self.key, cid, res, row.job_id)
-                self._analysis_dirty = True
             if info is not None and info.state.is_final:
                 state, reason = info.state.value, info.reason
                 if state == "completed" and (res is None or res.get("status") != "completed"):
@@ -498,21 +493,10 @@ class StudyRunner:
         return n
 
     # -- results and control --------------------------------------------------------------------------
-    def update_analysis(self) -> None:
-        """Feed the collected results to cockpit.analysis and keep its per-configuration figures."""
-        from cockpit.analysis import results_frame, scaling_table
-
-        results = list(self.store.results(self.key).values())
-        self._analysis_dirty = False
-        if not results:
-            return
-        table = scaling_table(results_frame(results))
-        self.store.put_analysis(self.key, table.to_dict("records"))
-
     def scaling_table(self) -> pd.DataFrame:
-        from cockpit.analysis import results_frame, scaling_table
+        from cockpit.analysis import scaling_table
 
-        return scaling_table(results_frame(list(self.store.results(self.key).values())))
+        return scaling_table(self.store.results(self.key).values())
 
     def done(self) -> bool:
         return not self.store.active_jobs(self.key) and not self.pending_configs()

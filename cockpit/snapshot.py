@@ -68,12 +68,16 @@ class ConfigRow:
     speedup: float | None = None
     efficiency: float | None = None
     overhead_s: float | None = None
-    verdict: str = ""
+    work_ratio: float | None = None  # samples / the baseline's samples (1 for strong scaling)
+    t_same_work_s: float | None = None  # T at the baseline's work: what the speedup divides
+    verdict: str = ""  # short form: the largest losses in seconds
+    explanation: str = ""  # the full sentence with the advice
     progress: float | None = None  # 0..1 from the latest metrics record while running
     eta_s: float | None = None
     last_step: int | None = None
     last_loss: float | None = None
     result: dict[str, object] | None = None  # the raw result.json, for details
+    analysis: dict[str, object] | None = None  # this configuration's cockpit.analysis row (all its figures)
 
 
 @dataclass(frozen=True)

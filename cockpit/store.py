@@ -98,13 +98,6 @@ MIGRATIONS: list[str] = [
         collected_at REAL NOT NULL,
         PRIMARY KEY (study, config_id)
     );
-    CREATE TABLE analysis (
-        study INTEGER NOT NULL REFERENCES studies(id),
-        config_id TEXT NOT NULL,
-        speedup REAL, efficiency REAL, overhead_s REAL, karp_flatt REAL,
-        verdict TEXT NOT NULL DEFAULT '', note TEXT NOT NULL DEFAULT '',
-        PRIMARY KEY (study, config_id)
-    );
     CREATE TABLE metrics (
         study INTEGER NOT NULL, config_id TEXT NOT NULL, t REAL NOT NULL, rank INTEGER NOT NULL,
         step INTEGER NOT NULL, loss REAL, tokens_per_s REAL, samples_per_s REAL, step_time_s REAL,
@@ -253,6 +246,7 @@ class StudyStore:
         self.log_reader: LogReader | None = None
         self._versions: dict[tuple[int, str], int] = {}  # bumped when metrics rows arrive
         self._curves: dict[tuple[int, str, int], tuple[int, list[MetricPoint]]] = {}
+        self._analysis: dict[int, tuple[tuple, dict[str, dict[str, Any]]]] = {}
         self._migrate()
 
     # -- plumbing -------------------------------------------------------------------------------------
@@ -475,27 +469,23 @@ class StudyStore:
         ).fetchone()
         return row is not None
 
-    def put_analysis(self, study: int, rows: Iterable[dict[str, Any]]) -> None:
-        with self.tx() as db:
-            db.execute("DELETE FROM analysis WHERE study=?", (study,))
-            db.executemany(
-                "INSERT OR REPLACE INTO analysis VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (study, r["config_id"], _f(r.get("speedup")), _f(r.get("efficiency")), _f(r.get("overhead_s")),
-                     _f(r.get("karp_flatt")), str(r.get("verdict") or ""), str(r.get("note") or ""))
-                    for r in rows
-                ],
-            )
-
     def analysis(self, study: int) -> dict[str, dict[str, Any]]:
-        cur = self.db.execute(
-            "SELECT config_id, speedup, efficiency, overhead_s, karp_flatt, verdict, note FROM analysis WHERE study=?",
-            (study,),
-        )
-        return {
-            c: {"speedup": s, "efficiency": e, "overhead_s": o, "karp_flatt": k, "verdict": v, "note": n}
-            for c, s, e, o, k, v, n in cur
-        }
+        """cockpit.analysis over the collected result.json files, per configuration id.
+
+        Nothing derived is stored: a store written by an older version (which kept an `analysis` table)
+        is recomputed from its results, so the TUI and the report always show the same numbers. The rows
+        are cached until a result is added or replaced.
+        """
+        stamp = tuple(self.db.execute(
+            "SELECT COUNT(*), COALESCE(MAX(collected_at), 0) FROM results WHERE study=?", (study,)).fetchone())
+        cached = self._analysis.get(study)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        from cockpit.analysis import analyse, by_config
+
+        rows = by_config(analyse(self.results(study).values()))
+        self._analysis[study] = (stamp, rows)
+        return rows
 
     # -- live data ------------------------------------------------------------------------------------
     def add_metrics(self, study: int, config_id: str, records: Iterable[dict[str, Any]]) -> int:
@@ -733,7 +723,10 @@ class StudyStore:
             config_id=c["config_id"], group_id=c["group_id"], is_baseline=c["is_baseline"], values=c["values"],
             state=state, job_id=job.job_id if job else None, workers=c["workers"],
             train_time_s=_f(timing.get("train_time_s")), tokens_per_s=_f(throughput.get("tokens_per_s")),
-            speedup=an.get("speedup"), efficiency=an.get("efficiency"), overhead_s=an.get("overhead_s"),
-            verdict=an.get("verdict") or an.get("note") or "", progress=1.0 if completed else progress, eta_s=eta,
+            speedup=_f(an.get("speedup")), efficiency=_f(an.get("efficiency")), overhead_s=_f(an.get("overhead_s")),
+            work_ratio=_f(an.get("work_ratio")), t_same_work_s=_f(an.get("t_same_work_s")),
+            verdict=an.get("verdict") or an.get("note") or "", explanation=an.get("explanation") or "",
+            progress=1.0 if completed else progress, eta_s=eta,
             last_step=last.step if last else None, last_loss=last.loss if last else None, result=res,
+            analysis=an or None,
         )

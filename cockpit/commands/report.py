@@ -23,6 +23,6 @@ def main(args: argparse.Namespace) -> int:
         return 2
     files = write_report(inp, args.out)
     print(f"{inp.study}: {len(inp.results)} results, {files.configurations} configurations")
-    for path in (files.markdown, files.html, files.csv, *files.figures.values()):
+    for path in (files.markdown, files.html, files.csv, *(f.path for f in files.figures.values())):
         print(f"  {path}")
     return 0

@@ -1,95 +1,155 @@
-"""The study's four figures as PNG files (matplotlib, Agg backend: no display needed).
+"""The study's figures as PNG files (matplotlib, Agg backend: no display needed).
 
-Same figures as the TUI's plots view: T vs CPUs per task per GPU count; T bars per GPU count with the
-measured speedup against the ideal; efficiency vs GPUs; overhead vs GPUs. Values are medians over the
-other axes of the configurations that finished.
+The four figures of the published study draw the series of cockpit.series (the TUI's plots tab draws the
+same ones); each axis says what is drawn, the ideal is drawn rather than written, and a note under a
+figure flags medians over fewer groups than the study has. One waterfall per group shows, for each
+N-worker run, how T1/N grows term by term into T at the baseline's work.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, NamedTuple
 
-if TYPE_CHECKING:
-    import pandas as pd
+from cockpit import explain, series
 
-FIGURES = {
-    "time_vs_cpus": "Training time vs CPUs per task",
-    "time_bars": "Training time per GPU count, speedup measured vs ideal",
-    "efficiency": "Parallel efficiency vs GPUs",
-    "overhead": "Overhead TN - T1/N vs GPUs",
-}
+FIGURES = series.TITLES
+COLORS = {"data_wait": "#8064a2", "compute": "#c0504d", "comm": "#f79646", "optimizer": "#4bacc6",
+          "other": "#9bbb59", "unaccounted": "#7f7f7f"}
 
 
-def _finished(table: pd.DataFrame) -> pd.DataFrame:
-    if table.empty or "train_time_s" not in table:
-        return table.iloc[0:0]
-    return table[table["train_time_s"].notna()]
+class Drawn(NamedTuple):
+    path: Path
+    title: str
 
 
-def write_figures(table: pd.DataFrame, out: Path) -> dict[str, Path]:
-    """Write fig_<name>.png for each figure; returns name -> path."""
+def write_figures(rows: list[dict[str, Any]], out: Path, pending: list[dict[str, Any]] | None = None
+                  ) -> dict[str, Drawn]:
+    """Write fig_<name>.png for the four figures and fig_waterfall_<group>.png per group."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    done = _finished(table)
-    paths: dict[str, Path] = {}
+    pending = pending or []
+    paths: dict[str, Drawn] = {}
     for name, title in FIGURES.items():
-        fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
-        ax.set_title(title, fontsize=11)
-        if done.empty:
-            ax.text(0.5, 0.5, "no finished runs yet", ha="center", va="center", transform=ax.transAxes)
-        else:
-            DRAW[name](ax, done)
+        fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=100)
+        ax.set_title(title, fontsize=10)
+        note = DRAW[name](ax, rows, pending) if any(series.finished(r) for r in rows) else "no finished runs yet"
+        if note:
+            fig.text(0.01, 0.01, note, fontsize=7, color="#a33", wrap=True)
+        fig.tight_layout(rect=(0, 0.05 if note else 0, 1, 1))
+        paths[name] = Drawn(_save(fig, out / f"fig_{name}.png", plt), title)
+    for group, runs in _groups(rows).items():
+        fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.6 * len(runs)), dpi=100)
+        _waterfall(ax, runs)
+        title = f"Where the time went: {_group_label(runs[0])}"
+        ax.set_title(title, fontsize=10)
         fig.tight_layout()
-        path = out / f"fig_{name}.png"
-        fig.savefig(path, metadata={"Software": None})
-        plt.close(fig)
-        paths[name] = path
+        paths[f"waterfall_{group}"] = Drawn(_save(fig, out / f"fig_waterfall_{group}.png", plt), title)
     return paths
 
 
-def _time_vs_cpus(ax, done: pd.DataFrame) -> None:
-    med = done.groupby(["workers", "cpus_per_task"])["train_time_s"].median().reset_index()
-    for workers, part in med.groupby("workers"):
-        ax.plot(part["cpus_per_task"], part["train_time_s"], marker="o", label=f"{workers} GPU(s)")
+def _save(fig, path: Path, plt) -> Path:  # noqa: ANN001
+    fig.savefig(path, metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
+def _time_vs_cpus(ax, rows, pending) -> str:  # noqa: ANN001
+    lines = series.time_vs_cpus(rows, pending)
+    for s in lines:
+        ax.plot(s.x, s.y, marker="o", label=s.label)
+    cpus = sorted({int(x) for s in lines for x in s.x})
     ax.set_xscale("log", base=2)
-    cpus = sorted(int(c) for c in med["cpus_per_task"].unique())
     ax.set_xticks(cpus, [str(c) for c in cpus])
     ax.minorticks_off()
     ax.set_xlabel("CPUs per task")
-    ax.set_ylabel("training time T (s)")
+    ax.set_ylabel(series.T_LABEL)
     ax.legend()
+    return lines[0].note if lines else ""
 
 
-def _time_bars(ax, done: pd.DataFrame) -> None:
-    med = done.groupby("workers").agg(t=("train_time_s", "median"), s=("speedup", "median")).reset_index()
-    bars = ax.bar([str(w) for w in med["workers"]], med["t"], color="#4878a8")
-    for bar, w, s in zip(bars, med["workers"], med["s"], strict=True):
-        label = f"{s:.2f}x / {w}x ideal" if s == s else "no baseline"
-        ax.annotate(label, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=9)
-    ax.set_xlabel("GPUs (nodes × GPUs per node)")
-    ax.set_ylabel("training time T (s)")
+def _time_bars(ax, rows, pending) -> str:  # noqa: ANN001
+    bars = series.time_bars(rows, pending)
+    xs = list(range(len(bars.x)))
+    drawn = ax.bar(xs, bars.y, color="#4878a8", width=0.6, label="measured T/work")
+    for x, ideal in zip(xs, bars.ideal, strict=True):
+        if ideal == ideal:
+            ax.hlines(ideal, x - 0.3, x + 0.3, colors="black", linestyles="--", linewidth=1.5,
+                      label="ideal T1/N" if x == 0 else None)
+    for bar, n, s in zip(drawn, bars.x, bars.speedup, strict=True):
+        label = f"S = {s:.2f}x (ideal {n:g}x)" if s == s else "no baseline"
+        ax.annotate(label, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
+                    fontsize=8)
+    ax.set_xticks(xs, [f"{n:g}" for n in bars.x])
+    ax.set_xlabel("workers N (nodes × GPUs per node)")
+    ax.set_ylabel(series.T_LABEL)
+    ax.legend(loc="upper right", fontsize=8)
+    return bars.note
 
 
-def _efficiency(ax, done: pd.DataFrame) -> None:
-    med = done.groupby("workers")["efficiency"].median().dropna()
-    ax.plot(med.index, med.values, marker="o", label="measured")
+def _efficiency(ax, rows, pending) -> str:  # noqa: ANN001
+    s = series.efficiency(rows, pending)
+    ax.plot(s.x, s.y, marker="o", label="measured")
     ax.axhline(1.0, color="grey", linestyle="--", label="ideal")
     ax.set_ylim(0, 1.1)
-    ax.set_xlabel("GPUs")
-    ax.set_ylabel("efficiency S/N")
-    ax.legend()
+    ax.set_xlabel("workers N")
+    ax.set_ylabel("efficiency E = S/N")
+    ax.legend(loc="lower left")
+    return s.note
 
 
-def _overhead(ax, done: pd.DataFrame) -> None:
-    med = done.groupby("workers")["overhead_s"].median().dropna()
-    ax.plot(med.index, med.values, marker="o", color="#c0504d")
-    ax.axhline(0.0, color="grey", linestyle="--")
-    ax.set_xlabel("GPUs")
-    ax.set_ylabel("overhead TN - T1/N (s)")
+def _overhead(ax, rows, pending) -> str:  # noqa: ANN001
+    s = series.overhead(rows, pending)
+    ax.plot(s.x, s.y, marker="o", color="#c0504d", label="measured")
+    ax.axhline(0.0, color="grey", linestyle="--", label="ideal")
+    ax.set_xlabel("workers N")
+    ax.set_ylabel("overhead T/work - T1/N (s)")
+    ax.legend(loc="upper left")
+    return s.note
 
 
 DRAW = {"time_vs_cpus": _time_vs_cpus, "time_bars": _time_bars, "efficiency": _efficiency, "overhead": _overhead}
+
+
+def _groups(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Group id -> its N-worker runs that have an overhead split, fewest workers first."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if not r.get("baseline") and r.get("status") == "completed" and r.get("overhead_s") == r.get("overhead_s"):
+            out.setdefault(r["group_id"], []).append(r)
+    return {g: sorted(rs, key=lambda r: r["workers"]) for g, rs in out.items()}
+
+
+def _group_label(r: dict[str, Any]) -> str:
+    return (f"{r['dataset']} {r['mode']} w{r['window']} c{r['cpus_per_task']} {r['precision']} "
+            f"batch {r['batch_size']}")
+
+
+def _waterfall(ax, runs: list[dict[str, Any]]) -> None:  # noqa: ANN001
+    """Per run: a grey bar to T1/N, then each term as a step (right: lost, left: gained) to T/work."""
+    seen: set[str] = set()
+    for y, r in enumerate(runs):
+        start = r["t1_over_n_s"]
+        ax.barh(y, start, color="#d9d9d9", edgecolor="#999", label="T1/N" if y == 0 else None)
+        for term in (*explain.PARTS, "unaccounted"):
+            v = r.get(f"loss_{term}_s", 0.0)
+            if v != v or abs(v) < 1e-9:
+                continue
+            label = explain.TERM_LABELS[term] if term not in seen else None
+            seen.add(term)
+            ax.barh(y, v, left=start, color=COLORS[term], edgecolor="white", label=label)
+            start += v
+        ax.plot([r["t_same_work_s"]] * 2, [y - 0.4, y + 0.4], color="black", linewidth=2)
+        ax.annotate(f" T/work {r['t_same_work_s']:.2f} s, O {r['overhead_s']:+.2f} s", (max(start, r["t1_over_n_s"]), y),
+                    va="center", fontsize=7)
+    ax.set_yticks(range(len(runs)), [f"N={r['workers']} ({_scale(r)})" for r in runs])
+    ax.set_xlabel("seconds (T1/N, then each term's seconds, ending at T at the baseline's work)")
+    ax.legend(fontsize=7, ncol=4, loc="lower right")
+    ax.margins(x=0.25)
+
+
+def _scale(r: dict[str, Any]) -> str:
+    return f"{r['nodes']}×{r['gpus_per_node']}"

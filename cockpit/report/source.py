@@ -18,6 +18,8 @@ class ReportInput:
     results: list[dict[str, Any]]
     source: str  # what the results were read from, for the report's header
     failed_jobs: list[dict[str, Any]] = field(default_factory=list)  # jobs that ended without a result
+    # configurations of the study without a result: {config_id, group_id, workers, cpus_per_task, status}
+    pending: list[dict[str, Any]] = field(default_factory=list)
 
 
 def load_input(path: str | Path, study_name: str | None = None) -> ReportInput:
@@ -49,7 +51,12 @@ def _from_study(path: Path) -> ReportInput:
         raise ReportError(
             f"{path}: no cockpit store for study {study.name!r} at {store}; run `cockpit run {path}` first"
         )
-    return from_run_dirs(Path(local_dir) / "runs", study.name, "local")
+    inp = from_run_dirs(Path(local_dir) / "runs", study.name, "local")
+    have = {r.get("config_id") for r in inp.results}
+    inp.pending = [{"config_id": c.config_id, "group_id": c.group_id, "workers": c.workers,
+                    "cpus_per_task": c.cpus_per_task, "status": "no result"}
+                   for c in study.matrix() if c.config_id not in have]
+    return inp
 
 
 def from_run_dirs(runs: Path, study: str, cluster: str) -> ReportInput:
@@ -97,4 +104,7 @@ def from_store(path: Path, study_name: str | None = None) -> ReportInput:
         for j in snap.jobs
         if j.config_id not in with_result and j.state not in ("completed", "pending", "running", "submitting")
     ]
-    return ReportInput(study_name, snap.cluster, results, str(path), failed)
+    pending = [{"config_id": c.config_id, "group_id": c.group_id, "workers": c.workers,
+                "cpus_per_task": c.values.get("cpus_per_task"), "status": c.state.replace("_", " ")}
+               for c in snap.configs if c.config_id not in with_result]
+    return ReportInput(study_name, snap.cluster, results, str(path), failed, pending)

@@ -1,15 +1,20 @@
-"""The report's tables: the scaling table of cockpit.analysis, formatted once for Markdown and HTML."""
+"""The report's tables: rows of cockpit.analysis, formatted once for Markdown and HTML.
+
+Every table shows the inputs beside what is derived from them (T, the work ratio, T at the baseline's
+work, T1, N), so each speedup, efficiency and overhead can be recomputed by hand from the page.
+"""
 
 from __future__ import annotations
 
 import html
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import pandas as pd
+from cockpit import explain
 
-# (column of the scaling table, header, format)
+Body = tuple[list[str], list[list[str]]]
+
+# (key of an analysis row, header, format)
 COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("dataset", "dataset", "s"),
     ("mode", "mode", "s"),
@@ -18,27 +23,26 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("cpus_per_task", "cpus/task", "d"),
     ("precision", "precision", "s"),
     ("batch_size", "batch", "d"),
+    ("workers", "N", "d"),
     ("train_time_s", "T (s)", ".2f"),
-    ("speedup", "speedup", ".3f"),
-    ("efficiency", "efficiency", ".3f"),
-    ("overhead_s", "overhead (s)", ".2f"),
+    ("work_ratio", "work", ".3g"),
+    ("t_same_work_s", "T/work (s)", ".2f"),
+    ("t1_s", "T1 (s)", ".2f"),
+    ("speedup", "S = T1/(T/work)", ".3f"),
+    ("efficiency", "E = S/N", ".3f"),
+    ("overhead_s", "O = T/work - T1/N (s)", ".2f"),
     ("karp_flatt", "Karp-Flatt", ".3f"),
     ("tokens_per_s", "tokens/s", ".0f"),
-    ("verdict", "bottleneck", "s"),
+    ("verdict", "where the time went", "s"),
 )
-BREAKDOWN = (
-    ("data_wait_share", "data wait"),
-    ("compute_share", "compute"),
-    ("comm_share", "communication"),
-    ("optimizer_share", "optimizer"),
-)
+TERMS = (*explain.PARTS, "unaccounted")
 
 
-def scaling(results: list[dict[str, Any]]) -> pd.DataFrame:
-    """results -> cockpit.analysis scaling table (the single source of every number in the report)."""
-    from cockpit.analysis import results_frame, scaling_table
+def scaling(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """results -> cockpit.analysis rows (the single source of every number in the report)."""
+    from cockpit.analysis import analyse
 
-    return scaling_table(results_frame(results))
+    return analyse(results)
 
 
 def cell(value: Any, spec: str) -> str:
@@ -51,15 +55,16 @@ def cell(value: Any, spec: str) -> str:
     return format(float(value), spec)
 
 
-def rows(table: pd.DataFrame) -> list[dict[str, Any]]:
-    recs = table.to_dict("records")
-    for rec in recs:
-        rec["scale"] = f"{int(rec['nodes'])}×{int(rec['gpus_per_node'])}"
-        if not rec.get("verdict") and rec.get("note"):
-            rec["verdict"] = rec["note"]
-        elif rec.get("note"):
-            rec["verdict"] = f"{rec['verdict']} ({rec['note']})"
-    return recs
+def _scale(r: dict[str, Any]) -> str:
+    return f"{r['nodes']}×{r['gpus_per_node']}"
+
+
+def _ident(r: dict[str, Any]) -> list[str]:
+    return [str(r["dataset"]), str(r["mode"]), cell(r["window"], "d"), _scale(r), cell(r["cpus_per_task"], "d"),
+            str(r["precision"]), cell(r["batch_size"], "d")]
+
+
+IDENT = ["dataset", "mode", "window", "nodes×GPUs", "cpus/task", "precision", "batch"]
 
 
 def markdown_table(headers: list[str], body: list[list[str]]) -> str:
@@ -78,36 +83,67 @@ def html_table(headers: list[str], body: list[list[str]], css_class: str = "") -
     return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table>"
 
 
-def scaling_body(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+def scaling_body(rows: list[dict[str, Any]]) -> Body:
     headers = [h for _, h, _ in COLUMNS]
-    body = [[cell(r.get(key), spec) for key, _, spec in COLUMNS] for r in rows(table)]
-    return headers, body
-
-
-def breakdown_body(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """Share of accounted step time per part, for every configuration that reported a breakdown."""
-    headers = ["dataset", "mode", "window", "nodes×GPUs", "cpus/task", *[h for _, h in BREAKDOWN]]
     body = []
-    for r in rows(table):
-        shares = [r.get(k) for k, _ in BREAKDOWN]
-        if all(s is None or (isinstance(s, float) and math.isnan(s)) for s in shares):
-            continue
-        body.append(
-            [str(r["dataset"]), str(r["mode"]), cell(r["window"], "d"), r["scale"], cell(r["cpus_per_task"], "d")]
-            + ["-" if s is None or s != s else f"{100 * s:.1f}%" for s in shares]
-        )
+    for r in rows:
+        rec = {**r, "scale": _scale(r)}
+        if r.get("status") != "completed":
+            rec["verdict"] = f"{r.get('status')}: {r.get('note', '')}"
+        elif r.get("note") and not r.get("verdict"):
+            rec["verdict"] = r["note"]
+        body.append([cell(rec.get(key), spec) for key, _, spec in COLUMNS])
     return headers, body
 
 
-def headline_body(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """Mean speedup/efficiency/overhead per worker count: the study's headline numbers."""
+def attribution_body(rows: list[dict[str, Any]]) -> Body:
+    """Per N-worker run: T1/N, T/work and the overhead split into seconds per term (they add up to O)."""
+    headers = [*IDENT, "N", "T1/N (s)", "T/work (s)", "O (s)",
+               *[f"{explain.TERM_LABELS[t]} (s)" for t in TERMS], "explanation"]
+    body = []
+    for r in rows:
+        if r.get("baseline") or r.get("status") != "completed" or r.get("overhead_s") != r.get("overhead_s"):
+            continue
+        body.append([*_ident(r), cell(r["workers"], "d"), cell(r["t1_over_n_s"], ".2f"),
+                     cell(r["t_same_work_s"], ".2f"), cell(r["overhead_s"], "+.2f"),
+                     *[cell(r.get(f"loss_{t}_s"), "+.2f") for t in TERMS], r.get("explanation", "")])
+    return headers, body
+
+
+def breakdown_body(rows: list[dict[str, Any]]) -> Body:
+    """Seconds per part of T (rank 0), and the costs outside T that also take node-hours."""
+    headers = [*IDENT, "T (s)", *[f"{explain.SHORT_LABELS[p]} (s)" for p in explain.PARTS],
+               *[c.removesuffix("_s") + " (s)" for c in explain.FIXED_COSTS]]
+    body = [[*_ident(r), cell(r["train_time_s"], ".2f"), *[cell(r.get(f"{p}_s"), ".2f") for p in explain.PARTS],
+             *[cell(r.get(c), ".2f") for c in explain.FIXED_COSTS]]
+            for r in rows if r.get("status") == "completed"]
+    return headers, body
+
+
+def ranks_body(rows: list[dict[str, Any]]) -> Body:
+    """Each rank's breakdown of every multi-worker run, the straggler marked (the rank the others wait for)."""
+    headers = [*IDENT, "rank", "host", *[f"{explain.SHORT_LABELS[p]} (s)" for p in explain.PARTS], "total (s)", ""]
+    body = []
+    for r in rows:
+        for rank in r.get("ranks") or []:
+            if len(r["ranks"]) < 2:
+                break
+            mark = ""
+            if rank["rank"] == r.get("straggler_rank"):
+                mark = f"straggler: the others waited {r['straggler_excess_s']:.2f} s more"
+            body.append([*_ident(r), str(rank["rank"]), str(rank["host"]),
+                         *[cell(rank[p], ".2f") for p in explain.PARTS], cell(rank["total"], ".2f"), mark])
+    return headers, body
+
+
+def headline_body(rows: list[dict[str, Any]]) -> Body:
+    """Median speedup/efficiency/overhead per worker count, over the groups that have both runs."""
     from cockpit.analysis import summary_by_workers
 
-    if table.empty or "speedup" not in table:
-        return ["GPUs", "speedup", "efficiency", "overhead (s)"], []
-    summary = summary_by_workers(table)
+    headers = ["N", "groups", "speedup", "efficiency", "overhead (s)"]
     body = [
-        [str(int(r["workers"])), cell(r["speedup"], ".3f"), cell(r["efficiency"], ".3f"), cell(r["overhead_s"], ".2f")]
-        for r in summary.to_dict("records")
+        [str(s["workers"]), f"{s['groups']} of {s['of_groups']}", cell(s["speedup"], ".3f"),
+         cell(s["efficiency"], ".3f"), cell(s["overhead_s"], ".2f")]
+        for s in summary_by_workers(rows)
     ]
-    return ["GPUs", "speedup", "efficiency", "overhead (s)"], body
+    return headers, body

@@ -27,44 +27,62 @@ class ReportFiles:
     markdown: Path
     csv: Path
     html: Path
-    figures: dict[str, Path]
+    figures: dict[str, figures.Drawn]
     configurations: int
 
 
 def write_report(inp: ReportInput, out: str | Path, now: float | None = None) -> ReportFiles:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    table = tables.scaling(inp.results)
+    from cockpit.analysis import scaling_table
+
+    rows = tables.scaling(inp.results)
     csv_path = out / "scaling.csv"
-    table.to_csv(csv_path, index=False)
-    figs = figures.write_figures(table, out)
+    scaling_table(inp.results).to_csv(csv_path, index=False)
+    figs = figures.write_figures(rows, out, inp.pending)
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(time.time() if now is None else now))
-    sections = _sections(inp, table)
+    sections = _sections(inp, rows)
     md_path = out / "report.md"
     md_path.write_text(_markdown(inp, stamp, sections, figs), encoding="utf-8")
     html_path = out / "report.html"
     html_path.write_text(_html(inp, stamp, sections, figs), encoding="utf-8")
-    return ReportFiles(md_path, csv_path, html_path, figs, len(table))
+    return ReportFiles(md_path, csv_path, html_path, figs, len(rows))
 
 
-def _sections(inp: ReportInput, table) -> list[tuple[str, str, list[str], list[list[str]]]]:
+def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[str], list[list[str]]]]:
     """(title, intro, headers, body) for each table of the report."""
     out = [
         (
             "Headline",
-            "Mean over groups of speedup S = T1/TN, efficiency E = S/N and overhead TN - T1/N per GPU count.",
-            *tables.headline_body(table),
+            "Median over groups, per worker count N, of speedup S, efficiency E and overhead O; 'groups' says "
+            "how many groups have both the N-worker run and their baseline.",
+            *tables.headline_body(rows),
         ),
         (
             "Scaling per configuration",
-            "T is the training time of result.json (median over repeats); the baseline of each group is its "
-            "1 node × 1 GPU run; Karp-Flatt e = (1/S - 1/N)/(1 - 1/N).",
-            *tables.scaling_body(table),
+            "T is the training time of result.json (first step start to last step end; the run with the median "
+            "T represents repeats). work = samples / the baseline's samples, so T/work is T at the baseline's "
+            "work; T1 is the group's 1 node × 1 GPU run. S = T1/(T/work), E = S/N, O = T/work - T1/N, "
+            "Karp-Flatt e = (1/S - 1/N)/(1 - 1/N).",
+            *tables.scaling_body(rows),
         ),
         (
-            "Time breakdown",
-            "Share of the accounted step time per part (sums over all steps of rank 0).",
-            *tables.breakdown_body(table),
+            "Where the efficiency went",
+            "The overhead O of each N-worker run split into seconds, one term per part of the step time: "
+            "term = part/work - baseline part/N. The terms add up to O; docs/analysis.md explains each.",
+            *tables.attribution_body(rows),
+        ),
+        (
+            "Time breakdown and fixed costs",
+            "Seconds of T per part (rank 0; they add up to T), and the costs outside T that also take "
+            "node-hours: start-up, token preparation, evaluation, checkpoints.",
+            *tables.breakdown_body(rows),
+        ),
+        (
+            "Per rank",
+            "Each rank's breakdown of the multi-worker runs. The rank that waits least in all-reduce is the "
+            "one the others wait for (the straggler).",
+            *tables.ranks_body(rows),
         ),
     ]
     if inp.failed_jobs:
@@ -83,18 +101,31 @@ def _sections(inp: ReportInput, table) -> list[tuple[str, str, list[str], list[l
     return out
 
 
+def _counts(inp: ReportInput) -> str:
+    """How many results there are and how many configurations have none yet (never hidden)."""
+    done = sum(1 for r in inp.results if r.get("status", "completed") == "completed")
+    text = f"results: {done} completed"
+    if len(inp.results) > done:
+        text += f", {len(inp.results) - done} failed"
+    if inp.pending:
+        text += f"; {len(inp.pending)} configurations without a result yet"
+        if inp.failed_jobs:
+            text += f" ({len(inp.failed_jobs)} of them failed: see 'Jobs without a result')"
+    return text
+
+
 def _markdown(inp: ReportInput, stamp: str, sections, figs: dict[str, Path]) -> str:
     parts = [
         f"# Scaling report: {inp.study}",
         "",
-        f"Cluster: {inp.cluster} · results: {len(inp.results)} · source: `{inp.source}` · written {stamp}",
+        f"Cluster: {inp.cluster} · {_counts(inp)} · source: `{inp.source}` · written {stamp}",
     ]
     for title, intro, headers, body in sections:
         parts += ["", f"## {title}", "", intro, ""]
         parts.append(tables.markdown_table(headers, body) if body else "_none yet_")
     parts += ["", "## Figures", ""]
-    for name, path in figs.items():
-        parts.append(f"![{figures.FIGURES[name]}]({path.name})")
+    for fig in figs.values():
+        parts.append(f"![{fig.title}]({fig.path.name})")
     parts += ["", "Full-precision numbers: `scaling.csv`.", ""]
     return "\n".join(parts)
 
@@ -102,16 +133,16 @@ def _markdown(inp: ReportInput, stamp: str, sections, figs: dict[str, Path]) -> 
 def _html(inp: ReportInput, stamp: str, sections, figs: dict[str, Path]) -> str:
     body = [
         f"<h1>Scaling report: {html.escape(inp.study)}</h1>",
-        f'<p class="meta">Cluster: {html.escape(inp.cluster)} · results: {len(inp.results)} · '
+        f'<p class="meta">Cluster: {html.escape(inp.cluster)} · {html.escape(_counts(inp))} · '
         f"source: <code>{html.escape(inp.source)}</code> · written {html.escape(stamp)}</p>",
     ]
     for title, intro, headers, rows in sections:
         body.append(f"<h2>{html.escape(title)}</h2><p>{html.escape(intro)}</p>")
         body.append(tables.html_table(headers, rows) if rows else "<p><em>none yet</em></p>")
     body.append("<h2>Figures</h2>")
-    for name, path in figs.items():
-        data = base64.b64encode(path.read_bytes()).decode("ascii")
-        alt = html.escape(figures.FIGURES[name])
+    for fig in figs.values():
+        data = base64.b64encode(fig.path.read_bytes()).decode("ascii")
+        alt = html.escape(fig.title)
         body.append(f'<img alt="{alt}" title="{alt}" src="data:image/png;base64,{data}">')
     return (
         "<!DOCTYPE html><html><head><meta charset=\"utf-8\">"

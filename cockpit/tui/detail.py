@@ -10,8 +10,8 @@ from textual.widgets import Footer, Input, Log, Sparkline, Static
 from textual_plotext import PlotextPlot
 
 from cockpit.snapshot import MetricPoint, StudySnapshot
+from cockpit.tui import explain_panel, model
 from cockpit.tui import format as fmt
-from cockpit.tui import model
 from cockpit.tui.bindings import DETAIL_BINDINGS
 
 LOG_LINES = 2000  # bounded buffer: the screen never holds more of a log than this
@@ -32,10 +32,11 @@ def summary_text(snapshot: StudySnapshot, config_id: str) -> Text:
     if row.progress is not None and row.state in model.RUNNING:
         parts += [f"  {row.progress * 100:.0f}% done, eta {fmt.duration(row.eta_s)}"]
     if row.train_time_s is not None:
-        parts += [f"  T = {row.train_time_s:.1f} s"]
-    if row.speedup is not None:
-        parts += [f"  speedup {fmt.ratio(row.speedup)}", "  efficiency ",
-                  (fmt.percent(row.efficiency), fmt.efficiency_style(row.efficiency))]
+        parts += [f"  T = {row.train_time_s:.2f} s"]
+    a = row.analysis or {}
+    if row.speedup is not None and row.t_same_work_s is not None:
+        parts += [f"  S = T1/(T/work) = {a['t1_s']:.2f}/{row.t_same_work_s:.2f} = {fmt.ratio(row.speedup)}",
+                  f"  E = S/{row.workers} = ", (fmt.percent(row.efficiency), fmt.efficiency_style(row.efficiency))]
     if row.last_loss is not None:
         parts += [f"  loss {row.last_loss:.3f} @ step {row.last_step}"]
     jobs = snapshot.jobs_of(config_id)
@@ -45,8 +46,6 @@ def summary_text(snapshot: StudySnapshot, config_id: str) -> Text:
         why += [last.reason] if last.reason else []
         if why:
             parts += ["  ", (" · ".join(why), "yellow")]
-    if row.verdict:
-        parts += ["\n", (row.verdict, "italic")]
     return Text.assemble(*parts)
 
 
@@ -86,6 +85,7 @@ class RunDetailScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static(id="detail-summary")
+        yield Static(id="detail-explain")
         with Horizontal(id="detail-plots"):
             yield PlotextPlot(id="loss-plot")
             yield PlotextPlot(id="breakdown-plot")
@@ -108,6 +108,8 @@ class RunDetailScreen(Screen):
 
     def apply(self, snapshot: StudySnapshot) -> None:
         self.query_one("#detail-summary", Static).update(summary_text(snapshot, self.config_id))
+        row = snapshot.config(self.config_id)
+        self.query_one("#detail-explain", Static).update(explain_panel.panel(row.analysis if row else None))
         points = rank0(snapshot.metrics.get(self.config_id, []))
         key = (len(points), points[-1].step if points else None)
         if key != self._metrics_key:
@@ -143,7 +145,7 @@ class RunDetailScreen(Screen):
         brk.refresh()
         rates = [p.tokens_per_s for p in points if p.tokens_per_s is not None]
         self.query_one("#throughput", Sparkline).data = rates
-        last = f"tokens/s {fmt.rate(rates[-1])}" if rates else "tokens/s -"
+        last = f"tokens/s, rank 0, last interval: {fmt.rate(rates[-1])}" if rates else "tokens/s: no metrics yet"
         self.query_one("#throughput-label", Static).update(last)
 
     def _caption(self) -> None:

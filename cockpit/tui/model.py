@@ -6,8 +6,6 @@ No Textual here, so the same functions drive the widgets, the benchmarks and the
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -39,12 +37,14 @@ SCALING_COLUMNS = (
     Column("cpus_per_task", "cpus"),
     Column("precision", "prec"),
     Column("state", "state", 13),
-    Column("time", "T train", 16),
+    Column("time", "T s", 16),
+    Column("work", "work", 5),
+    Column("t_same_work", "T/work s", 8),
     Column("speedup", "speedup", 7),
     Column("efficiency", "eff", 4),
-    Column("overhead", "overhead", 8),
+    Column("overhead", "overhead s", 10),
     Column("tokens", "tokens/s", 8),
-    Column("verdict", "bottleneck"),
+    Column("verdict", "where the time went"),
 )
 SORTABLE = tuple(c.key for c in SCALING_COLUMNS if c.key != "mark")
 
@@ -105,6 +105,10 @@ def _sort_value(row: ConfigRow, key: str) -> tuple:
         value = (v.get("nodes", 1) or 1) * (v.get("gpus_per_node", 1) or 1)
     elif key == "time":
         value = row.train_time_s
+    elif key == "work":
+        value = row.work_ratio
+    elif key == "t_same_work":
+        value = row.t_same_work_s
     elif key == "speedup":
         value = row.speedup
     elif key == "efficiency":
@@ -150,8 +154,8 @@ _CELL_CACHE_MAX = 20_000
 
 def _cell_key(row: ConfigRow) -> tuple:
     """Everything a row's cells depend on (its axis values are fixed by its config_id)."""
-    return (row.config_id, row.is_baseline, row.state, row.train_time_s, row.speedup, row.efficiency,
-            row.overhead_s, row.tokens_per_s, row.verdict, row.progress, row.eta_s)
+    return (row.config_id, row.is_baseline, row.state, row.train_time_s, row.work_ratio, row.t_same_work_s,
+            row.speedup, row.efficiency, row.overhead_s, row.tokens_per_s, row.verdict, row.progress, row.eta_s)
 
 
 def scaling_cells(row: ConfigRow) -> tuple[object, ...]:
@@ -179,6 +183,8 @@ def _scaling_cells(row: ConfigRow) -> tuple[object, ...]:
         str(v.get("precision", "")),
         Text(row.state.replace("_", " "), style=fmt.state_style(row.state)),
         _time_cell(row),
+        fmt.ratio(row.work_ratio),
+        fmt.seconds(row.t_same_work_s),
         fmt.ratio(row.speedup),
         eff,
         fmt.seconds(row.overhead_s),
@@ -312,64 +318,21 @@ def gpu_rows(snapshot: StudySnapshot) -> list[Row]:
 # --- the study's four figures -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Series:
-    label: str
-    x: list[float]
-    y: list[float]
-
-
-def _finished(configs: Iterable[ConfigRow]) -> list[ConfigRow]:
-    return [c for c in configs if c.train_time_s is not None and c.state == "completed"]
-
-
-def _median_by(rows: list[ConfigRow], key, value) -> dict:
-    acc: dict = {}
-    for r in rows:
-        v = value(r)
-        if v is None or v != v:
-            continue
-        acc.setdefault(key(r), []).append(v)
-    return {k: statistics.median(vs) for k, vs in acc.items()}
-
-
 def workers_of(row: ConfigRow) -> int:
     return int(row.values.get("nodes", 1) or 1) * int(row.values.get("gpus_per_node", 1) or 1)
 
 
-def time_vs_cpus(snapshot: StudySnapshot) -> list[Series]:
-    """Figure 1: training time against CPUs per task, one line per GPU count (median over other axes)."""
-    med = _median_by(
-        _finished(snapshot.configs), lambda r: (workers_of(r), int(r.values.get("cpus_per_task", 1))),
-        lambda r: r.train_time_s,
-    )
-    out = []
-    for n in sorted({k[0] for k in med}):
-        pts = sorted((c, t) for (w, c), t in med.items() if w == n)
-        out.append(Series(f"{n} GPU" + ("s" if n > 1 else ""), [p[0] for p in pts], [p[1] for p in pts]))
-    return out
-
-
-def time_by_gpus(snapshot: StudySnapshot) -> tuple[list[int], list[float], list[float]]:
-    """Figure 2: median training time per GPU count, with the measured speedup of each against 1 GPU."""
-    med = _median_by(_finished(snapshot.configs), workers_of, lambda r: r.train_time_s)
-    speed = _median_by(_finished(snapshot.configs), workers_of, lambda r: r.speedup)
-    ns = sorted(med)
-    return ns, [med[n] for n in ns], [speed.get(n, float("nan")) for n in ns]
-
-
-def efficiency_vs_gpus(snapshot: StudySnapshot) -> Series:
-    """Figure 3: median parallel efficiency per GPU count."""
-    med = _median_by(_finished(snapshot.configs), workers_of, lambda r: r.efficiency)
-    ns = sorted(med)
-    return Series("efficiency", [float(n) for n in ns], [med[n] for n in ns])
-
-
-def overhead_vs_gpus(snapshot: StudySnapshot) -> Series:
-    """Figure 4: median overhead TN - T1/N per GPU count."""
-    med = _median_by(_finished(snapshot.configs), workers_of, lambda r: r.overhead_s)
-    ns = sorted(med)
-    return Series("overhead", [float(n) for n in ns], [med[n] for n in ns])
+def analysis_rows(snapshot: StudySnapshot) -> tuple[list[dict], list[dict]]:
+    """(cockpit.analysis rows of the configurations that have one, the rest as pending points), the input
+    of cockpit.series: the plots tab draws what the report's PNGs draw."""
+    done, pending = [], []
+    for c in snapshot.configs:
+        if c.analysis:
+            done.append(c.analysis)
+        else:
+            pending.append({"group_id": c.group_id, "workers": workers_of(c),
+                            "cpus_per_task": c.values.get("cpus_per_task"), "status": c.state})
+    return done, pending
 
 
 def new_lines(old: list[str], new: list[str]) -> list[str]:

@@ -1,8 +1,6 @@
-"""The study's four figures as terminal plots, from live data (the same figures `cockpit report` draws).
-
-1. training time vs CPUs per task, one line per GPU count; 2. training-time bars per GPU count with the
-measured speedup against the ideal; 3. parallel efficiency vs GPUs; 4. overhead vs GPUs.
-"""
+"""The study's four figures as terminal plots: the series of cockpit.series, which the PNGs of
+`cockpit report` draw too, so both show the same numbers (a note under a figure flags medians over
+fewer groups than the study has)."""
 
 from __future__ import annotations
 
@@ -10,69 +8,77 @@ from textual.app import ComposeResult
 from textual.containers import Grid
 from textual_plotext import PlotextPlot
 
+from cockpit import series
 from cockpit.snapshot import StudySnapshot
 from cockpit.tui import model
 
 MARKER = "braille"
 
 
-def draw_time_vs_cpus(plot: PlotextPlot, snapshot: StudySnapshot) -> None:
+def _start(plot: PlotextPlot, title: str) -> object:
     plt = plot.plt
     plt.clear_data()
     plt.clear_figure()
-    plt.title("Training time vs CPUs per task")
+    plt.title(title)
+    return plt
+
+
+def _note(plt, note: str) -> None:  # noqa: ANN001 - plotext's module-like object
+    if note:
+        plt.xlabel(note)
+
+
+def draw_time_vs_cpus(plot: PlotextPlot, snapshot: StudySnapshot) -> None:
+    plt = _start(plot, series.TITLES["time_vs_cpus"])
     plt.xlabel("CPUs per task")
-    plt.ylabel("T (s)")
-    series = model.time_vs_cpus(snapshot)
-    for s in series:
+    plt.ylabel(series.T_LABEL)
+    lines = series.time_vs_cpus(*model.analysis_rows(snapshot))
+    for s in lines:
         plt.plot(s.x, s.y, label=s.label, marker=MARKER)
-    if series:
-        xs = sorted({x for s in series for x in s.x})
+    if lines:
+        xs = sorted({x for s in lines for x in s.x})
         plt.xticks(xs, [str(int(x)) for x in xs])
+        _note(plt, lines[0].note)
     plot.refresh()
 
 
 def draw_time_bars(plot: PlotextPlot, snapshot: StudySnapshot) -> None:
-    plt = plot.plt
-    plt.clear_data()
-    plt.clear_figure()
-    ns, times, speedups = model.time_by_gpus(snapshot)
-    plt.title("Training time per GPU count (speedup measured / ideal)")
-    plt.ylabel("T (s)")
-    if ns:
-        labels = [
-            f"{n} GPU {s:.2f}x/{n}x" if s == s else f"{n} GPU" for n, s in zip(ns, speedups, strict=True)
-        ]
-        plt.bar(labels, times, width=0.4)
+    """Bars: T at the baseline's work (what S = T1/T divides); the ideal T1/N as a second bar beside it."""
+    plt = _start(plot, series.TITLES["time_bars"])
+    plt.ylabel(series.T_LABEL)
+    bars = series.time_bars(*model.analysis_rows(snapshot))
+    if bars.x:
+        labels = [f"{int(n)}: S={s:.2f}x/{int(n)}x" if s == s else f"{int(n)}: no baseline"
+                  for n, s in zip(bars.x, bars.speedup, strict=True)]
+        ideal = [i if i == i else 0.0 for i in bars.ideal]
+        plt.multiple_bar(labels, [bars.y, ideal], labels=["measured", "ideal T1/N"], width=0.4)
+        _note(plt, bars.note)
     plot.refresh()
 
 
 def draw_efficiency(plot: PlotextPlot, snapshot: StudySnapshot) -> None:
-    plt = plot.plt
-    plt.clear_data()
-    plt.clear_figure()
-    plt.title("Parallel efficiency vs GPUs")
-    plt.xlabel("GPUs")
-    s = model.efficiency_vs_gpus(snapshot)
+    plt = _start(plot, series.TITLES["efficiency"])
+    plt.xlabel("workers")
+    s = series.efficiency(*model.analysis_rows(snapshot))
     if s.x:
         plt.plot(s.x, s.y, label="measured", marker=MARKER)
         plt.plot(s.x, [1.0] * len(s.x), label="ideal", marker=MARKER)
         plt.xticks(s.x, [str(int(x)) for x in s.x])
         plt.ylim(0, 1.1)
+        _note(plt, s.note)
     plot.refresh()
 
 
 def draw_overhead(plot: PlotextPlot, snapshot: StudySnapshot) -> None:
-    plt = plot.plt
-    plt.clear_data()
-    plt.clear_figure()
-    plt.title("Overhead TN - T1/N vs GPUs")
-    plt.xlabel("GPUs")
+    plt = _start(plot, series.TITLES["overhead"])
+    plt.xlabel("workers")
     plt.ylabel("s")
-    s = model.overhead_vs_gpus(snapshot)
+    s = series.overhead(*model.analysis_rows(snapshot))
     if s.x:
         plt.plot(s.x, s.y, label="overhead", marker=MARKER)
+        plt.plot(s.x, [0.0] * len(s.x), label="ideal", marker=MARKER)
         plt.xticks(s.x, [str(int(x)) for x in s.x])
+        _note(plt, s.note)
     plot.refresh()
 
 
@@ -97,7 +103,7 @@ class PlotsView(Grid):
 
     def apply(self, snapshot: StudySnapshot) -> None:
         key = tuple(
-            (c.config_id, c.train_time_s, c.speedup) for c in snapshot.configs if c.train_time_s is not None
+            (c.config_id, c.state, c.train_time_s, c.speedup) for c in snapshot.configs
         )
         if key == self._drawn_key:
             return

@@ -117,10 +117,11 @@ def test_snapshot_for_rendering(store: StudyStore):
     r0 = store.record_intent(key, "c0")
     store.record_submitted(r0, "1")
     store.set_job_state(r0, "completed", elapsed_s=60, nodes=1, ended=True)
-    store.put_result(key, "c0", {"status": "completed", "config_id": "c0",
-                                 "timing": {"train_time_s": 100.0}, "throughput": {"tokens_per_s": 5.0}})
-    store.put_analysis(key, [{"config_id": "c0", "speedup": 1.0, "efficiency": 1.0, "overhead_s": 0.0,
-                              "verdict": "compute-bound: 90% of step time in compute and optimizer"}])
+    axes = {"dataset": "synthetic", "mode": "foundation", "window": 32, "precision": "fp32", "batch_size": 4,
+            "cpus_per_task": 1, "gpus_per_node": 1, "nodes": 1}
+    store.put_result(key, "c0", {"status": "completed", "config_id": "c0", "config": axes,
+                                 "timing": {"train_time_s": 100.0}, "throughput": {"tokens_per_s": 5.0},
+                                 "breakdown_s": {"compute": 90.0, "optimizer": 10.0}})
     r1 = store.record_intent(key, "c1")
     store.record_submitted(r1, "2")
     store.set_job_state(r1, "running", elapsed_s=30, nodes=1, nodelist="n1")
@@ -136,7 +137,7 @@ def test_snapshot_for_rendering(store: StudyStore):
     assert snap.cluster == "meluxina (u@login.lxp.lu:8822)" and snap.connection is ConnectionState.DISCONNECTED
     rows = {c.config_id: c for c in snap.configs}
     assert rows["c0"].state == "completed" and rows["c0"].train_time_s == 100.0 and rows["c0"].speedup == 1.0
-    assert rows["c0"].verdict.startswith("compute-bound")
+    assert rows["c0"].verdict == "baseline: T1 = 100.00 s"  # computed from the result, never stored
     assert rows["c1"].state == "running" and rows["c1"].last_step == 50 and rows["c1"].progress == 0.5
     assert rows["c1"].eta_s == pytest.approx(50 * 5.0 / 50)
     assert rows["c2"].state == "not_submitted"

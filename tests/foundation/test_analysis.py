@@ -6,19 +6,16 @@ import math
 
 import pytest
 
-from cockpit.analysis import (
-    bottleneck_verdict,
-    efficiency,
-    karp_flatt,
-    overhead,
-    results_frame,
-    scaling_table,
-    speedup,
-)
+from cockpit import series
+from cockpit.analysis import analyse, efficiency, karp_flatt, overhead, scaling_table, speedup
 
 
 def result(gpus: int, t: float, *, status: str = "completed", window: int = 128, comm: float = 0.0,
-           data: float = 0.0, compute: float = 1.0, nodes: int = 1, samples: int = 1000) -> dict:
+           data: float = 0.0, compute: float | None = None, nodes: int = 1, samples: int = 1000,
+           optimizer: float = 0.0, ranks: list[dict] | None = None, device: str = "cpu") -> dict:
+    """A result.json whose five parts add up to T (compute takes what the others leave, unless given)."""
+    compute = t - comm - data - optimizer if compute is None else compute
+    other = t - comm - data - optimizer - compute
     config = {
         "dataset": "mitdb", "mode": "foundation", "window": window, "precision": "bf16", "batch_size": 64,
         "cpus_per_task": 16, "gpus_per_node": gpus, "nodes": nodes,
@@ -28,9 +25,16 @@ def result(gpus: int, t: float, *, status: str = "completed", window: int = 128,
         "config_id": "x",
         "config": config,
         "timing": {"train_time_s": t, "samples": samples},
-        "breakdown_s": {"data_wait": data, "compute": compute, "comm": comm, "optimizer": 0.0},
+        "device": device,
+        "breakdown_s": {"data_wait": data, "compute": compute, "comm": comm, "optimizer": optimizer, "other": other},
         "throughput": {"tokens_per_s": 1000.0 * gpus},
+        **({"breakdown_by_rank": ranks} if ranks else {}),
     }
+
+
+def table(rows: list[dict]) -> dict[int, dict]:
+    """analyse() keyed by worker count (one group)."""
+    return {r["workers"]: r for r in analyse(rows)}
 
 
 def test_published_figures():
@@ -51,57 +55,103 @@ def test_karp_flatt():
     assert math.isnan(karp_flatt(1.0, 1))
 
 
-def test_table_from_results_uses_median_and_baseline():
-    rows = [result(1, 100), result(1, 90), result(1, 110), result(2, 62.5), result(4, 52.63)]
-    table = scaling_table(results_frame(rows))
-    by_n = {int(r.workers): r for r in table.itertuples()}
-    assert by_n[1].train_time_s == 100 and by_n[1].runs == 3 and bool(by_n[1].baseline)
-    assert by_n[2].speedup == pytest.approx(1.6) and by_n[2].efficiency == pytest.approx(0.8)
-    assert by_n[2].overhead_s == pytest.approx(12.5)
-    assert by_n[4].efficiency == pytest.approx(0.475, abs=1e-3)
-    assert by_n[4].karp_flatt == pytest.approx((1 / by_n[4].speedup - 0.25) / 0.75)
+def test_repeats_are_represented_by_the_median_run():
+    by_n = table([result(1, 100), result(1, 90), result(1, 110), result(2, 62.5), result(4, 52.63)])
+    assert by_n[1]["train_time_s"] == 100 and by_n[1]["runs"] == 3 and by_n[1]["baseline"]
+    assert by_n[2]["speedup"] == pytest.approx(1.6) and by_n[2]["efficiency"] == pytest.approx(0.8)
+    assert by_n[2]["overhead_s"] == pytest.approx(12.5)
+    assert by_n[4]["efficiency"] == pytest.approx(0.475, abs=1e-3)
+    assert by_n[4]["karp_flatt"] == pytest.approx((1 / by_n[4]["speedup"] - 0.25) / 0.75)
+    # an even count takes the lower middle run, so every figure of the row is one real run's
+    assert table([result(1, 100), result(1, 90)])[1]["train_time_s"] == 90
 
 
 def test_missing_baseline_gives_nan_with_reason():
-    table = scaling_table(results_frame([result(2, 50, window=256)]))
-    row = table.iloc[0]
+    row = analyse([result(2, 50, window=256)])[0]
     assert math.isnan(row["speedup"]) and math.isnan(row["efficiency"])
-    assert "no baseline" in row["note"]
+    assert "no baseline" in row["note"] and row["verdict"] == row["note"]
 
 
 def test_failed_runs_excluded_and_flagged():
-    rows = [result(1, 100), result(2, 1.0, status="failed"), result(2, 55)]
-    table = scaling_table(results_frame(rows))
-    done = table[table["status"] == "completed"]
-    assert sorted(done["workers"]) == [1, 2]
-    assert done[done["workers"] == 2]["speedup"].iloc[0] == pytest.approx(100 / 55)
-    failed = table[table["status"] == "failed"]
-    assert len(failed) == 1 and failed["note"].iloc[0] == "failed run excluded"
+    rows = analyse([result(1, 100), result(2, 1.0, status="failed"), result(2, 55)])
+    done = [r for r in rows if r["status"] == "completed"]
+    assert sorted(r["workers"] for r in done) == [1, 2]
+    assert [r for r in done if r["workers"] == 2][0]["speedup"] == pytest.approx(100 / 55)
+    # a configuration with a finished run is not listed again for its failed attempt
+    assert [r for r in rows if r["status"] == "failed"] == []
+    failed = analyse([result(1, 100), result(2, 1.0, status="failed")])
+    assert [r["note"] for r in failed if r["status"] == "failed"] == ["failed run excluded"]
 
 
 def test_nodes_multiply_workers():
-    table = scaling_table(results_frame([result(1, 100), result(4, 15, nodes=2)]))
-    row = table[table["workers"] == 8].iloc[0]
+    row = table([result(1, 100), result(4, 15, nodes=2)])[8]
     assert row["speedup"] == pytest.approx(100 / 15) and row["efficiency"] == pytest.approx(100 / 15 / 8)
-
-
-def test_bottleneck_verdicts():
-    table = scaling_table(results_frame([result(1, 100, comm=0.0, data=0.5, compute=1.0),
-                                         result(2, 60, comm=0.38, data=0.0, compute=0.62)]))
-    verdicts = dict(zip(table["workers"], table["verdict"], strict=True))
-    assert verdicts[2] == "communication-bound: 38% of step time in all-reduce"
-    assert verdicts[1].startswith("input-bound: 33% of step time waiting for data")
-    assert bottleneck_verdict({"comm_share": 0.05, "data_wait_share": 0.05}).startswith("compute-bound: 90% of step time in compute")
-    assert bottleneck_verdict({}) == "no time breakdown reported"
 
 
 def test_fixed_steps_runs_are_compared_at_the_same_work():
     # Fixed steps with a per-GPU batch: 2 workers process twice the samples in (nearly) the same time.
-    rows = [result(1, 100, samples=1000), result(2, 110, samples=2000)]
-    row = scaling_table(results_frame(rows)).set_index("workers").loc[2]
-    assert row["work_ratio"] == 2.0
-    assert row["speedup"] == pytest.approx(100 / 55)
+    row = table([result(1, 100, samples=1000), result(2, 110, samples=2000)])[2]
+    assert row["work_ratio"] == 2.0 and row["t_same_work_s"] == pytest.approx(55)
+    assert row["t1_s"] == 100 and row["t1_over_n_s"] == 50
+    assert row["speedup"] == pytest.approx(row["t1_s"] / row["t_same_work_s"])
     assert row["overhead_s"] == pytest.approx(55 - 50)
     assert "2x the work" in row["note"]
-    same = scaling_table(results_frame([result(1, 100), result(2, 62.5)])).set_index("workers").loc[2]
+    same = table([result(1, 100), result(2, 62.5)])[2]
     assert same["work_ratio"] == 1.0 and same["note"] == "" and same["speedup"] == pytest.approx(1.6)
+
+
+def test_overhead_terms_add_up_and_the_verdict_names_seconds():
+    # baseline: 100 s = 90 compute + 10 optimizer; 2 workers: 60 s = 50 compute + 4 comm + 1 data + 5 optimizer
+    base = result(1, 100, optimizer=10)
+    two = result(2, 60, comm=4, data=1, optimizer=5, compute=50)
+    row = table([base, two])[2]
+    terms = {t: row[f"loss_{t}_s"] for t in ("data_wait", "compute", "comm", "optimizer", "other", "unaccounted")}
+    assert terms == pytest.approx({"data_wait": 1, "compute": 50 - 45, "comm": 4, "optimizer": 0, "other": 0,
+                                   "unaccounted": 0})
+    assert sum(terms.values()) == pytest.approx(row["overhead_s"]) == pytest.approx(10)
+    assert row["compute_ratio"] == pytest.approx(50 / 45)
+    assert row["verdict"] == "lost 17%: +5.00 s compute, +4.00 s all-reduce"
+    assert row["explanation"].startswith("lost 17% (10.00 s over T1/N = 50.00 s): +5.00 s compute "
+                                         "(per-sample compute 1.11x the baseline's), +4.00 s exposed all-reduce, "
+                                         "+1.00 s data wait")
+    assert "give each its own cores" in row["explanation"]
+
+
+def test_parts_that_do_not_add_up_are_shown_as_unaccounted():
+    base = result(1, 100)
+    two = result(2, 60, compute=50)  # parts sum to 60 ...
+    two["timing"]["train_time_s"] = 62  # ... but T says 62
+    row = table([base, two])[2]
+    assert row["loss_unaccounted_s"] == pytest.approx(2)
+    assert sum(row[f"loss_{t}_s"] for t in ("data_wait", "compute", "comm", "optimizer", "other",
+                                             "unaccounted")) == pytest.approx(row["overhead_s"])
+
+
+def test_the_rank_that_waits_least_is_named_the_straggler():
+    ranks = [{"rank": 0, "host": "n1", "data_wait": 0, "compute": 40, "comm": 15, "optimizer": 5, "other": 0},
+             {"rank": 1, "host": "n2", "data_wait": 0, "compute": 54, "comm": 1, "optimizer": 5, "other": 0}]
+    row = table([result(1, 100), result(2, 60, comm=15, optimizer=5, compute=40, ranks=ranks)])[2]
+    assert row["straggler_rank"] == 1 and row["straggler_host"] == "n2"
+    assert row["straggler_excess_s"] == pytest.approx(14)
+    assert "Straggler: rank 1 on n2; the other ranks waited 14.00 s longer" in row["explanation"]
+    assert [r["total"] for r in row["ranks"]] == [60, 60]
+
+
+def test_csv_table_has_one_column_per_term():
+    frame = scaling_table([result(1, 100), result(2, 60)])
+    for term in ("data_wait", "compute", "comm", "optimizer", "other", "unaccounted"):
+        assert f"loss_{term}_s" in frame.columns
+    assert "ranks" not in frame.columns and {"t_same_work_s", "work_ratio", "t1_s"} <= set(frame.columns)
+
+
+def test_figure_series_draw_the_speedup_inputs_and_flag_incomplete_medians():
+    rows = analyse([result(1, 100, samples=1000), result(2, 110, samples=2000),
+                    result(1, 80, window=256)])
+    bars = series.time_bars(rows)
+    assert bars.x == [1.0, 2.0] and bars.y == [pytest.approx(90), pytest.approx(55)]  # T at the baseline's work
+    assert bars.ideal == [pytest.approx(90), pytest.approx(50)]
+    assert bars.speedup[1] == pytest.approx(100 / 55)
+    assert bars.note == ""  # no configuration of the w256 group is known to have 2 workers
+    pending = [{"group_id": rows[-1]["group_id"], "workers": 2, "cpus_per_task": 16, "status": "pending"}]
+    assert series.time_bars(rows, pending).note == "median over 2 workers: 1 of 2 groups (the others have not finished)"
+    assert "2 workers: 1 of 2 groups" in series.efficiency(rows, pending).note

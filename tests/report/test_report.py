@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from cockpit.analysis import results_frame, scaling_table
+from cockpit.analysis import analyse
 from cockpit.cli import main as cli
 from cockpit.report.source import ReportError, from_run_dirs, load_input
 from cockpit.report.write import write_report
@@ -42,47 +42,64 @@ def markdown_rows(text: str, section: str) -> list[list[str]]:
     return [[c.strip() for c in re.split(r"(?<!\\)\|", ln)[1:-1]] for ln in lines[1:]]
 
 
+def fmt(value: float, spec: str) -> str:
+    return "-" if value != value else format(value, spec)
+
+
 def test_report_from_store_matches_analysis(store_copy: Path, results: list[dict], tmp_path: Path):
     out = tmp_path / "report"
     files = write_report(load_input(store_copy), out)
-    expected = scaling_table(results_frame(results))
+    expected = analyse(results)
     assert files.configurations == len(expected) == 6
 
-    # CSV: the analysis table itself, full precision.
+    # CSV: the analysis rows themselves, full precision, one column per overhead term.
     csv = pd.read_csv(files.csv)
-    for col in ("train_time_s", "speedup", "efficiency", "overhead_s", "karp_flatt"):
-        assert list(csv[col].round(9).fillna(-1)) == list(expected[col].astype(float).round(9).fillna(-1))
+    for col in ("train_time_s", "work_ratio", "t_same_work_s", "t1_s", "speedup", "efficiency", "overhead_s",
+                "karp_flatt", "loss_compute_s", "loss_comm_s", "loss_data_wait_s"):
+        assert list(csv[col].round(9).fillna(-1)) == [round(e[col], 9) if e[col] == e[col] else -1 for e in expected]
 
-    # Markdown: the same numbers, formatted, one row per configuration in the analysis order.
+    # Markdown: the same numbers, formatted, with the inputs of each ratio beside it.
     md = files.markdown.read_text()
     rows = markdown_rows(md, "Scaling per configuration")
     assert len(rows) == len(expected)
-    for row, (_, exp) in zip(rows, expected.iterrows(), strict=True):
+    for row, exp in zip(rows, expected, strict=True):
         assert row[2] == str(exp["window"]) and row[3] == f"{exp['nodes']}×{exp['gpus_per_node']}"
-        assert row[7] == f"{exp['train_time_s']:.2f}"
-        assert row[8] == f"{exp['speedup']:.3f}"
-        assert row[9] == f"{exp['efficiency']:.3f}"
-        assert row[10] == f"{exp['overhead_s']:.2f}"
-        kf = exp["karp_flatt"]
-        assert row[11] == ("-" if math.isnan(kf) else f"{kf:.3f}")
-        assert row[13].startswith(exp["verdict"])
-    breakdown = markdown_rows(md, "Time breakdown")
+        assert row[7] == str(exp["workers"])
+        assert row[8] == f"{exp['train_time_s']:.2f}" and row[10] == fmt(exp["t_same_work_s"], ".2f")
+        assert row[11] == fmt(exp["t1_s"], ".2f")
+        assert row[12] == fmt(exp["speedup"], ".3f") and row[13] == fmt(exp["efficiency"], ".3f")
+        assert row[14] == fmt(exp["overhead_s"], ".2f") and row[15] == fmt(exp["karp_flatt"], ".3f")
+        assert row[17].startswith(exp["verdict"])
+        if exp["speedup"] == exp["speedup"]:  # S = T1 / (T/work), checkable from the printed inputs
+            assert float(row[12]) == pytest.approx(float(row[11]) / float(row[10]), abs=2e-3 * float(row[12]))
+    attribution = markdown_rows(md, "Where the efficiency went")
+    explained = [e for e in expected if not e["baseline"] and e["overhead_s"] == e["overhead_s"]]
+    assert len(attribution) == len(explained) > 0
+    for row, exp in zip(attribution, explained, strict=True):
+        terms = [float(c) for c in row[11:17]]
+        assert sum(terms) == pytest.approx(float(row[10]), abs=0.03)  # the printed terms add up to O
+        assert row[-1] == exp["explanation"]
+    breakdown = markdown_rows(md, "Time breakdown and fixed costs")
     assert len(breakdown) == len(expected)
-    for row, (_, exp) in zip(breakdown, expected.iterrows(), strict=True):
-        assert row[6] == f"{100 * exp['compute_share']:.1f}%"
+    for row, exp in zip(breakdown, expected, strict=True):
+        assert row[9] == f"{exp['compute_s']:.2f}"
 
-    # Jobs without a result (the recorded store has one running, one pending) are not failures.
+    # Jobs without a result (the recorded store has one running, one pending) are not failures, but counted.
     assert "Jobs without a result" not in md
+    assert "results: 6 completed; 2 configurations without a result yet" in md
 
     # Figures: real PNGs, linked from the Markdown and embedded in the HTML (self-contained).
-    assert set(files.figures) == {"time_vs_cpus", "time_bars", "efficiency", "overhead"}
+    four = {"time_vs_cpus", "time_bars", "efficiency", "overhead"}
+    assert four <= set(files.figures)
+    waterfalls = set(files.figures) - four
+    assert waterfalls == {f"waterfall_{e['group_id']}" for e in explained}
     html = files.html.read_text()
-    for path in files.figures.values():
-        assert path.read_bytes().startswith(PNG)
-        assert f"({path.name})" in md
-    assert html.count("data:image/png;base64,") == 4
+    for fig in files.figures.values():
+        assert fig.path.read_bytes().startswith(PNG)
+        assert f"({fig.path.name})" in md
+    assert html.count("data:image/png;base64,") == len(files.figures)
     assert not re.search(r'src="(?!data:)', html)
-    assert f"{expected['speedup'].iloc[1]:.3f}" in html
+    assert f"{expected[1]['speedup']:.3f}" in html
 
 
 def test_report_from_local_run_directories(results: list[dict], tmp_path: Path):
@@ -91,9 +108,8 @@ def test_report_from_local_run_directories(results: list[dict], tmp_path: Path):
         write_result(runs / res["config_id"], {k: v for k, v in res.items() if k not in ("schema_version", "kind")})
     inp = from_run_dirs(runs, "recorded", "local")
     files = write_report(inp, tmp_path / "out")
-    expected = scaling_table(results_frame(results))
     rows = markdown_rows(files.markdown.read_text(), "Scaling per configuration")
-    assert [r[8] for r in rows] == [f"{s:.3f}" for s in expected["speedup"]]
+    assert [r[12] for r in rows] == [fmt(e["speedup"], ".3f") for e in analyse(results)]
 
 
 def test_report_command(store_copy: Path, tmp_path: Path, capsys):
@@ -109,7 +125,7 @@ def test_empty_store_gives_empty_report(tmp_path: Path):
     files = write_report(load_input(tmp_path / "empty.sqlite"), tmp_path / "out")
     assert files.configurations == 0
     assert "_none yet_" in files.markdown.read_text()
-    assert all(p.read_bytes().startswith(PNG) for p in files.figures.values())
+    assert all(f.path.read_bytes().startswith(PNG) for f in files.figures.values())
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import math
 import threading
 
@@ -38,7 +40,7 @@ async def test_sort_from_command_palette(recorded):
     app = recorded.app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("ctrl+p")
-        await pilot.press(*"Sort by T train")
+        await pilot.press(*"Sort by T s")
         await pilot.pause(0.3)
         await pilot.press("enter")
         await pilot.pause()
@@ -192,13 +194,32 @@ async def test_polls_never_overlap(recorded):
         assert calls == [1, 1] and app.polls == 2
 
 
-def test_overhead_column_matches_analysis(recorded):
-    """The numbers the table shows are the store's analysis, formatted (no maths in the view)."""
+def test_tui_and_report_show_the_same_numbers_on_a_store_with_stale_analysis(recorded, tmp_path):
+    """The recorded store was written by a version that kept its own analysis table (speedup 0.86x for
+    the 1x2 w128 run); the table, the plots tab and the report all recompute from the result files."""
+    from cockpit import series
+    from cockpit.analysis import analyse
+    from cockpit.report.source import load_input
+    from cockpit.report.write import write_report
     from cockpit.tui import model
 
+    stale = dict(recorded.store.db.execute("SELECT config_id, speedup FROM analysis").fetchall())
     snap = recorded.snapshot()
+    truth = {r["config_id"]: r for r in analyse(recorded.store.results(recorded.store.study_key("recorded")).values())}
+    assert any(abs(stale[c] - truth[c]["speedup"]) > 0.5 for c in stale)  # the stored numbers are really stale
+    shown = 0
     for row in model.scaling_rows(snap):
-        cfg = snap.config(row.key)
-        if cfg.overhead_s is not None and not math.isnan(cfg.overhead_s):
-            assert row.cells[11] == f"{cfg.overhead_s:.1f}"
-            assert row.cells[9] == f"{cfg.speedup:.2f}x"
+        a = truth.get(row.key)
+        if a is None:
+            continue
+        shown += 1
+        assert row.cells[8].plain == f"{a['train_time_s']:.1f}"
+        assert row.cells[9] == f"{a['work_ratio']:.2f}x" and row.cells[10] == f"{a['t_same_work_s']:.1f}"
+        assert row.cells[11] == f"{a['speedup']:.2f}x" and row.cells[12].plain == f"{a['efficiency'] * 100:.0f}%"
+        assert row.cells[13] == f"{a['overhead_s']:.1f}" and row.cells[15] == a["verdict"]
+    assert shown == 6
+    report = write_report(load_input(recorded.store.path), tmp_path / "report").markdown.read_text()
+    for a in truth.values():
+        assert f"| {a['speedup']:.3f} | {a['efficiency']:.3f} | {a['overhead_s']:.2f} |" in report
+    tui_bars = series.time_bars(*model.analysis_rows(snap))
+    assert tui_bars.speedup[1] == pytest.approx(1.712, abs=1e-3)  # the report's PNG labels the same value

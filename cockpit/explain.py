@@ -1,0 +1,140 @@
+"""Where a configuration's efficiency went: its overhead split into seconds, per part of the step time.
+
+For an N-worker run against its group's 1x1 baseline, both at the baseline's work (see cockpit.analysis):
+
+    O = TN' - T1/N                        TN' = TN / work  (work = samplesN / samples1)
+    term(part) = partN / work - part1 / N   for part in data_wait, compute, comm, optimizer, other
+
+The trainer records each run's T as the exact sum of the five parts (rank 0), so the terms add up to O.
+A result whose parts do not add up to its T (hand-written, or from an older trainer) gets the difference
+as an explicit `unaccounted` term instead of having it hidden in another one. docs/analysis.md has the
+formulas and the advice behind each term.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+PARTS = ("data_wait", "compute", "comm", "optimizer", "other")
+TERM_LABELS = {
+    "compute": "compute",
+    "comm": "exposed all-reduce",
+    "data_wait": "data wait",
+    "optimizer": "optimizer",
+    "other": "other loop time",
+    "unaccounted": "unaccounted",
+}
+SHORT_LABELS = {**TERM_LABELS, "comm": "all-reduce", "other": "other"}
+FIXED_COSTS = ("startup_s", "prepare_s", "eval_s", "checkpoint_s")
+STRAGGLER_SHARE = 0.05  # an excess above this share of T is named in the verdict
+
+
+def attribution(run: dict[str, Any], base: dict[str, Any], n: int, work: float) -> dict[str, float]:
+    """Seconds each part added to the overhead (negative: it saved time); keys `loss_<part>_s`."""
+    terms = {f"loss_{p}_s": _num(run.get(f"{p}_s")) / work - _num(base.get(f"{p}_s")) / n for p in PARTS}
+    o = run["train_time_s"] / work - base["train_time_s"] / n
+    rest = o - sum(terms.values())
+    terms["loss_unaccounted_s"] = rest if abs(rest) > 1e-6 * max(1.0, abs(o)) else 0.0
+    return terms
+
+
+def compute_ratio(run: dict[str, Any], base: dict[str, Any], n: int, work: float) -> float:
+    """Per-sample compute of a worker relative to the baseline's: (computeN / work) / (compute1 / N)."""
+    c1 = _num(base.get("compute_s"))
+    return (_num(run.get("compute_s")) / work) / (c1 / n) if c1 > 0 else math.nan
+
+
+def advice(term: str, rec: dict[str, Any]) -> str:
+    """What to change when `term` is the largest loss; specific to the device the run used."""
+    if term == "compute":
+        ratio = rec.get("compute_ratio", math.nan)
+        head = f"per-sample compute {ratio:.2f}x the baseline's" if ratio == ratio else "compute grew"
+        if rec.get("device") == "cuda":
+            return f"{head}: the per-GPU batch may be too small to fill the GPU; raise batch_size"
+        return f"{head}: workers share cores and memory bandwidth; give each its own cores (cpus_per_task) and bind them"
+    return {
+        "comm": "overlap more of the all-reduce with backward (bucket_cap_mb), use a faster link, "
+                "or all-reduce less often (grad_accum)",
+        "data_wait": "the input pipeline falls behind: more loader workers (cpus_per_task)",
+        "optimizer": "the optimizer step does not shrink with more workers: a larger batch_size means fewer steps",
+        "other": "loop time outside the measured phases (logging, host syncs, the stop vote): fewer, larger steps",
+        "unaccounted": "the result's parts do not add up to its T: rerun with the current trainer",
+    }[term]
+
+
+def ranked_terms(rec: dict[str, Any]) -> list[tuple[str, float]]:
+    """(term, seconds) with a non-zero size, largest loss first."""
+    terms = [(t, rec.get(f"loss_{t}_s", math.nan)) for t in (*PARTS, "unaccounted")]
+    terms = [(t, v) for t, v in terms if v == v and abs(v) >= 0.0005]
+    return sorted(terms, key=lambda tv: -tv[1])
+
+
+def ranks_of(result: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """Each rank's breakdown (`breakdown_by_rank` of result.json), with its total; None if not recorded."""
+    raw = result.get("breakdown_by_rank")
+    if not isinstance(raw, list) or not raw:
+        return None
+    out = []
+    for r in raw:
+        if not isinstance(r, dict):
+            return None
+        parts = {p: _num(r.get(p)) for p in PARTS}
+        out.append({"rank": r.get("rank"), "host": r.get("host", ""), **parts, "total": sum(parts.values())})
+    return sorted(out, key=lambda r: r["rank"] if isinstance(r["rank"], int) else 0)
+
+
+def straggler(ranks: list[dict[str, Any]] | None) -> tuple[int, str, float] | None:
+    """(rank, host, excess seconds) of the rank the others wait for, or None with fewer than two ranks.
+
+    In a synchronous all-reduce every rank waits for the slowest one, so the rank that waits least is it;
+    its excess is how much longer the other ranks (median) waited than it did.
+    """
+    if not ranks or len(ranks) < 2:
+        return None
+    slow = min(ranks, key=lambda r: r["comm"])
+    others = [r["comm"] for r in ranks if r is not slow]
+    return slow["rank"], slow["host"], statistics.median(others) - slow["comm"]
+
+
+def verdicts(rec: dict[str, Any]) -> tuple[str, str]:
+    """(short form for a table column, full sentence) naming the losses in seconds, largest first."""
+    if rec.get("status") != "completed":
+        return "", rec.get("note", "")
+    if rec.get("baseline"):
+        shares = ", ".join(f"{SHORT_LABELS[p]} {rec[f'{p}_s']:.2f} s" for p in PARTS
+                           if rec.get(f"{p}_s", math.nan) == rec.get(f"{p}_s", math.nan) and rec[f"{p}_s"] > 0)
+        text = f"baseline: T1 = {rec['train_time_s']:.2f} s"
+        return text, f"{text} ({shares})" if shares else text
+    o = rec.get("overhead_s", math.nan)
+    if o != o:
+        return rec.get("note", ""), rec.get("note", "")
+    lost = 1.0 - rec["efficiency"]
+    terms = ranked_terms(rec)
+    if o <= 0:
+        text = f"no loss: T at the baseline's work {rec['t_same_work_s']:.2f} s <= T1/N {rec['t1_over_n_s']:.2f} s"
+        return text, text
+    short = f"lost {lost:.0%}: " + ", ".join(f"{v:+.2f} s {SHORT_LABELS[t]}" for t, v in terms[:2])
+    pieces = []
+    for t, v in terms:
+        piece = f"{v:+.2f} s {TERM_LABELS[t]}"
+        if t == "compute" and rec.get("compute_ratio") == rec.get("compute_ratio"):
+            piece += f" (per-sample compute {rec['compute_ratio']:.2f}x the baseline's)"
+        pieces.append(piece)
+    full = (f"lost {lost:.0%} ({o:.2f} s over T1/N = {rec['t1_over_n_s']:.2f} s): " + ", ".join(pieces)
+            + f". Largest: {TERM_LABELS[terms[0][0]]}: {advice(terms[0][0], rec)}" if terms else "")
+    slow = rec.get("straggler_rank")
+    if slow is not None and rec.get("straggler_excess_s", 0.0) > STRAGGLER_SHARE * rec["train_time_s"]:
+        where = f" on {rec['straggler_host']}" if rec.get("straggler_host") else ""
+        full += (f". Straggler: rank {slow}{where}; the other ranks waited {rec['straggler_excess_s']:.2f} s "
+                 "longer in all-reduce than it did")
+    return short, full
+
+
+def _num(value: Any) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return 0.0 if math.isnan(out) else out

@@ -1,0 +1,92 @@
+"""The run detail's explain panel: a text waterfall from T1/N to T at the baseline's work, term by term,
+the fixed costs outside T, and each rank's breakdown with the straggler marked.
+
+It renders one row of cockpit.analysis, so every second on it is the one the report and the CSV print.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+from cockpit import explain
+
+BAR = 32  # characters for the longest bar
+STYLES = {"data_wait": "magenta", "compute": "red", "comm": "yellow", "optimizer": "cyan", "other": "green",
+          "unaccounted": "grey50"}
+
+
+def _num(value: Any) -> float | None:
+    return value if isinstance(value, int | float) and value == value else None
+
+
+def _bar(start: float, width: float, scale: float, style: str) -> Text:
+    lo, hi = sorted((start, start + width))
+    left, right = round(lo * scale), max(round(hi * scale), round(lo * scale) + (1 if width else 0))
+    return Text(" " * left) + Text(("▇" if width >= 0 else "░") * (right - left), style=style)
+
+
+def waterfall(a: dict[str, Any]) -> Text:
+    """The overhead split of an N-worker run as aligned lines; a baseline or an unexplained run says why."""
+    out = Text()
+    if a.get("baseline"):
+        out.append(f"Baseline of its group: T1 = {a['train_time_s']:.2f} s, against which every N-worker run "
+                   "of the group is explained.\n", style="bold")
+        return out
+    o, t1n, tsame = _num(a.get("overhead_s")), _num(a.get("t1_over_n_s")), _num(a.get("t_same_work_s"))
+    if o is None or t1n is None or tsame is None:
+        out.append((a.get("note") or "no analysis yet") + "\n", style="italic")
+        return out
+    terms = [(t, v) for t in (*explain.PARTS, "unaccounted")
+             if (v := _num(a.get(f"loss_{t}_s"))) is not None and abs(v) >= 0.0005]
+    running, peak = t1n, t1n
+    for _, v in terms:
+        running += v
+        peak = max(peak, running)
+    scale = BAR / peak if peak > 0 else 0.0
+    out.append(f"Where the time went: N = {a['workers']}, T1 = {a['t1_s']:.2f} s, T = {a['train_time_s']:.2f} s "
+               f"for {a['work_ratio']:g}x the baseline's work\n", style="bold")
+    out.append(f"  {'T1/N':<20} {t1n:8.2f} s  ")
+    out.append_text(_bar(0.0, t1n, scale, "grey70"))
+    out.append("\n")
+    running = t1n
+    for term, v in terms:
+        out.append(f"  {explain.TERM_LABELS[term]:<20} {v:+8.2f} s  ")
+        out.append_text(_bar(running, v, scale, STYLES[term]))
+        out.append("\n")
+        running += v
+    out.append(f"  {'= T/work':<20} {tsame:8.2f} s  overhead {o:+.2f} s, efficiency {a['efficiency']:.0%}\n",
+               style="bold")
+    if a.get("explanation"):
+        out.append(f"  {a['explanation']}\n", style="italic")
+    return out
+
+
+def fixed_costs(a: dict[str, Any]) -> Text:
+    costs = [(c.removesuffix("_s"), _num(a.get(c))) for c in explain.FIXED_COSTS]
+    shown = " · ".join(f"{name} {v:.2f} s" for name, v in costs if v is not None)
+    return Text(f"Outside T (node-hours too): {shown or 'not recorded'}\n", style="dim")
+
+
+def ranks_table(a: dict[str, Any]) -> Text:
+    """One line per rank: its parts in seconds; the straggler (the rank the others wait for) marked."""
+    ranks = a.get("ranks") or []
+    if len(ranks) < 2:
+        return Text("")
+    out = Text("  rank host          " + " ".join(f"{explain.SHORT_LABELS[p][:10]:>10}" for p in explain.PARTS)
+               + "      total\n", style="bold")
+    for r in ranks:
+        slow = r["rank"] == a.get("straggler_rank")
+        line = (f"  {r['rank']:>4} {str(r['host'])[:13]:<13} " + " ".join(f"{r[p]:10.2f}" for p in explain.PARTS)
+                + f" {r['total']:10.2f}")
+        if slow:
+            line += f"  ← straggler: the others waited {a['straggler_excess_s']:.2f} s more"
+        out.append(line + "\n", style="bold red" if slow else "")
+    return out
+
+
+def panel(a: dict[str, Any] | None) -> Text:
+    if not a:
+        return Text("No result yet: the explanation appears when the run has finished.", style="italic")
+    return Text.assemble(waterfall(a), fixed_costs(a), ranks_table(a))
