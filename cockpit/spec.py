@@ -79,6 +79,9 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "tokenizer": Key((dict,), {}),
         "token_cache": Key((str,)),
         "prepare_workers": Key((int,), 1, minimum=1),
+        "skip_bad_records": Key((bool,), False),
+        "test_records": Key((list,)),
+        "patient_pattern": Key((str,)),
     },
     "model": {
         "layers": Key((int,), 4, minimum=1),
@@ -123,7 +126,7 @@ TOKENIZER_KEYS = {
     "quantizer": Key((str,), choices=("uniform", "mulaw")),
     "mu": Key(_NUM, minimum=0),
     "lead": Key((int, str)),
-    "fs": Key(_NUM, minimum=1),
+    "fs": Key(_NUM, minimum=0),  # 0 keeps each record's own rate
     "clip_percentile": Key(_NUM, minimum=0),
     "margin": Key(_NUM, minimum=0),
     "annotator": Key((str,)),
@@ -139,7 +142,11 @@ DATASET_KEYS = {
     "records": Key((int,), 8, minimum=1),
     "seconds": Key(_NUM, 300, minimum=1),
     "seed": Key((int,), 0),
+    "skip_bad_records": Key((bool,)),
+    "test_records": Key((list,)),
+    "patient_pattern": Key((str,)),
 }
+SPLIT_KEYS = ("test_records", "patient_pattern")
 AXIS_TYPES: dict[str, tuple[type, ...]] = {
     "dataset": (str,),
     "mode": (str,),
@@ -161,6 +168,8 @@ class Dataset:
     tokenizer: dict[str, Any]
     synthetic: bool = False
     synthetic_params: dict[str, Any] = field(default_factory=dict)
+    skip_bad_records: bool = False
+    split: dict[str, Any] = field(default_factory=dict)  # test_records or patient_pattern; empty: the default
 
 
 @dataclass(frozen=True)
@@ -319,6 +328,8 @@ class Study:
             "synthetic": dataset.synthetic,
             "synthetic_params": dataset.synthetic_params,
             "tokenizer": dataset.tokenizer,
+            **({"skip_bad_records": True} if dataset.skip_bad_records else {}),
+            **({"split": dict(dataset.split)} if dataset.split else {}),
             "token_cache": self.token_cache,
             "prepare_workers": self.prepare_workers,
             "model": dict(self.model),
@@ -496,8 +507,28 @@ def _cluster(where: str, c: dict[str, Any], path: Path) -> Cluster:
     )
 
 
+def _given_keys(where: str, prefix: str, values: dict[str, Any], keys: dict[str, Key]) -> dict[str, Any]:
+    """The keys a table actually gives, checked: defaults are left out so that a more specific table
+    overrides single keys of a general one instead of resetting the rest."""
+    checked = _check_keys(where, prefix, values, keys)
+    return {k: checked[k] for k in values}
+
+
+def _split(where: str, prefix: str, table: dict[str, Any]) -> dict[str, Any]:
+    """test_records / patient_pattern of a table, validated by the trainer's own rules."""
+    from trainer.data.errors import DataError
+    from trainer.data.splits import check_options
+
+    given = {k: table[k] for k in SPLIT_KEYS if table.get(k) is not None}
+    try:
+        return check_options(given, prefix)
+    except DataError as exc:
+        raise SpecError(f"{where}: {exc}") from None
+
+
 def _datasets(where: str, data: dict[str, Any], path: Path, kind: str) -> tuple[dict[str, Dataset], bool]:
-    default_tok = _check_keys(where, "[data.tokenizer]", data["tokenizer"], TOKENIZER_KEYS)
+    default_tok = _given_keys(where, "[data.tokenizer]", data["tokenizer"], TOKENIZER_KEYS)
+    default_split = _split(where, "[data]", data)
     entries = data["datasets"] or {SYNTHETIC: {"synthetic": True}}
     datasets: dict[str, Dataset] = {}
     for name, entry in entries.items():
@@ -507,8 +538,11 @@ def _datasets(where: str, data: dict[str, Any], path: Path, kind: str) -> tuple[
         if not isinstance(entry, dict):
             raise SpecError(f"{where}: {prefix} must be a path string or a table, found {entry!r}")
         d = _check_keys(where, prefix, entry, DATASET_KEYS)
-        tok = {**default_tok, **_check_keys(where, f"{prefix}.tokenizer", d["tokenizer"], TOKENIZER_KEYS)}
-        tok = {k: v for k, v in tok.items() if v is not None}
+        # [data.tokenizer] applies to every dataset; the dataset's own table overrides single keys.
+        tok = {"name": "samples", **default_tok,
+               **_given_keys(where, f"{prefix}.tokenizer", d["tokenizer"], TOKENIZER_KEYS)}
+        split = _split(where, prefix, d) or default_split
+        skip = data["skip_bad_records"] if d["skip_bad_records"] is None else d["skip_bad_records"]
         synthetic = d["synthetic"] or (name == SYNTHETIC and not d["path"])
         data_path = d["path"]
         if not synthetic and not data_path:
@@ -516,7 +550,7 @@ def _datasets(where: str, data: dict[str, Any], path: Path, kind: str) -> tuple[
         if data_path and kind == "local":
             data_path = str((path.parent / os.path.expanduser(data_path)).resolve())
         params = {k: d[k] for k in ("records", "seconds", "seed")} if synthetic else {}
-        datasets[name] = Dataset(name, None if synthetic else data_path, tok, synthetic, params)
+        datasets[name] = Dataset(name, None if synthetic else data_path, tok, synthetic, params, skip, split)
     return datasets, not data["datasets"]
 
 

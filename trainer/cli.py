@@ -57,6 +57,18 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
         p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, default=None,
                        choices=CHOICES.get(name), help=f"config key {where}")
     p.add_argument("--tokenizer", choices=("samples", "beats"), default=None, help="tokenizer name")
+    # Data keys, named as in `hlm-train prepare` and the study file ([data.tokenizer], [data]).
+    p.add_argument("--annotator", metavar="EXT", default=None,
+                   help="annotation file extension (atr, ari, qrs, ...; default auto): tokenizer.annotator")
+    p.add_argument("--lead", default=None, help="samples: lead index or name: tokenizer.lead")
+    p.add_argument("--records", nargs="+", metavar="RECORD", default=None,
+                   help="only these records of the dataset: tokenizer.records")
+    p.add_argument("--skip-bad-records", action="store_true", default=None,
+                   help="leave out bad records (listed with their reason in the manifest and train.log)")
+    p.add_argument("--test-records", nargs="+", metavar="RECORD", default=None,
+                   help="the test split, explicitly: split.test_records")
+    p.add_argument("--patient-pattern", metavar="REGEX", default=None,
+                   help="regular expression extracting the patient id from a record name: split.patient_pattern")
     p.add_argument("--compile", action="store_true", default=None, help="torch.compile the model")
     p.add_argument("--no-eval", dest="eval", action="store_false", default=None, help="skip test-split evaluation")
 
@@ -80,6 +92,7 @@ def build_config(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
             target.pop("steps", None)
     if args.tokenizer is not None:
         config.setdefault("tokenizer", {})["name"] = args.tokenizer
+    _apply_data_flags(args, config)
     for name in ("compile", "eval"):
         if getattr(args, name) is not None:
             config.setdefault("train", {})[name] = getattr(args, name)
@@ -87,6 +100,23 @@ def build_config(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
     if fresh and train.get("steps") is None and train.get("epochs") is None:
         raise UsageError(f"{path} does not exist: give --steps or --epochs (and other flags) to describe the run")
     return config, fresh
+
+
+def _apply_data_flags(args: argparse.Namespace, config: dict[str, Any]) -> None:
+    """--annotator/--lead/--records go to the tokenizer table, --test-records/--patient-pattern to split."""
+    lead = args.lead
+    if lead is not None and lead.isdigit():
+        lead = int(lead)
+    for key, value in (("annotator", args.annotator), ("lead", lead), ("records", args.records)):
+        if value is not None:
+            config.setdefault("tokenizer", {})[key] = value
+    if args.skip_bad_records:
+        config["skip_bad_records"] = True
+    if args.test_records is not None or args.patient_pattern is not None:
+        if args.test_records is not None and args.patient_pattern is not None:
+            raise UsageError("--test-records and --patient-pattern exclude each other")
+        config["split"] = ({"test_records": args.test_records} if args.test_records is not None
+                           else {"patient_pattern": args.patient_pattern})
 
 
 def cmd_train(args: argparse.Namespace) -> int:

@@ -68,6 +68,8 @@ class Settings:
     class_weights: str = "balanced"
     bucket_cap_mb: float | None = None  # DDP gradient bucket size; None = DDP's default (25 MB)
     synthetic_params: dict[str, Any] | None = None
+    skip_bad_records: bool = False  # leave bad records out (listed in the manifest and train.log) instead of failing
+    split: dict[str, Any] | None = None  # {test_records: [...]} or {patient_pattern: "..."}; None: the default
     # test-only: make one rank slower by a host sleep inside each step's compute (a known straggler)
     test_slow_rank: int | None = None
     test_slow_step_s: float = 0.0
@@ -169,6 +171,8 @@ def from_config(run_dir: Path, config: dict[str, Any], source: str = "config.jso
     s.class_weights = _choice(_get(train, "class_weights", str, t, s.class_weights), ("balanced", "none"),
                               f"{t}.class_weights")
     s.synthetic_params = _get(config, "synthetic_params", dict, top, None)
+    s.skip_bad_records = _get(config, "skip_bad_records", bool, top, False)
+    s.split = _split(_get(config, "split", dict, top, None), top)
     s.bucket_cap_mb = _get(train, "bucket_cap_mb", float, t, None)
     s.test_slow_rank = _get(train, "test_slow_rank", int, t, None)
     s.test_slow_step_s = _get(train, "test_slow_step_s", float, t, 0.0)
@@ -176,6 +180,17 @@ def from_config(run_dir: Path, config: dict[str, Any], source: str = "config.jso
         raise ConfigError(f"{t}.bucket_cap_mb: expected a number > 0, got {s.bucket_cap_mb}")
     validate(s, source)
     return s
+
+
+def _split(options: dict[str, Any] | None, top: str) -> dict[str, Any] | None:
+    """The split options, checked by the data package's own rules (messages name the key)."""
+    from trainer.data.errors import DataError
+    from trainer.data.splits import check_options
+
+    try:
+        return check_options(options) or None
+    except DataError as exc:
+        raise ConfigError(f"{top}: {exc}") from None
 
 
 def validate(s: Settings, source: str = "config.json") -> None:

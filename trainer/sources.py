@@ -6,6 +6,7 @@ rank opens the same shards. The loop itself only sees a `Data` bundle, so tests 
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import dataclass, field
@@ -15,9 +16,11 @@ from typing import Any
 from torch.utils.data import Dataset, Subset
 
 from trainer.batches import LabelledWindows, MaskedWindows
+from trainer.data.errors import DataError
 from trainer.distributed import Dist, barrier
 from trainer.settings import Settings
 
+log = logging.getLogger("hlm.data")
 FOUNDATION_EVAL_WINDOWS = 4096  # masked-token evaluation of a foundation run uses at most this many windows
 
 
@@ -39,9 +42,11 @@ def load(s: Settings, d: Dist) -> Data:
     """Prepare shards on rank 0 (others wait), then open the train and test windows for the objective."""
     from trainer.data import dataset as wd
     from trainer.data.prepare import prepare_dataset
+    from trainer.data.splits import plan_split
 
     cache = Path(s.token_cache) if s.token_cache else s.run_dir / "tokens"
-    kwargs = {"dataset": s.dataset, "synthetic_params": s.synthetic_params}
+    kwargs = {"dataset": s.dataset, "synthetic_params": s.synthetic_params,
+              "skip_bad_records": s.skip_bad_records, "split": s.split}
     t0 = time.perf_counter()
     if d.is_main:
         shard = prepare_dataset(s.data_path, s.tokenizer, cache, s.prepare_workers, **kwargs)
@@ -51,14 +56,19 @@ def load(s: Settings, d: Dist) -> Data:
     prepare_s = time.perf_counter() - t0
 
     manifest = wd.load_manifest(shard)
+    split = plan_split(manifest.record_names, s.split, "config.json: split")
+    if d.is_main:
+        _log_data(manifest, split.as_dict())
     task = s.task if s.mode == "finetune" else "foundation"
-    train_records = wd.split_records(manifest, "train")
-    test_records = wd.split_records(manifest, "test")
-    train_windows = wd.WindowDataset(shard, s.window, task, train_records)
-    test_windows = wd.WindowDataset(shard, s.window, task, test_records) if test_records and s.eval else None
+    if not split.train:
+        raise DataError(f"{manifest.path}: the training split of dataset {manifest['dataset']!r} is empty: "
+                        f"{split.reason}")
+    train_windows = wd.WindowDataset(shard, s.window, task, split.train)
+    test_windows, eval_split = _eval_windows(s, manifest, split, task, train_windows, d.is_main)
     info = {"shard_dir": str(shard), "dataset": manifest.get("dataset"), "tokenizer": manifest.tokenizer,
-            "tokenizer_params": manifest.get("params"), "train_records": train_records,
-            "test_records": test_records, "train_windows": len(train_windows),
+            "tokenizer_params": manifest.get("params"), "train_records": split.train,
+            "test_records": split.test, "split": split.as_dict(), "eval_split": eval_split,
+            "skipped_records": manifest.get("skipped_records") or [], "train_windows": len(train_windows),
             "test_windows": len(test_windows) if test_windows else 0,
             # when the launcher prepared the shards before the trainer started, prepare_s is only this
             # run's up-to-date check; this is what building them took
@@ -78,6 +88,53 @@ def load(s: Settings, d: Dist) -> Data:
         test = Subset(test, range(0, len(test_windows), stride))  # an even sample: the loss needs no more
         info["test_windows"] = len(test)
     return Data(masked, test, manifest.vocab_size, [], manifest.synthetic, prepare_s, info)
+
+
+def _log_data(manifest: dict[str, Any], split: dict[str, Any]) -> None:
+    """The dataset's counts, every skipped record and the split, in train.log."""
+    from trainer.data.summary import count_line, skipped_lines, split_line
+
+    log.info("data %s (%s): %s", manifest["dataset"], manifest.get("source"), count_line(manifest))
+    for line in skipped_lines(manifest):
+        log.warning("%s", line)
+    log.info("%s", split_line(split))
+
+
+def _eval_windows(s: Settings, manifest: Any, split: Any, task: str, train_windows: Any,
+                  main: bool) -> tuple[Any, str | None]:
+    """The windows evaluation scores and the split they come from; an error, at the start, where a
+    fine-tune run could not be scored (no test records, or a single class)."""
+    from trainer.data import dataset as wd
+
+    name = manifest["dataset"]
+    fix = ("give the test records (test_records = [...] in the study's [data], hlm-train train --test-records), "
+           "a patient_pattern, or set train.eval = false (--no-eval) to train without scoring")
+    if not s.eval:
+        if main:
+            log.info("evaluation off (train.eval = false): no split is scored")
+        return None, None
+    if not split.test:
+        if s.mode == "finetune":
+            raise DataError(f"{manifest.path}: a fine-tune run is scored on the test split, and dataset {name!r} "
+                            f"has no test records: {split.reason}; {fix}")
+        if main:
+            log.warning("no test records (%s): the foundation eval loss uses an even sample of the training "
+                        "split", split.reason)
+        return train_windows, "train"
+    test = wd.WindowDataset(manifest.shard_dir, s.window, task, split.test)
+    if s.mode == "finetune":
+        counts = test.class_counts()
+        present = [i for i, c in enumerate(counts) if c]
+        classes = manifest["beat_classes"] if s.task == "beat" else manifest["rhythm_classes"]
+        if len(present) < 2:
+            found = (f"only class {classes[present[0]]} ({int(counts[present[0]]):,} windows)" if present
+                     else "no labelled windows")
+            raise DataError(f"{manifest.path}: the test split of dataset {name!r} ({len(split.test)} records: "
+                            f"{', '.join(split.test[:8])}{', ...' if len(split.test) > 8 else ''}) holds {found}; "
+                            f"per-class scores need at least two classes; {fix}")
+    if main:
+        log.info("evaluation on the test split: %d records, %d windows", len(split.test), len(test))
+    return test, "test"
 
 
 def balanced_weights(counts: Any, n_classes: int) -> list[float]:

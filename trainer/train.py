@@ -480,4 +480,5 @@ def _evaluate(raw: HeartLanguageModel, data: sources.Data, d: Dist, s: Settings,
         return None
     if data.classes:
         return {"split": "test", **classify(raw, data.test, data.classes, d, s.batch_size, autocast)}
-    return {"split": "test", **masked_lm(raw, data.test, d, s.batch_size, autocast)}
+    split = data.info.get("eval_split") or "test"  # a foundation run without test records scores train windows
+    return {"split": split, **masked_lm(raw, data.test, d, s.batch_size, autocast)}
