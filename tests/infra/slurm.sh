@@ -12,8 +12,9 @@
 # Changes it makes outside that directory, so that jobs can run as an unprivileged user:
 #   - creates the test user $HLM_TEST_USER when missing (password field '*': no password, keys allowed);
 #   - `chmod o+x` on every directory above the Python interpreter (e.g. /root, which is 0700 when Python
-#     lives under /root/.pyenv) and above this checkout, so the test user can run the project's Python
-#     and import the project (it warns when the checkout itself is not readable by others);
+#     lives under /root/.pyenv; for a virtual environment both its bin/ and the base interpreter its
+#     python3 links to) and above this checkout, so the test user can run the project's Python with its
+#     packages and import the project (it warns when the checkout itself is not readable by others);
 #   - writes ~$HLM_TEST_USER/.hlm_env (PATH with that interpreter) and sources it from the user's
 #     ~/.bash_profile and ~/.bashrc, so batch scripts (`bash -l`) and SSH commands find it;
 #   - points /etc/slurm/slurm.conf at the generated file when that path is free, so `sbatch` works
@@ -49,12 +50,19 @@ die() { echo "slurm.sh: $*" >&2; exit "${2:-1}"; }
 pid_alive() { [[ -s "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 python_bin_dir() {
-    # The directory of the real interpreter (not a pyenv shim), so other users can run it.
+    # The directory of the interpreter that runs the tests, as it was started: a virtual environment's
+    # bin/ stays itself (resolving its python symlink would leave the venv and lose its packages), and a
+    # pyenv shim is never seen here (sys.executable is the interpreter the shim started).
     if [[ -n "${HLM_PYTHON:-}" ]]; then
         dirname "$HLM_PYTHON"
     else
-        python3 -c 'import os, sys; print(os.path.dirname(os.path.realpath(sys.executable)))'
+        python3 -c 'import os, sys; print(os.path.dirname(os.path.abspath(sys.executable)))'
     fi
+}
+
+python_real_dir() {
+    # Where the interpreter binary really lives (a venv's python is a symlink into its base installation).
+    "${HLM_PYTHON:-$(python_bin_dir)/python3}" -c 'import os, sys; print(os.path.dirname(os.path.realpath(sys.executable)))'
 }
 
 status() {
@@ -134,7 +142,9 @@ traversable() {
 expose_python() {
     local bin repo
     bin=$(python_bin_dir)
-    traversable "$bin" "run $bin/python"
+    traversable "$bin" "run $bin/python3"
+    # A venv's python3 is a symlink: the user must also reach the base interpreter it points to.
+    traversable "$(python_real_dir)" "run the interpreter behind $bin/python3"
     # The jobs import the project from this checkout (editable install or PYTHONPATH).
     repo=$(cd "$here/../.." && pwd)
     traversable "$repo" "read the project in $repo"
