@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from cockpit.analysis import results_frame, scaling_table  # noqa: E402
+from cockpit.analysis import scaling_table  # noqa: E402
 from trainer import rundir  # noqa: E402
 
 PHASES = ("data_wait", "compute", "comm", "optimizer", "other")
@@ -96,7 +96,7 @@ def main() -> None:
     results = {1: run_one(workdir, config, 1, 2 * k), 2: run_one(workdir, config, 2, k)}
     load_after = os.getloadavg()
 
-    table = scaling_table(results_frame(results.values())).set_index("gpus_per_node")
+    table = scaling_table(results.values()).set_index("gpus_per_node")
     print(f"\n{'procs':>5} {'T (s)':>8} {'speedup':>8} {'effic.':>7} {'overhead':>9} {'samples/s':>10}   "
           + "  ".join(f"{ph:>15}" for ph in PHASES))
     figures = {}

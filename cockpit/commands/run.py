@@ -100,6 +100,9 @@ def finish(session: StudySession, out: Path, stream: TextIO) -> int:
     from cockpit.snapshot import ACTIVE_STATES
 
     failed = [c for c in snap.configs if c.state not in ("completed", "not_submitted", *ACTIVE_STATES)]
+    for c in snap.configs:
+        if c.analysis and c.state == "completed":
+            print(explained_line(_label(c.values), c.analysis), file=stream)
     print(f"report: {files.markdown} · {files.html} · {files.csv}", file=stream)
     if failed:
         for c in failed:
@@ -108,6 +111,19 @@ def finish(session: StudySession, out: Path, stream: TextIO) -> int:
         return EXIT_FAILED
     print(f"{session.study.name}: all {snap.counts.done} configurations completed", file=stream)
     return 0
+
+
+def explained_line(label: str, a: dict) -> str:
+    """One finished configuration with the inputs of its figures, so each can be checked by hand."""
+    line = f"{label}: T {a['train_time_s']:.2f} s"
+    if a.get("baseline"):
+        return f"{line} (baseline T1)"
+    if a.get("speedup") != a.get("speedup"):
+        return f"{line} ({a.get('note')})"
+    if a["work_ratio"] != 1.0:
+        line += f" for {a['work_ratio']:g}x the baseline's work = {a['t_same_work_s']:.2f} s"
+    return (f"{line}; S = {a['t1_s']:.2f}/{a['t_same_work_s']:.2f} = {a['speedup']:.2f}x on N = {a['workers']}, "
+            f"E = {a['efficiency']:.0%}; {a['verdict']}")
 
 
 def _label(values: dict) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.analysis import results_frame, scaling_table
+from cockpit.analysis import scaling_table
 from cockpit.runner import BudgetExceeded, StudyRunner
 from cockpit.slurm import AdaptiveInterval
 from cockpit.slurm_backend import SlurmBackend
@@ -79,7 +79,7 @@ async def test_three_configurations_over_ssh_with_a_dropped_connection(make_stud
         assert len(_jobcomp_ids(slurm_env, f"{name}-{cfg.config_id}")) == 1
     # the same table as computed straight from the result files on disk
     on_disk = [read_result(study.run_dir(cfg)) for cfg in study.runnable()]
-    expected = scaling_table(results_frame(on_disk)).set_index("config_id")
+    expected = scaling_table(on_disk).set_index("config_id")
     got = runner.scaling_table().set_index("config_id")
     assert sorted(got.index) == sorted(expected.index)
     for cid in expected.index:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.analysis import results_frame, scaling_table
+from cockpit.analysis import scaling_table
 from cockpit.spec import load_study
 from tests.report.test_report import markdown_rows
 from trainer.rundir import read_result
@@ -41,14 +41,15 @@ def test_headless_run_then_report_over_ssh_and_slurm(make_study, tmp_path: Path)
     report = cockpit("report", str(spec), "--out", str(tmp_path / "report"), env=env, timeout=120)
     assert report.returncode == 0, report.stdout + report.stderr
     on_disk = [read_result(study.run_dir(cfg)) for cfg in study.runnable()]
-    expected = scaling_table(results_frame(on_disk))
+    expected = scaling_table(on_disk)
     for out in ("run-report", "report"):
         rows = markdown_rows((tmp_path / out / "report.md").read_text(), "Scaling per configuration")
         assert [r[3] for r in rows] == ["1×1", "1×2"]
-        assert [r[7] for r in rows] == [f"{t:.2f}" for t in expected["train_time_s"]]
-        assert [r[8] for r in rows] == [f"{s:.3f}" for s in expected["speedup"]]
-        assert [r[9] for r in rows] == [f"{e:.3f}" for e in expected["efficiency"]]
-        assert [r[10] for r in rows] == [f"{o:.2f}" for o in expected["overhead_s"]]
+        assert [r[8] for r in rows] == [f"{t:.2f}" for t in expected["train_time_s"]]
+        assert [r[12] for r in rows] == [f"{s:.3f}" for s in expected["speedup"]]
+        assert [r[13] for r in rows] == [f"{e:.3f}" for e in expected["efficiency"]]
+        assert [r[14] for r in rows] == [f"{o:.2f}" for o in expected["overhead_s"]]
+        assert rows[1][17] == expected["verdict"].iloc[1] and rows[1][17].startswith("lost ")
 
 
 def test_unknown_host_key_stops_the_run_with_the_fix_and_submits_nothing(make_study, tmp_path: Path):

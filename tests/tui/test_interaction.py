@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
-import math
 import threading
+
+import pytest
 
 from cockpit.tui.confirm import ConfirmScreen
 from cockpit.tui.controller import RecordedController

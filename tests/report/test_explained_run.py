@@ -1,0 +1,62 @@
+"""A real local study (1 and 2 gloo workers): every number the headless run prints comes from
+cockpit.analysis, the overhead terms add up to the overhead, and the 2-worker run's verdict names its
+largest loss in seconds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cockpit.analysis import analyse
+from cockpit.cli import main as cli
+from cockpit.commands.run import explained_line
+from cockpit.spec import load_study
+from trainer.rundir import read_result
+
+STUDY = """
+[study]
+name = "explained"
+[cluster]
+kind = "local"
+gpus_per_node = 2
+cores_per_node = 2
+max_concurrent_jobs = 1
+workdir = "{workdir}"
+[data.datasets.synthetic]
+synthetic = true
+records = 2
+seconds = 60
+[model]
+layers = 1
+d_model = 32
+heads = 2
+[train]
+steps = 30
+batch_size = 8
+device = "cpu"
+eval = false
+[sweep]
+window = [64]
+gpus_per_node = [1, 2]
+cpus_per_task = [1]
+"""
+
+TERMS = ("data_wait", "compute", "comm", "optimizer", "other", "unaccounted")
+
+
+def test_headless_lines_explain_each_run_in_seconds(tmp_path: Path, capsys):
+    spec = tmp_path / "study.toml"
+    spec.write_text(STUDY.format(workdir=tmp_path / "work"))
+    rc = cli(["run", "--headless", str(spec), "--out", str(tmp_path / "report"), "--timeout", "240"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    study = load_study(spec)
+    results = [read_result(study.run_dir(c)) for c in study.runnable()]
+    assert all(len(r["breakdown_by_rank"]) == r["world_size"] for r in results)
+    rows = {r["workers"]: r for r in analyse(results)}
+    two = rows[2]
+    assert abs(sum(two[f"loss_{t}_s"] for t in TERMS) - two["overhead_s"]) < 1e-9
+    assert two["verdict"].startswith(("lost ", "no loss")) and " s " in two["verdict"]
+    for n, row in rows.items():
+        line = next(line for line in out.splitlines() if line.startswith(f"synthetic foundation w64 1x{n} "))
+        assert line == explained_line(line.split(":")[0], row)
+    assert f"S = {two['t1_s']:.2f}/{two['t_same_work_s']:.2f} = {two['speedup']:.2f}x on N = 2" in out
