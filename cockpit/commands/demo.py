@@ -23,6 +23,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a PhysioNet-style folder (e.g. mitdb) instead of the synthetic generator")
     parser.add_argument("--records", metavar="LIST",
                         help="comma-separated records of --data to use (default: all)")
+    parser.add_argument("--annotator", metavar="EXT",
+                        help="annotation file extension of --data: atr, ari, qrs, ... (default auto: atr, then ari)")
+    parser.add_argument("--lead", help="lead of --data, index or name (default 0)")
+    parser.add_argument("--test-records", metavar="LIST",
+                        help="comma-separated test records of --data (default: MIT-BIH DS2, else by patient)")
+    parser.add_argument("--skip-bad-records", action="store_true",
+                        help="leave out bad records of --data (listed with their reason) instead of failing")
     parser.add_argument("--steps", type=int, help="training steps per run instead of the example's one epoch")
     parser.add_argument("--workdir", metavar="DIR", default="hlm-demo",
                         help="where run directories, the store and the report go (default ./hlm-demo)")
@@ -41,10 +48,25 @@ def demo_raw(args: argparse.Namespace) -> dict[str, Any]:
     if args.data:
         data = Path(args.data).resolve()
         entry: dict[str, Any] = {"path": str(data)}
+        tokenizer: dict[str, Any] = {}
         if args.records:
-            entry["tokenizer"] = {"records": [r.strip() for r in args.records.split(",") if r.strip()]}
+            tokenizer["records"] = _names(args.records)
+        if args.annotator:
+            tokenizer["annotator"] = args.annotator
+        if args.lead is not None:
+            tokenizer["lead"] = int(args.lead) if args.lead.isdigit() else args.lead
+        if tokenizer:
+            entry["tokenizer"] = tokenizer
+        if args.test_records:
+            entry["test_records"] = _names(args.test_records)
+        if args.skip_bad_records:
+            entry["skip_bad_records"] = True
         raw.setdefault("data", {})["datasets"] = {data.name or "data": entry}
     return raw
+
+
+def _names(text: str) -> list[str]:
+    return [r.strip() for r in text.split(",") if r.strip()]
 
 
 def check(args: argparse.Namespace) -> str | None:
@@ -57,8 +79,9 @@ def check(args: argparse.Namespace) -> str | None:
             return f"--data {data}: no such folder (expected a PhysioNet-style folder with RECORDS or *.hea files)"
         if not (data / "RECORDS").exists() and not any(data.glob("*.hea")):
             return f"--data {data}: no RECORDS file and no *.hea headers; is this a PhysioNet database folder?"
-    if args.records and not args.data:
-        return "--records needs --data"
+    for flag in ("records", "annotator", "lead", "test_records", "skip_bad_records"):
+        if getattr(args, flag) and not args.data:
+            return f"--{flag.replace('_', '-')} needs --data"
     if args.timeout is not None and args.timeout <= 0:
         return f"--timeout must be positive, got {args.timeout}"
     return None

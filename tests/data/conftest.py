@@ -28,3 +28,30 @@ def mitdb_copy(physionet: Path, tmp_path: Path) -> Path:
 @pytest.fixture
 def cache(tmp_path: Path) -> Path:
     return tmp_path / "tokens"
+
+
+def convert_record(src: Path, record: str, dst: Path, name: str, fs: int, fmt: str, ext: str,
+                   seconds: int = 60) -> int:
+    """Write the first `seconds` of a real record at another rate, storage format and annotation
+    extension under another name (how databases other than mitdb look); returns its beat count."""
+    import numpy as np
+    import wfdb
+    from scipy.signal import resample_poly
+
+    from trainer.data.labels import BEAT_SYMBOLS
+
+    rec = wfdb.rdrecord(str(src / record), physical=False, sampto=seconds * rec_fs(src, record))
+    ann = wfdb.rdann(str(src / record), "atr", sampto=seconds * rec.fs - 1)
+    signal = resample_poly(rec.d_signal.astype(np.float64), fs, int(rec.fs), axis=0)
+    lo, hi = (-2048, 2047) if fmt == "212" else (-32768, 32767)
+    signal = np.clip(np.rint(signal), lo, hi).astype(np.int32)
+    dst.mkdir(parents=True, exist_ok=True)
+    wfdb.wrsamp(name, fs=fs, units=rec.units, sig_name=rec.sig_name, d_signal=signal, fmt=[fmt] * rec.n_sig,
+                adc_gain=rec.adc_gain, baseline=rec.baseline, write_dir=str(dst))
+    sample = np.minimum(np.rint(ann.sample * fs / rec.fs).astype(np.int64), len(signal) - 1)
+    wfdb.wrann(name, ext, sample, symbol=ann.symbol, aux_note=ann.aux_note, write_dir=str(dst))
+    return sum(1 for s in ann.symbol if s in BEAT_SYMBOLS)
+
+
+def rec_fs(src: Path, record: str) -> int:
+    return int(float((src / f"{record}.hea").read_text().split()[2]))

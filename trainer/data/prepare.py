@@ -316,8 +316,7 @@ def _manifest(plan: dict[str, Any], jobs: list[dict[str, Any]], done: dict[str, 
               split: dict[str, Any]) -> dict[str, Any]:
     name, params = plan["name"], plan["params"]
     metas = [done[j["record"]] for j in jobs]
-    where = "split" if not split else f"split ({', '.join(split)})"
-    split_info = {**plan_split([m["name"] for m in metas], split, where).as_dict(), "options": split}
+    split_info = {**plan_split([m["name"] for m in metas], split).as_dict(), "options": split}
     decode = sum(m["decode_s"] for m in metas)
     tok = sum(m["tokenize_s"] for m in metas)
     beats = sum(m["n_beats"] for m in metas)
