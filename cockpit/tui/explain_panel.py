@@ -73,6 +73,8 @@ def ranks_table(a: dict[str, Any]) -> Text:
     """One line per rank: its parts in seconds; the straggler (the rank the others wait for) marked."""
     ranks = a.get("ranks") or []
     if len(ranks) < 2:
+        if (a.get("workers") or 1) > 1:
+            return Text("Per rank: not recorded (this result.json has no breakdown_by_rank)\n", style="dim")
         return Text("")
     out = Text("  rank host          " + " ".join(f"{explain.SHORT_LABELS[p][:10]:>10}" for p in explain.PARTS)
                + "      total\n", style="bold")

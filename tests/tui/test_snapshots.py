@@ -41,6 +41,11 @@ def test_run_detail(snap_compare, recorded):
     assert snap_compare(recorded.app(), terminal_size=SIZE, press=["down", "down", "enter"])
 
 
+def test_run_detail_explains_a_two_worker_run(snap_compare, recorded):
+    """The explain panel: T1/N, each term in seconds, T/work, the advice, and each rank's breakdown."""
+    assert snap_compare(recorded.app(), terminal_size=SIZE, press=["down", "enter"])
+
+
 def test_run_detail_of_running_job(snap_compare, recorded):
     press = ["down"] * 6 + ["enter"]
     assert snap_compare(recorded.app(), terminal_size=SIZE, press=press)
