@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -81,7 +82,7 @@ def test_damaged_record_is_an_error_or_a_listed_skip(damage: str, mitdb_copy: Pa
     assert [r["name"] for r in m["records"]] == ["100"] and m["totals"]["beats"] == 2273
     (skipped,) = m["skipped_records"]
     assert skipped["name"] == "101" and m["totals"]["skipped_records"] == 1
-    assert __import__("re").search(message, skipped["reason"])
+    assert re.search(message, skipped["reason"])
     assert cli("--data", str(mitdb_copy), "--tokenizer", tokenizer, "--out", str(tmp_path / "c"),
                "--skip-bad-records") == 0
     out = capsys.readouterr().out
