@@ -42,7 +42,7 @@ def write_figures(rows: list[dict[str, Any]], out: Path, pending: list[dict[str,
         fig.tight_layout(rect=(0, 0.05 if note else 0, 1, 1))
         paths[name] = Drawn(_save(fig, out / f"fig_{name}.png", plt), title)
     for group, runs in _groups(rows).items():
-        fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.6 * len(runs)), dpi=100)
+        fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.28 * len(_waterfall_rows(runs))), dpi=100)
         _waterfall(ax, runs)
         title = f"Where the time went: {_group_label(runs[0])}"
         ax.set_title(title, fontsize=10)
@@ -128,27 +128,33 @@ def _group_label(r: dict[str, Any]) -> str:
             f"batch {r['batch_size']}")
 
 
-def _waterfall(ax, runs: list[dict[str, Any]]) -> None:  # noqa: ANN001
-    """Per run: a grey bar to T1/N, then each term as a step (right: lost, left: gained) to T/work."""
-    seen: set[str] = set()
-    for y, r in enumerate(runs):
+def _waterfall_rows(runs: list[dict[str, Any]]) -> list[tuple[str, float, float, str]]:
+    """(label, left, width, colour) per bar: for each run T1/N, each term from the running total, T/work."""
+    bars = []
+    for r in runs:
         start = r["t1_over_n_s"]
-        ax.barh(y, start, color="#d9d9d9", edgecolor="#999", label="T1/N" if y == 0 else None)
+        bars.append((f"N={r['workers']} ({_scale(r)}): T1/N", 0.0, start, "#bfbfbf"))
         for term in (*explain.PARTS, "unaccounted"):
             v = r.get(f"loss_{term}_s", 0.0)
-            if v != v or abs(v) < 1e-9:
-                continue
-            label = explain.TERM_LABELS[term] if term not in seen else None
-            seen.add(term)
-            ax.barh(y, v, left=start, color=COLORS[term], edgecolor="white", label=label)
-            start += v
-        ax.plot([r["t_same_work_s"]] * 2, [y - 0.4, y + 0.4], color="black", linewidth=2)
-        ax.annotate(f" T/work {r['t_same_work_s']:.2f} s, O {r['overhead_s']:+.2f} s", (max(start, r["t1_over_n_s"]), y),
-                    va="center", fontsize=7)
-    ax.set_yticks(range(len(runs)), [f"N={r['workers']} ({_scale(r)})" for r in runs])
-    ax.set_xlabel("seconds (T1/N, then each term's seconds, ending at T at the baseline's work)")
-    ax.legend(fontsize=7, ncol=4, loc="lower right")
-    ax.margins(x=0.25)
+            if v == v and abs(v) >= 0.0005:
+                bars.append((f"{explain.TERM_LABELS[term]} {v:+.2f} s", start, v, COLORS[term]))
+                start += v
+        bars.append((f"= T/work (O {r['overhead_s']:+.2f} s)", 0.0, r["t_same_work_s"], "#4878a8"))
+    return bars
+
+
+def _waterfall(ax, runs: list[dict[str, Any]]) -> None:  # noqa: ANN001
+    """One bar per line, top to bottom: T1/N, then each term starting where the previous one ended
+    (to the right: seconds lost; to the left, hatched: seconds saved), then T at the baseline's work."""
+    bars = _waterfall_rows(runs)
+    for y, (_, left, width, colour) in enumerate(bars):
+        ax.barh(y, width, left=left, color=colour, edgecolor="black" if width < 0 else colour,
+                hatch="//" if width < 0 else None, height=0.7)
+        ax.annotate(f" {left + width:.2f} s", (max(left, left + width), y), va="center", fontsize=7)
+    ax.set_yticks(range(len(bars)), [b[0] for b in bars], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds")
+    ax.margins(x=0.15)
 
 
 def _scale(r: dict[str, Any]) -> str:

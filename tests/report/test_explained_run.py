@@ -60,3 +60,20 @@ def test_headless_lines_explain_each_run_in_seconds(tmp_path: Path, capsys):
         line = next(line for line in out.splitlines() if line.startswith(f"synthetic foundation w64 1x{n} "))
         assert line == explained_line(line.split(":")[0], row)
     assert f"S = {two['t1_s']:.2f}/{two['t_same_work_s']:.2f} = {two['speedup']:.2f}x on N = 2" in out
+
+    # the TUI's table over the study's store shows the numbers the report printed
+    from cockpit.store import StudyStore, default_store_path
+    from cockpit.tui import model
+    from tests.report.test_report import markdown_rows
+
+    store = StudyStore(default_store_path(study.name, study.study_dir()))
+    try:
+        tui = {r.key: r.cells for r in model.scaling_rows(store.snapshot(study.name))}
+    finally:
+        store.close()
+    report = markdown_rows((tmp_path / "report" / "report.md").read_text(), "Scaling per configuration")
+    for md, row in zip(report, sorted(rows.values(), key=lambda r: r["workers"]), strict=True):
+        cells = tui[row["config_id"]]
+        assert md[12] == f"{row['speedup']:.3f}" and cells[11] == f"{row['speedup']:.2f}x"
+        assert md[14] == f"{row['overhead_s']:.2f}" and cells[13] == f"{row['overhead_s']:.1f}"
+        assert md[17] == cells[15] == row["verdict"]
