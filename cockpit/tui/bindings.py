@@ -13,6 +13,8 @@ APP_BINDINGS = [
     Binding("p", "plan", "Plan/submit"),
     Binding("ctrl+r", "refresh", "Refresh", show=False),
     Binding("q", "quit", "Quit"),
+    # ctrl+c quits from anywhere, as in every terminal tool (listed in the help screen with q)
+    Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
 ]
 
 SCALING_BINDINGS = [
