@@ -24,6 +24,7 @@ from cockpit.slurm import AdaptiveInterval, SlurmError, SubmitRefused
 from cockpit.snapshot import ACTIVE_STATES, ConnectionState
 from cockpit.ssh import ConnectionInterrupted, SshError
 from cockpit.store import JobRecord, LiveStatus, StudyStore
+from trainer import rundir
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,11 +32,6 @@ if TYPE_CHECKING:
     from cockpit.spec import Configuration, Study
 
 log = logging.getLogger(__name__)
-
-METRICS = "metrics.jsonl"
-GPU = "gpu.jsonl"
-LOG = "train.log"
-
 
 def backend_for(study: Study, **kwargs: Any) -> Backend:
     """The study's Backend: the local executor for kind = "local", Slurm over SSH for kind = "slurm"."""
@@ -270,12 +266,12 @@ class StudyRunner:
                     self.store.set_job_state(job.id, "completed", ended=True)
 
     async def _read_result(self, cid: str) -> dict[str, Any] | None:
-        path = f"{self._run_dirs[cid]}/result.json"
+        path = f"{self._run_dirs[cid]}/{rundir.RESULT_FILE}"
         data = await self.backend.read_file(path, 0)
         return parse_result(data, path) if data else None
 
     async def _read_exit(self, cid: str) -> dict[str, Any] | None:
-        data = await self.backend.read_file(f"{self._run_dirs[cid]}/exit.json", 0)
+        data = await self.backend.read_file(f"{self._run_dirs[cid]}/{rundir.EXIT_FILE}", 0)
         try:
             value = json.loads(data) if data else None
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -431,7 +427,8 @@ class StudyRunner:
     # -- following ------------------------------------------------------------------------------------
     def _files_of(self, job_id: str) -> list[str]:
         logs = getattr(self.backend, "log_files", None)
-        return [METRICS, GPU, LOG, *(logs(job_id) if logs else ["stdout.log", "stderr.log"])]
+        local = [rundir.LOCAL_STDOUT_FILE, rundir.LOCAL_STDERR_FILE]
+        return [rundir.METRICS_FILE, rundir.GPU_FILE, rundir.LOG_FILE, *(logs(job_id) if logs else local)]
 
     def _cursor(self, cid: str, name: str) -> FileCursor:
         key = f"{cid}/{name}"
@@ -482,7 +479,7 @@ class StudyRunner:
                 if bad:
                     self.store.add_problem(self.key, "follow", f"{cid}/{name}: skipped {bad} corrupt line(s) "
                                            f"({cur.bad_lines} so far)")
-                if name == METRICS:
+                if name == rundir.METRICS_FILE:
                     n += len(records)
             else:
                 lines = cur.feed_text(ch)

@@ -9,7 +9,6 @@ Three rules keep a login node happy and the cockpit robust:
 
 from __future__ import annotations
 
-import asyncio
 import re
 import shlex
 from collections.abc import Iterable, Sequence
@@ -426,31 +425,3 @@ class AdaptiveInterval:
         # ease from fast to the base over a few quiet polls so a just-started job is caught quickly
         return min(base, self.fast_s * (1.5 ** self._quiet))
 
-
-class LocalShell:
-    """A CommandRunner on this machine (a login node running the cockpit, and tests)."""
-
-    def __init__(self) -> None:
-        self.round_trips = 0
-
-    async def run(self, command: str, *, input: str | None = None, timeout: float | None = 60.0,
-                  idempotent: bool = True) -> CommandResult:
-        self.round_trips += 1
-        proc = await asyncio.create_subprocess_exec(
-            "bash", "-c", command, stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await asyncio.wait_for(proc.communicate(input.encode() if input is not None else None), timeout)
-        return CommandResult(command, proc.returncode or 0, out.decode("utf-8", "replace"),
-                             err.decode("utf-8", "replace"))
-
-    async def write_file(self, remote_path: str, data: bytes, mode: int = 0o644) -> None:
-        import os
-        from pathlib import Path
-
-        path = Path(remote_path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.part{os.getpid()}")
-        tmp.write_bytes(data)
-        tmp.chmod(mode)
-        os.replace(tmp, path)

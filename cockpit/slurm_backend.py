@@ -15,11 +15,10 @@ from cockpit.launch.quoting import path_expr
 from cockpit.launch.render import job_comment, job_name, render_script
 from cockpit.slurm import ParseProblem, SlurmClient, SlurmError
 from cockpit.ssh import SshConnection, resolve_target
+from trainer import rundir
 
 if TYPE_CHECKING:
     from cockpit.spec import Configuration, Study
-
-SCRIPT_NAME = "job.sh"
 
 
 class SlurmBackend:
@@ -68,7 +67,7 @@ class SlurmBackend:
         return job_name(self.study, cfg)
 
     def log_files(self, job_id: str) -> list[str]:
-        return [f"slurm-{job_id}.out", f"slurm-{job_id}.err"]
+        return rundir.slurm_log_files(job_id)
 
     def follower(self) -> RemoteFollower:
         return RemoteFollower(self.connection, interval_s=self.follow_interval_s)
@@ -77,7 +76,7 @@ class SlurmBackend:
     async def submit(self, cfg: Configuration) -> str:
         script = render_script(self.study, cfg)
         run_dir = await self.run_dir(cfg)
-        return await self.slurm.submit(script, f"{run_dir}/{SCRIPT_NAME}", hold=self.hold)
+        return await self.slurm.submit(script, f"{run_dir}/{rundir.JOB_SCRIPT_FILE}", hold=self.hold)
 
     async def poll(self) -> list[JobInfo]:
         parsed = await self.slurm.squeue(name_prefix=f"{self.study.name}-", comment=job_comment(self.study))

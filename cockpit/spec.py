@@ -12,9 +12,12 @@ import json
 import os
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from trainer.rundir import MODEL_FILE
 
 AXES = ("dataset", "mode", "window", "precision", "batch_size", "cpus_per_task", "gpus_per_node", "nodes")
 SCALE_AXES = ("gpus_per_node", "nodes")
@@ -212,10 +215,19 @@ class Configuration:
 
     @property
     def label(self) -> str:
-        return (
-            f"{self.dataset} {self.mode} w{self.window} {self.nodes}x{self.gpus_per_node} "
-            f"c{self.cpus_per_task} {self.precision} b{self.batch_size}"
-        )
+        return config_label(self.values())
+
+
+def config_label(values: Mapping[str, Any]) -> str:
+    """Short human name of a configuration, every axis in it: `mitdb foundation w256 1x2 c4 bf16 b32`.
+
+    The one label of the plan, the batch scripts, the TUI and the headless run (values of a stored
+    configuration may lack an axis: it shows as '?')."""
+    v = values.get
+    return (
+        f"{v('dataset', '?')} {v('mode', '?')} w{v('window', '?')} {v('nodes', 1)}x{v('gpus_per_node', 1)} "
+        f"c{v('cpus_per_task', '?')} {v('precision', '?')} b{v('batch_size', '?')}"
+    )
 
 
 @dataclass(frozen=True)
@@ -317,7 +329,7 @@ class Study:
         train = {k: v for k, v in self.train.items() if k not in AXES and v is not None}
         foundation = self.foundation_of(cfg)
         if foundation is not None and not train.get("init_checkpoint"):
-            train["init_checkpoint"] = f"{self.run_dir(foundation)}/model.pt"
+            train["init_checkpoint"] = f"{self.run_dir(foundation)}/{MODEL_FILE}"
         return {
             "study": self.name,
             "study_id": self.study_id,

@@ -27,11 +27,11 @@ from cockpit.snapshot import (
     GpuSample,
     GpuSeries,
     JobRow,
-    LogReader,
     MetricPoint,
     StudySnapshot,
     count_states,
 )
+from trainer.rundir import GPU_FILE
 
 STORE_FILE = "cockpit.sqlite"
 
@@ -243,7 +243,6 @@ class StudyStore:
             raise StoreError(f"{self.path}: not a usable cockpit store ({exc})") from exc
         self._depth = 0
         self.live: dict[str, LiveStatus] = {}
-        self.log_reader: LogReader | None = None
         self._versions: dict[tuple[int, str], int] = {}  # bumped when metrics rows arrive
         self._curves: dict[tuple[int, str, int], tuple[int, list[MetricPoint]]] = {}
         self._analysis: dict[int, tuple[tuple, dict[str, dict[str, Any]]]] = {}
@@ -542,7 +541,7 @@ class StudyStore:
         """Records of one followed chunk and the new offset in ONE transaction: after a crash the offset
         never points past data that was not stored, nor before data that was (no loss, no duplicates)."""
         with self.tx() as db:
-            if file == "gpu.jsonl":
+            if file == GPU_FILE:
                 self._gpu_rows(study, config_id, records)
             else:
                 self._metric_rows(study, config_id, records)
@@ -675,7 +674,6 @@ class StudyStore:
             problems = self.problems(key)
             used = self.node_hours_used(key)
         live = self.live.get(study_name, LiveStatus())
-        reader = self.log_reader or (lambda cid, n: self.log_tail(key, cid, n))
         return StudySnapshot(
             study=study_name,
             cluster=live.cluster or cluster,
@@ -691,7 +689,7 @@ class StudyStore:
             node_hours_used=used,
             node_hours_budget=budget,
             problems=problems,
-            log_reader=reader,
+            log_reader=lambda cid, n: self.log_tail(key, cid, n),
         )
 
     @staticmethod

@@ -25,6 +25,18 @@ LOG_FILE = "train.log"
 EXIT_FILE = "exit.json"
 CHECKPOINT_FILE = "checkpoint.pt"
 MODEL_FILE = "model.pt"
+# Written around the trainer by the launchers, in the same directory.
+JOB_SCRIPT_FILE = "job.sh"  # the batch script as submitted to Slurm
+SLURM_STDOUT_FILE = "slurm-%j.out"  # Slurm's --output/--error; %j is the job id, every attempt appends
+SLURM_STDERR_FILE = "slurm-%j.err"
+LOCAL_STDOUT_FILE = "stdout.log"  # the local executor's capture of the launcher's output
+LOCAL_STDERR_FILE = "stderr.log"
+
+
+def slurm_log_files(job_id: str) -> list[str]:
+    """The names Slurm gives one job's output and error files in the run directory."""
+    return [SLURM_STDOUT_FILE.replace("%j", job_id), SLURM_STDERR_FILE.replace("%j", job_id)]
+
 
 # Exit codes of `hlm-train train` (also recorded in exit.json).
 EXIT_OK = 0

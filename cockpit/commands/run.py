@@ -127,7 +127,7 @@ def explained_line(label: str, a: dict) -> str:
 
 
 def _label(values: dict) -> str:
-    from cockpit.tui.model import config_label
+    from cockpit.spec import config_label
 
     return config_label(values)
 

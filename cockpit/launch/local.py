@@ -28,8 +28,6 @@ from trainer import rundir
 if TYPE_CHECKING:
     from cockpit.spec import Configuration, Study
 
-STDOUT_FILE = "stdout.log"
-STDERR_FILE = "stderr.log"
 KILL_GRACE_S = 30.0  # after SIGTERM, how long the trainer has to checkpoint before SIGKILL
 
 
@@ -224,7 +222,7 @@ class LocalExecutor:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(job.gpus)
         run = str(job.run_dir)
         deadline = (job.started or time.time()) + self.study.cluster.time_limit_minutes * 60.0
-        with open(job.run_dir / STDOUT_FILE, "ab") as out, open(job.run_dir / STDERR_FILE, "ab") as err:
+        with open(job.run_dir / rundir.LOCAL_STDOUT_FILE, "ab") as out, open(job.run_dir / rundir.LOCAL_STDERR_FILE, "ab") as err:
             prepare = [self._python, "-m", "trainer", "prepare", "--run-dir", run]
             code = await self._step(job, prepare, env, out, err, deadline)
             if code != 0 or job.stop_as is not None:
@@ -302,7 +300,7 @@ def _exit_marker(run_dir: Path, since: float) -> dict | None:
 
 
 def _note(run_dir: Path, line: str) -> None:
-    with contextlib.suppress(OSError), open(run_dir / STDERR_FILE, "a", encoding="utf-8") as handle:
+    with contextlib.suppress(OSError), open(run_dir / rundir.LOCAL_STDERR_FILE, "a", encoding="utf-8") as handle:
         handle.write(line + "\n")
 
 

@@ -23,7 +23,7 @@ from cockpit.launch.quoting import (
     shell_quote,
 )
 from cockpit.launch.sites import Site, SiteError, check_cluster, load_site
-from trainer.rundir import SCHEMA_VERSION
+from trainer.rundir import SCHEMA_VERSION, SLURM_STDERR_FILE, SLURM_STDOUT_FILE
 
 if TYPE_CHECKING:
     from cockpit.spec import Configuration, Study
@@ -97,10 +97,10 @@ def _context(study: Study, cfg: Configuration, site: Site) -> dict[str, Any]:
     if literal:
         if "%" in run_dir:
             raise UnsafeValueError("[cluster].workdir", cluster.workdir, "contains '%', which Slurm expands in log paths")
-        stdout_path = sbatch_value("[cluster].workdir", f"{run_dir}/slurm-%j.out")
-        stderr_path = sbatch_value("[cluster].workdir", f"{run_dir}/slurm-%j.err")
+        stdout_path = sbatch_value("[cluster].workdir", f"{run_dir}/{SLURM_STDOUT_FILE}")
+        stderr_path = sbatch_value("[cluster].workdir", f"{run_dir}/{SLURM_STDERR_FILE}")
     else:
-        stdout_path, stderr_path = "slurm-%j.out", "slurm-%j.err"
+        stdout_path, stderr_path = SLURM_STDOUT_FILE, SLURM_STDERR_FILE
     gpus = cfg.gpus_per_node
     gpu_request = f"--gres=gpu:{gpus}" if cluster.gres_style == "gres" else f"--gpus-per-node={gpus}"
     container = cluster.container

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from cockpit.snapshot import ConfigRow, GpuSeries, JobRow, StudySnapshot
+from cockpit.spec import config_label  # noqa: F401  (the views name it model.config_label)
 from cockpit.tui import format as fmt
 
 GROUP_AXES = ("dataset", "mode", "window", "precision", "batch_size", "cpus_per_task", "gpus_per_node", "nodes")
@@ -79,15 +80,6 @@ class Row:
     key: str
     cells: tuple[object, ...]
     header: bool = False
-
-
-def config_label(values: dict[str, object]) -> str:
-    """Short human name of a configuration: `mitdb foundation w256 1x2 c4 bf16`."""
-    return (
-        f"{values.get('dataset', '?')} {values.get('mode', '?')} w{values.get('window', '?')} "
-        f"{values.get('nodes', 1)}x{values.get('gpus_per_node', 1)} c{values.get('cpus_per_task', '?')} "
-        f"{values.get('precision', '?')}"
-    )
 
 
 def _time_cell(row: ConfigRow) -> Text:

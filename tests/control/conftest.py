@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import shutil
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests.studies import mitdb_data, study_toml
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,66 +37,18 @@ def remote_workdir(slurm_cluster):
 
 
 def study_text(*, name: str, sshd, workdir: Path, slurm_env: dict[str, str], sweep: str, steps: int = 6,
-               gpus_per_node: int = 2, cores_per_node: int = 2, extra_cluster: str = "", budget: str = "",
-               max_concurrent: int = 2) -> str:
-    physionet = REPO.parent / "shared" / "data" / "physionet" / "mitdb"
-    python = f"{slurm_env['HLM_PYTHON_BIN']}/python3"
-    return f"""
-[study]
-name = "{name}"
-
-[cluster]
-kind = "slurm"
-site = "generic"
-host = "127.0.0.1"
-port = {sshd.port}
-user = "{sshd.user}"
-identity_file = "{sshd.key}"
-known_hosts = "{sshd.known_hosts}"
-account = "hlm"
-qos = "normal"
-partition = "{slurm_env['HLM_SLURM_PARTITION']}"
-time_limit = "00:10:00"
-expected_minutes = 1
-workdir = "{workdir}"
-gpus_per_node = {gpus_per_node}
-cores_per_node = {cores_per_node}
-max_concurrent_jobs = {max_concurrent}
-signal_seconds = 0
-python = "{python}"
-{budget}
-{extra_cluster}
-
-[cluster.env]
-PYTHONPATH = "{REPO}"
-
-[data]
-token_cache = "{workdir}/tokens"
-
-[data.datasets.mitdb]
-path = "{physionet}"
-
-[data.tokenizer]
-name = "samples"
-vocab = 64
-records = ["100"]
-
-[model]
-layers = 1
-d_model = 16
-heads = 2
-
-[train]
-steps = {steps}
-batch_size = 4
-window = 32
-device = "cpu"
-metrics_interval_s = 0.2
-eval = false
-
-[sweep]
-{sweep}
-"""
+               **cluster: Any) -> str:
+    """The control-plane study: real MIT-BIH record 100 on the test Slurm, reached over the test sshd.
+    ``sweep`` is the [sweep] table's TOML text; ``cluster`` keys override [cluster]'s."""
+    remote = {
+        "kind": "slurm", "site": "generic", "host": "127.0.0.1", "port": sshd.port, "user": sshd.user,
+        "identity_file": str(sshd.key), "known_hosts": str(sshd.known_hosts), "account": "hlm", "qos": "normal",
+        "partition": slurm_env["HLM_SLURM_PARTITION"], "time_limit": "00:10:00", "expected_minutes": 1,
+        "gpus_per_node": 2, "cores_per_node": 2, "max_concurrent_jobs": 2, "signal_seconds": 0,
+        "python": f"{slurm_env['HLM_PYTHON_BIN']}/python3", "env": {"PYTHONPATH": str(REPO)},
+    }
+    return study_toml(name, workdir, cluster={**remote, **cluster}, data=mitdb_data(workdir / "tokens"),
+                      train={"steps": steps, "window": 32}, sweep=tomllib.loads(sweep))
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from cockpit.slurm import AdaptiveInterval
 from cockpit.snapshot import ConnectionState
 from cockpit.spec import load_study
 from cockpit.store import StudyStore
+from tests.studies import mitdb_data, write_study
 from trainer.rundir import read_jsonl, read_result
 
 
@@ -27,40 +28,9 @@ def run_to_end(runner: StudyRunner) -> None:
 
 
 def test_local_study_results_metrics_and_restart(tmp_path: Path, physionet: Path):
-    spec = tmp_path / "local.toml"
-    spec.write_text(f"""
-[study]
-name = "ctl-local"
-
-[cluster]
-kind = "local"
-workdir = "{tmp_path / 'work'}"
-max_concurrent_jobs = 1
-
-[data]
-token_cache = "{tmp_path / 'tokens'}"
-
-[data.datasets.mitdb]
-path = "{physionet / 'mitdb'}"
-
-[data.tokenizer]
-name = "samples"
-vocab = 64
-records = ["100"]
-
-[model]
-layers = 1
-d_model = 16
-heads = 2
-
-[train]
-steps = 8
-batch_size = 4
-window = 32
-device = "cpu"
-metrics_interval_s = 0.1
-eval = false
-""")
+    spec = write_study(tmp_path / "local.toml", "ctl-local", tmp_path / "work", cluster={"max_concurrent_jobs": 1},
+                       data=mitdb_data(tmp_path / "tokens", root=physionet),
+                       train={"steps": 8, "window": 32, "metrics_interval_s": 0.1}, sweep={})
     study = load_study(spec)
     (cfg,) = study.runnable()
     store_path = tmp_path / "cockpit.sqlite"

@@ -124,7 +124,7 @@ asyncio.run(main())
 
 async def test_cockpit_killed_right_after_sbatch_adopts_the_job(make_study, slurm_env, tmp_path):
     name = _name("ctlkill")
-    path = make_study(name, "window = [32]", max_concurrent=4)
+    path = make_study(name, "window = [32]", max_concurrent_jobs=4)
     flag, store_path = tmp_path / "job_id", tmp_path / "cockpit.sqlite"
     child = subprocess.Popen([sys.executable, "-c", CHILD.format(repo=str(REPO), flag=str(flag), study=str(path),
                                                                  store=str(store_path))])
@@ -171,16 +171,13 @@ async def test_cockpit_killed_right_after_sbatch_adopts_the_job(make_study, slur
     [
         # the study believes in 8-GPU nodes; the test node has 4 (fake) GPUs and 2 cores: refused at submit
         ("gpus_per_node = [8]", {"gpus_per_node": 8, "cores_per_node": 16}, "More processors requested than permitted"),
-        ("window = [32]", {"extra_cluster": 'partition = "nosuch"'}, "Invalid partition name specified"),
+        ("window = [32]", {"partition": "nosuch"}, "Invalid partition name specified"),
     ],
     ids=["gpus-beyond-node", "unknown-partition"],
 )
 async def test_sbatch_refusal_is_surfaced_with_slurms_message(make_study, tmp_path, sweep, cluster, message):
     name = _name("ctlrefuse")
-    text = make_study(name, sweep, **cluster)
-    if "extra_cluster" in cluster:  # the later key wins over the fixture's partition
-        text.write_text(re.sub(r'^partition = "\w+"\n', "", text.read_text(), count=1, flags=re.M))
-    study = load_study(text)
+    study = load_study(make_study(name, sweep, **cluster))
     store = StudyStore(tmp_path / "cockpit.sqlite")
     runner = StudyRunner(study, SlurmBackend.from_study(study), store, interval=FAST)
     try:
@@ -199,7 +196,7 @@ async def test_sbatch_refusal_is_surfaced_with_slurms_message(make_study, tmp_pa
 
 async def test_node_hour_budget_refuses_the_start_unless_forced(make_study, tmp_path):
     name = _name("ctlbudget")
-    study = load_study(make_study(name, THREE, budget="node_hour_budget = 0.02"))  # 3 runs x 1 min > 1.2 min
+    study = load_study(make_study(name, THREE, node_hour_budget=0.02))  # 3 runs x 1 min > 1.2 min
     store = StudyStore(tmp_path / "cockpit.sqlite")
     runner = StudyRunner(study, SlurmBackend.from_study(study), store)
     with pytest.raises(BudgetExceeded, match=r"needs an estimated 0\.1 node-hours for 3 configurations but only 0\.0"):

@@ -11,38 +11,13 @@ import pytest
 from cockpit.backend import Backend, JobState
 from cockpit.launch.local import LocalExecutor, LocalSubmitError
 from cockpit.spec import load_study
+from tests.studies import write_study
 from trainer import rundir
-
-STUDY = """
-[study]
-name = "{name}"
-[cluster]
-kind = "local"
-workdir = "{workdir}"
-gpus_per_node = 2
-[data.datasets.synthetic]
-synthetic = true
-records = 2
-seconds = 30
-[model]
-layers = 1
-d_model = 16
-heads = 2
-[train]
-steps = {steps}
-batch_size = 4
-window = 64
-device = "cpu"
-eval = false
-metrics_interval_s = 0.2
-[sweep]
-gpus_per_node = [1, 2]
-"""
 
 
 def _study(tmp_path: Path, name: str, steps: int):
-    path = tmp_path / f"{name}.toml"
-    path.write_text(STUDY.format(name=name, workdir=tmp_path / "work", steps=steps))
+    path = write_study(tmp_path / f"{name}.toml", name, tmp_path / "work", cluster={"gpus_per_node": 2},
+                       train={"steps": steps})
     study = load_study(path)
     one, two = sorted(study.matrix(), key=lambda c: c.gpus_per_node)
     return study, one, two
@@ -116,9 +91,8 @@ async def test_cancel_checkpoints_and_a_resubmission_resumes(tmp_path: Path) -> 
 async def test_gpus_are_reserved_per_job_and_passed_as_cuda_visible_devices(tmp_path: Path) -> None:
     """With GPUs (here a given list; NVML finds real ones) each job holds nproc of them; a job waits for
     a free GPU even when cores are free, and a job needing more GPUs than exist is refused."""
-    path = tmp_path / "gpus.toml"
-    text = STUDY.format(name="local-gpus", workdir=tmp_path / "work", steps=100000).replace('device = "cpu"', 'device = "auto"')
-    path.write_text(text.replace("gpus_per_node = [1, 2]", "gpus_per_node = [1, 2]\nwindow = [64, 32]"))
+    path = write_study(tmp_path / "gpus.toml", "local-gpus", tmp_path / "work", cluster={"gpus_per_node": 2},
+                       train={"steps": 100000, "device": "auto"}, sweep={"gpus_per_node": [1, 2], "window": [64, 32]})
     study = load_study(path)
     ones = [c for c in study.matrix() if c.gpus_per_node == 1]
     two = next(c for c in study.matrix() if c.gpus_per_node == 2)

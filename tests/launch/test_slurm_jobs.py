@@ -12,52 +12,22 @@ import pytest
 
 from cockpit.launch.render import render_script, submit_command
 from cockpit.spec import load_study
+from tests.studies import write_study
 from trainer import rundir
 
 pytestmark = pytest.mark.slurm
 
-STUDY = """
-[study]
-name = "{name}"
-[cluster]
-kind = "slurm"
-site = "generic"
-host = "localhost"
-account = "hlm"
-qos = "normal"
-partition = "{partition}"
-time_limit = "00:10:00"
-workdir = "{workdir}"
-gpus_per_node = 2
-cores_per_node = 2
-signal_seconds = 60
-[data.datasets.synthetic]
-synthetic = true
-records = 2
-seconds = 30
-[model]
-layers = 1
-d_model = 16
-heads = 2
-[train]
-steps = {steps}
-batch_size = 4
-window = 64
-device = "cpu"
-eval = false
-metrics_interval_s = 0.2
-cpus_per_task = 1
-[sweep]
-gpus_per_node = [{gpus}]
-nodes = [{nodes}]
-"""
 
 
 def _submit(cluster, name: str, steps: int, nodes: int = 1, gpus: int = 2):
     work = cluster.workdir(name)
     path = work / "study.toml"
     partition = cluster.partition if nodes == 1 else cluster.multi_partition
-    path.write_text(STUDY.format(name=name, partition=partition, workdir=work, steps=steps, nodes=nodes, gpus=gpus))
+    cluster = {"kind": "slurm", "site": "generic", "host": "localhost", "account": "hlm", "qos": "normal",
+               "partition": partition, "time_limit": "00:10:00", "gpus_per_node": 2, "cores_per_node": 2,
+               "signal_seconds": 60}
+    write_study(path, name, work, cluster=cluster, train={"steps": steps, "cpus_per_task": 1},
+                sweep={"gpus_per_node": [gpus], "nodes": [nodes]})
     study = load_study(path)
     cfg = study.matrix()[0]
     script = work / f"{cfg.config_id}.sbatch"

@@ -7,36 +7,19 @@ from pathlib import Path
 
 from cockpit.cli import main as cli
 from tests.report.test_report import markdown_rows
+from tests.studies import write_study
 
-STUDY = """
-[study]
-name = "refused-window"
-[cluster]
-kind = "local"
-gpus_per_node = 1
-max_concurrent_jobs = 1
-workdir = "{workdir}"
-[data.datasets.synthetic]
-synthetic = true
-records = 2
-seconds = 2
-[model]
-layers = 1
-d_model = 16
-heads = 2
-[train]
-steps = 5
-batch_size = 4
-device = "cpu"
-eval = false
-[sweep]
-window = [4096]
-"""
+
+def _study(path: Path, workdir: Path, **train) -> Path:
+    """One configuration whose window (4096) the two-second synthetic records cannot fill: refused."""
+    return write_study(path, "refused-window", workdir, cluster={"gpus_per_node": 1, "max_concurrent_jobs": 1},
+                       data={"datasets": {"synthetic": {"synthetic": True, "records": 2, "seconds": 2}}},
+                       train={"steps": 5, "window": None, "metrics_interval_s": None, **train},
+                       sweep={"window": [4096]})
 
 
 def test_failed_configuration_exits_non_zero_and_is_reported(tmp_path: Path, capsys):
-    spec = tmp_path / "study.toml"
-    spec.write_text(STUDY.format(workdir=tmp_path / "work"))
+    spec = _study(tmp_path / "study.toml", tmp_path / "work")
     rc = cli(["run", "--headless", str(spec), "--out", str(tmp_path / "report"), "--timeout", "180"])
     out = capsys.readouterr().out
     assert rc == 1, out
@@ -49,8 +32,7 @@ def test_failed_configuration_exits_non_zero_and_is_reported(tmp_path: Path, cap
 
 
 def test_spec_error_is_reported_with_file_and_key(tmp_path: Path, capsys):
-    spec = tmp_path / "typo.toml"
-    spec.write_text(STUDY.format(workdir=tmp_path).replace("steps = 5", "stepz = 5"))
+    spec = _study(tmp_path / "typo.toml", tmp_path, steps=None, stepz=5)
     assert cli(["run", "--headless", str(spec)]) == 2
     err = capsys.readouterr().err
     assert "typo.toml" in err and "stepz" in err

@@ -15,33 +15,7 @@ from cockpit.tui.live import LiveController
 from cockpit.tui.plan import PlanScreen
 from cockpit.tui.queue import QueueView
 from cockpit.tui.scaling import ScalingView
-
-STUDY = """
-[study]
-name = "live-tui"
-[cluster]
-kind = "local"
-gpus_per_node = 2
-max_concurrent_jobs = 1
-workdir = "{workdir}"
-[data.datasets.synthetic]
-synthetic = true
-records = 4
-seconds = 60
-[model]
-layers = 1
-d_model = 16
-heads = 2
-[train]
-steps = 20
-batch_size = 4
-window = 64
-device = "cpu"
-eval = false
-metrics_interval_s = 0.2
-[sweep]
-gpus_per_node = [1, 2]
-"""
+from tests.studies import write_study
 
 
 async def wait_for(pilot, condition, timeout: float = 120.0) -> None:
@@ -53,8 +27,10 @@ async def wait_for(pilot, condition, timeout: float = 120.0) -> None:
 
 
 async def test_plan_submit_cancel_and_follow_a_real_local_study(tmp_path: Path):
-    spec = tmp_path / "study.toml"
-    spec.write_text(STUDY.format(workdir=tmp_path / "work"))
+    spec = write_study(tmp_path / "study.toml", "live-tui", tmp_path / "work",
+                       cluster={"gpus_per_node": 2, "max_concurrent_jobs": 1},
+                       data={"datasets": {"synthetic": {"synthetic": True, "records": 4, "seconds": 60}}},
+                       train={"steps": 20})
     study = load_study(spec)
     session = open_session(study)
     controller = LiveController(session)
