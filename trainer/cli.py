@@ -146,6 +146,30 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hlm-train", description="Heart Language Model trainer (cluster side).")
     sub = p.add_subparsers(dest="command", required=True)
+def cmd_probe(args: argparse.Namespace) -> int:
+    """All-reduce bus bandwidth of this launch's processes (run it under torchrun), one JSON line on rank 0:
+    the figure a site profile's intra_node_busbw_gbs / inter_node_busbw_gbs takes (docs/prediction.md)."""
+    import json
+
+    from trainer import distributed, probe
+
+    if args.bytes < 4:
+        print(f"hlm-train probe: --bytes must be at least 4, got {args.bytes}", file=sys.stderr)
+        return rundir.EXIT_USAGE
+    d = distributed.setup(args.device)
+    try:
+        if not d.enabled:
+            print("hlm-train probe: needs at least 2 processes (torchrun --nproc-per-node 2 -m trainer probe)",
+                  file=sys.stderr)
+            return rundir.EXIT_USAGE
+        result = probe.all_reduce_probe(d, args.bytes, args.nodes)
+        if d.is_main:
+            print(json.dumps(result), flush=True)
+    finally:
+        distributed.teardown(d)
+    return 0
+
+
     prep = sub.add_parser("prepare", help="tokenize ECG records into shards (idempotent)")
     try:
         from trainer.data import prepare
@@ -163,6 +187,11 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     return int(args.func(args))
+    pr = sub.add_parser("probe", help="measure all-reduce bus bandwidth between this launch's processes")
+    pr.add_argument("--bytes", type=int, default=8 * 2**20, help="all-reduce size (default 8 MiB: a gradient)")
+    pr.add_argument("--nodes", type=int, default=1, help="nodes the launch spans (names the link kind)")
+    pr.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    pr.set_defaults(func=cmd_probe)
 
 
 if __name__ == "__main__":

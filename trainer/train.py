@@ -27,7 +27,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader
 
-from trainer import checkpoint, distributed, provenance, rundir, sources
+from trainer import checkpoint, distributed, probe, provenance, rundir, sources
 from trainer.batches import ResumableSampler
 from trainer.distributed import Dist, StopVote
 from trainer.metrics import IntervalMeter
@@ -260,6 +260,8 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
     workers = s.loader_workers
     loader = DataLoader(data.train, batch_size=s.batch_size, sampler=sampler, drop_last=True,
                         num_workers=workers, pin_memory=d.device.type == "cuda",
+    nbytes = probe.grad_bytes(list(raw.parameters()))
+    link_probe = probe.all_reduce_probe(d, nbytes, s.nodes)  # start-up time, outside T
                         persistent_workers=workers > 0, prefetch_factor=4 if workers else None,
                         worker_init_fn=_worker_init if workers else None,
                         generator=torch.Generator().manual_seed(s.seed + d.rank))  # keeps the global RNG for dropout
@@ -436,7 +438,11 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
                        "prefetch_factor": 4 if workers else None},
             "optimizer": {"name": "AdamW", "impl": opt_kind, "precision": s.precision, "compile": s.compile},
             "comm": {"method": "exposed all-reduce wait: last gradient bucket ready -> end of backward",
-                     "busy_s": comm.busy_s if d.enabled and d.device.type == "cpu" else None},
+                     "busy_s": comm.busy_s if d.enabled and d.device.type == "cpu" else None,
+                     "grad_bytes": nbytes, "bucket_cap_mb": s.bucket_cap_mb or probe.DDP_DEFAULT_BUCKET_MB,
+                     "buckets": comm.buckets if d.enabled else probe.expected_buckets(nbytes, s.bucket_cap_mb),
+                     "buckets_source": "measured" if d.enabled else "expected (no DDP at world size 1)",
+                     "probe": link_probe},
             "data": {**data.info, "class_weights": data.class_weights},
             "started_at": prog.started_at, "finished_at": time.time(),
         }

@@ -31,6 +31,10 @@ _KEYS: dict[str, tuple[type | tuple[type, ...], Any]] = {
     "max_requeues": (int, 5),
     "qos_max_minutes": (dict, {}),
     "env": (dict, {}),
+    # link figures for the scaling prediction (docs/prediction.md); 0 = unknown
+    "intra_node_busbw_gbs": ((int, float), 0.0),
+    "inter_node_busbw_gbs": ((int, float), 0.0),
+    "allreduce_latency_us": ((int, float), 0.0),
 }
 
 
@@ -60,6 +64,9 @@ class Site:
     max_requeues: int = 5
     qos_max_minutes: dict[str, int] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    intra_node_busbw_gbs: float = 0.0  # all-reduce bus bandwidth within a node, GB/s
+    inter_node_busbw_gbs: float = 0.0  # across nodes
+    allreduce_latency_us: float = 0.0  # per ring step
 
 
 def builtin_sites() -> list[str]:
@@ -124,6 +131,10 @@ def parse_site(text: str, source: str) -> Site:
             raise SiteError(f"{source}: [site.env].{name} must be a string or number, found {value!r}")
         env[name] = str(value)
     values["env"] = env
+    for key in ("intra_node_busbw_gbs", "inter_node_busbw_gbs", "allreduce_latency_us"):
+        if values[key] < 0:
+            raise SiteError(f"{source}: [site].{key} must be >= 0 (0 = unknown), found {values[key]!r}")
+        values[key] = float(values[key])
     return Site(source=source, **values)
 
 

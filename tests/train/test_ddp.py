@@ -60,3 +60,17 @@ def test_a_slowed_rank_is_named_the_straggler_with_its_excess(tmp_path: Path) ->
     assert "Straggler: rank 1" in row["explanation"]
     terms = sum(row[f"loss_{t}_s"] for t in ("data_wait", "compute", "comm", "optimizer", "other", "unaccounted"))
     assert abs(terms - row["overhead_s"]) < 1e-9
+
+
+def test_result_records_what_a_prediction_needs(tmp_path: Path) -> None:
+    """Gradient bytes, DDP's bucket count and an all-reduce probe per link kind, all outside T."""
+    spawn_world(2, tmp_path / "two", {"steps": 3, "gpus_per_node": 2})
+    r = rundir.read_result(tmp_path / "two")
+    comm = r["comm"]
+    params = r["model"]["parameters"]
+    assert comm["grad_bytes"] == 4 * params  # fp32 gradients
+    assert comm["buckets"] >= 1 and comm["buckets_source"] == "measured"
+    link = comm["probe"]["links"]["intra_node"]
+    assert link["ranks"] == 2 and link["seconds"] > 0
+    assert link["busbw_bytes_per_s"] == link["algbw_bytes_per_s"]  # 2(n-1)/n = 1 for two ranks
+    assert comm["probe"]["probe_s"] < r["timing"]["startup_s"]  # measured in start-up, not in T
