@@ -20,7 +20,7 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from cockpit import explain
+from cockpit import explain, prediction
 from cockpit.spec import AXES, SCALE_AXES, Configuration
 
 if TYPE_CHECKING:
@@ -82,17 +82,22 @@ def run_row(result: dict[str, Any]) -> dict[str, Any]:
     for cost in explain.FIXED_COSTS:
         row[cost] = _float(timing.get(cost))
     row["ranks"] = explain.ranks_of(result)
+    row["result"] = result  # the prediction reads the baseline's comm and steps
     return row
 
 
-def analyse(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def analyse(results: Iterable[dict[str, Any]], links: prediction.Links | None = None) -> list[dict[str, Any]]:
     """Per configuration, from result.json dicts: T, T at the baseline's work, speedup, efficiency,
     overhead, Karp-Flatt, the overhead's split into seconds, fixed costs, the straggler, the verdict.
 
     Repeats of a configuration are represented by the run with the median T (the lower middle one for
     an even count), so every figure of a row comes from one real run and adds up. Failed runs are listed
     with their status and excluded from the maths; a group without a finished 1x1 run gets NaN and a note.
+    Each N-worker row also carries what cockpit.prediction predicted from its baseline alone (`links`: the
+    site's figures; the study's own start-up probes take precedence) and the error of that prediction.
     """
+    results = list(results)
+    links = prediction.merge(prediction.measured_links(results), links or prediction.Links())
     rows = [run_row(r) for r in results]
     done: dict[tuple, list[dict[str, Any]]] = {}
     failed: list[dict[str, Any]] = []
@@ -103,7 +108,7 @@ def analyse(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             failed.append(row)
     chosen = {key: _median_run(runs) | {"runs": len(runs)} for key, runs in done.items()}
     baselines = {tuple(r[a] for a in GROUP_AXES): r for r in chosen.values() if r["nodes"] == 1 and r["gpus_per_node"] == 1}
-    out = [_analysed(r, baselines.get(tuple(r[a] for a in GROUP_AXES))) for r in chosen.values()]
+    out = [_analysed(r, baselines.get(tuple(r[a] for a in GROUP_AXES)), links) for r in chosen.values()]
     out += [_failed(r) for r in failed if tuple(r[a] for a in AXES) not in done]
     out.sort(key=lambda r: (*(_sortable(r[a]) for a in GROUP_AXES), _sortable(r["nodes"]),
                             _sortable(r["gpus_per_node"])))
@@ -120,7 +125,7 @@ def _identity(run: dict[str, Any]) -> dict[str, Any]:
             "workers": cfg.workers, "baseline": cfg.is_baseline}
 
 
-def _analysed(run: dict[str, Any], base: dict[str, Any] | None) -> dict[str, Any]:
+def _analysed(run: dict[str, Any], base: dict[str, Any] | None, links: prediction.Links) -> dict[str, Any]:
     rec = {**run, **_identity(run)}
     n = rec["workers"]
     rec["fixed_s"] = sum(run[c] for c in explain.FIXED_COSTS if run[c] == run[c])
@@ -143,9 +148,23 @@ def _analysed(run: dict[str, Any], base: dict[str, Any] | None) -> dict[str, Any
                    efficiency=efficiency(s, n), overhead_s=overhead(t1, tn, n), karp_flatt=karp_flatt(s, n),
                    compute_ratio=explain.compute_ratio(run, base, n, work),
                    note="" if work == 1.0 else f"T scaled to the baseline's samples ({work:g}x the work)",
-                   **explain.attribution(run, base, n, work))
+                   **explain.attribution(run, base, n, work), **_predicted(run, base, work, links))
     rec["verdict"], rec["explanation"] = explain.verdicts({**rec, "status": "completed"})
     return rec
+
+
+def _predicted(run: dict[str, Any], base: dict[str, Any], work: float, links: prediction.Links) -> dict[str, Any]:
+    """What the scaling model predicted for this run from its baseline, and how far off it was."""
+    if run["nodes"] == 1 and run["gpus_per_node"] == 1:
+        return {}
+    p = prediction.predict(base["result"], run["nodes"], run["gpus_per_node"], work, links)
+    if isinstance(p, prediction.NoPrediction):
+        return {"predicted_t_same_work_s": NAN, "predicted_speedup": NAN, "prediction_error": NAN,
+                "prediction_note": p.reason}
+    measured = run["train_time_s"] / work
+    return {"predicted_t_same_work_s": p.t_same_work_s, "predicted_speedup": p.speedup,
+            "predicted_comm_s": p.parts["comm"], "prediction_error": measured / p.t_same_work_s - 1.0,
+            "prediction_note": f"link: {p.link}"}
 
 
 def _failed(run: dict[str, Any]) -> dict[str, Any]:
@@ -164,7 +183,7 @@ def by_config(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 # columns of scaling.csv: everything of a row but the per-rank list, which gets its own table
-CSV_SKIP = ("ranks",)
+CSV_SKIP = ("ranks", "result")
 
 
 def scaling_table(results: Iterable[dict[str, Any]]) -> pd.DataFrame:

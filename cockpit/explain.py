@@ -124,6 +124,10 @@ def verdicts(rec: dict[str, Any]) -> tuple[str, str]:
         pieces.append(piece)
     full = (f"lost {lost:.0%} ({o:.2f} s over T1/N = {rec['t1_over_n_s']:.2f} s): " + ", ".join(pieces)
             + f". Largest: {TERM_LABELS[terms[0][0]]}: {advice(terms[0][0], rec)}" if terms else "")
+    ps = rec.get("predicted_speedup", math.nan)
+    if ps == ps and ps is not None:
+        full += (f". Should have achieved S = {ps:.2f}x (T/work {rec['predicted_t_same_work_s']:.2f} s, predicted "
+                 f"from the baseline); measured T/work is {rec['prediction_error']:+.0%} against that")
     slow = rec.get("straggler_rank")
     if slow is not None and rec.get("straggler_excess_s", 0.0) > STRAGGLER_SHARE * rec["train_time_s"]:
         where = f" on {rec['straggler_host']}" if rec.get("straggler_host") else ""

@@ -155,3 +155,22 @@ def test_figure_series_draw_the_speedup_inputs_and_flag_incomplete_medians():
     pending = [{"group_id": rows[-1]["group_id"], "workers": 2, "cpus_per_task": 16, "status": "pending"}]
     assert series.time_bars(rows, pending).note == "median over 2 workers: 1 of 2 groups (the others have not finished)"
     assert "2 workers: 1 of 2 groups" in series.efficiency(rows, pending).note
+
+
+def test_each_n_worker_row_carries_its_prediction_and_error():
+    from cockpit.prediction import Link, Links
+
+    base = result(1, 100, optimizer=10)
+    base["timing"]["steps"] = 100
+    base["comm"] = {"grad_bytes": 4_000_000, "buckets": 1}
+    two = result(2, 60, comm=4, optimizer=5, compute=51)
+    rows = {r["workers"]: r for r in analyse([base, two], Links(intra_node=Link(1e9, 0.0, "test")))}
+    row = rows[2]
+    # 50 steps x (0.9 s compute + 0.1 s optimizer + max(4 ms, 4 ms - 0.6 s) exposed all-reduce)
+    assert row["predicted_t_same_work_s"] == pytest.approx(50 * (0.9 + 0.1 + 0.004))
+    assert row["predicted_speedup"] == pytest.approx(100 / 50.2)
+    assert row["prediction_error"] == pytest.approx(60 / 50.2 - 1)
+    assert "Should have achieved S = 1.99x" in row["explanation"]
+    assert "predicted_speedup" not in rows[1]
+    unknown = {r["workers"]: r for r in analyse([base, two])}[2]  # no link figure anywhere
+    assert math.isnan(unknown["predicted_speedup"]) and "bandwidth" in unknown["prediction_note"]

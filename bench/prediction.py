@@ -1,0 +1,102 @@
+"""Predicted vs measured: the scaling model of cockpit.prediction against real gloo DDP runs on this machine.
+
+1. `hlm-train probe` under torchrun measures this machine's all-reduce bus bandwidth between 2 processes:
+   the figure a site profile would carry (intra_node_busbw_gbs), known before any training.
+2. The 1-process baseline trains (strong scaling: every run processes the same samples).
+3. From the baseline's result.json and that figure alone, cockpit.prediction predicts T for 2 and 4
+   workers; then the 2-worker run (and, with --four, the 4-worker run) trains and the two are printed side
+   by side with the error. On a 2-core machine 4 one-core workers oversubscribe the cores: that run is only
+   shown, not a target.
+
+    python bench/prediction.py --data ../shared/data/physionet/mitdb      # about 3 minutes on 2 cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from ddp_scaling import count_train_windows, run_one  # noqa: E402
+
+from cockpit.prediction import Link, Links, NoPrediction, predict  # noqa: E402
+
+
+def probe_busbw(nbytes: int) -> float:
+    """Bus bandwidth (bytes/s) of a 2-process gloo all-reduce of `nbytes`, via `hlm-train probe`."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "trainer",
+           "probe", "--device", "cpu", "--bytes", str(nbytes)]
+    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=True,
+                         env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}).stdout
+    return json.loads(out.strip().splitlines()[-1])["links"]["intra_node"]["busbw_bytes_per_s"]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", default=None, help="PhysioNet-style folder (default: the synthetic generator)")
+    p.add_argument("--window", type=int, default=256)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--d-model", type=int, default=256)
+    p.add_argument("--batch-size", type=int, default=16, help="per process")
+    p.add_argument("--samples", type=int, default=1152, help="samples per run")
+    p.add_argument("--four", action="store_true", help="also run 4 workers (oversubscribed on 2 cores)")
+    p.add_argument("--workdir", type=Path, default=None)
+    args = p.parse_args()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="hlm-predict-"))
+    config = {
+        "study": "prediction", "group_id": "p", "dataset": "mitdb" if args.data else "synthetic",
+        "data_path": str(Path(args.data).resolve()) if args.data else None,
+        "synthetic_params": None if args.data else {"records": 5, "seconds": 120},
+        "tokenizer": {"name": "samples"}, "token_cache": str(workdir / "tokens"), "mode": "foundation",
+        "window": args.window, "precision": "fp32", "batch_size": args.batch_size, "cpus_per_task": 1, "nodes": 1,
+        "model": {"layers": args.layers, "d_model": args.d_model, "heads": 4, "dropout": 0.0},
+        "train": {"lr": 3e-4, "seed": 0, "device": "cpu", "metrics_interval_s": 5.0, "eval": False},
+    }
+    windows = count_train_windows(config)
+    k = min(args.samples, windows) // (4 * args.batch_size)  # steps of the 4-worker run
+    if k < 1:
+        sys.exit(f"only {windows} training windows: fewer than one global batch of 4 x {args.batch_size}")
+    print(f"{config['dataset']}: every run trains on the same {4 * k * args.batch_size} windows of {args.window} "
+          f"tokens; model {args.layers} x {args.d_model}, batch {args.batch_size} per process, 1 core each")
+    load0 = os.getloadavg()[0]
+    base = run_one(workdir, config, 1, 4 * k)
+    busbw = probe_busbw(base["comm"]["grad_bytes"])
+    links = Links(intra_node=Link(busbw, 0.0, "hlm-train probe on this machine"))
+    print(f"baseline: T1 = {base['timing']['train_time_s']:.2f} s over {base['timing']['steps']} steps; "
+          f"gradients {base['comm']['grad_bytes'] / 2**20:.1f} MiB in {base['comm']['buckets']} bucket(s); "
+          f"gloo bus bandwidth {busbw / 1e9:.2f} GB/s (probe)")
+    print(f"\n{'N':>2} {'predicted T':>12} {'measured T':>11} {'error':>7}   {'pred. S':>7} {'meas. S':>7}   "
+          "predicted parts (s): data / compute / comm / optimizer / other")
+    runs = [2, 4] if args.four else [2]
+    for n in [2, 4]:
+        pred = predict(base, 1, n, 1.0, links)
+        if isinstance(pred, NoPrediction):
+            print(f"{n:>2} cannot predict: {pred.reason}")
+            continue
+        parts = " / ".join(f"{pred.parts[x]:.2f}" for x in ("data_wait", "compute", "comm", "optimizer", "other"))
+        if n not in runs:
+            print(f"{n:>2} {pred.t_s:12.2f} {'(not run)':>11} {'':>7}   {pred.speedup:7.2f} {'':>7}   {parts}")
+            continue
+        meas = run_one(workdir, config, n, 4 * k // n)
+        t = meas["timing"]["train_time_s"]
+        s = base["timing"]["train_time_s"] / t
+        note = "  (4 processes on 2 cores: oversubscribed)" if n > (os.cpu_count() or 1) else ""
+        print(f"{n:>2} {pred.t_s:12.2f} {t:11.2f} {(pred.t_s - t) / t:+7.1%}   {pred.speedup:7.2f} {s:7.2f}   "
+              f"{parts}{note}")
+        mb = meas["breakdown_s"]
+        print(f"{'':>2} {'':>12} measured parts (s): " + " / ".join(
+            f"{mb[x]:.2f}" for x in ("data_wait", "compute", "comm", "optimizer", "other")))
+    print(f"\nload average before/after: {load0:.2f} / {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
+          f"run directories: {workdir}")
+
+
+if __name__ == "__main__":
+    main()

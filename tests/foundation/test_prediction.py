@@ -1,0 +1,77 @@
+"""The scaling model: ring all-reduce with overlap against backward, per-step parts from the baseline."""
+
+from __future__ import annotations
+
+import pytest
+
+from cockpit.launch.sites import load_site
+from cockpit.prediction import (
+    Link,
+    Links,
+    NoPrediction,
+    measured_links,
+    predict,
+    recommendation,
+    site_links,
+    work_for,
+)
+
+
+def baseline(t: float = 100.0, steps: int = 1000, grad: int = 100_000_000, buckets: int = 5) -> dict:
+    return {"timing": {"train_time_s": t, "steps": steps, "startup_s": 20.0, "eval_s": 10.0},
+            "breakdown_s": {"data_wait": 5.0, "compute": 90.0, "comm": 0.0, "optimizer": 4.0, "other": 1.0},
+            "comm": {"grad_bytes": grad, "buckets": buckets}}
+
+
+LINKS = Links(intra_node=Link(100e9, 0.0, "t"), inter_node=Link(10e9, 10e-6, "t"))
+
+
+def test_an_all_reduce_hidden_behind_backward_costs_only_its_last_bucket():
+    # 4 GPUs in a node: t_ar = 2*3/4 * 100 MB / 100 GB/s = 1.5 ms < backward 60 ms: exposed = t_ar / 5 buckets
+    p = predict(baseline(), 1, 4, 1.0, LINKS)
+    assert p.parts["comm"] == pytest.approx(250 * 1.5e-3 / 5)
+    assert p.parts["compute"] == pytest.approx(90 / 4) and p.parts["data_wait"] == pytest.approx(5 / 4)
+    assert p.t_s == pytest.approx(100 / 4 + 250 * 0.3e-3)
+    assert p.speedup == pytest.approx(100 / p.t_s) and p.efficiency == pytest.approx(p.speedup / 4)
+    assert p.node_hours == pytest.approx((p.t_s + 30.0) / 3600)
+
+
+def test_across_nodes_the_slower_link_and_its_latency_apply_and_what_backward_cannot_hide_is_exposed():
+    slow = baseline(grad=2_000_000_000)
+    p = predict(slow, 2, 4, 1.0, LINKS)  # 8 workers over 2 nodes: inter-node link
+    t_ar = 2 * 7 / 8 * 2e9 / 10e9 + 2 * 7 * 5 * 10e-6
+    assert p.parts["comm"] == pytest.approx((t_ar - 2 / 3 * 0.09) * 125)
+    assert "inter_node" in p.link and p.node_hours == pytest.approx((p.t_s + 30) * 2 / 3600)
+
+
+def test_fixed_steps_predict_the_same_steps_and_compare_at_the_baseline_work():
+    p = predict(baseline(), 1, 2, work_for({"steps": 1000}, 2), LINKS)
+    assert p.work == 2 and p.t_s == pytest.approx(2 * p.t_same_work_s)
+    assert work_for({"epochs": 1}, 2) == 1.0
+
+
+def test_what_cannot_be_predicted_says_why():
+    assert "bandwidth" in predict(baseline(), 1, 2, 1.0, Links()).reason
+    old = baseline()
+    del old["comm"]
+    assert "grad_bytes" in predict(old, 1, 2, 1.0, LINKS).reason
+    assert isinstance(predict({"timing": {}}, 1, 2, 1.0, LINKS), NoPrediction)
+    assert predict(baseline(), 1, 1, 1.0, Links()).speedup == pytest.approx(1.0)  # no link needed alone
+
+
+def test_link_figures_come_from_probes_before_the_site_profile():
+    probed = [{"comm": {"probe": {"links": {"intra_node": {"busbw_bytes_per_s": v}}}}} for v in (1e9, 3e9, 2e9)]
+    m = measured_links(probed)
+    assert m.intra_node.busbw == 2e9 and m.inter_node is None
+    site = site_links(load_site("meluxina"))
+    assert site.intra_node.busbw == 200e9 and site.inter_node.busbw == 40e9 and site.inter_node.latency_s == pytest.approx(10e-6)
+    assert site_links(load_site("generic")) == Links()
+
+
+def test_recommendation_names_speedup_per_gpu_hours_and_the_fastest():
+    preds = [predict(baseline(), 1, n, 1.0, LINKS) for n in (1, 2, 4)]
+    line = recommendation(100.0, preds)
+    s2, s4 = preds[1].speedup, preds[2].speedup
+    assert line.startswith(f"2 workers (1 node): {s2:.2f}x for {2 / s2:.2f}x the GPU-hours; "
+                           f"4 workers (1 node): {s4:.2f}x for {4 / s4:.2f}x the GPU-hours")
+    assert line.endswith("best time-to-result: 4 workers")
