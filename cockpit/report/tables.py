@@ -110,6 +110,20 @@ def attribution_body(rows: list[dict[str, Any]]) -> Body:
     return headers, body
 
 
+def prediction_body(rows: list[dict[str, Any]]) -> Body:
+    """Per N-worker run: what cockpit.prediction predicted from the baseline alone, beside what was measured."""
+    headers = [*IDENT, "N", "predicted T/work (s)", "measured T/work (s)", "error", "predicted S", "measured S",
+               "from"]
+    body = []
+    for r in rows:
+        if "prediction_note" not in r:
+            continue
+        body.append([*_ident(r), cell(r["workers"], "d"), cell(r["predicted_t_same_work_s"], ".2f"),
+                     cell(r["t_same_work_s"], ".2f"), cell(r["prediction_error"], "+.1%"),
+                     cell(r["predicted_speedup"], ".3f"), cell(r["speedup"], ".3f"), r["prediction_note"]])
+    return headers, body
+
+
 def breakdown_body(rows: list[dict[str, Any]]) -> Body:
     """Seconds per part of T (rank 0), and the costs outside T that also take node-hours."""
     headers = [*IDENT, "T (s)", *[f"{explain.SHORT_LABELS[p]} (s)" for p in explain.PARTS],

@@ -73,6 +73,13 @@ def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[s
             *tables.attribution_body(rows),
         ),
         (
+            "Predicted vs measured",
+            "T/work and S each N-worker run should have achieved, predicted from its group's baseline and the "
+            "link bandwidth (the study's start-up probes, else the site profile; docs/prediction.md), beside the "
+            "measured ones. error = measured / predicted - 1.",
+            *tables.prediction_body(rows),
+        ),
+        (
             "Time breakdown and fixed costs",
             "Seconds of T per part (rank 0; they add up to T), and the costs outside T that also take "
             "node-hours: start-up, token preparation, evaluation, checkpoints.",

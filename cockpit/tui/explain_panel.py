@@ -58,6 +58,12 @@ def waterfall(a: dict[str, Any]) -> Text:
         running += v
     out.append(f"  {'= T/work':<20} {tsame:8.2f} s  overhead {o:+.2f} s, efficiency {a['efficiency']:.0%}\n",
                style="bold")
+    ps = _num(a.get("predicted_speedup"))
+    if ps is not None:
+        out.append(f"  Should have achieved: T/work {a['predicted_t_same_work_s']:.2f} s, S = {ps:.2f}x (predicted "
+                   f"from the baseline; {a['prediction_note']}); measured {a['prediction_error']:+.0%}\n")
+    elif a.get("prediction_note"):
+        out.append(f"  No prediction: {a['prediction_note']}\n", style="dim")
     if a.get("explanation"):
         out.append(f"  {a['explanation']}\n", style="italic")
     return out
