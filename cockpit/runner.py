@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from cockpit.backend import Backend, JobInfo
 from cockpit.follow import Chunk, FileCursor, FollowSpec, LocalFollower
+from cockpit.plan import Plan, study_plan
 from cockpit.slurm import AdaptiveInterval, SlurmError, SubmitRefused
 from cockpit.snapshot import ACTIVE_STATES, ConnectionState
 from cockpit.ssh import ConnectionInterrupted, SshError
@@ -32,27 +33,6 @@ if TYPE_CHECKING:
     from cockpit.spec import Configuration, Study
 
 log = logging.getLogger(__name__)
-
-def backend_for(study: Study, **kwargs: Any) -> Backend:
-    """The study's Backend: the local executor for kind = "local", Slurm over SSH for kind = "slurm"."""
-    if study.cluster.kind == "local":
-        from cockpit.launch.local import LocalExecutor
-
-        return LocalExecutor(study)
-    from cockpit.slurm_backend import SlurmBackend
-
-    return SlurmBackend.from_study(study, **kwargs)
-
-
-def store_for(study: Study, path: str | None = None) -> StudyStore:
-    """The study's store: ``path`` if given, else in the study directory (local) or the XDG data dir."""
-    from cockpit.store import default_store_path
-
-    if path is None:
-        local_dir = study.study_dir() if study.cluster.kind == "local" else None
-        return StudyStore(default_store_path(study.name, local_dir))
-    return StudyStore(path)
-
 
 class BudgetExceeded(Exception):
     """The study's estimate exceeds the node-hours left; the message says by how much."""
@@ -166,36 +146,19 @@ class StudyRunner:
             conn.listeners.append(on_state)
         on_state(conn.state, conn.detail)
 
+    def plan(self) -> Plan:
+        """What is still to submit and what it costs (cockpit.plan: the same as `cockpit plan` and the TUI)."""
+        return study_plan(self.study, self.store, key=self.key, resubmit_failed=self.resubmit_failed,
+                          cluster=self.backend.label)
+
     def pending_configs(self) -> list[Configuration]:
         """Configurations still to submit: no valid result, no active job, not failed (unless resubmitting)."""
-        latest = self.store.latest_jobs(self.key)
-        out = []
-        for cid, cfg in self.configs.items():
-            if self.store.has_valid_result(self.key, cid):
-                continue
-            job = latest.get(cid)
-            if job is not None and job.state in ACTIVE_STATES:
-                continue
-            if job is not None and job.state not in ("lost",) and not self.resubmit_failed:
-                continue  # finished without a valid result: resubmit only on request
-            out.append(cfg)
-        return out
-
-    def estimate_node_hours(self, configs: list[Configuration] | None = None) -> float:
-        return sum(self.study.node_hours(c) for c in (self.pending_configs() if configs is None else configs))
+        return [self.configs[line.config_id] for line in self.plan().to_submit]
 
     def check_budget(self) -> None:
-        budget = self.study.cluster.node_hour_budget
-        if budget is None or self.force:
-            return
-        used = self.store.node_hours_used(self.key)
-        need = self.estimate_node_hours()
-        if need > budget - used + 1e-9:
-            raise BudgetExceeded(
-                f"study {self.study.name!r} needs an estimated {need:.1f} node-hours for {len(self.pending_configs())} "
-                f"configurations but only {max(0.0, budget - used):.1f} of the {budget:g} node-hour budget remain "
-                f"({used:.1f} used); shrink the sweep, raise [cluster].node_hour_budget, or force the start"
-            )
+        plan = self.plan()
+        if plan.over_budget and not self.force:
+            raise BudgetExceeded(plan.budget_message())
 
     # -- reconciliation -------------------------------------------------------------------------------
     async def reconcile(self) -> None:
@@ -361,19 +324,17 @@ class StudyRunner:
     async def _submit_more(self) -> list[str]:
         cap = self.study.cluster.max_concurrent_jobs
         active = len(self.store.active_jobs(self.key))
-        budget = self.study.cluster.node_hour_budget
+        plan = self.plan()
+        budget = plan.budget
+        committed = plan.committed  # spent, plus what the queued and running jobs will spend
         submitted = []
         latest = self.store.latest_jobs(self.key)
-        for cfg in self.pending_configs():
+        for cfg in (self.configs[line.config_id] for line in plan.to_submit):
             if active >= cap:
                 break
             if self._foundation_unfinished(cfg, latest):
                 continue  # a fine-tune starts from its foundation run's weights: wait for them
             if budget is not None and not self.force:
-                committed = self.store.node_hours_used(self.key) + sum(
-                    self.study.node_hours(self.configs[r.config_id])
-                    for r in self.store.active_jobs(self.key) if r.config_id in self.configs
-                )
                 if committed + self.study.node_hours(cfg) > budget + 1e-9:
                     self.store.add_problem(self.key, "budget", f"{cfg.config_id}: not submitted, node-hour budget reached")
                     break
@@ -386,6 +347,7 @@ class StudyRunner:
                 self.store.add_problem(self.key, "submit", f"{cfg.config_id}: {exc}")
                 await self.reconcile()
                 active = len(self.store.active_jobs(self.key))
+                committed += self.study.node_hours(cfg)  # it may be queued: count it
                 continue
             except (SubmitRefused, SlurmError, SshError, ValueError) as exc:
                 # sbatch refused, or the upload failed before sbatch ran: nothing was queued
@@ -396,6 +358,7 @@ class StudyRunner:
             self.store.record_submitted(row, job_id)
             submitted.append(cfg.config_id)
             active += 1
+            committed += self.study.node_hours(cfg)
         return submitted
 
     def _foundation_unfinished(self, cfg: Configuration, latest: dict[str, JobRecord]) -> bool:

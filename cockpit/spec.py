@@ -303,10 +303,8 @@ class Study:
         return (minutes if minutes is not None else self.cluster.time_limit_minutes) / 60.0
 
     def node_hours(self, cfg: Configuration) -> float:
+        """One run's node-hours (cockpit.plan sums them into the study's estimate)."""
         return cfg.nodes * self.hours_per_run()
-
-    def estimated_node_hours(self) -> float:
-        return sum(self.node_hours(cfg) for cfg in self.runnable())
 
     def study_dir(self) -> str:
         return f"{self.cluster.workdir.rstrip('/')}/{self.name}"

@@ -92,7 +92,7 @@ def main(args: argparse.Namespace) -> int:
     if problem:
         print(f"cockpit demo: {problem}", file=sys.stderr)
         return 2
-    from cockpit.commands._study import open_session
+    from cockpit.session import open_session
     from cockpit.spec import SpecError, parse_study
 
     workdir = Path(args.workdir).resolve()

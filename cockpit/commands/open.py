@@ -30,7 +30,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _open_study(path: Path, args: argparse.Namespace) -> int:
-    from cockpit.commands._study import load, open_session
+    from cockpit.commands._study import load
+    from cockpit.session import open_session
 
     study = load(str(path))
     if study is None:

@@ -70,25 +70,23 @@ def plan_table(study, limit: int = 0):
 
 
 def plan_summary(study) -> str:
-    """Counts and the node-hour estimate, saying what the estimate is based on."""
+    """Counts and the node-hour estimate (cockpit.plan, as the TUI and the runner compute it), saying what
+    the estimate is based on."""
+    from cockpit.plan import study_plan
+
+    plan = study_plan(study)
     matrix = study.matrix()
-    runnable = study.runnable()
+    submit = len(plan.to_submit)
     axes = " x ".join(f"{len(v)} {k}" for k, v in study.sweep.items() if len(v) > 1) or "1"
     groups = len({cfg.group_id for cfg in matrix})
-    basis = (
-        f"{study.cluster.expected_minutes:g} min expected per run"
-        if study.cluster.expected_minutes is not None
-        else f"time limit {study.cluster.time_limit} per run (an upper bound)"
-    )
     lines = [
         f"{len(matrix)} configurations ({axes}) in {groups} baseline groups",
-        f"{len(runnable)} jobs to submit"
-        + (f"; {len(matrix) - len(runnable)} exceed a node's {study.cluster.cores_per_node} cores" if len(runnable) < len(matrix) else ""),
-        f"estimated {study.estimated_node_hours():.1f} node-hours ({basis})",
+        f"{submit} jobs to submit"
+        + (f"; {len(matrix) - submit} exceed a node's {study.cluster.cores_per_node} cores" if submit < len(matrix) else ""),
+        f"estimated {plan.estimate:.1f} node-hours ({plan.basis})",
     ]
-    budget = study.cluster.node_hour_budget
-    if budget is not None:
-        lines.append(f"node-hour budget {budget:g}: " + ("within budget" if study.estimated_node_hours() <= budget else "EXCEEDS budget"))
+    if plan.budget is not None:
+        lines.append(f"node-hour budget {plan.budget:g}: " + ("EXCEEDS budget" if plan.over_budget else "within budget"))
     if study.synthetic_default:
         lines.append("no dataset given: using the built-in synthetic ECG generator")
     return "\n".join(lines)

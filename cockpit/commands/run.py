@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from cockpit.commands._study import StudySession
+    from cockpit.session import StudySession
     from cockpit.snapshot import Counts
 
 EXIT_FAILED = 1
@@ -31,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cockpit.commands._study import load, open_session
+    from cockpit.commands._study import load
+    from cockpit.session import open_session
 
     study = load(args.study)
     if study is None:

@@ -36,22 +36,22 @@ def load_input(path: str | Path, study_name: str | None = None) -> ReportInput:
 
 
 def _from_study(path: Path) -> ReportInput:
+    from cockpit.session import local_study_dir, store_path_for
     from cockpit.spec import SpecError, load_study
-    from cockpit.store import default_store_path
 
     try:
         study = load_study(path)
     except SpecError as exc:
         raise ReportError(str(exc)) from exc
-    local_dir = study.study_dir() if study.cluster.kind == "local" else None
-    store = default_store_path(study.name, local_dir)
+    local_dir = local_study_dir(study)
+    store = store_path_for(study)
     if store.exists():
         return from_store(store, study.name)
     if local_dir is None:
         raise ReportError(
             f"{path}: no cockpit store for study {study.name!r} at {store}; run `cockpit run {path}` first"
         )
-    inp = from_run_dirs(Path(local_dir) / "runs", study.name, "local")
+    inp = from_run_dirs(local_dir / "runs", study.name, "local")
     have = {r.get("config_id") for r in inp.results}
     inp.pending = [{"config_id": c.config_id, "group_id": c.group_id, "workers": c.workers,
                     "cpus_per_task": c.cpus_per_task, "status": "no result"}

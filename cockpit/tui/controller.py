@@ -11,47 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from cockpit.plan import Plan, PlanLine  # noqa: F401  (the submit flow's content, cockpit.plan)
 from cockpit.snapshot import StudySnapshot
 
 JOB_ACTIONS = ("cancel", "requeue", "hold", "release")
-
-
-@dataclass(frozen=True)
-class PlanLine:
-    """One configuration of the plan: what it is and what it will cost."""
-
-    label: str
-    node_hours: float
-    status: str  # "submit", "done" (valid result exists), "too big" (does not fit a node)
-
-
-@dataclass(frozen=True)
-class Plan:
-    """The submit flow's content: the matrix, the node-hour estimate and the budget."""
-
-    study: str
-    cluster: str
-    lines: list[PlanLine]
-    hours_per_run: float
-    budget: float | None = None
-    used: float = 0.0
-
-    @property
-    def to_submit(self) -> list[PlanLine]:
-        return [p for p in self.lines if p.status == "submit"]
-
-    @property
-    def estimate(self) -> float:
-        return sum(p.node_hours for p in self.to_submit)
-
-    @property
-    def budget_left(self) -> float | None:
-        return None if self.budget is None else self.budget - self.used
-
-    @property
-    def over_budget(self) -> bool:
-        left = self.budget_left
-        return left is not None and self.estimate > left
 
 
 class Controller(Protocol):

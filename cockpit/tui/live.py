@@ -6,12 +6,12 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
+from cockpit.plan import Plan, study_plan
 from cockpit.snapshot import ConfigRow, ConnectionState, StudySnapshot, count_states
-from cockpit.tui.controller import JOB_ACTIONS, Plan
-from cockpit.tui.planning import make_plan
+from cockpit.tui.controller import JOB_ACTIONS
 
 if TYPE_CHECKING:
-    from cockpit.commands._study import StudySession
+    from cockpit.session import StudySession
     from cockpit.spec import Study
 
 BACKEND_METHODS = {"cancel": "cancel", "requeue": "requeue", "hold": "hold_job", "release": "release"}
@@ -48,14 +48,9 @@ class LiveController:
         return self.session.store.snapshot(self.study.name)
 
     def plan(self) -> Plan | None:
-        store = self.session.store
-        done: set[str] = set()
-        used = 0.0
-        if self._registered():
-            key = store.study_key(self.study.name)
-            done = {cid for cid in store.results(key, status="completed")}
-            used = store.node_hours_used(key)
-        return make_plan(self.study, done, used, self.session.backend.label)
+        runner = self.session.runner
+        return study_plan(self.study, self.session.store, resubmit_failed=runner.resubmit_failed,
+                          cluster=self.session.backend.label)
 
     async def submit(self) -> str:
         """Start (or resume) the study and follow it to the end; returns a one-line summary."""

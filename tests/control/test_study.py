@@ -205,6 +205,6 @@ async def test_node_hour_budget_refuses_the_start_unless_forced(make_study, tmp_
     await runner.close()
     forced = StudyRunner(study, SlurmBackend.from_study(study), store, force=True)
     await forced.start()
-    assert forced.estimate_node_hours() == pytest.approx(3 / 60)
+    assert forced.plan().estimate == pytest.approx(3 / 60)
     await forced.close()
     store.close()

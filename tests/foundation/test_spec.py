@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from cockpit.plan import study_plan
 from cockpit.spec import SpecError, load_study
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,7 +40,7 @@ def test_meluxina_example_reproduces_the_published_matrix():
     assert len(baselines) == len(groups)
     # 2 GPUs x 128 cores and 4 GPUs x 64/128 cores do not fit a 128-core node.
     assert len(study.runnable()) == 336 - 8 * 2 * 3
-    assert study.estimated_node_hours() == pytest.approx(288 * 0.5)
+    assert study_plan(study).estimate == pytest.approx(288 * 0.5)
 
 
 def test_config_ids_are_stable_and_groups_ignore_scale():

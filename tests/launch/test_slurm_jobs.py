@@ -18,15 +18,14 @@ from trainer import rundir
 pytestmark = pytest.mark.slurm
 
 
-
 def _submit(cluster, name: str, steps: int, nodes: int = 1, gpus: int = 2):
     work = cluster.workdir(name)
     path = work / "study.toml"
     partition = cluster.partition if nodes == 1 else cluster.multi_partition
-    cluster = {"kind": "slurm", "site": "generic", "host": "localhost", "account": "hlm", "qos": "normal",
-               "partition": partition, "time_limit": "00:10:00", "gpus_per_node": 2, "cores_per_node": 2,
-               "signal_seconds": 60}
-    write_study(path, name, work, cluster=cluster, train={"steps": steps, "cpus_per_task": 1},
+    fields = {"kind": "slurm", "site": "generic", "host": "localhost", "account": "hlm", "qos": "normal",
+              "partition": partition, "time_limit": "00:10:00", "gpus_per_node": 2, "cores_per_node": 2,
+              "signal_seconds": 60}
+    write_study(path, name, work, cluster=fields, train={"steps": steps, "cpus_per_task": 1},
                 sweep={"gpus_per_node": [gpus], "nodes": [nodes]})
     study = load_study(path)
     cfg = study.matrix()[0]

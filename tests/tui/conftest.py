@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from cockpit.plan import make_plan
 from cockpit.spec import load_study
 from cockpit.store import StudyStore
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.controller import RecordedController
-from cockpit.tui.planning import make_plan
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "recorded-store"
 SIZE = (150, 36)
@@ -32,7 +32,7 @@ class Recorded:
         if with_plan:
             study = load_study(FIXTURE / "study.toml")
             done = set(self.store.results(self.store.study_key(self.study)))
-            plan = make_plan(study, done, used_node_hours=0.25, cluster="local")
+            plan = make_plan(study, dict.fromkeys(done, "done"), used=0.25, cluster="local")
         return RecordedController(self.snapshot, plan_value=plan)
 
     def app(self, *, with_plan: bool = False, **kwargs) -> CockpitApp:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from cockpit.commands._study import open_session
+from cockpit.session import open_session
 from cockpit.spec import load_study
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.confirm import ConfirmScreen

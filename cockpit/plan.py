@@ -1,0 +1,124 @@
+"""What a submit would do: each configuration's status, the node-hour estimate and the budget left.
+
+One computation for `cockpit plan`, the TUI's plan dialog and the runner's budget guard, so that the three
+agree on which configurations are still to run and what they cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from cockpit.snapshot import ACTIVE_STATES
+
+if TYPE_CHECKING:
+    from cockpit.spec import Study
+    from cockpit.store import StudyStore
+
+# "submit": to run; "done": has a valid result; "active": a job is queued or running; "failed": its last
+# job ended without a result (submitted again only on request); "too big": does not fit a node.
+STATUSES = ("submit", "done", "active", "failed", "too big")
+
+
+@dataclass(frozen=True)
+class PlanLine:
+    """One configuration of the plan: what it is, what it will cost and what a submit does with it."""
+
+    label: str
+    node_hours: float
+    status: str
+    config_id: str = ""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The matrix with a status per configuration, the node-hour estimate and the budget."""
+
+    study: str
+    cluster: str
+    lines: list[PlanLine]
+    hours_per_run: float
+    budget: float | None = None
+    used: float = 0.0
+    basis: str = ""  # what the per-run hours rest on, for people
+
+    @property
+    def to_submit(self) -> list[PlanLine]:
+        return [p for p in self.lines if p.status == "submit"]
+
+    @property
+    def estimate(self) -> float:
+        """Node-hours of what is still to submit."""
+        return sum(p.node_hours for p in self.to_submit)
+
+    @property
+    def committed(self) -> float:
+        """Node-hours already spent plus those of the jobs still queued or running."""
+        return self.used + sum(p.node_hours for p in self.lines if p.status == "active")
+
+    @property
+    def budget_left(self) -> float | None:
+        return None if self.budget is None else self.budget - self.used
+
+    @property
+    def over_budget(self) -> bool:
+        left = self.budget_left
+        return left is not None and self.estimate > left + 1e-9
+
+    def budget_message(self) -> str:
+        """Why a start is refused: the estimate against what is left of the budget."""
+        left = max(0.0, self.budget_left or 0.0)
+        return (
+            f"study {self.study!r} needs an estimated {self.estimate:.1f} node-hours for {len(self.to_submit)} "
+            f"configurations but only {left:.1f} of the {self.budget or 0:g} node-hour budget remain "
+            f"({self.used:.1f} used); shrink the sweep, raise [cluster].node_hour_budget, or force the start"
+        )
+
+
+def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: float = 0.0,
+              cluster: str | None = None) -> Plan:
+    """The plan of every configuration of the matrix; ``statuses`` gives those that are not to submit
+    (by config id); configurations that cannot fit a node are "too big" whatever it says."""
+    statuses = statuses or {}
+    lines = [
+        PlanLine(cfg.label, study.node_hours(cfg),
+                 "too big" if not study.fits_node(cfg) else statuses.get(cfg.config_id, "submit"), cfg.config_id)
+        for cfg in study.matrix()
+    ]
+    c = study.cluster
+    basis = (f"{c.expected_minutes:g} min expected per run" if c.expected_minutes is not None
+             else f"time limit {c.time_limit} per run (an upper bound)")
+    return Plan(
+        study=study.name,
+        cluster=cluster or c.ssh_host or c.host or c.kind,
+        lines=lines,
+        hours_per_run=study.hours_per_run(),
+        budget=c.node_hour_budget,
+        used=used,
+        basis=basis,
+    )
+
+
+def study_plan(study: Study, store: StudyStore | None = None, *, key: int | None = None,
+               resubmit_failed: bool = False, cluster: str | None = None) -> Plan:
+    """The plan given what ``store`` knows of the study (without a store, or before the study was
+    registered in it, every configuration that fits a node is to submit)."""
+    if store is None:
+        return make_plan(study, cluster=cluster)
+    if key is None:
+        if study.name not in store.study_names():
+            return make_plan(study, cluster=cluster)
+        key = store.study_key(study.name)
+    latest = store.latest_jobs(key)
+    statuses: dict[str, str] = {}
+    for cfg in study.runnable():
+        cid = cfg.config_id
+        job = latest.get(cid)
+        if store.has_valid_result(key, cid):
+            statuses[cid] = "done"
+        elif job is not None and job.state in ACTIVE_STATES:
+            statuses[cid] = "active"
+        elif job is not None and job.state != "lost" and not resubmit_failed:
+            statuses[cid] = "failed"  # ended without a valid result: submitted again only on request
+    return make_plan(study, statuses, store.node_hours_used(key), cluster)

@@ -1,0 +1,79 @@
+"""A study file's working parts: which Backend runs it, which store keeps it, and the runner over both.
+
+The CLI commands, the TUI and the report all pick these here, so `[cluster].kind` and the store's place
+are decided once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cockpit.backend import Backend
+    from cockpit.runner import StudyRunner
+    from cockpit.spec import Study
+    from cockpit.store import StudyStore
+
+
+def backend_for(study: Study, **kwargs: Any) -> Backend:
+    """The local executor for kind = "local", Slurm over SSH for kind = "slurm" (``kwargs`` go to it)."""
+    if study.cluster.kind == "local":
+        from cockpit.launch.local import LocalExecutor
+
+        return LocalExecutor(study, **kwargs)
+    from cockpit.slurm_backend import SlurmBackend
+
+    return SlurmBackend.from_study(study, **kwargs)
+
+
+def local_study_dir(study: Study) -> Path | None:
+    """The study's directory on this machine (kind = "local"), where its store and runs live; else None."""
+    return Path(study.study_dir()) if study.cluster.kind == "local" else None
+
+
+def store_path_for(study: Study) -> Path:
+    """Where the study's store is: in the local study directory, else the XDG data directory."""
+    from cockpit.store import default_store_path
+
+    local = local_study_dir(study)
+    return default_store_path(study.name, str(local) if local is not None else None)
+
+
+def store_for(study: Study, path: str | Path | None = None) -> StudyStore:
+    """The study's store: ``path`` if given, else :func:`store_path_for`."""
+    from cockpit.store import StudyStore
+
+    return StudyStore(path if path is not None else store_path_for(study))
+
+
+@dataclass
+class StudySession:
+    """A study with its store and the runner that drives it (what `open`, `run` and `demo` work on)."""
+
+    study: Study
+    store: StudyStore
+    runner: StudyRunner
+
+    @property
+    def backend(self) -> Backend:
+        return self.runner.backend
+
+    def has_jobs(self) -> bool:
+        """Whether this study was submitted before (its store knows jobs of it)."""
+        if self.study.name not in self.store.study_names():
+            return False
+        return bool(self.store.jobs(self.store.study_key(self.study.name)))
+
+    def has_failures(self) -> bool:
+        return self.store.snapshot(self.study.name).counts.failed > 0
+
+
+def open_session(study: Study, *, force: bool = False, resubmit_failed: bool = False) -> StudySession:
+    """The study's store, backend and runner (nothing is connected or submitted yet)."""
+    from cockpit.runner import StudyRunner
+
+    store = store_for(study)
+    runner = StudyRunner(study, backend_for(study), store, force=force, resubmit_failed=resubmit_failed)
+    return StudySession(study, store, runner)
