@@ -1,16 +1,20 @@
 """What the study runner needs from a place that runs jobs: the local executor or Slurm over SSH.
 
-One protocol so the runner, the TUI and the headless mode never care which one they drive.
+One base class so the runner, the TUI and the headless mode never care which one they drive.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from cockpit.spec import Configuration
+    from cockpit.follow import Follower
+    from cockpit.slurm import ParseProblem
+    from cockpit.spec import Configuration, Study
+    from cockpit.ssh import SshConnection
 
 
 class JobState(StrEnum):
@@ -69,26 +73,98 @@ class JobInfo:
     extra: dict[str, str] = field(default_factory=dict)
 
 
-@runtime_checkable
-class Backend(Protocol):
-    """A place that runs a study's configurations."""
+JOB_ACTIONS = ("cancel", "requeue", "hold", "release")
+
+
+class UnsupportedAction(Exception):
+    """The backend cannot do this to a job (e.g. requeue on the local executor)."""
+
+
+class Backend(ABC):
+    """A place that runs a study's configurations: the local executor or Slurm over SSH.
+
+    The six abstract methods are what every backend must do. Everything else the runner and the TUI use
+    is declared here with a default, so they never probe with getattr: a backend overrides what it does
+    better or additionally, and :meth:`supports` says which job actions it offers.
+    """
 
     label: str
+    study: Study
+    #: the SSH connection whose state the UI shows; None for a backend on this machine
+    connection: SshConnection | None = None
+    #: the job actions this backend can carry out (see JOB_ACTIONS)
+    actions: frozenset[str] = frozenset({"cancel"})
 
+    # -- what every backend does ----------------------------------------------------------------------
+    @abstractmethod
     async def submit(self, cfg: Configuration) -> str:
         """Start (or queue) one configuration; returns the job id."""
 
+    @abstractmethod
     async def poll(self) -> list[JobInfo]:
         """All of this study's jobs still known to the backend, in one call."""
 
+    @abstractmethod
     async def final_states(self, job_ids: list[str]) -> dict[str, JobInfo]:
         """Final state of jobs that left the queue (one batched query)."""
 
+    @abstractmethod
     async def cancel(self, job_id: str) -> None:
         """Stop a job."""
 
+    @abstractmethod
     async def read_file(self, path: str, offset: int = 0) -> bytes:
         """Bytes of a run-directory file from `offset` on (b'' when it does not exist yet)."""
 
+    @abstractmethod
     async def close(self) -> None:
         """Release connections and processes."""
+
+    # -- capabilities with defaults -------------------------------------------------------------------
+    async def run_dir(self, cfg: Configuration) -> str:
+        """Where the configuration's run directory is, as this backend reads it (default: the study's)."""
+        return self.study.run_dir(cfg)
+
+    async def list_run_dirs(self) -> list[str] | None:
+        """Configuration ids that have a run directory, in one round trip; None when the backend has no
+        cheaper way than reading each one (the runner then reads each)."""
+        return None
+
+    def log_files(self, job_id: str) -> list[str]:
+        """The launcher's output files in the run directory, followed beside the trainer's own files."""
+        return []
+
+    def follower(self) -> Follower:
+        """What follows the live run files (default: reading them on this machine)."""
+        from cockpit.follow import LocalFollower
+
+        return LocalFollower()
+
+    def take_problems(self) -> list[ParseProblem]:
+        """Problems met while parsing the scheduler's output since the last call (then forgotten)."""
+        return []
+
+    def supports(self, action: str) -> bool:
+        """Whether this backend can carry out the job action (one of JOB_ACTIONS)."""
+        if action not in JOB_ACTIONS:
+            raise ValueError(f"unknown job action {action!r}; expected one of {', '.join(JOB_ACTIONS)}")
+        return action in self.actions
+
+    async def requeue(self, job_id: str) -> None:
+        """Put a job back in the queue."""
+        raise UnsupportedAction(f"{self.label} cannot requeue jobs")
+
+    async def hold_job(self, job_id: str) -> None:
+        """Keep a pending job from starting."""
+        raise UnsupportedAction(f"{self.label} cannot hold jobs")
+
+    async def release(self, job_id: str) -> None:
+        """Let a held job start."""
+        raise UnsupportedAction(f"{self.label} cannot release jobs")
+
+    async def job_action(self, action: str, job_id: str) -> None:
+        """Carry out one of JOB_ACTIONS (UnsupportedAction when :meth:`supports` says no)."""
+        if not self.supports(action):
+            raise UnsupportedAction(f"{self.label} cannot {action} jobs")
+        do = {"cancel": self.cancel, "requeue": self.requeue, "hold": self.hold_job, "release": self.release}
+        await do[action](job_id)

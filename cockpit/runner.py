@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cockpit.backend import Backend, JobInfo
-from cockpit.follow import Chunk, FileCursor, FollowSpec, LocalFollower
+from cockpit.follow import Chunk, FileCursor, Follower, FollowSpec
 from cockpit.plan import Plan, study_plan
 from cockpit.slurm import AdaptiveInterval, SlurmError, SubmitRefused
 from cockpit.snapshot import ACTIVE_STATES, ConnectionState
@@ -94,7 +94,7 @@ class StudyRunner:
         self.name_prefix = f"{study.name}-"
         self._run_dirs: dict[str, str] = {}
         self._cursors: dict[str, FileCursor] = {}
-        self._follower: Any = None
+        self._follower: Follower | None = None
         self.started = False
         self.interval_s = self.interval.fast_s
         self._listening: Callable[[ConnectionState, str], None] | None = None
@@ -112,7 +112,7 @@ class StudyRunner:
         total_steps = self.study.train.get("steps")
         rows = []
         for cfg in self.configs.values():
-            self._run_dirs[cfg.config_id] = await self._run_dir(cfg)
+            self._run_dirs[cfg.config_id] = await self.backend.run_dir(cfg)
             rows.append({
                 "config_id": cfg.config_id, "group_id": cfg.group_id, "is_baseline": cfg.is_baseline,
                 "workers": cfg.workers, "nodes": cfg.nodes, "values": cfg.values(),
@@ -123,17 +123,10 @@ class StudyRunner:
         self.check_budget()
         self.started = True
 
-    async def _run_dir(self, cfg: Configuration) -> str:
-        run_dir = getattr(self.backend, "run_dir", None)
-        if run_dir is not None:
-            value = run_dir(cfg)
-            return await value if asyncio.iscoroutine(value) else value
-        return self.study.run_dir(cfg)
-
     def _watch_connection(self) -> None:
         live = self.store.live.setdefault(self.study.name, LiveStatus())
         live.cluster = self.backend.label
-        conn = getattr(self.backend, "connection", None)
+        conn = self.backend.connection
         if conn is None:
             live.connection = ConnectionState.LOCAL
             return
@@ -210,9 +203,9 @@ class StudyRunner:
             if not self.store.has_valid_result(self.key, cid)
             and not (cid in latest and latest[cid].state in ACTIVE_STATES)
         ]
-        lister = getattr(self.backend, "list_run_dirs", None)
-        if lister is not None and todo:
-            existing = set(await lister())  # one round trip instead of one failed read per configuration
+        listed = await self.backend.list_run_dirs() if todo else None
+        if listed is not None:  # one round trip instead of one failed read per configuration
+            existing = set(listed)
             todo = [cid for cid in todo if cid in existing]
         gate = asyncio.Semaphore(32)  # bounded: an sftp-server limits open handles
 
@@ -381,17 +374,12 @@ class StudyRunner:
             fn(*args)
 
     def _record_problems(self) -> None:
-        problems = getattr(self.backend, "problems", None)
-        if problems:
-            for p in problems:
-                self.store.add_problem(self.key, p.source, f"{p.message}: {p.line[:200]!r}")
-            problems.clear()
+        for p in self.backend.take_problems():
+            self.store.add_problem(self.key, p.source, f"{p.message}: {p.line[:200]!r}")
 
     # -- following ------------------------------------------------------------------------------------
     def _files_of(self, job_id: str) -> list[str]:
-        logs = getattr(self.backend, "log_files", None)
-        local = [rundir.LOCAL_STDOUT_FILE, rundir.LOCAL_STDERR_FILE]
-        return [rundir.METRICS_FILE, rundir.GPU_FILE, rundir.LOG_FILE, *(logs(job_id) if logs else local)]
+        return [rundir.METRICS_FILE, rundir.GPU_FILE, rundir.LOG_FILE, *self.backend.log_files(job_id)]
 
     def _cursor(self, cid: str, name: str) -> FileCursor:
         key = f"{cid}/{name}"
@@ -403,8 +391,7 @@ class StudyRunner:
 
     async def _follow(self) -> int:
         if self._follower is None:
-            make = getattr(self.backend, "follower", None)
-            self._follower = make() if make else LocalFollower()
+            self._follower = self.backend.follower()
         specs = []
         for row in self.store.active_jobs(self.key):
             if row.state not in ("running", "completing") or not row.job_id or row.config_id not in self._run_dirs:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
-from cockpit.backend import JobInfo
+from cockpit.backend import JOB_ACTIONS, Backend, JobInfo
 from cockpit.follow import RemoteFollower
 from cockpit.launch.quoting import path_expr
 from cockpit.launch.render import job_comment, job_name, render_script
@@ -21,8 +21,10 @@ if TYPE_CHECKING:
     from cockpit.spec import Configuration, Study
 
 
-class SlurmBackend:
-    """Backend protocol over one SshConnection. ``problems`` collects parse problems of the last calls."""
+class SlurmBackend(Backend):
+    """A Backend over one SshConnection. ``problems`` collects parse problems until the runner takes them."""
+
+    actions = frozenset(JOB_ACTIONS)
 
     def __init__(self, study: Study, connection: SshConnection, *, hold: bool = False,
                  follow_interval_s: float = 2.0) -> None:
@@ -72,7 +74,11 @@ class SlurmBackend:
     def follower(self) -> RemoteFollower:
         return RemoteFollower(self.connection, interval_s=self.follow_interval_s)
 
-    # -- Backend protocol -----------------------------------------------------------------------------
+    def take_problems(self) -> list[ParseProblem]:
+        taken, self.problems = self.problems, []
+        return taken
+
+    # -- Backend ------------------------------------------------------------------------------------------
     async def submit(self, cfg: Configuration) -> str:
         script = render_script(self.study, cfg)
         run_dir = await self.run_dir(cfg)

@@ -19,8 +19,9 @@ REPO = Path(__file__).resolve().parents[1]
 PHYSIONET = REPO.parent / "shared" / "data" / "physionet"
 
 
-def mitdb_data(token_cache: Path | str, records: tuple[str, ...] = ("100",), root: Path = PHYSIONET) -> dict[str, Any]:
-    """[data] for real MIT-BIH records (shared/data beside the checkout), tokens cached in ``token_cache``."""
+def mitdb_data(token_cache: Path | str, records: tuple[str, ...] = ("101",), root: Path = PHYSIONET) -> dict[str, Any]:
+    """[data] for real MIT-BIH records (shared/data beside the checkout), tokens cached in ``token_cache``.
+    Record 101 is in DS1, the training half of the inter-patient split the trainer applies to mitdb."""
     return {
         "token_cache": str(token_cache),
         "datasets": {"mitdb": {"path": str(root / "mitdb")}},

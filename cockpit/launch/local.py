@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cockpit.backend import JobInfo, JobState
+from cockpit.backend import Backend, JobInfo, JobState
 from cockpit.launch.render import job_comment, job_name
 from trainer import rundir
 
@@ -80,7 +80,7 @@ def visible_gpus() -> list[str]:
         return []
 
 
-class LocalExecutor:
+class LocalExecutor(Backend):
     """Backend that runs jobs as child processes of the cockpit."""
 
     def __init__(self, study: Study, max_cores: int | None = None, gpus: list[str] | None = None) -> None:
@@ -97,7 +97,7 @@ class LocalExecutor:
         self._host = socket.gethostname()
         self._python = sys.executable if study.cluster.python == "python3" else os.path.expanduser(study.cluster.python)
 
-    # -- Backend protocol -------------------------------------------------------------------------------------
+    # -- Backend -------------------------------------------------------------------------------------
 
     async def submit(self, cfg: Configuration) -> str:
         """Queue one configuration: writes its config.json now, starts it when its cores are free."""
@@ -164,6 +164,9 @@ class LocalExecutor:
         tasks = [job.task for job in self._jobs.values() if job.task is not None]
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    def log_files(self, job_id: str) -> list[str]:
+        return [rundir.LOCAL_STDOUT_FILE, rundir.LOCAL_STDERR_FILE]
 
     # -- helpers ---------------------------------------------------------------------------------------------
 

@@ -11,10 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from cockpit.backend import JOB_ACTIONS
 from cockpit.plan import Plan, PlanLine  # noqa: F401  (the submit flow's content, cockpit.plan)
 from cockpit.snapshot import StudySnapshot
-
-JOB_ACTIONS = ("cancel", "requeue", "hold", "release")
 
 
 class Controller(Protocol):

@@ -14,9 +14,6 @@ if TYPE_CHECKING:
     from cockpit.session import StudySession
     from cockpit.spec import Study
 
-BACKEND_METHODS = {"cancel": "cancel", "requeue": "requeue", "hold": "hold_job", "release": "release"}
-
-
 def spec_snapshot(study: Study, cluster: str) -> StudySnapshot:
     """What the study looks like before anything was submitted: its matrix, nothing run."""
     rows = [
@@ -63,10 +60,10 @@ class LiveController:
     async def job_action(self, action: str, job_id: str) -> str:
         if action not in JOB_ACTIONS:
             raise ValueError(f"unknown job action {action!r}; expected one of {', '.join(JOB_ACTIONS)}")
-        method = getattr(self.session.backend, BACKEND_METHODS[action], None)
-        if method is None:
-            return f"{self.session.backend.label} cannot {action} jobs"
-        await method(job_id)
+        backend = self.session.backend
+        if not backend.supports(action):
+            return f"{backend.label} cannot {action} jobs"
+        await backend.job_action(action, job_id)
         return f"{action}: job {job_id} done"
 
     async def close(self) -> None:

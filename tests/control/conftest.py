@@ -38,7 +38,7 @@ def remote_workdir(slurm_cluster):
 
 def study_text(*, name: str, sshd, workdir: Path, slurm_env: dict[str, str], sweep: str, steps: int = 6,
                **cluster: Any) -> str:
-    """The control-plane study: real MIT-BIH record 100 on the test Slurm, reached over the test sshd.
+    """The control-plane study: real MIT-BIH record 101 on the test Slurm, reached over the test sshd.
     ``sweep`` is the [sweep] table's TOML text; ``cluster`` keys override [cluster]'s."""
     remote = {
         "kind": "slurm", "site": "generic", "host": "127.0.0.1", "port": sshd.port, "user": sshd.user,
