@@ -6,10 +6,11 @@ agree on which configurations are still to run and what they cost.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from cockpit import prediction
 from cockpit.snapshot import ACTIVE_STATES
 
 if TYPE_CHECKING:
@@ -29,6 +30,8 @@ class PlanLine:
     node_hours: float
     status: str
     config_id: str = ""
+    predicted: prediction.Prediction | None = None  # from the group's finished baseline (docs/prediction.md)
+    group_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,7 @@ class Plan:
     budget: float | None = None
     used: float = 0.0
     basis: str = ""  # what the per-run hours rest on, for people
+    recommendations: dict[str, str] = field(default_factory=dict)  # baseline label -> the prediction's advice
 
     @property
     def to_submit(self) -> list[PlanLine]:
@@ -77,18 +81,35 @@ class Plan:
 
 
 def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: float = 0.0,
-              cluster: str | None = None) -> Plan:
+              cluster: str | None = None, results: Iterable[dict[str, Any]] = ()) -> Plan:
     """The plan of every configuration of the matrix; ``statuses`` gives those that are not to submit
-    (by config id); configurations that cannot fit a node are "too big" whatever it says."""
+    (by config id); configurations that cannot fit a node are "too big" whatever it says.
+
+    ``results`` (result.json dicts of the study, or recorded elsewhere for the same configurations): where a
+    group's 1x1 baseline has finished, the other configurations' node-hours are its prediction instead of
+    the per-run estimate, and the group gets a recommendation line."""
     statuses = statuses or {}
-    lines = [
-        PlanLine(cfg.label, study.node_hours(cfg),
-                 "too big" if not study.fits_node(cfg) else statuses.get(cfg.config_id, "submit"), cfg.config_id)
-        for cfg in study.matrix()
-    ]
+    results = list(results)
+    baselines = {r.get("group_id"): r for r in results
+                 if r.get("status", "completed") == "completed" and _is_baseline(r)}
+    links = prediction.merge(prediction.measured_links(results), prediction.site_links(_site(study)))
+    lines = []
+    for cfg in study.matrix():
+        status = "too big" if not study.fits_node(cfg) else statuses.get(cfg.config_id, "submit")
+        base = baselines.get(cfg.group_id)
+        pred = None
+        if base is not None:
+            p = prediction.predict(base, cfg.nodes, cfg.gpus_per_node,
+                                   prediction.work_for(study.train, cfg.workers), links)
+            pred = p if isinstance(p, prediction.Prediction) else None
+        hours = pred.node_hours if pred is not None else study.node_hours(cfg)
+        lines.append(PlanLine(cfg.label, hours, status, cfg.config_id, pred, cfg.group_id))
     c = study.cluster
     basis = (f"{c.expected_minutes:g} min expected per run" if c.expected_minutes is not None
              else f"time limit {c.time_limit} per run (an upper bound)")
+    predicted = sum(1 for line in lines if line.predicted is not None)
+    if predicted:
+        basis = f"predicted from the group's baseline for {predicted} configurations, else {basis}"
     return Plan(
         study=study.name,
         cluster=cluster or c.ssh_host or c.host or c.kind,
@@ -97,7 +118,39 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
         budget=c.node_hour_budget,
         used=used,
         basis=basis,
+        recommendations=_recommendations(lines, baselines),
     )
+
+
+def _is_baseline(result: dict[str, Any]) -> bool:
+    cfg = result.get("config") or {}
+    return cfg.get("nodes", result.get("nodes")) == 1 and cfg.get("gpus_per_node", result.get("gpus_per_node")) == 1
+
+
+def _site(study: Study) -> Any:
+    """The study's site profile, for its link figures (None where it has none that loads)."""
+    from cockpit.launch.render import site_for
+    from cockpit.launch.sites import SiteError
+
+    try:
+        return site_for(study)
+    except SiteError:
+        return None
+
+
+def _recommendations(lines: list[PlanLine], baselines: Mapping[str, dict[str, Any]]) -> dict[str, str]:
+    by_group: dict[str, list[PlanLine]] = {}
+    for line in lines:
+        if line.predicted is not None:
+            by_group.setdefault(line.group_id, []).append(line)
+    out = {}
+    for group, group_lines in by_group.items():
+        t1 = float(baselines[group]["timing"]["train_time_s"])
+        text = prediction.recommendation(t1, [line.predicted for line in group_lines if line.predicted])
+        base = next((line for line in group_lines if line.predicted and line.predicted.workers == 1), None)
+        if text:
+            out[base.label if base else group] = text
+    return out
 
 
 def study_plan(study: Study, store: StudyStore | None = None, *, key: int | None = None,
@@ -111,6 +164,7 @@ def study_plan(study: Study, store: StudyStore | None = None, *, key: int | None
             return make_plan(study, cluster=cluster)
         key = store.study_key(study.name)
     latest = store.latest_jobs(key)
+    results = store.results(key).values()
     statuses: dict[str, str] = {}
     for cfg in study.runnable():
         cid = cfg.config_id
@@ -121,4 +175,4 @@ def study_plan(study: Study, store: StudyStore | None = None, *, key: int | None
             statuses[cid] = "active"
         elif job is not None and job.state != "lost" and not resubmit_failed:
             statuses[cid] = "failed"  # ended without a valid result: submitted again only on request
-    return make_plan(study, statuses, store.node_hours_used(key), cluster)
+    return make_plan(study, statuses, store.node_hours_used(key), cluster, results)

@@ -10,6 +10,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", type=Path, help="study TOML file")
     parser.add_argument("--render", type=Path, metavar="DIR", help="also write every batch script into DIR")
     parser.add_argument("--limit", type=int, default=0, help="show at most this many rows (0 = all)")
+    parser.add_argument("--baselines", type=Path, metavar="DIR",
+                        help="predict from the result.json files under DIR (baselines recorded elsewhere), "
+                             "besides the study's own store")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -24,8 +27,16 @@ def main(args: argparse.Namespace) -> int:
     except SpecError as exc:
         err.print(f"error: {exc}", style="bold red", markup=False, highlight=False, soft_wrap=True)
         return 2
-    console.print(plan_table(study, args.limit))
-    console.print(plan_summary(study), highlight=False)
+    try:
+        results = known_results(study, args.baselines)
+    except ValueError as exc:
+        err.print(f"error: {exc}", style="bold red", markup=False, highlight=False, soft_wrap=True)
+        return 2
+    from cockpit.plan import make_plan, study_plan
+
+    plan = make_plan(study, results=results) if results else study_plan(study)
+    console.print(plan_table(study, args.limit, plan))
+    console.print(plan_summary(study, plan), highlight=False)
     if args.render:
         from cockpit.launch.render import render_study_scripts
 
@@ -34,8 +45,42 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def plan_table(study, limit: int = 0):
-    """A rich table of the matrix, one block per baseline group; fixed axes go in the caption."""
+def known_results(study, baselines: Path | None) -> list[dict]:
+    """result.json dicts the prediction can start from: every one under `baselines`, and the study's store's.
+    A directory without any, or an unreadable result, is an error naming the path."""
+    from trainer.rundir import RunDirError, read_result
+
+    results: list[dict] = []
+    if baselines is not None:
+        if not baselines.is_dir():
+            raise ValueError(f"--baselines {baselines}: no such directory")
+        for path in sorted(baselines.rglob("result.json")):
+            try:
+                result = read_result(path.parent)
+            except RunDirError as exc:
+                raise ValueError(f"--baselines: {exc}") from exc
+            if result is not None:
+                results.append(result)
+        if not results:
+            raise ValueError(f"--baselines {baselines}: no result.json below it")
+    from cockpit.session import store_path_for
+
+    store_path = store_path_for(study)
+    if store_path.exists():
+        from cockpit.store import StudyStore
+
+        store = StudyStore(store_path)
+        try:
+            if study.name in store.study_names():
+                results += list(store.results(store.study_key(study.name)).values())
+        finally:
+            store.close()
+    return results
+
+
+def plan_table(study, limit: int = 0, plan=None):
+    """A rich table of the matrix, one block per baseline group; fixed axes go in the caption. With a
+    plan whose lines carry predictions, each configuration shows its predicted T, speedup and node-hours."""
     from rich.table import Table
 
     from cockpit.spec import SCALE_AXES
@@ -43,8 +88,11 @@ def plan_table(study, limit: int = 0):
     varying = [axis for axis, values in study.sweep.items() if len(values) > 1 and axis not in SCALE_AXES]
     fixed = ", ".join(f"{axis}={values[0]}" for axis, values in study.sweep.items() if len(values) == 1 and axis not in SCALE_AXES)
     table = Table(title=f"{study.name}: configuration matrix", caption=f"fixed: {fixed}" if fixed else None)
-    for column in ("group", "config", *varying, "nodes x GPUs", "note"):
-        table.add_column(column, no_wrap=True)
+    lines = {line.config_id: line for line in plan.lines} if plan is not None else {}
+    predicted = any(line.predicted is not None for line in lines.values())
+    extra = ("predicted T s", "S", "node-h") if predicted else ()
+    for column in ("group", "config", *varying, "nodes x GPUs", *extra, "note"):
+        table.add_column(column, no_wrap=True, justify="right" if column in extra else "left")
     groups: dict[str, list] = {}
     for cfg in study.matrix():
         groups.setdefault(cfg.group_id, []).append(cfg)
@@ -57,11 +105,14 @@ def plan_table(study, limit: int = 0):
             note = "baseline" if cfg.is_baseline else ""
             if not study.fits_node(cfg):
                 note = f"exceeds node ({cfg.gpus_per_node * cfg.cpus_per_task} cores)"
+            p = lines[cfg.config_id].predicted if cfg.config_id in lines else None
+            cells = (f"{p.t_s:.1f}", f"{p.speedup:.2f}x", f"{p.node_hours:.3f}") if p else ("-", "-", "-")
             table.add_row(
                 group_id if index == 0 else "",
                 cfg.config_id,
                 *(str(getattr(cfg, axis)) for axis in varying),
                 f"{cfg.nodes}x{cfg.gpus_per_node}",
+                *(cells if predicted else ()),
                 note,
                 end_section=index == len(cfgs) - 1,
             )
@@ -69,12 +120,12 @@ def plan_table(study, limit: int = 0):
     return table
 
 
-def plan_summary(study) -> str:
+def plan_summary(study, plan=None) -> str:
     """Counts and the node-hour estimate (cockpit.plan, as the TUI and the runner compute it), saying what
-    the estimate is based on."""
+    the estimate is based on, and each predicted group's recommendation."""
     from cockpit.plan import study_plan
 
-    plan = study_plan(study)
+    plan = plan or study_plan(study)
     matrix = study.matrix()
     submit = len(plan.to_submit)
     axes = " x ".join(f"{len(v)} {k}" for k, v in study.sweep.items() if len(v) > 1) or "1"
@@ -87,6 +138,7 @@ def plan_summary(study) -> str:
     ]
     if plan.budget is not None:
         lines.append(f"node-hour budget {plan.budget:g}: " + ("EXCEEDS budget" if plan.over_budget else "within budget"))
+    lines += [f"{group}: {text}" for group, text in plan.recommendations.items()]
     if study.synthetic_default:
         lines.append("no dataset given: using the built-in synthetic ECG generator")
     return "\n".join(lines)

@@ -1,0 +1,67 @@
+"""The plan predicts node-hours from a group's real finished baseline (cockpit.prediction) and recommends."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cockpit.cli import main as cli
+from cockpit.plan import make_plan
+from cockpit.spec import load_study
+from tests.studies import REPO, write_study
+from trainer import rundir
+
+SITE = """[site]
+name = "lab"
+intra_node_busbw_gbs = 1.0
+allreduce_latency_us = 50
+"""
+
+
+@pytest.fixture(scope="module")
+def study_and_baseline(tmp_path_factory: pytest.TempPathFactory):
+    """A local study with a site profile that has link figures, and its 1x1 baseline really trained."""
+    tmp = tmp_path_factory.mktemp("plan-prediction")
+    (tmp / "lab.toml").write_text(SITE)
+    path = write_study(tmp / "study.toml", "predicted", tmp / "work",
+                       cluster={"site": "lab.toml", "gpus_per_node": 4, "cores_per_node": 4},
+                       sweep={"gpus_per_node": [1, 2, 4]})
+    study = load_study(path)
+    base = next(c for c in study.matrix() if c.is_baseline)
+    run_dir = Path(study.run_dir(base))
+    rundir.write_config(run_dir, study.run_config(base))
+    proc = subprocess.run([sys.executable, "-m", "trainer", "train", "--run-dir", str(run_dir)], cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return path, study, rundir.read_result(run_dir)
+
+
+def test_plan_lines_carry_predictions_from_the_baseline_and_the_site_links(study_and_baseline):
+    _, study, base = study_and_baseline
+    plan = make_plan(study, {base["config_id"]: "done"}, results=[base])
+    by_workers = {line.predicted.workers: line for line in plan.lines}
+    assert set(by_workers) == {1, 2, 4}
+    assert by_workers[1].predicted.t_s == pytest.approx(base["timing"]["train_time_s"])
+    two = by_workers[2].predicted
+    assert "lab profile" in two.link and two.parts["comm"] > 0
+    assert by_workers[2].node_hours == two.node_hours  # the budget counts the prediction
+    assert plan.estimate == pytest.approx(two.node_hours + by_workers[4].predicted.node_hours)
+    assert "predicted from the group's baseline for 3 configurations" in plan.basis
+    (line,) = plan.recommendations.values()
+    assert line.startswith("2 workers (1 node): ") and "4 workers (1 node)" in line
+
+
+def test_cockpit_plan_prints_predictions_from_recorded_baselines(study_and_baseline, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
+    path, study, base = study_and_baseline
+    recorded = tmp_path / "recorded" / "run"
+    rundir.write_result(recorded, {k: v for k, v in base.items() if k not in ("schema_version", "kind")})
+    assert cli(["plan", str(path), "--baselines", str(tmp_path / "recorded")]) == 0
+    out = capsys.readouterr().out
+    assert "predicted T s" in out and "workers (1 node):" in out
+    assert cli(["plan", str(path), "--baselines", str(tmp_path / "missing")]) == 2
+    assert "--baselines" in capsys.readouterr().err
