@@ -20,7 +20,7 @@ def plan_summary(plan: Plan) -> Text:
         (f"{plan.study}", "bold"),
         f" on {plan.cluster}: {len(plan.lines)} configurations, ",
         (f"{n} to submit", "bold"),
-        f", about {plan.estimate:.2f} node-hours ({plan.hours_per_run * 60:.0f} min per run)",
+        f", about {plan.estimate:.2f} node-hours ({plan.basis})",
     ]
     left = plan.budget_left
     if left is not None:
@@ -30,6 +30,8 @@ def plan_summary(plan: Plan) -> Text:
             parts.append(("  — the estimate exceeds the budget", "bold red"))
     else:
         parts.append("\nno node-hour budget set for this study")
+    for group, text in plan.recommendations.items():
+        parts.append(f"\n{group}: {text}")
     return Text.assemble(*parts)
 
 
@@ -59,9 +61,12 @@ class PlanScreen(ModalScreen[bool]):
 
     def on_mount(self) -> None:
         table = self.query_one("#plan-table", DataTable)
-        table.add_columns("configuration", "node-hours", "status")
+        table.add_columns("configuration", "node-hours", "predicted T s", "predicted S", "status")
         for line in self.plan.lines:
-            table.add_row(line.label, f"{line.node_hours:.2f}", Text(line.status, style=STATUS_STYLE.get(line.status, "")))
+            p = line.predicted
+            table.add_row(line.label, f"{line.node_hours:.2f}", f"{p.t_s:.1f}" if p else "-",
+                          f"{p.speedup:.2f}x" if p else "-",
+                          Text(line.status, style=STATUS_STYLE.get(line.status, "")))
         self.query_one("#no", Button).focus()
 
     def action_answer(self, value: bool) -> None:
