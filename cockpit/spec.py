@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trainer.config_keys import MODES, PRECISIONS, section_keys
 from trainer.rundir import MODEL_FILE
 
 AXES = ("dataset", "mode", "window", "precision", "batch_size", "cpus_per_task", "gpus_per_node", "nodes")
 SCALE_AXES = ("gpus_per_node", "nodes")
-MODES = ("foundation", "finetune")
-PRECISIONS = ("fp32", "bf16", "fp16")
 TOKENIZERS = ("samples", "beats")
 SYNTHETIC = "synthetic"
 
@@ -43,6 +42,16 @@ class Key:
 
 
 _NUM = (int, float)
+
+
+def _table_keys(section: str) -> dict[str, Key]:
+    """[model] or [train]: the trainer's own key table (trainer.config_keys), so the study accepts exactly
+    what the trainer reads, with the same defaults."""
+    types = {int: (int,), float: _NUM, str: (str,), bool: (bool,)}
+    return {k.name: Key(types[k.kind], k.default, choices=k.choices, minimum=k.minimum)
+            for k in section_keys(section, study=True)}
+
+
 SECTIONS: dict[str, dict[str, Key]] = {
     "study": {
         "name": Key((str,), required=True),
@@ -86,40 +95,8 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "test_records": Key((list,)),
         "patient_pattern": Key((str,)),
     },
-    "model": {
-        "layers": Key((int,), 4, minimum=1),
-        "d_model": Key((int,), 128, minimum=8),
-        "heads": Key((int,), 4, minimum=1),
-        "dropout": Key(_NUM, 0.0, minimum=0),
-    },
-    "train": {
-        "steps": Key((int,), minimum=1),
-        "epochs": Key(_NUM, minimum=0),
-        "lr": Key(_NUM, 3e-4, minimum=0),
-        "weight_decay": Key(_NUM, 0.01, minimum=0),
-        "warmup_steps": Key((int,), 0, minimum=0),
-        "seed": Key((int,), 0),
-        "grad_accum": Key((int,), 1, minimum=1),
-        "compile": Key((bool,), False),
-        "device": Key((str,), "auto", choices=("auto", "cpu", "cuda")),
-        "metrics_interval_s": Key(_NUM, 5.0, minimum=0),
-        "nvml_interval_ms": Key((int,), 500, minimum=10),
-        "eval": Key((bool,), True),
-        "task": Key((str,), "beat", choices=("beat", "rhythm")),
-        "init_checkpoint": Key((str,)),
-        "mask_ratio": Key(_NUM, minimum=0),
-        "mask_span": Key((int,), minimum=1),
-        "num_workers": Key((int,), minimum=0),
-        "grad_clip": Key(_NUM, minimum=0),
-        "class_weights": Key((str,), choices=("balanced", "none")),
-        "bucket_cap_mb": Key(_NUM, minimum=0),
-        # Defaults for axes that are not swept.
-        "window": Key((int,), 256, minimum=2),
-        "precision": Key((str,), "fp32", choices=PRECISIONS),
-        "batch_size": Key((int,), 32, minimum=1),
-        "cpus_per_task": Key((int,), 1, minimum=1),
-        "mode": Key((str,), "foundation", choices=MODES),
-    },
+    "model": _table_keys("model"),
+    "train": _table_keys("train"),
     "sweep": {axis: Key((list,)) for axis in AXES},
 }
 # Defaults live in the trainer's tokenizers (one source of truth); the spec only checks names and types.
@@ -573,8 +550,8 @@ def _sweep(
         if values is None:
             if axis == "dataset":
                 values = [next(iter(datasets))]
-            elif axis in SCALE_AXES:
-                values = [1]
+            elif axis in SCALE_AXES or train[axis] is None:
+                values = [1]  # cpus_per_task unset: one core per worker, as the trainer outside Slurm
             else:
                 values = [train[axis]]
         if not values:

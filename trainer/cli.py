@@ -14,31 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from trainer import rundir
+from trainer.config_keys import BY_NAME, KEYS
 
-# flag -> (section or None for top level, key, type)
+# flag -> (section or None for top level, key, type): the data flags (named as in `hlm-train prepare`),
+# then every model and training key of trainer.config_keys, the table the study file uses too.
 TRAIN_FLAGS: dict[str, tuple[str | None, str, type]] = {
     "data": (None, "data_path", str),
     "dataset": (None, "dataset", str),
     "token_cache": (None, "token_cache", str),
-    "mode": (None, "mode", str),
-    "window": (None, "window", int),
-    "precision": (None, "precision", str),
-    "batch_size": (None, "batch_size", int),
-    "cpus_per_task": (None, "cpus_per_task", int),
-    "layers": ("model", "layers", int),
-    "d_model": ("model", "d_model", int),
-    "heads": ("model", "heads", int),
-    "dropout": ("model", "dropout", float),
-    "steps": ("train", "steps", int),
-    "epochs": ("train", "epochs", float),
-    "lr": ("train", "lr", float),
-    "seed": ("train", "seed", int),
-    "grad_accum": ("train", "grad_accum", int),
-    "device": ("train", "device", str),
-    "task": ("train", "task", str),
-    "init_checkpoint": ("train", "init_checkpoint", str),
-    "num_workers": ("train", "num_workers", int),
-    "metrics_interval_s": ("train", "metrics_interval_s", float),
+    **{k.name: (None if k.top_level else k.section, k.name, k.kind) for k in KEYS if k.flag},
 }
 
 
@@ -46,16 +30,20 @@ class UsageError(ValueError):
     """Bad command line; exit code 2."""
 
 
-CHOICES = {"mode": ("foundation", "finetune"), "precision": ("fp32", "bf16", "fp16"),
-           "device": ("auto", "cpu", "cuda"), "task": ("beat", "rhythm")}
+CHOICES = {k.name: k.choices for k in KEYS if k.choices}
 
 
 def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-dir", required=True, type=Path, help="run directory (reads config.json if present)")
     for name, (section, key, kind) in TRAIN_FLAGS.items():
         where = f"{section}.{key}" if section else key
-        p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, default=None,
-                       choices=CHOICES.get(name), help=f"config key {where}")
+        flag = "--" + name.replace("_", "-")
+        known = BY_NAME.get(name)
+        text = f"{known.help} (config key {where}, default {known.default})" if known else f"config key {where}"
+        if kind is bool:  # --compile / --no-compile, --eval / --no-eval
+            p.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
+        else:
+            p.add_argument(flag, dest=name, type=kind, default=None, choices=CHOICES.get(name), help=text)
     p.add_argument("--tokenizer", choices=("samples", "beats"), default=None, help="tokenizer name")
     # Data keys, named as in `hlm-train prepare` and the study file ([data.tokenizer], [data]).
     p.add_argument("--annotator", metavar="EXT", default=None,
@@ -69,8 +57,6 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="the test split, explicitly: split.test_records")
     p.add_argument("--patient-pattern", metavar="REGEX", default=None,
                    help="regular expression extracting the patient id from a record name: split.patient_pattern")
-    p.add_argument("--compile", action="store_true", default=None, help="torch.compile the model")
-    p.add_argument("--no-eval", dest="eval", action="store_false", default=None, help="skip test-split evaluation")
 
 
 def build_config(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
@@ -93,9 +79,6 @@ def build_config(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
     if args.tokenizer is not None:
         config.setdefault("tokenizer", {})["name"] = args.tokenizer
     _apply_data_flags(args, config)
-    for name in ("compile", "eval"):
-        if getattr(args, name) is not None:
-            config.setdefault("train", {})[name] = getattr(args, name)
     train = config.get("train", {})
     if fresh and train.get("steps") is None and train.get("epochs") is None:
         raise UsageError(f"{path} does not exist: give --steps or --epochs (and other flags) to describe the run")
@@ -137,15 +120,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     return run(settings)
 
 
-def cmd_prepare(args: argparse.Namespace) -> int:
-    from trainer.data import prepare
-
-    return int(prepare.run(args) or 0)
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hlm-train", description="Heart Language Model trainer (cluster side).")
-    sub = p.add_subparsers(dest="command", required=True)
 def cmd_probe(args: argparse.Namespace) -> int:
     """All-reduce bus bandwidth of this launch's processes (run it under torchrun), one JSON line on rank 0:
     the figure a site profile's intra_node_busbw_gbs / inter_node_busbw_gbs takes (docs/prediction.md)."""
@@ -170,6 +144,15 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_prepare(args: argparse.Namespace) -> int:
+    from trainer.data import prepare
+
+    return int(prepare.run(args) or 0)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hlm-train", description="Heart Language Model trainer (cluster side).")
+    sub = p.add_subparsers(dest="command", required=True)
     prep = sub.add_parser("prepare", help="tokenize ECG records into shards (idempotent)")
     try:
         from trainer.data import prepare
@@ -178,6 +161,11 @@ def cmd_probe(args: argparse.Namespace) -> int:
     except ImportError:  # a trainer without its data module can still train from prepared shards
         pass
     prep.set_defaults(func=cmd_prepare)
+    pr = sub.add_parser("probe", help="measure all-reduce bus bandwidth between this launch's processes")
+    pr.add_argument("--bytes", type=int, default=8 * 2**20, help="all-reduce size (default 8 MiB: a gradient)")
+    pr.add_argument("--nodes", type=int, default=1, help="nodes the launch spans (names the link kind)")
+    pr.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    pr.set_defaults(func=cmd_probe)
     train = sub.add_parser("train", help="train one run (one plain process or one torchrun rank)")
     _add_train_arguments(train)
     train.set_defaults(func=cmd_train)
@@ -187,11 +175,6 @@ def cmd_probe(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     return int(args.func(args))
-    pr = sub.add_parser("probe", help="measure all-reduce bus bandwidth between this launch's processes")
-    pr.add_argument("--bytes", type=int, default=8 * 2**20, help="all-reduce size (default 8 MiB: a gradient)")
-    pr.add_argument("--nodes", type=int, default=1, help="nodes the launch spans (names the link kind)")
-    pr.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    pr.set_defaults(func=cmd_probe)
 
 
 if __name__ == "__main__":

@@ -12,10 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-MODES = ("foundation", "finetune")
-PRECISIONS = ("fp32", "bf16", "fp16")
-DEVICES = ("auto", "cpu", "cuda")
-TASKS = ("beat", "rhythm")
+from trainer.config_keys import DEFAULTS as _D
+from trainer.config_keys import KEYS
 
 
 class ConfigError(ValueError):
@@ -36,43 +34,43 @@ class Settings:
     tokenizer: dict[str, Any] = field(default_factory=lambda: {"name": "samples"})
     token_cache: str | None = None
     prepare_workers: int = 1
-    mode: str = "foundation"
-    window: int = 256
-    precision: str = "fp32"
-    batch_size: int = 16
-    cpus_per_task: int | None = None
+    # model and training keys: defaults from trainer.config_keys (the table the study and the CLI share)
+    mode: str = _D["mode"]
+    window: int = _D["window"]
+    precision: str = _D["precision"]
+    batch_size: int = _D["batch_size"]
+    cpus_per_task: int | None = _D["cpus_per_task"]
     gpus_per_node: int = 1
     nodes: int = 1
-    layers: int = 4
-    d_model: int = 256
-    heads: int = 4
-    dropout: float = 0.0
-    steps: int | None = None
-    epochs: float | None = None
-    lr: float = 3e-4
-    weight_decay: float = 0.01
-    warmup_steps: int = 0
-    seed: int = 0
-    grad_accum: int = 1
-    compile: bool = False
-    device: str = "auto"
-    metrics_interval_s: float = 10.0
-    nvml_interval_ms: int = 1000
-    eval: bool = True
-    task: str = "beat"
-    init_checkpoint: str | None = None
-    mask_ratio: float = 0.15
-    mask_span: int = 8
-    num_workers: int | None = None
-    grad_clip: float = 1.0
-    class_weights: str = "balanced"
-    bucket_cap_mb: float | None = None  # DDP gradient bucket size; None = DDP's default (25 MB)
+    layers: int = _D["layers"]
+    d_model: int = _D["d_model"]
+    heads: int = _D["heads"]
+    dropout: float = _D["dropout"]
+    steps: int | None = _D["steps"]
+    epochs: float | None = _D["epochs"]
+    lr: float = _D["lr"]
+    weight_decay: float = _D["weight_decay"]
+    warmup_steps: int = _D["warmup_steps"]
+    seed: int = _D["seed"]
+    grad_accum: int = _D["grad_accum"]
+    compile: bool = _D["compile"]
+    device: str = _D["device"]
+    metrics_interval_s: float = _D["metrics_interval_s"]
+    nvml_interval_ms: int = _D["nvml_interval_ms"]
+    eval: bool = _D["eval"]
+    task: str = _D["task"]
+    init_checkpoint: str | None = _D["init_checkpoint"]
+    mask_ratio: float = _D["mask_ratio"]
+    mask_span: int = _D["mask_span"]
+    num_workers: int | None = _D["num_workers"]
+    grad_clip: float = _D["grad_clip"]
+    class_weights: str = _D["class_weights"]
+    bucket_cap_mb: float | None = _D["bucket_cap_mb"]
+    test_slow_rank: int | None = _D["test_slow_rank"]
+    test_slow_step_s: float = _D["test_slow_step_s"]
     synthetic_params: dict[str, Any] | None = None
     skip_bad_records: bool = False  # leave bad records out (listed in the manifest and train.log) instead of failing
     split: dict[str, Any] | None = None  # {test_records: [...]} or {patient_pattern: "..."}; None: the default
-    # test-only: make one rank slower by a host sleep inside each step's compute (a known straggler)
-    test_slow_rank: int | None = None
-    test_slow_step_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -137,47 +135,28 @@ def from_config(run_dir: Path, config: dict[str, Any], source: str = "config.jso
     s.tokenizer = tok
     s.token_cache = _get(config, "token_cache", str, top, None)
     s.prepare_workers = _get(config, "prepare_workers", int, top, 1)
-    s.mode = _choice(_get(config, "mode", str, top, s.mode), MODES, f"{top}: mode")
-    s.window = _get(config, "window", int, top, s.window)
-    s.precision = _choice(_get(config, "precision", str, top, s.precision), PRECISIONS, f"{top}: precision")
-    s.batch_size = _get(config, "batch_size", int, top, s.batch_size)
-    s.cpus_per_task = _get(config, "cpus_per_task", int, top, None)
     s.gpus_per_node = _get(config, "gpus_per_node", int, top, 1)
     s.nodes = _get(config, "nodes", int, top, 1)
-    m = f"{top}: model"
-    s.layers = _get(model, "layers", int, m, s.layers)
-    s.d_model = _get(model, "d_model", int, m, s.d_model)
-    s.heads = _get(model, "heads", int, m, s.heads)
-    s.dropout = _get(model, "dropout", float, m, s.dropout)
-    t = f"{top}: train"
-    s.steps = _get(train, "steps", int, t, None)
-    s.epochs = _get(train, "epochs", float, t, None)
-    s.lr = _get(train, "lr", float, t, s.lr)
-    s.weight_decay = _get(train, "weight_decay", float, t, s.weight_decay)
-    s.warmup_steps = _get(train, "warmup_steps", int, t, 0)
-    s.seed = _get(train, "seed", int, t, 0)
-    s.grad_accum = _get(train, "grad_accum", int, t, 1)
-    s.compile = _get(train, "compile", bool, t, False)
-    s.device = _choice(_get(train, "device", str, t, "auto"), DEVICES, f"{t}.device")
-    s.metrics_interval_s = _get(train, "metrics_interval_s", float, t, s.metrics_interval_s)
-    s.nvml_interval_ms = _get(train, "nvml_interval_ms", int, t, s.nvml_interval_ms)
-    s.eval = _get(train, "eval", bool, t, True)
-    s.task = _choice(_get(train, "task", str, t, "beat"), TASKS, f"{t}.task")
-    s.init_checkpoint = _get(train, "init_checkpoint", str, t, None)
-    s.mask_ratio = _get(train, "mask_ratio", float, t, s.mask_ratio)
-    s.mask_span = _get(train, "mask_span", int, t, s.mask_span)
-    s.num_workers = _get(train, "num_workers", int, t, None)
-    s.grad_clip = _get(train, "grad_clip", float, t, s.grad_clip)
-    s.class_weights = _choice(_get(train, "class_weights", str, t, s.class_weights), ("balanced", "none"),
-                              f"{t}.class_weights")
+    sections = {"model": model, "train": train}
+    for k in KEYS:  # the model and training keys, as trainer.config_keys declares them
+        where = top if k.top_level else f"{top}: {k.section}"
+        value = _get(config if k.top_level else sections[k.section], k.name, k.kind, where, k.default)
+        if value is not None and k.choices is not None:
+            _choice(value, k.choices, f"{where}.{k.name}" if not k.top_level else f"{top}: {k.name}")
+        if value is not None and k.minimum is not None and value < k.minimum:
+            what = "an integer" if k.kind is int else "a number"
+            raise ConfigError(f"{where}.{k.name}: expected {what} >= {k.minimum:g}, got {value}")
+        setattr(s, k.name, value)
+    known = {k.dest for k in KEYS}
+    unknown = sorted(f"{name}.{key}" for name, values in sections.items() for key in values)
+    unknown = [dotted for dotted in unknown if dotted not in known]
+    if unknown:
+        raise ConfigError(f"{top}: {unknown[0]}: not a key the trainer knows (see trainer/config_keys.py)")
     s.synthetic_params = _get(config, "synthetic_params", dict, top, None)
     s.skip_bad_records = _get(config, "skip_bad_records", bool, top, False)
     s.split = _split(_get(config, "split", dict, top, None), top)
-    s.bucket_cap_mb = _get(train, "bucket_cap_mb", float, t, None)
-    s.test_slow_rank = _get(train, "test_slow_rank", int, t, None)
-    s.test_slow_step_s = _get(train, "test_slow_step_s", float, t, 0.0)
     if s.bucket_cap_mb is not None and s.bucket_cap_mb <= 0:
-        raise ConfigError(f"{t}.bucket_cap_mb: expected a number > 0, got {s.bucket_cap_mb}")
+        raise ConfigError(f"{top}: train.bucket_cap_mb: expected a number > 0, got {s.bucket_cap_mb}")
     validate(s, source)
     return s
 
