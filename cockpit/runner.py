@@ -77,6 +77,7 @@ class StudyRunner:
         *,
         force: bool = False,
         resubmit_failed: bool = False,
+        baseline_first: bool = False,
         interval: AdaptiveInterval | None = None,
         follow: bool = True,
         hooks: dict[str, Callable[..., Any]] | None = None,
@@ -86,6 +87,7 @@ class StudyRunner:
         self.store = store
         self.force = force
         self.resubmit_failed = resubmit_failed
+        self.baseline_first = baseline_first  # hold a group's N-worker runs until its baseline predicts them
         self.interval = interval or AdaptiveInterval()
         self.follow = follow
         self.hooks = hooks or {}
@@ -322,13 +324,16 @@ class StudyRunner:
         committed = plan.committed  # spent, plus what the queued and running jobs will spend
         submitted = []
         latest = self.store.latest_jobs(self.key)
-        for cfg in (self.configs[line.config_id] for line in plan.to_submit):
+        for line in plan.to_submit:
+            cfg = self.configs[line.config_id]
             if active >= cap:
                 break
             if self._foundation_unfinished(cfg, latest):
                 continue  # a fine-tune starts from its foundation run's weights: wait for them
+            if self.baseline_first and not cfg.is_baseline and self._unfinished(self.study.baseline_of(cfg), latest):
+                continue  # --baseline-first: submitted once the baseline's result predicts its cost
             if budget is not None and not self.force:
-                if committed + self.study.node_hours(cfg) > budget + 1e-9:
+                if committed + line.node_hours > budget + 1e-9:
                     self.store.add_problem(self.key, "budget", f"{cfg.config_id}: not submitted, node-hour budget reached")
                     break
             row = self.store.record_intent(self.key, cfg.config_id)
@@ -340,7 +345,7 @@ class StudyRunner:
                 self.store.add_problem(self.key, "submit", f"{cfg.config_id}: {exc}")
                 await self.reconcile()
                 active = len(self.store.active_jobs(self.key))
-                committed += self.study.node_hours(cfg)  # it may be queued: count it
+                committed += line.node_hours  # it may be queued: count it
                 continue
             except (SubmitRefused, SlurmError, SshError, ValueError) as exc:
                 # sbatch refused, or the upload failed before sbatch ran: nothing was queued
@@ -351,7 +356,7 @@ class StudyRunner:
             self.store.record_submitted(row, job_id)
             submitted.append(cfg.config_id)
             active += 1
-            committed += self.study.node_hours(cfg)
+            committed += line.node_hours
         return submitted
 
     def _foundation_unfinished(self, cfg: Configuration, latest: dict[str, JobRecord]) -> bool:
@@ -361,11 +366,13 @@ class StudyRunner:
         weights and its result.json says so.
         """
         foundation = self.study.foundation_of(cfg)
-        if foundation is None or foundation.config_id not in self.configs:
+        return foundation is not None and self._unfinished(foundation, latest)
+
+    def _unfinished(self, cfg: Configuration, latest: dict[str, JobRecord]) -> bool:
+        """True while `cfg` is in the study and still to come (not finished, not ended without a result)."""
+        if cfg.config_id not in self.configs or self.store.has_valid_result(self.key, cfg.config_id):
             return False
-        if self.store.has_valid_result(self.key, foundation.config_id):
-            return False
-        job = latest.get(foundation.config_id)
+        job = latest.get(cfg.config_id)
         return job is None or job.state in ACTIVE_STATES or job.state == "lost"
 
     def _hook(self, name: str, *args: Any) -> None:

@@ -70,10 +70,12 @@ class StudySession:
         return self.store.snapshot(self.study.name).counts.failed > 0
 
 
-def open_session(study: Study, *, force: bool = False, resubmit_failed: bool = False) -> StudySession:
+def open_session(study: Study, *, force: bool = False, resubmit_failed: bool = False,
+                 baseline_first: bool = False) -> StudySession:
     """The study's store, backend and runner (nothing is connected or submitted yet)."""
     from cockpit.runner import StudyRunner
 
     store = store_for(study)
-    runner = StudyRunner(study, backend_for(study), store, force=force, resubmit_failed=resubmit_failed)
+    runner = StudyRunner(study, backend_for(study), store, force=force, resubmit_failed=resubmit_failed,
+                         baseline_first=baseline_first)
     return StudySession(study, store, runner)

@@ -13,6 +13,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--study", help="which study of a store holding several")
     parser.add_argument("--force", action="store_true", help="submit even if the estimate exceeds the budget")
     parser.add_argument("--resubmit-failed", action="store_true", help="submit failed configurations again")
+    parser.add_argument("--baseline-first", action="store_true",
+                        help="submit each group's 1x1 run first, the rest once its result predicts their cost")
     parser.add_argument("--poll", type=float, default=2.0, metavar="S", help="screen refresh interval (default 2 s)")
 
 
@@ -36,7 +38,8 @@ def _open_study(path: Path, args: argparse.Namespace) -> int:
     study = load(str(path))
     if study is None:
         return 2
-    session = open_session(study, force=args.force, resubmit_failed=args.resubmit_failed)
+    session = open_session(study, force=args.force, resubmit_failed=args.resubmit_failed,
+                           baseline_first=args.baseline_first)
     from cockpit.tui.app import CockpitApp
     from cockpit.tui.live import LiveController
 

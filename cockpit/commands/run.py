@@ -27,6 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="DIR", help="report directory (default: <study dir>/report or ./<study>-report)")
     parser.add_argument("--force", action="store_true", help="start even if the estimate exceeds the budget")
     parser.add_argument("--resubmit-failed", action="store_true", help="submit failed configurations again")
+    parser.add_argument("--baseline-first", action="store_true",
+                        help="submit each group's 1x1 run first, the rest once its result predicts their cost")
     parser.add_argument("--timeout", type=float, metavar="S", help="give up (exit 1) after S seconds")
 
 
@@ -40,7 +42,8 @@ def main(args: argparse.Namespace) -> int:
     if args.timeout is not None and args.timeout <= 0:
         print(f"cockpit run: --timeout must be positive, got {args.timeout}", file=sys.stderr)
         return EXIT_REFUSED
-    session = open_session(study, force=args.force, resubmit_failed=args.resubmit_failed)
+    session = open_session(study, force=args.force, resubmit_failed=args.resubmit_failed,
+                           baseline_first=args.baseline_first)
     if not args.headless:
         from cockpit.tui.app import CockpitApp
         from cockpit.tui.live import LiveController
