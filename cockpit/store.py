@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from cockpit.snapshot import (
     ACTIVE_STATES,
@@ -229,18 +230,24 @@ def _num(value: Any) -> float | None:
 class StudyStore:
     """All persistent state of the studies driven from this file. Safe to share between threads."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False) -> None:
+        """`read_only` browses a store without ever writing it (SQLite `mode=ro`): a recording, a copy, a
+        store in a read-only directory. It must already be a cockpit store of this schema."""
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.read_only = read_only
         self._lock = threading.RLock()
-        try:
-            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
-            self.db = _LockedConnection(conn, self._lock)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute("PRAGMA foreign_keys=ON")
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.path}: not a usable cockpit store ({exc})") from exc
+        if read_only:
+            self._open_read_only()
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+                self.db = _LockedConnection(conn, self._lock)
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=NORMAL")
+                self.db.execute("PRAGMA foreign_keys=ON")
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"{self.path}: not a usable cockpit store ({exc})") from exc
         self._depth = 0
         self.live: dict[str, LiveStatus] = {}
         self._versions: dict[tuple[int, str], int] = {}  # bumped when metrics rows arrive
@@ -249,7 +256,25 @@ class StudyStore:
         self._migrate()
 
     # -- plumbing -------------------------------------------------------------------------------------
+    def _open_read_only(self) -> None:
+        if not self.path.is_file():
+            raise StoreError(f"{self.path}: no such store")
+        if self.path.stat().st_size == 0:
+            raise StoreError(f"{self.path}: empty file, not a cockpit store")
+        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
+        try:
+            conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None, timeout=30)
+            self.db = _LockedConnection(conn, self._lock)
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: not a usable cockpit store ({exc})") from exc
+        if version != SCHEMA_VERSION:
+            what = "not a cockpit store" if version == 0 else f"store schema {version}, this cockpit reads {SCHEMA_VERSION}"
+            raise StoreError(f"{self.path}: {what} (opened read-only, so it was not changed)")
+
     def _migrate(self) -> None:
+        if self.read_only:
+            return
         with self._lock:
             version = self.db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:

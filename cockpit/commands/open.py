@@ -54,7 +54,7 @@ def _open_store(path: Path, args: argparse.Namespace) -> int:
     from cockpit.store import StoreError, StudyStore
 
     try:
-        store = StudyStore(path)
+        store = StudyStore(path, read_only=True)  # browsing never writes the file
     except StoreError as exc:
         print(f"cockpit open: {exc}", file=sys.stderr)
         return 2

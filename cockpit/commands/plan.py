@@ -69,7 +69,7 @@ def known_results(study, baselines: Path | None) -> list[dict]:
     if store_path.exists():
         from cockpit.store import StudyStore
 
-        store = StudyStore(store_path)
+        store = StudyStore(store_path, read_only=True)
         try:
             if study.name in store.study_names():
                 results += list(store.results(store.study_key(study.name)).values())

@@ -80,7 +80,7 @@ def from_store(path: Path, study_name: str | None = None) -> ReportInput:
     from cockpit.store import StoreError, StudyStore
 
     try:
-        store = StudyStore(path)
+        store = StudyStore(path, read_only=True)
     except StoreError as exc:
         raise ReportError(str(exc)) from exc
     try:
