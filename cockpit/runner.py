@@ -66,6 +66,15 @@ def parse_result(data: bytes, where: str) -> dict[str, Any] | None:
     return res
 
 
+def _requeue_aware(before: str, polled: str, reason: str) -> tuple[str, str]:
+    """A job Slurm put back in the queue (node failure, preemption, its own time-limit checkpoint) is
+    `pending` again under the same id: show it as `requeued`, with why, until it runs again."""
+    if polled == "pending" and before in ("running", "completing", "requeued"):
+        why = "requeued by Slurm after it had started" + (f"; now waiting: {reason}" if reason else "")
+        return "requeued", why
+    return polled, reason
+
+
 class StudyRunner:
     """Submits, follows and collects one study. ``hooks`` (name -> callable) run at named points."""
 
@@ -254,8 +263,9 @@ class StudyRunner:
                 for row in self.store.active_jobs(self.key):
                     if row.job_id and row.job_id in seen:
                         j = seen[row.job_id]
+                        state, reason = _requeue_aware(row.state, j.state.value, j.reason)
                         changed = self.store.set_job_state(
-                            row.id, j.state.value, reason=j.reason, elapsed_s=j.elapsed_s,
+                            row.id, state, reason=reason, elapsed_s=j.elapsed_s,
                             time_limit_s=j.time_limit_s, nodes=j.nodes, nodelist=j.nodelist,
                             held=j.extra.get("held") == "True" if j.extra else False,
                         )

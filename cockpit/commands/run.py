@@ -110,11 +110,24 @@ def finish(session: StudySession, out: Path, stream: TextIO) -> int:
     print(f"report: {files.markdown} · {files.html} · {files.csv}", file=stream)
     if failed:
         for c in failed:
-            print(f"FAILED {c.config_id} ({c.state}): {_label(c.values)}", file=stream)
-        print(f"{session.study.name}: {len(failed)} of {len(snap.configs)} configurations failed", file=stream)
+            print(f"FAILED {c.config_id} ({c.state}): {_label(c.values)}: {failure_reason(snap, c)}", file=stream)
+        print(f"{session.study.name}: {len(failed)} of {len(snap.configs)} configurations failed; once the cause "
+              "is fixed, run again with --resubmit-failed to submit them again", file=stream)
         return EXIT_FAILED
     print(f"{session.study.name}: all {snap.counts.done} configurations completed", file=stream)
     return 0
+
+
+def failure_reason(snap, row) -> str:  # noqa: ANN001 - StudySnapshot, ConfigRow
+    """Why a configuration has no result: its last job's reason and exit code, as the store has them."""
+    jobs = snap.jobs_of(row.config_id)
+    if not jobs:
+        return "never submitted"
+    last = jobs[-1]
+    parts = [last.reason] if last.reason else []
+    if last.exit_code is not None and f"exit {last.exit_code}" not in last.reason:
+        parts.append(f"exit code {last.exit_code}")
+    return "; ".join(parts) or f"job {last.job_id} ended {last.state} with no reason recorded: see its run directory"
 
 
 def explained_line(label: str, a: dict) -> str:
@@ -143,17 +156,43 @@ class PlainProgress:
         self.session = session
         self.stream = stream
         self._last: tuple | None = None
+        self._connection: tuple[str, str] | None = None
 
     def counts(self) -> Counts:
         return self.session.store.snapshot(self.session.study.name).counts
 
+    def events(self, report) -> list[str]:  # noqa: ANN001 - TickReport
+        """What happened this tick: submissions, and each ended job with its final state and reason."""
+        if report is None:
+            return []
+        snap = self.session.store.snapshot(self.session.study.name)
+        out = [f"submitted {cid}" for cid in report.submitted]
+        for cid in report.finished:
+            row = snap.config(cid)
+            state = row.state.replace("_", " ") if row else "ended"
+            why = "" if row is None or state == "completed" else f" ({failure_reason(snap, row)})"
+            out.append(f"{state} {cid}{why}")
+        return out
+
+    def connection_line(self) -> str | None:
+        """A line when the link to the cluster changes state (dropped, reconnecting, back), else None."""
+        snap = self.session.store.snapshot(self.session.study.name)
+        now = (str(snap.connection), snap.connection_detail or "")
+        if now == self._connection:
+            return None
+        first = self._connection is None
+        self._connection = now
+        if first and now[0] in ("local", "connected"):
+            return None
+        return f"{time.strftime('%H:%M:%S')} connection: {now[0]}" + (f" ({now[1]})" if now[1] else "")
+
     def tick(self, report) -> None:
+        line = self.connection_line()
+        if line:
+            print(line, file=self.stream, flush=True)
         c = self.counts()
         key = (c.done, c.running, c.pending, c.failed)
-        events = []
-        if report is not None:
-            events += [f"submitted {cid}" for cid in report.submitted]
-            events += [f"finished {cid}" for cid in report.finished]
+        events = self.events(report)
         if key == self._last and not events:
             return
         self._last = key
@@ -186,9 +225,12 @@ class RichProgress(PlainProgress):
         c = self.counts()
         state = f"{c.running} running · {c.pending} pending · {c.failed} failed"
         self.progress.update(self.task, total=c.total, completed=c.done + c.failed, state=state)
-        if report is not None:
-            for cid in report.finished:
-                self.progress.console.print(f"finished {cid}")
+        line = self.connection_line()
+        if line:
+            self.progress.console.print(line)
+        for event in self.events(report):
+            if not event.startswith("submitted "):
+                self.progress.console.print(event)
 
     def close(self) -> None:
         self.progress.stop()

@@ -67,3 +67,16 @@ def test_unknown_host_key_stops_the_run_with_the_fix_and_submits_nothing(make_st
     assert f"cockpit run: cannot start {name}:" in run.stderr
     assert "ssh-keyscan" in run.stderr and "Traceback" not in run.stderr
     assert not (Path(load_study(spec).study_dir()) / "runs").exists()
+
+
+def test_headless_failure_line_carries_the_reason_over_slurm(make_study, tmp_path: Path):
+    """A configuration the trainer refuses (a window longer than any record of the data): the headless
+    FAILED line names the exit code and the trainer's message, read from the job over SSH."""
+    name = f"e2efail-{uuid.uuid4().hex[:6]}"
+    spec = make_study(name, "window = [1000000]", steps=5)
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg"), "PYTHONPATH": str(REPO)}
+    run = cockpit("run", "--headless", str(spec), "--out", str(tmp_path / "report"), "--timeout", "240", env=env)
+    assert run.returncode == 1, run.stdout + run.stderr
+    failed = [line for line in run.stdout.splitlines() if line.startswith("FAILED")]
+    assert len(failed) == 1 and "exit 3" in failed[0] and "1000000" in failed[0].split(": ", 2)[2], run.stdout
+    assert "failed " in run.stdout and "--resubmit-failed" in run.stdout

@@ -24,7 +24,9 @@ def test_failed_configuration_exits_non_zero_and_is_reported(tmp_path: Path, cap
     out = capsys.readouterr().out
     assert rc == 1, out
     assert "1/1 finished (0 ok, 1 failed)" in out
-    assert "FAILED" in out and "w4096" in out
+    failed = next(line for line in out.splitlines() if line.startswith("FAILED"))
+    assert "w4096" in failed and "exit 3" in failed and "4096" in failed.split(": ", 2)[2]  # the trainer's reason
+    assert "--resubmit-failed" in out
     assert "refused-window: 1 of 1 configurations failed" in out
     rows = markdown_rows((tmp_path / "report" / "report.md").read_text(), "Jobs without a result")
     assert len(rows) == 1 and rows[0][2] == "failed" and rows[0][3] == "3"  # exit 3 = bad input data
