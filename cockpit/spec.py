@@ -436,9 +436,8 @@ def _check_keys(where: str, prefix: str, values: dict[str, Any], keys: dict[str,
 def _cluster(where: str, c: dict[str, Any], path: Path) -> Cluster:
     kind = c["kind"]
     if kind == "slurm":
-        for key in ("account", "qos", "workdir"):
-            if not c[key]:
-                raise SpecError(f"{where}: [cluster].{key} is required when kind = \"slurm\"")
+        if not c["workdir"]:  # account and qos: required where the site profile says so (require_account)
+            raise SpecError(f"{where}: [cluster].workdir is required when kind = \"slurm\"")
         if not (c["ssh_host"] or c["host"]):
             raise SpecError(f"{where}: [cluster] needs ssh_host (an ~/.ssh/config alias) or host when kind = \"slurm\"")
         if not c["workdir"].startswith(("/", "~", "$")):

@@ -27,9 +27,14 @@ def main(args: argparse.Namespace) -> int:
     except SpecError as exc:
         err.print(f"error: {exc}", style="bold red", markup=False, highlight=False, soft_wrap=True)
         return 2
+    from cockpit.launch.render import check_scripts
+    from cockpit.launch.sites import SiteError
+
     try:
+        if study.cluster.kind == "slurm":
+            check_scripts(study)  # what `cockpit run` would refuse, refused now (the error names the key)
         results = known_results(study, args.baselines)
-    except ValueError as exc:
+    except (ValueError, SiteError) as exc:
         err.print(f"error: {exc}", style="bold red", markup=False, highlight=False, soft_wrap=True)
         return 2
     from cockpit.plan import make_plan, study_plan

@@ -50,6 +50,11 @@ def sbatch_value(key: str, value: object) -> str:
     return text
 
 
+def is_sbatch_safe(text: str) -> bool:
+    """Whether an `#SBATCH` line can carry `text` as it is (see sbatch_value)."""
+    return bool(_SBATCH_SAFE.fullmatch(text))
+
+
 def path_expr(key: str, value: object) -> str:
     """A path as a shell word that expands a leading `~/`, `$VAR` or `${VAR}` (cluster paths such as
     `$SCRATCH/hlm` mean the variable on the cluster) and keeps everything else literal."""

@@ -18,6 +18,7 @@ from cockpit.launch.quoting import (
     check_text,
     env_name,
     is_literal_path,
+    is_sbatch_safe,
     path_expr,
     sbatch_value,
     shell_quote,
@@ -59,6 +60,13 @@ def render_script(study: Study, cfg: Configuration) -> str:
     return _environment().from_string(sbatch_templates.template_text()).render(_context(study, cfg, site))
 
 
+def check_scripts(study: Study) -> None:
+    """Render every runnable configuration's script in memory, so `cockpit plan` refuses what `cockpit run`
+    would (UnsafeValueError or SiteError naming the key) before anything is written or submitted."""
+    for cfg in study.runnable():
+        render_script(study, cfg)
+
+
 def render_study_scripts(study: Study, out_dir: str | Path) -> list[Path]:
     """Write `<config_id>.sbatch` for every runnable configuration into out_dir (for inspection or hand
     submission); returns the paths in matrix order."""
@@ -94,13 +102,15 @@ def _context(study: Study, cfg: Configuration, site: Site) -> dict[str, Any]:
     cluster = study.cluster
     run_dir = study.run_dir(cfg)
     literal = is_literal_path(cluster.workdir)
-    if literal:
-        if "%" in run_dir:
-            raise UnsafeValueError("[cluster].workdir", cluster.workdir, "contains '%', which Slurm expands in log paths")
+    if literal and "%" in run_dir:
+        raise UnsafeValueError("[cluster].workdir", cluster.workdir, "contains '%', which Slurm expands in log paths")
+    # Absolute log paths where #SBATCH can carry them; otherwise (a $VAR, a space, quotes) names relative to
+    # the run directory, which sbatch runs from (submit_command cds into it).
+    stdout_path, stderr_path = SLURM_STDOUT_FILE, SLURM_STDERR_FILE
+    check_text("[cluster].workdir", run_dir)
+    if literal and is_sbatch_safe(run_dir):
         stdout_path = sbatch_value("[cluster].workdir", f"{run_dir}/{SLURM_STDOUT_FILE}")
         stderr_path = sbatch_value("[cluster].workdir", f"{run_dir}/{SLURM_STDERR_FILE}")
-    else:
-        stdout_path, stderr_path = SLURM_STDOUT_FILE, SLURM_STDERR_FILE
     gpus = cfg.gpus_per_node
     gpu_request = f"--gres=gpu:{gpus}" if cluster.gres_style == "gres" else f"--gpus-per-node={gpus}"
     container = cluster.container

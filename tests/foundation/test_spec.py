@@ -86,7 +86,7 @@ def test_finetune_points_at_the_foundation_baseline_model():
         (("[model]", "[modle]"), "meluxina.toml: unknown section [modle]"),
         (('time_limit = "02:00:00"', 'time_limit = "two hours"'), "[cluster].time_limit 'two hours' is not a Slurm time"),
         (("heads = 6", "heads = 5"), "[model].d_model 384 is not divisible by [model].heads 5"),
-        (('account = "p200000"', "# no account"), "[cluster].account is required when kind = \"slurm\""),
+        (('workdir = "/project/home/p200000/hlm-scaling"', '# no workdir'), "[cluster].workdir is required when kind = \"slurm\""),
         (("window = [128,", "window = [0, 128,"), "[sweep].window contains 0"),
         (("window = [128,", "window = [128, 128,"), "[sweep].window repeats a value"),
     ],

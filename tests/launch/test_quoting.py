@@ -148,10 +148,24 @@ def test_hostile_study_values_stay_inert_in_the_rendered_script(key, value, tmp_
         ("env", {"NCCL_DEBUG": "INFO\nrm -rf /"}, r"\[cluster\.env\]\.NCCL_DEBUG"),
         ("container", "/img\n.sif", r"\[cluster\]\.container"),
         ("partition", "gpu part", r"\[cluster\]\.partition"),
-        ("workdir", "/w/it's", r"\[cluster\]\.workdir"),
+        ("workdir", "/w/it\nis", r"\[cluster\]\.workdir"),
     ],
 )
 def test_values_that_cannot_be_quoted_are_refused_with_the_key(key, value, named, tmp_path: Path) -> None:
     study = _study(tmp_path, **{key: value})
     with pytest.raises(UnsafeValueError, match=named):
         render_script(study, study.matrix()[0])
+
+
+def test_a_workdir_with_a_space_or_quote_gets_relative_log_paths(tmp_path: Path) -> None:
+    """#SBATCH cannot carry such a path, so the logs are named relative to the run directory, which sbatch
+    runs from; everywhere else the path is quoted."""
+    study = _study(tmp_path, workdir="/w/my study's runs")
+    text = render_script(study, study.matrix()[0])
+    assert "#SBATCH --output=slurm-%j.out" in text and "#SBATCH --error=slurm-%j.err" in text
+    import shlex
+
+    assert shlex.quote(study.run_dir(study.matrix()[0])) in text
+    script = tmp_path / "job.sh"
+    script.write_text(text)
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
