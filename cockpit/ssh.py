@@ -15,6 +15,7 @@ import getpass
 import logging
 import os
 import random
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -245,6 +246,14 @@ class SshConnection:
             )
         except asyncssh.HostKeyNotVerifiable as exc:
             raise HostKeyError(await explain_host_key_refusal(t)) from exc
+        except socket.gaierror as exc:
+            if self.connects:  # it resolved before: a network or DNS outage, worth retrying
+                raise
+            where = f"the Host {t.alias!r} entry of ~/.ssh/config" if t.alias else "[cluster].host in the study"
+            raise SshError(
+                f"{t.label}: cannot resolve host {t.host!r} ({exc.strerror or exc}); check the name in {where} "
+                f"(a typo in [cluster].ssh_host or HostName?)"
+            ) from exc
         except asyncssh.PermissionDenied as exc:
             keys = ", ".join(t.identity_files) or "the agent's and default keys"
             raise SshError(
