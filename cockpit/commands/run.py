@@ -156,7 +156,9 @@ class PlainProgress:
         self.session = session
         self.stream = stream
         self._last: tuple | None = None
-        self._connection: tuple[str, str] | None = None
+        conn = session.runner.backend.connection
+        if conn is not None:  # printed as it happens, also while a tick waits through an outage
+            conn.listeners.append(self._on_connection)
 
     def counts(self) -> Counts:
         return self.session.store.snapshot(self.session.study.name).counts
@@ -174,22 +176,13 @@ class PlainProgress:
             out.append(f"{state} {cid}{why}")
         return out
 
-    def connection_line(self) -> str | None:
-        """A line when the link to the cluster changes state (dropped, reconnecting, back), else None."""
-        snap = self.session.store.snapshot(self.session.study.name)
-        now = (str(snap.connection), snap.connection_detail or "")
-        if now == self._connection:
-            return None
-        first = self._connection is None
-        self._connection = now
-        if first and now[0] in ("local", "connected"):
-            return None
-        return f"{time.strftime('%H:%M:%S')} connection: {now[0]}" + (f" ({now[1]})" if now[1] else "")
+    def _on_connection(self, state, detail: str) -> None:  # noqa: ANN001 - ConnectionState
+        self.say(f"{time.strftime('%H:%M:%S')} connection: {state}" + (f" ({detail})" if detail else ""))
+
+    def say(self, line: str) -> None:
+        print(line, file=self.stream, flush=True)
 
     def tick(self, report) -> None:
-        line = self.connection_line()
-        if line:
-            print(line, file=self.stream, flush=True)
         c = self.counts()
         key = (c.done, c.running, c.pending, c.failed)
         events = self.events(report)
@@ -225,12 +218,12 @@ class RichProgress(PlainProgress):
         c = self.counts()
         state = f"{c.running} running · {c.pending} pending · {c.failed} failed"
         self.progress.update(self.task, total=c.total, completed=c.done + c.failed, state=state)
-        line = self.connection_line()
-        if line:
-            self.progress.console.print(line)
         for event in self.events(report):
             if not event.startswith("submitted "):
                 self.progress.console.print(event)
+
+    def say(self, line: str) -> None:
+        self.progress.console.print(line)
 
     def close(self) -> None:
         self.progress.stop()

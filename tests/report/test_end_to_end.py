@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -37,6 +38,7 @@ def test_headless_run_then_report_over_ssh_and_slurm(make_study, tmp_path: Path)
     assert run.returncode == 0, run.stdout + run.stderr
     assert f"{name}: all 2 configurations completed" in run.stdout
     assert "2/2 finished (2 ok, 0 failed)" in run.stdout  # plain progress lines (not a terminal)
+    assert re.search(r"\d\d:\d\d:\d\d connection: connected \(", run.stdout), run.stdout  # link changes printed
 
     report = cockpit("report", str(spec), "--out", str(tmp_path / "report"), env=env, timeout=120)
     assert report.returncode == 0, report.stdout + report.stderr
