@@ -253,6 +253,8 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
                     **({"bucket_cap_mb": s.bucket_cap_mb} if s.bucket_cap_mb else {}))
         model.register_comm_hook(comm, comm_hook)
     optimizer, opt_kind = _optimizer(raw, s, d.device)
+    nbytes = probe.grad_bytes(list(raw.parameters()))
+    link_probe = probe.all_reduce_probe(d, nbytes, s.nodes)  # start-up time, outside T
     scaler = torch.amp.GradScaler(d.device.type, enabled=s.precision == "fp16")
     autocast = _autocast(s, d.device)
 
@@ -260,8 +262,6 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
     workers = s.loader_workers
     loader = DataLoader(data.train, batch_size=s.batch_size, sampler=sampler, drop_last=True,
                         num_workers=workers, pin_memory=d.device.type == "cuda",
-    nbytes = probe.grad_bytes(list(raw.parameters()))
-    link_probe = probe.all_reduce_probe(d, nbytes, s.nodes)  # start-up time, outside T
                         persistent_workers=workers > 0, prefetch_factor=4 if workers else None,
                         worker_init_fn=_worker_init if workers else None,
                         generator=torch.Generator().manual_seed(s.seed + d.rank))  # keeps the global RNG for dropout
