@@ -94,6 +94,9 @@ class Backend(ABC):
     connection: SshConnection | None = None
     #: the job actions this backend can carry out (see JOB_ACTIONS)
     actions: frozenset[str] = frozenset({"cancel"})
+    #: cores one node really has when the backend knows better than [cluster].cores_per_node (the local
+    #: executor: this machine's); the plan marks what does not fit "too big" instead of "submit"
+    cores_per_node: int | None = None
 
     # -- what every backend does ----------------------------------------------------------------------
     @abstractmethod

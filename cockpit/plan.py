@@ -81,13 +81,14 @@ class Plan:
 
 
 def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: float = 0.0,
-              cluster: str | None = None, results: Iterable[dict[str, Any]] = ()) -> Plan:
+              cluster: str | None = None, results: Iterable[dict[str, Any]] = (), cores: int | None = None) -> Plan:
     """The plan of every configuration of the matrix; ``statuses`` gives those that are not to submit
     (by config id); configurations that cannot fit a node are "too big" whatever it says.
 
     ``results`` (result.json dicts of the study, or recorded elsewhere for the same configurations): where a
     group's 1x1 baseline has finished, the other configurations' node-hours are its prediction instead of
-    the per-run estimate, and the group gets a recommendation line."""
+    the per-run estimate, and the group gets a recommendation line. ``cores``: what one node really has
+    when the backend knows better than the study (Backend.cores_per_node)."""
     statuses = statuses or {}
     results = list(results)
     baselines = {r.get("group_id"): r for r in results
@@ -95,7 +96,8 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
     links = prediction.merge(prediction.measured_links(results), prediction.site_links(_site(study)))
     lines = []
     for cfg in study.matrix():
-        status = "too big" if not study.fits_node(cfg) else statuses.get(cfg.config_id, "submit")
+        fits = study.fits_node(cfg) and (cores is None or cfg.gpus_per_node * cfg.cpus_per_task <= cores)
+        status = "too big" if not fits else statuses.get(cfg.config_id, "submit")
         base = baselines.get(cfg.group_id)
         pred = None
         if base is not None:
@@ -154,14 +156,14 @@ def _recommendations(lines: list[PlanLine], baselines: Mapping[str, dict[str, An
 
 
 def study_plan(study: Study, store: StudyStore | None = None, *, key: int | None = None,
-               resubmit_failed: bool = False, cluster: str | None = None) -> Plan:
+               resubmit_failed: bool = False, cluster: str | None = None, cores: int | None = None) -> Plan:
     """The plan given what ``store`` knows of the study (without a store, or before the study was
     registered in it, every configuration that fits a node is to submit)."""
     if store is None:
-        return make_plan(study, cluster=cluster)
+        return make_plan(study, cluster=cluster, cores=cores)
     if key is None:
         if study.name not in store.study_names():
-            return make_plan(study, cluster=cluster)
+            return make_plan(study, cluster=cluster, cores=cores)
         key = store.study_key(study.name)
     latest = store.latest_jobs(key)
     results = store.results(key).values()
@@ -175,4 +177,4 @@ def study_plan(study: Study, store: StudyStore | None = None, *, key: int | None
             statuses[cid] = "active"
         elif job is not None and job.state != "lost" and not resubmit_failed:
             statuses[cid] = "failed"  # ended without a valid result: submitted again only on request
-    return make_plan(study, statuses, store.node_hours_used(key), cluster, results)
+    return make_plan(study, statuses, store.node_hours_used(key), cluster, results, cores)

@@ -153,7 +153,7 @@ class StudyRunner:
     def plan(self) -> Plan:
         """What is still to submit and what it costs (cockpit.plan: the same as `cockpit plan` and the TUI)."""
         return study_plan(self.study, self.store, key=self.key, resubmit_failed=self.resubmit_failed,
-                          cluster=self.backend.label)
+                          cluster=self.backend.label, cores=self.backend.cores_per_node)
 
     def pending_configs(self) -> list[Configuration]:
         """Configurations still to submit: no valid result, no active job, not failed (unless resubmitting)."""

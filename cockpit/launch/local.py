@@ -86,6 +86,7 @@ class LocalExecutor(Backend):
     def __init__(self, study: Study, max_cores: int | None = None, gpus: list[str] | None = None) -> None:
         self.study = study
         self.max_cores = max_cores or machine_cores()
+        self.cores_per_node = self.max_cores
         device = study.train.get("device", "auto")
         # GPUs are handed out only when the trainer may use them ([train].device "auto" or "cuda").
         self.gpus = [] if device == "cpu" else list(gpus if gpus is not None else visible_gpus())

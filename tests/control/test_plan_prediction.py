@@ -65,3 +65,19 @@ def test_cockpit_plan_prints_predictions_from_recorded_baselines(study_and_basel
     assert "predicted T s" in out and "workers (1 node):" in out
     assert cli(["plan", str(path), "--baselines", str(tmp_path / "missing")]) == 2
     assert "--baselines" in capsys.readouterr().err
+
+
+def test_the_plan_marks_what_the_local_machine_cannot_run_too_big(tmp_path):
+    """A study that believes in 8 cores, on a backend that knows the machine has 2: 2 workers x 2 cores
+    is "too big", not "submit" (the local executor would refuse it)."""
+    from cockpit.launch.local import LocalExecutor
+    from cockpit.plan import study_plan
+
+    path = write_study(tmp_path / "s.toml", "cores", tmp_path / "w", cluster={"gpus_per_node": 2, "cores_per_node": 8},
+                       sweep={"gpus_per_node": [1, 2], "cpus_per_task": [1, 2]})
+    study = load_study(path)
+    backend = LocalExecutor(study, max_cores=2)
+    plan = study_plan(study, cores=backend.cores_per_node)
+    status = {(line.label.split()[3], line.label.split()[4]): line.status for line in plan.lines}
+    assert status[("1x2", "c2")] == "too big" and status[("1x2", "c1")] == "submit"
+    assert study_plan(study).lines[-1].status == "submit"  # the study alone cannot know
