@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 
@@ -45,9 +44,11 @@ def _open_study(path: Path, args: argparse.Namespace) -> int:
 
     resuming = session.has_jobs()
     app = CockpitApp(LiveController(session), poll_interval=args.poll, auto_submit=resuming, offer_plan=not resuming)
-    app.run()
-    session.store.close()
-    return 0
+    try:
+        app.run()
+    finally:
+        session.store.close()
+    return _exit_code(app)
 
 
 def _open_store(path: Path, args: argparse.Namespace) -> int:
@@ -65,12 +66,22 @@ def _open_store(path: Path, args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     from cockpit.tui.app import CockpitApp
-    from cockpit.tui.controller import RecordedController
+    from cockpit.tui.controller import store_controller
 
-    def snapshot():
-        return replace(store.snapshot(name), connection_detail=f"browsing {path.name}, nothing is sent")
+    controller = store_controller(store, name, detail=f"browsing {path.name}, nothing is sent")
+    app = CockpitApp(controller, poll_interval=args.poll, offer_plan=False)
+    try:
+        app.run()
+    finally:
+        store.close()
+    return _exit_code(app)
 
-    app = CockpitApp(RecordedController(snapshot), poll_interval=args.poll, offer_plan=False)
-    app.run()
-    store.close()
-    return 0
+
+def _exit_code(app) -> int:  # noqa: ANN001 - a CockpitApp, imported lazily
+    """0 when the cockpit was quit; non-zero when it stopped on an error (the app printed the traceback,
+    without local variables, just before)."""
+    code = app.return_code or 0
+    if code:
+        print(f"cockpit open: the cockpit stopped on an error (exit code {code}); see the traceback above",
+              file=sys.stderr)
+    return code

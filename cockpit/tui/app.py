@@ -1,20 +1,29 @@
-"""The cockpit's Textual app: tabs for scaling, queue, GPUs and plots; run detail, plan, help as screens.
+"""The cockpit's Textual app: tabs for scaling, queue, GPUs and plots; run detail, compare, plan, help as
+screens.
 
 The app only renders snapshots and forwards actions to its Controller; polling runs in a thread worker
-guarded so that a slow poll is never overlapped by the next one.
+guarded so that a slow poll is never overlapped by the next one (the GPU history loader likewise).
 """
 
 from __future__ import annotations
 
+import csv
+import os
+import shlex
+import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import rich
+from rich.segment import Segments
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.widgets import Footer, TabbedContent, TabPane
 
-from cockpit.snapshot import StudySnapshot
+from cockpit.snapshot import GpuSeries, StudySnapshot
+from cockpit.tui import model
 from cockpit.tui.bindings import APP_BINDINGS
 from cockpit.tui.commands import CockpitCommands
 from cockpit.tui.confirm import ConfirmScreen
@@ -28,6 +37,7 @@ from cockpit.tui.scaling import ScalingView
 from cockpit.tui.table import RowTable
 
 TABS = ("scaling", "queue", "gpus", "plots")
+LOG_FILE = "train.log"
 
 
 class CockpitApp(App):
@@ -45,10 +55,12 @@ class CockpitApp(App):
         offer_plan: bool = True,
         auto_submit: bool = False,
         initial_tab: str = "scaling",
+        export_dir: Path | None = None,
     ) -> None:
         """`poll_interval=None` loads one snapshot synchronously at mount and never polls (recorded
         stores, snapshot tests); `clock` is what "last poll 3s ago" and ETAs are measured against;
-        `auto_submit` starts the study without the plan dialog (resuming a submitted study, the demo)."""
+        `auto_submit` starts the study without the plan dialog (resuming a submitted study, the demo);
+        `export_dir` is where `e` writes the table's CSV (the working directory by default)."""
         super().__init__()
         if initial_tab not in TABS:
             raise ValueError(f"unknown tab {initial_tab!r}; expected one of {', '.join(TABS)}")
@@ -58,18 +70,26 @@ class CockpitApp(App):
         self.offer_plan = offer_plan
         self.auto_submit = auto_submit
         self.initial_tab = initial_tab
+        self.export_dir = export_dir
         self.snapshot: StudySnapshot | None = None
         self.polls = 0
         self._polling = False
+        self._loading_history = False
         self._seen_problems: set[str] = set()
+        self._notices: dict[tuple[str, str], float] = {}
+        self.exports: list[Path] = []
+
+    @property
+    def live(self) -> bool:
+        return self.controller.live
 
     def compose(self) -> ComposeResult:
-        yield StatusBar(id="status")
+        yield StatusBar(id="status", live=self.live)
         with TabbedContent(initial=self.initial_tab, id="tabs"):
             with TabPane("Scaling [1]", id="scaling"):
-                yield ScalingView(id="scaling-view")
+                yield ScalingView(id="scaling-view", live=self.live, device_hint=self.controller.device)
             with TabPane("Queue [2]", id="queue"):
-                yield QueueView(id="queue-view")
+                yield QueueView(id="queue-view", live=self.live)
             with TabPane("GPUs [3]", id="gpus"):
                 yield GpuView(id="gpu-view")
             yield TabPane("Plots [4]", id="plots")  # filled on first visit: plotting stays off the start-up path
@@ -90,6 +110,34 @@ class CockpitApp(App):
             self.call_after_refresh(self._submit)
         elif self.offer_plan:
             self.call_after_refresh(self._offer_plan)
+
+    def notify(self, message: str, *, title: str = "", severity: str = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """As App.notify, but a notice already on screen is not stacked again (`p` pressed three times
+        says it once)."""
+        key = (str(message), severity)
+        now = time.monotonic()
+        if self._notices.get(key, 0.0) > now:
+            return
+        self._notices[key] = now + (timeout if timeout is not None else self.NOTIFICATION_TIMEOUT)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Keys with nothing behind them are not offered: no plan/submit for a recording without a plan."""
+        if action == "plan":
+            return self.controller.can_submit
+        return True
+
+    def _fatal_error(self) -> None:
+        """Textual's crash report without the local variables of every frame (they print whole snapshots
+        and paths into the terminal); `cockpit open` exits non-zero after it."""
+        import textual
+        from rich.traceback import Traceback
+
+        self.bell()
+        traceback = Traceback(show_locals=False, width=None, suppress=[rich, textual], max_frames=30)
+        self._exit_renderables.append(Segments(self.console.render(traceback, self.console.options)))
+        self._close_messages_no_wait()
 
     # -- polling ---------------------------------------------------------------------------------
 
@@ -167,10 +215,110 @@ class CockpitApp(App):
     def open_detail(self, config_id: str) -> None:
         from cockpit.tui.detail import RunDetailScreen
 
-        self.push_screen(RunDetailScreen(config_id))
+        self.push_screen(RunDetailScreen(config_id, live=self.live))
 
     def on_scaling_view_open_detail(self, message: ScalingView.OpenDetail) -> None:
         self.open_detail(message.config_id)
+
+    def on_scaling_view_compare(self, message: ScalingView.Compare) -> None:
+        from cockpit.tui.compare import CompareScreen
+
+        self.push_screen(CompareScreen(message.left, message.right))
+
+    def on_scaling_view_row_action(self, message: ScalingView.RowAction) -> None:
+        if message.action == "export":
+            self.export_csv()
+        elif message.config_id is None:
+            self.notify("select a configuration first", severity="warning")
+        elif message.action == "pager":
+            self.open_pager(message.config_id)
+        elif message.action == "copy":
+            self.copy_run_dir(message.config_id)
+
+    # -- a run's files and the table, outside the cockpit ----------------------------------------
+
+    def log_path(self, config_id: str) -> Path:
+        """The run's train.log when it is on this machine; else the followed log written to a temporary file
+        (a Slurm run's files are on the cluster; a recording keeps the last lines it followed)."""
+        run_dir = self.controller.run_dir(config_id)
+        if run_dir and (Path(run_dir) / LOG_FILE).is_file():
+            return Path(run_dir) / LOG_FILE
+        lines = self.snapshot.log_tail(config_id, 100_000) if self.snapshot is not None else []
+        handle = tempfile.NamedTemporaryFile("w", prefix=f"{config_id}-", suffix=".log", delete=False)
+        with handle:
+            handle.write("\n".join(lines) + ("\n" if lines else "(nothing of this log was followed)\n"))
+        return Path(handle.name)
+
+    def open_pager(self, config_id: str) -> None:
+        """The run's log in $PAGER (less by default); the cockpit is suspended meanwhile."""
+        path = self.log_path(config_id)
+        pager = shlex.split(os.environ.get("PAGER") or "less")
+        try:
+            with self.suspend():
+                subprocess.run([*pager, str(path)], check=False)
+        except SuspendNotSupported:
+            self.notify(f"cannot hand the terminal to a pager here; the log is {path}", severity="warning")
+        except OSError as exc:
+            self.notify(f"{pager[0]}: {exc} (set $PAGER); the log is {path}", severity="error")
+
+    def copy_run_dir(self, config_id: str) -> None:
+        run_dir = self.controller.run_dir(config_id)
+        if not run_dir:
+            self.notify("this configuration has no run directory recorded", severity="warning")
+            return
+        self.copy_to_clipboard(run_dir)
+        self.notify(f"copied {run_dir}")
+
+    def export_csv(self) -> None:
+        """The scaling table as filtered and sorted now, every figure at full precision."""
+        if self.snapshot is None:
+            return
+        rows = self.query_one(ScalingView).shown_rows()
+        self._write_csv(self.snapshot.study, rows)
+
+    @work(thread=True, group="export")
+    def _write_csv(self, study: str, rows: list) -> None:
+        header, body = model.csv_table(rows)
+        folder = self.export_dir or Path.cwd()
+        path = folder / f"{study}-scaling.csv"
+        n = 2
+        while path.exists():
+            path = folder / f"{study}-scaling-{n}.csv"
+            n += 1
+        try:
+            with path.open("w", newline="") as f:
+                writer = csv.writer(f)
+                writer.writerow(header)
+                writer.writerows(body)
+        except OSError as exc:
+            self.call_from_thread(self.notify, f"export failed: {exc}", severity="error")
+            return
+        self.exports.append(path)
+        self.call_from_thread(self.notify, f"wrote {len(body)} configurations to {path}")
+
+    # -- GPU history of ended jobs ---------------------------------------------------------------
+
+    def on_gpu_view_need_history(self, message: GpuView.NeedHistory) -> None:
+        if self._loading_history:
+            self.call_later(self._retry_history, message.config_id)
+            return
+        self._loading_history = True
+        self._load_history(message.config_id)
+
+    def _retry_history(self, config_id: str) -> None:
+        self.set_timer(0.2, lambda: self.on_gpu_view_need_history(GpuView.NeedHistory(config_id)))
+
+    @work(thread=True, group="history")
+    def _load_history(self, config_id: str) -> None:
+        """One run's GPU samples over its whole life, read off the UI thread; loads never overlap."""
+        try:
+            series: list[GpuSeries] = self.controller.gpu_history(config_id)
+        except Exception as exc:  # the view says it could not load; the app stays up
+            series = []
+            self.call_from_thread(self.notify, f"GPU history of {config_id}: {exc}", severity="error")
+        finally:
+            self._loading_history = False
+        self.call_from_thread(self.query_one(GpuView).set_history, config_id, series)
 
     def action_open_selected(self) -> None:
         self.query_one(ScalingView).action_open_detail()
@@ -183,6 +331,9 @@ class CockpitApp(App):
 
     def action_sort_by(self, key: str) -> None:
         self.query_one(ScalingView).sort_by(key)
+
+    def action_compare_selected(self) -> None:
+        self.query_one(ScalingView).action_compare()
 
     def action_queue_job(self, action: str) -> None:
         self.action_show_tab("queue")
@@ -217,6 +368,8 @@ class CockpitApp(App):
             self.push_screen(PlanScreen(plan), self._plan_answered)
 
     def action_plan(self) -> None:
+        if isinstance(self.screen, PlanScreen):
+            return
         plan = self.controller.plan()
         if plan is None:
             self.notify("nothing to plan: this view has no study file behind it", severity="warning")

@@ -4,25 +4,32 @@ from __future__ import annotations
 
 from textual.binding import Binding
 
+# The footer shows the focused view's keys first, then these; at 80 columns only the first few fit, so
+# the tab keys (their labels already show them) and the rarer keys stay in the help screen and the palette.
 APP_BINDINGS = [
-    Binding("1", "show_tab('scaling')", "Scaling"),
-    Binding("2", "show_tab('queue')", "Queue"),
-    Binding("3", "show_tab('gpus')", "GPUs"),
-    Binding("4", "show_tab('plots')", "Plots"),
+    Binding("1", "show_tab('scaling')", "Scaling", show=False),
+    Binding("2", "show_tab('queue')", "Queue", show=False),
+    Binding("3", "show_tab('gpus')", "GPUs", show=False),
+    Binding("4", "show_tab('plots')", "Plots", show=False),
     Binding("question_mark,f1", "help", "Help", key_display="?"),
+    Binding("q", "quit", "Quit"),
     Binding("p", "plan", "Plan/submit"),
     Binding("ctrl+r", "refresh", "Refresh", show=False),
-    Binding("q", "quit", "Quit"),
     # ctrl+c quits from anywhere, as in every terminal tool (listed in the help screen with q)
     Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
 ]
 
 SCALING_BINDINGS = [
-    Binding("enter", "open_detail", "Detail"),
-    Binding("s", "sort", "Sort col"),
-    Binding("S", "sort_reverse", "Reverse", show=False),
+    Binding("enter", "open_detail", "Detail", show=False),
     Binding("slash", "filter", "Filter", key_display="/"),
-    Binding("g", "group", "Group by"),
+    Binding("s", "sort", "Sort"),
+    Binding("S", "sort_reverse", "Reverse sort", show=False),
+    Binding("g", "group", "Group"),
+    Binding("c", "compare", "Compare"),
+    Binding("m", "mark", "Mark for compare", show=False),
+    Binding("o", "row('pager')", "train.log in $PAGER", show=False),
+    Binding("y", "row('copy')", "Copy run-dir path", show=False),
+    Binding("e", "row('export')", "Export table to CSV", show=False),
     Binding("escape", "clear_filter", "Clear filter", show=False),
 ]
 
@@ -38,6 +45,13 @@ DETAIL_BINDINGS = [
     Binding("a", "toggle_scroll", "Auto-scroll"),
     Binding("slash", "search", "Search log", key_display="/"),
     Binding("n", "next_match", "Next match", show=False),
+    Binding("o", "pager", "$PAGER"),
+    Binding("y", "copy_path", "Copy path", show=False),
+]
+
+COMPARE_BINDINGS = [
+    Binding("escape,q", "app.pop_screen", "Back"),
+    Binding("x", "swap", "Swap sides"),
 ]
 
 HELP_SECTIONS = (
@@ -45,6 +59,7 @@ HELP_SECTIONS = (
     ("Scaling view", SCALING_BINDINGS),
     ("Queue view", QUEUE_BINDINGS),
     ("Run detail", DETAIL_BINDINGS),
+    ("Compare", COMPARE_BINDINGS),
 )
 
 

@@ -8,16 +8,25 @@ fixed clock while the real app follows a study.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Protocol
 
 from cockpit.backend import JOB_ACTIONS
 from cockpit.plan import Plan, PlanLine  # noqa: F401  (the submit flow's content, cockpit.plan)
-from cockpit.snapshot import StudySnapshot
+from cockpit.snapshot import GpuSeries, StudySnapshot
+
+if TYPE_CHECKING:
+    from cockpit.store import StudyStore
+
+GPU_HISTORY_POINTS = 240  # samples kept per GPU for a run's timeline (evenly spread over the run)
 
 
 class Controller(Protocol):
     """The app's only way to read and act on a study."""
+
+    live: bool  # False for a recording: nothing can be sent, and progress or an eta would be stale
+    can_submit: bool  # whether `p` (plan and submit) has anything behind it
+    device: str | None  # "cpu" when the study file says so (the results say so too once there are some)
 
     def snapshot(self) -> StudySnapshot:
         """The study now. Called from a worker thread, never concurrently with itself."""
@@ -34,6 +43,13 @@ class Controller(Protocol):
     async def close(self) -> None:
         """Release what the controller holds (connections, runner tasks)."""
 
+    def gpu_history(self, config_id: str) -> list[GpuSeries]:
+        """Every GPU of a run over its whole life (downsampled), also after the job ended. Called from a
+        worker thread, never concurrently with itself."""
+
+    def run_dir(self, config_id: str) -> str | None:
+        """Where the run's files are (on the cluster for a Slurm study), or None when unknown."""
+
 
 @dataclass
 class RecordedController:
@@ -43,6 +59,14 @@ class RecordedController:
     plan_value: Plan | None = None
     actions: list[tuple[str, str]] = field(default_factory=list)
     submitted: int = 0
+    history: Callable[[str], list[GpuSeries]] | None = None
+    run_dirs: Callable[[], dict[str, str]] | None = None
+    device: str | None = None
+    live: bool = False
+
+    @property
+    def can_submit(self) -> bool:
+        return self.plan_value is not None
 
     def snapshot(self) -> StudySnapshot:
         return self.source()
@@ -62,3 +86,39 @@ class RecordedController:
 
     async def close(self) -> None:
         return None
+
+    def gpu_history(self, config_id: str) -> list[GpuSeries]:
+        return self.history(config_id) if self.history is not None else []
+
+    def run_dir(self, config_id: str) -> str | None:
+        return (self.run_dirs() if self.run_dirs is not None else {}).get(config_id)
+
+
+def downsample(series: list[GpuSeries], points: int = GPU_HISTORY_POINTS) -> list[GpuSeries]:
+    """At most `points` samples per GPU, evenly spread, the first and the last always kept."""
+    out = []
+    for s in series:
+        samples = s.samples
+        if len(samples) > points:
+            step = (len(samples) - 1) / (points - 1)
+            samples = tuple(samples[round(i * step)] for i in range(points))
+        out.append(GpuSeries(s.config_id, s.host, s.gpu, samples))
+    return out
+
+
+def store_controller(store: StudyStore, name: str, *, now: float | None = None, detail: str = "",
+                     plan: Plan | None = None) -> RecordedController:
+    """A recording read from a store: snapshots, every run's GPU history and run directories."""
+    key = store.study_key(name)
+
+    def snapshot() -> StudySnapshot:
+        snap = store.snapshot(name, now=now)
+        return replace(snap, connection_detail=detail) if detail else snap
+
+    def history(config_id: str) -> list[GpuSeries]:
+        return downsample(store.gpu_series(key, config_id, since=0.0))
+
+    def run_dirs() -> dict[str, str]:
+        return {c["config_id"]: c["run_dir"] for c in store.configs(key)}
+
+    return RecordedController(snapshot, plan_value=plan, history=history, run_dirs=run_dirs)

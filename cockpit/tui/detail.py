@@ -1,10 +1,14 @@
-"""Run detail: loss curve, step-time breakdown over time, throughput and the job's log followed live."""
+"""Run detail: loss curve, step-time breakdown over time, throughput and the job's log followed live.
+
+Two throughputs exist for a run and both are labelled: the run average (result.json, the scaling table's
+`tokens/s avg`) and rank 0's latest metrics interval (the sparkline)."""
 
 from __future__ import annotations
 
+from rich.highlighter import Highlighter
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Log, Sparkline, Static
 from textual_plotext import PlotextPlot
@@ -18,7 +22,7 @@ LOG_LINES = 2000  # bounded buffer: the screen never holds more of a log than th
 LOG_TAIL = 500  # lines asked of the snapshot per refresh
 
 
-def summary_text(snapshot: StudySnapshot, config_id: str) -> Text:
+def summary_text(snapshot: StudySnapshot, config_id: str, live: bool = True) -> Text:
     row = snapshot.config(config_id)
     if row is None:
         return Text(f"configuration {config_id} is not part of this study", style="bold red")
@@ -29,14 +33,18 @@ def summary_text(snapshot: StudySnapshot, config_id: str) -> Text:
     ]
     if row.job_id:
         parts += [f"  job {row.job_id}"]
-    if row.progress is not None and row.state in model.RUNNING:
+    if row.progress is not None and row.state in model.RUNNING and live:
         parts += [f"  {row.progress * 100:.0f}% done, eta {fmt.duration(row.eta_s)}"]
+    elif row.state in model.RUNNING and not live:
+        parts += [("  (running when recorded)", "dim")]
     if row.train_time_s is not None:
         parts += [f"  T = {row.train_time_s:.2f} s"]
     a = row.analysis or {}
     if row.speedup is not None and row.t_same_work_s is not None:
         parts += [f"  S = T1/(T/work) = {a['t1_s']:.2f}/{row.t_same_work_s:.2f} = {fmt.ratio(row.speedup)}",
                   f"  E = S/{row.workers} = ", (fmt.percent(row.efficiency), fmt.efficiency_style(row.efficiency))]
+    if row.tokens_per_s is not None:
+        parts += [f"  tokens/s run average {fmt.rate(row.tokens_per_s)}"]
     if row.last_loss is not None:
         parts += [f"  loss {row.last_loss:.3f} @ step {row.last_step}"]
     jobs = snapshot.jobs_of(config_id)
@@ -54,6 +62,33 @@ def rank0(points: list[MetricPoint]) -> list[MetricPoint]:
 
 
 PARTS = (("data_wait_s", "data wait"), ("compute_s", "compute"), ("comm_s", "comm"), ("optimizer_s", "optimizer"))
+# plotext draws a legend over the data, so the series get fixed colours and the legend is a line below
+PART_COLORS = {"data wait": "magenta", "compute": "red", "comm": "yellow", "optimizer": "cyan"}
+
+
+class MatchHighlighter(Highlighter):
+    """Marks every occurrence of the log search's term (case-insensitive)."""
+
+    def __init__(self) -> None:
+        self.term = ""
+
+    def highlight(self, text: Text) -> None:
+        if self.term:
+            text.highlight_words([self.term], style="bold black on yellow", case_sensitive=False)
+
+
+class SearchLog(Log):
+    """The log with the search term highlighted on every line that has it."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(highlight=True, **kwargs)
+        self.highlighter = MatchHighlighter()
+
+    def set_term(self, term: str) -> None:
+        self.highlighter.term = term
+        self._render_line_cache.clear()  # lines cached before the search carry no highlight
+        self.refresh()
+
 
 
 def breakdown_series(points: list[MetricPoint]) -> list[tuple[str, str, list[tuple[int, float]]]]:
@@ -74,9 +109,10 @@ class RunDetailScreen(Screen):
     BINDINGS = DETAIL_BINDINGS
     follows_snapshots = True  # the app hands every new snapshot to this screen
 
-    def __init__(self, config_id: str) -> None:
+    def __init__(self, config_id: str, live: bool = True) -> None:
         super().__init__()
         self.config_id = config_id
+        self.live = live
         self.auto_scroll = True
         self._tail: list[str] = []
         self._metrics_key: tuple | None = None
@@ -85,16 +121,19 @@ class RunDetailScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static(id="detail-summary")
-        yield Static(id="detail-explain")
-        with Horizontal(id="detail-plots"):
-            yield PlotextPlot(id="loss-plot")
-            yield PlotextPlot(id="breakdown-plot")
-        with Horizontal(id="throughput-row"):
-            yield Static("tokens/s", id="throughput-label")
-            yield Sparkline([], id="throughput")
+        with VerticalScroll(id="detail-body"):
+            yield Static(id="detail-explain")
+            yield Static(id="no-metrics", classes="caption")
+            with Horizontal(id="detail-plots"):
+                yield PlotextPlot(id="loss-plot")
+                yield PlotextPlot(id="breakdown-plot")
+            yield Static(id="breakdown-legend", classes="caption")
+            with Horizontal(id="throughput-row"):
+                yield Static("tokens/s", id="throughput-label")
+                yield Sparkline([], id="throughput")
         with Vertical(id="log-box"):
             yield Static(id="log-caption", classes="caption")
-            yield Log(max_lines=LOG_LINES, id="log", auto_scroll=True)
+            yield SearchLog(max_lines=LOG_LINES, id="log", auto_scroll=True)
             yield Input(placeholder="search the log (Enter; n = next match)", id="log-search")
         yield Footer()
 
@@ -107,14 +146,14 @@ class RunDetailScreen(Screen):
         self.query_one("#log", Log).focus()
 
     def apply(self, snapshot: StudySnapshot) -> None:
-        self.query_one("#detail-summary", Static).update(summary_text(snapshot, self.config_id))
+        self.query_one("#detail-summary", Static).update(summary_text(snapshot, self.config_id, self.live))
         row = snapshot.config(self.config_id)
         self.query_one("#detail-explain", Static).update(explain_panel.panel(row.analysis if row else None))
         points = rank0(snapshot.metrics.get(self.config_id, []))
         key = (len(points), points[-1].step if points else None)
         if key != self._metrics_key:
             self._metrics_key = key
-            self._draw_metrics(points)
+            self._draw_metrics(points, row.state if row else "")
         tail = snapshot.log_tail(self.config_id, LOG_TAIL)
         fresh = model.new_lines(self._tail, tail)
         self._tail = tail
@@ -122,16 +161,26 @@ class RunDetailScreen(Screen):
             self.query_one("#log", Log).write_lines(fresh, scroll_end=self.auto_scroll)
             self._caption()
 
-    def _draw_metrics(self, points: list[MetricPoint]) -> None:
+    def _draw_metrics(self, points: list[MetricPoint], state: str) -> None:
+        """The curves, or, before the first metrics record, one line saying so instead of empty axes."""
+        empty = not points
+        for widget_id in ("#detail-plots", "#breakdown-legend", "#throughput-row"):
+            self.query_one(widget_id).display = not empty
+        notice = self.query_one("#no-metrics", Static)
+        notice.display = empty
+        if empty:
+            notice.update(f"no metrics yet: the run is {model.state_word(state) or 'unknown'}; the loss, the step "
+                          "time breakdown and tokens/s appear with its first metrics record")
+            return
         loss = self.query_one("#loss-plot", PlotextPlot)
         plt = loss.plt
         plt.clear_data()
         plt.clear_figure()
-        plt.title("Loss")
+        plt.title("Loss (rank 0)")
         plt.xlabel("step")
         pts = [p for p in points if p.loss is not None]
         if pts:
-            plt.plot([p.step for p in pts], [p.loss for p in pts], marker="braille")
+            plt.plot([p.step for p in pts], [p.loss for p in pts], marker="braille", color="cyan")
         loss.refresh()
         brk = self.query_one("#breakdown-plot", PlotextPlot)
         plt = brk.plt
@@ -139,10 +188,14 @@ class RunDetailScreen(Screen):
         plt.clear_figure()
         plt.title("Step time breakdown (% of accounted time)")
         plt.xlabel("step")
+        legend = Text("breakdown: ")
         for _attr, label, series in breakdown_series(points):
             if series:
-                plt.plot([s for s, _ in series], [v for _, v in series], label=label, marker="braille")
+                plt.plot([s for s, _ in series], [v for _, v in series], marker="braille", color=PART_COLORS[label])
+                legend.append("━━ ", style=PART_COLORS[label])
+                legend.append(f"{label}   ")
         brk.refresh()
+        self.query_one("#breakdown-legend", Static).update(legend)
         rates = [p.tokens_per_s for p in points if p.tokens_per_s is not None]
         self.query_one("#throughput", Sparkline).data = rates
         last = f"tokens/s, rank 0, last interval: {fmt.rate(rates[-1])}" if rates else "tokens/s: no metrics yet"
@@ -153,7 +206,8 @@ class RunDetailScreen(Screen):
         scroll = "on" if self.auto_scroll else "off"
         text = f"log ({log.line_count} lines, last {LOG_LINES} kept) · auto-scroll {scroll} (a)"
         if self._matches:
-            text += f" · match {self._match_index + 1}/{len(self._matches)}"
+            line = self._matches[self._match_index] + 1 if self._match_index >= 0 else 0
+            text += f" · match {self._match_index + 1}/{len(self._matches)} (line {line}, highlighted)"
         self.query_one("#log-caption", Static).update(text)
 
     def action_toggle_scroll(self) -> None:
@@ -171,7 +225,8 @@ class RunDetailScreen(Screen):
 
     def search(self, term: str) -> int:
         """Find lines containing `term`; jumps to the first and stops auto-scroll. Returns the match count."""
-        log = self.query_one("#log", Log)
+        log = self.query_one("#log", SearchLog)
+        log.set_term(term)
         term = term.lower()
         self._matches = [i for i, line in enumerate(log.lines) if term and term in line.lower()]
         self._match_index = -1
@@ -190,6 +245,12 @@ class RunDetailScreen(Screen):
         log = self.query_one("#log", Log)
         log.scroll_to(y=max(0, self._matches[self._match_index] - 2), animate=False)
         self._caption()
+
+    def action_pager(self) -> None:
+        self.app.open_pager(self.config_id)
+
+    def action_copy_path(self) -> None:
+        self.app.copy_run_dir(self.config_id)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "log-search":

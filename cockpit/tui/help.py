@@ -9,11 +9,16 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from cockpit.tui import model
 from cockpit.tui.bindings import HELP_SECTIONS, key_label
 
 FILTER_HELP = (
-    "Filter (/): space-separated terms that must all match; `axis=value` compares one axis "
-    "(window=256, gpus_per_node=2, state=running), any other word matches the row's text."
+    "Filter (/): space-separated terms that must all match, with the screen's names. "
+    "`field=value` and `field!=value` compare (window=256, cpus=2, prec=fp32, state=done|running|pending|"
+    "failed); `<` `<=` `>` `>=` compare numbers (eff<0.6 or eff<60%, speedup>1.5, T<10, overhead>0.5); "
+    "`~` and `!~` match text (verdict~comm, verdict!~data); any other word matches anywhere in the row. "
+    "Fields: " + ", ".join(model.filter_names()) + ". An unknown field is reported under the table and "
+    "left out of the filter."
 )
 
 

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from cockpit.launch.local import LocalExecutor
 from cockpit.plan import Plan, study_plan
-from cockpit.snapshot import ConfigRow, ConnectionState, StudySnapshot, count_states
-from cockpit.tui.controller import JOB_ACTIONS
+from cockpit.snapshot import ConfigRow, ConnectionState, GpuSeries, StudySnapshot, count_states
+from cockpit.tui.controller import JOB_ACTIONS, downsample
 
 if TYPE_CHECKING:
     from cockpit.session import StudySession
     from cockpit.spec import Study
+
 
 def spec_snapshot(study: Study, cluster: str) -> StudySnapshot:
     """What the study looks like before anything was submitted: its matrix, nothing run."""
@@ -28,9 +31,16 @@ def spec_snapshot(study: Study, cluster: str) -> StudySnapshot:
 class LiveController:
     """Reads the study's store for snapshots; submits and follows through the runner."""
 
+    live = True
+    can_submit = True
+
     def __init__(self, session: StudySession) -> None:
         self.session = session
         self._run_task: asyncio.Task | None = None
+
+    @property
+    def device(self) -> str | None:
+        return str(self.study.train.get("device") or "") or None
 
     @property
     def study(self) -> Study:
@@ -46,8 +56,21 @@ class LiveController:
 
     def plan(self) -> Plan | None:
         runner = self.session.runner
-        return study_plan(self.study, self.session.store, resubmit_failed=runner.resubmit_failed,
+        plan = study_plan(self.study, self.session.store, resubmit_failed=runner.resubmit_failed,
                           cluster=self.session.backend.label)
+        return self._fit_machine(plan)
+
+    def _fit_machine(self, plan: Plan) -> Plan:
+        """On this machine a configuration needing more cores than the local executor allows is "too big"
+        (the executor would refuse it), whatever the study's cores_per_node says."""
+        backend = self.session.backend
+        if not isinstance(backend, LocalExecutor):
+            return plan
+        cores = {cfg.config_id: cfg.gpus_per_node * cfg.cpus_per_task for cfg in self.study.matrix()}
+        lines = [replace(line, status="too big")
+                 if line.status == "submit" and cores.get(line.config_id, 0) > backend.max_cores else line
+                 for line in plan.lines]
+        return replace(plan, lines=lines)
 
     async def submit(self) -> str:
         """Start (or resume) the study and follow it to the end; returns a one-line summary."""
@@ -65,6 +88,16 @@ class LiveController:
             return f"{backend.label} cannot {action} jobs"
         await backend.job_action(action, job_id)
         return f"{action}: job {job_id} done"
+
+    def gpu_history(self, config_id: str) -> list[GpuSeries]:
+        if not self._registered():
+            return []
+        store = self.session.store
+        return downsample(store.gpu_series(store.study_key(self.study.name), config_id, since=0.0))
+
+    def run_dir(self, config_id: str) -> str | None:
+        cfg = next((c for c in self.study.matrix() if c.config_id == config_id), None)
+        return self.study.run_dir(cfg) if cfg is not None else None
 
     async def close(self) -> None:
         """Stop the runner (the local executor stops its jobs; Slurm jobs run on). The store stays open

@@ -33,13 +33,20 @@ class QueueView(Vertical):
             self.job_id = job_id
             self.label = label
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, *, live: bool = True, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.live = live
         self._snapshot: StudySnapshot | None = None
 
     def compose(self) -> ComposeResult:
         yield RowTable(model.QUEUE_COLUMNS, id="queue-table")
-        yield Static("c cancel · r requeue · h hold · u release (each asks first)", classes="caption")
+        text = ("c cancel · r requeue · h hold · u release (each asks first)" if self.live else
+                "a recording: jobs cannot be cancelled, requeued, held or released from here")
+        yield Static(text, classes="caption")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A recording offers no job actions: nothing could be sent."""
+        return self.live or action != "job"
 
     @property
     def table(self) -> RowTable:
@@ -50,6 +57,9 @@ class QueueView(Vertical):
         self.table.apply(model.queue_rows(snapshot))
 
     def action_job(self, action: str) -> None:
+        if not self.live:
+            self.notify(f"a recording: {action} cannot be sent to any cluster", severity="warning")
+            return
         key = self.table.selected_key()
         if self._snapshot is None or key is None:
             self.notify("no job selected", severity="warning")

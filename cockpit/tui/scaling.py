@@ -1,22 +1,26 @@
-"""The home view: one row per configuration with its scaling numbers, sortable, filterable, groupable."""
+"""The home view: one row per configuration with its scaling numbers, sortable, filterable, groupable.
+
+Axes with one value in the whole study are folded into the subtitle, the remaining ones are frozen on the
+left, and the selected row's whole explanation sits in a status line under the table, so the view reads at
+80x24 and uses whatever width there is.
+"""
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
-from cockpit.snapshot import StudySnapshot
+from cockpit.snapshot import ConfigRow, StudySnapshot
 from cockpit.tui import model
 from cockpit.tui.bindings import SCALING_BINDINGS
 from cockpit.tui.table import RowTable
 
-GROUP_CYCLE: tuple[str | None, ...] = (None, *model.GROUP_AXES)
-
 
 class ScalingView(Vertical):
-    """Table + caption + a filter input that appears on `/`."""
+    """Subtitle + table + status line + caption + a filter input that appears on `/`."""
 
     BINDINGS = SCALING_BINDINGS
 
@@ -25,19 +29,44 @@ class ScalingView(Vertical):
             super().__init__()
             self.config_id = config_id
 
-    def __init__(self, **kwargs) -> None:
+    class Compare(Message):
+        """Open two runs side by side."""
+
+        def __init__(self, left: str, right: str) -> None:
+            super().__init__()
+            self.left = left
+            self.right = right
+
+    class RowAction(Message):
+        """A key that acts on the selected run (pager, copy path) or on the rows shown (export)."""
+
+        def __init__(self, action: str, config_id: str | None) -> None:
+            super().__init__()
+            self.action = action
+            self.config_id = config_id
+
+    def __init__(self, *, live: bool = True, device_hint: str | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.live = live
+        self.device_hint = device_hint
         self.sort_key: str | None = None
         self.reverse = False
         self.query_text = ""
+        self.filter_spec = model.Filter()
         self.group_by: str | None = None
+        self.marked: str | None = None  # the run `c` compares the selected one with
+        self.table_layout = model.FULL_LAYOUT
         self._snapshot: StudySnapshot | None = None
-        self._caption_text: str | None = None
+        self._caption_text: Text | None = None
+        self._status_text: Text | None = None
 
     def compose(self) -> ComposeResult:
+        yield Static(id="scaling-subtitle", classes="caption")
         yield RowTable(model.SCALING_COLUMNS, id="scaling-table")
+        yield Static(id="scaling-status")
         yield Static(id="scaling-caption", classes="caption")
-        yield Input(placeholder="filter: words or axis=value (e.g. window=256 state=running)", id="filter")
+        yield Input(placeholder="filter: eff<0.6 verdict~comm state=running window=256 (Enter; Esc clears)",
+                    id="filter")
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).cursor_blink = False
@@ -49,29 +78,79 @@ class ScalingView(Vertical):
 
     def apply(self, snapshot: StudySnapshot) -> None:
         self._snapshot = snapshot
+        layout = model.scaling_layout(snapshot, self.device_hint)
+        if layout != self.table_layout:
+            self.table_layout = layout
+            selected = self.table.selected_key()
+            self.table.set_columns(layout.columns, layout.fixed)
+            self.query_one("#scaling-subtitle", Static).update(layout.subtitle())
+            self.query_one("#scaling-subtitle", Static).display = bool(layout.subtitle())
+            self._redraw()
+            if selected:
+                self.table.select_key(selected)
+            return
         self._redraw()
 
     def _redraw(self) -> None:
         if self._snapshot is None:
             return
-        rows = model.scaling_rows(self._snapshot, self.sort_key, self.reverse, self.query_text, self.group_by)
+        rows = model.scaling_rows(self._snapshot, self.sort_key, self.reverse, self.filter_spec, self.group_by,
+                                  self.table_layout, self.live)
         self.table.apply(rows)
         self._caption()
+        self._status()
+
+    def selected_row(self) -> ConfigRow | None:
+        key = self.table.selected_key()
+        if self._snapshot is None or not key or key.startswith("group:"):
+            return None
+        return self._snapshot.config(key)
+
+    def shown_rows(self) -> list[ConfigRow]:
+        """The configurations the table shows now (filtered, in its order)."""
+        if self._snapshot is None:
+            return []
+        rows = (self._snapshot.config(r.key) for r in self.table.shown if not r.header)
+        return [r for r in rows if r is not None]
+
+    def _status(self) -> None:
+        if self._snapshot is None:
+            return
+        shown = sum(1 for r in self.table.shown if not r.header)
+        if not shown and self._snapshot.configs:
+            text = Text.assemble(
+                (f"no configuration matches {self.query_text!r}", "bold yellow"),
+                f" ({len(self._snapshot.configs)} in the study)" if self.filter_spec.terms else "",
+                "; escape clears the filter, ? lists the fields",
+            )
+        elif not self._snapshot.configs:
+            text = Text("this study has no configurations", style="dim")
+        else:
+            row = self.selected_row()
+            jobs = self._snapshot.jobs_of(row.config_id) if row else []
+            text = model.status_line(row, self.live, jobs[-1] if jobs else None)
+        if text != self._status_text:
+            self._status_text = text
+            self.query_one("#scaling-status", Static).update(text)
 
     def _caption(self) -> None:
-        parts = []
+        parts: list[Text | str] = []
+        if self.filter_spec.errors:
+            parts.append(Text(" · ".join(self.filter_spec.errors), style="bold red"))
         if self._snapshot is not None:
             shown = sum(1 for r in self.table.shown if not r.header)
             parts.append(f"{shown}/{len(self._snapshot.configs)} configurations")
         if self.sort_key:
-            label = next(c.label for c in model.SCALING_COLUMNS if c.key == self.sort_key)
+            label = model.SCALING_COLUMN[self.sort_key].label
             parts.append(f"sorted by {label} {'↓' if self.reverse else '↑'}")
         if self.group_by:
             parts.append(f"grouped by {self.group_by}")
         if self.query_text:
             parts.append(f"filter: {self.query_text}")
-        parts.append("★ baseline (1 node × 1 GPU) of its group")
-        text = "  ·  ".join(parts)
+        if self.marked and self._snapshot is not None and (row := self._snapshot.config(self.marked)):
+            parts.append(Text(f"◆ {model.config_label(row.values)} marked: c compares", style="magenta"))
+        parts.append(f"★ baseline (1 node × 1 {self.table_layout.worker_word.rstrip('s')})")
+        text = Text("  ·  ").join(Text(p) if isinstance(p, str) else p for p in parts)
         if text != self._caption_text:  # an update lays the screen out again, so only when it changed
             self._caption_text = text
             self.query_one("#scaling-caption", Static).update(text)
@@ -86,8 +165,12 @@ class ScalingView(Vertical):
         self.sort_key, self.reverse = key, reverse
         self._redraw()
 
+    def _sortable(self) -> tuple[str, ...]:
+        """The columns on screen, in screen order (s cycles through what the user sees)."""
+        return tuple(k for k in self.table_layout.keys if k in model.SORTABLE)
+
     def action_sort(self) -> None:
-        keys = model.SORTABLE
+        keys = self._sortable()
         nxt = keys[0] if self.sort_key not in keys else keys[(keys.index(self.sort_key) + 1) % len(keys)]
         self.sort_by(nxt, reverse=False)
 
@@ -101,12 +184,19 @@ class ScalingView(Vertical):
         self.group_by = axis
         self._redraw()
 
+    def group_cycle(self) -> tuple[str | None, ...]:
+        """Ungrouped, then every axis with more than one value (grouping by a folded axis shows nothing)."""
+        folded = {a for a, _ in self.table_layout.constant}
+        return (None, *(a for a in model.GROUP_AXES if a not in folded))
+
     def action_group(self) -> None:
-        index = GROUP_CYCLE.index(self.group_by)
-        self.group(GROUP_CYCLE[(index + 1) % len(GROUP_CYCLE)])
+        cycle = self.group_cycle()
+        index = cycle.index(self.group_by) if self.group_by in cycle else 0
+        self.group(cycle[(index + 1) % len(cycle)])
 
     def set_filter(self, text: str) -> None:
         self.query_text = text.strip()
+        self.filter_spec = model.parse_filter(self.query_text)
         self._redraw()
 
     def action_filter(self) -> None:
@@ -122,9 +212,36 @@ class ScalingView(Vertical):
         self.table.focus()
 
     def action_open_detail(self) -> None:
-        key = self.table.selected_key()
-        if key and not key.startswith("group:"):
-            self.post_message(self.OpenDetail(key))
+        row = self.selected_row()
+        if row is not None:
+            self.post_message(self.OpenDetail(row.config_id))
+
+    def action_mark(self) -> None:
+        row = self.selected_row()
+        if row is None:
+            return
+        self.marked = None if self.marked == row.config_id else row.config_id
+        self._caption()
+
+    def action_compare(self) -> None:
+        """The marked run (m) against the selected one; without a mark, the group's baseline against it."""
+        row = self.selected_row()
+        if row is None or self._snapshot is None:
+            self.notify("select a configuration to compare", severity="warning")
+            return
+        left = self.marked
+        if left is None or left == row.config_id:
+            base = next((c for c in self._snapshot.configs if c.group_id == row.group_id and c.is_baseline), None)
+            if base is None or base.config_id == row.config_id:
+                self.notify("this is its group's baseline: mark another run with m, then press c on this one",
+                            severity="warning")
+                return
+            left = base.config_id
+        self.post_message(self.Compare(left, row.config_id))
+
+    def action_row(self, action: str) -> None:
+        row = self.selected_row()
+        self.post_message(self.RowAction(action, row.config_id if row else None))
 
     # -- events ----------------------------------------------------------------------------------
 
@@ -137,6 +254,10 @@ class ScalingView(Vertical):
             if not event.value.strip():
                 event.input.remove_class("shown")
             self.table.focus()
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self._status()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

@@ -12,6 +12,7 @@ renders only the cells whose content really changed; the rest of each line is re
 from __future__ import annotations
 
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.cache import LRUCache
 from textual.widgets import DataTable
@@ -125,7 +126,7 @@ class RowTable(DataTable):
         """DataTable's row line, cached on what decides its look (position, cursor, hover, widths, focus) and
         the content of its cells rather than on the table-wide update counter. When only some cells of a
         row changed, only those are rendered again and spliced into the cached line."""
-        content = self._row_content_key(row_key) if self.cursor_type == "row" and not self.fixed_columns \
+        content = self._row_content_key(row_key) if self.cursor_type == "row" \
             and not self._should_render_row_labels else None
         if content is None:
             return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
@@ -134,24 +135,38 @@ class RowTable(DataTable):
         widths = tuple(column.get_render_width(self) for column in self.ordered_columns)
         shape = (
             row_key, row_index, line_no, base_style, cursor, hover, self.show_cursor, self._show_hover_cursor,
-            self._pseudo_class_state, self.zebra_stripes, self.fixed_rows, self.size.width, widths,
+            self._pseudo_class_state, self.zebra_stripes, self.fixed_rows, self.fixed_columns, self.size.width,
+            widths,
         )
         cached = self._line_in_row_cache.get(shape)
         if cached is not None and cached[0] == content:
             return cached[1]
-        if cached is not None and len(cached[0]) == len(content) and not cached[1][0]:
+        fixed_count = len(cached[1][0]) if cached is not None else -1
+        if cached is not None and len(cached[0]) == len(content) and fixed_count == min(self.fixed_columns,
+                                                                                         len(content)):
             row_style = self._get_row_style(row_index, base_style)
-            scrollable = list(cached[1][1])
+            fixed, scrollable = list(cached[1][0]), list(cached[1][1])
             for column_index, (before, after) in enumerate(zip(cached[0], content, strict=True)):
                 if before != after:
                     scrollable[column_index] = self._render_cell(
                         row_index, column_index, row_style, widths[column_index], cursor=cursor, hover=hover,
                     )[line_no]
-            pair = ([], scrollable)
+                    if column_index < fixed_count:
+                        fixed[column_index] = self._render_cell(
+                            row_index, column_index, self._fixed_style(row_key), widths[column_index],
+                            cursor=cursor, hover=hover,
+                        )[line_no]
+            pair = (fixed, scrollable)
         else:
             pair = super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
         self._line_in_row_cache[shape] = (content, pair)
         return pair
+
+    def _fixed_style(self, row_key):
+        """The style DataTable draws frozen cells with (as in DataTable._render_line_in_row)."""
+        if row_key is self._header_row_key:
+            return self.get_component_styles("datatable--header").rich_style
+        return self.get_component_styles("datatable--fixed").rich_style + Style.from_meta({"fixed": True})
 
     def _render_cell(self, row_index: int, column_index: int, base_style, width: int, cursor: bool = False,
                      hover: bool = False):
@@ -190,6 +205,21 @@ class RowTable(DataTable):
     def on_mount(self) -> None:
         for col in self._columns:
             self.add_column(col.label, key=col.key, width=col.width)
+
+    def set_columns(self, columns: tuple[Column, ...], fixed: int = 0) -> bool:
+        """Show other columns (a study's layout, see model.Layout); the rows are added again by the next
+        apply. Returns whether anything changed."""
+        if columns == self._columns and fixed == self.fixed_columns:
+            return False
+        self._columns = columns
+        self.fixed_columns = fixed
+        if self.is_mounted:
+            self.clear(columns=True)
+            for col in columns:
+                self.add_column(col.label, key=col.key, width=col.width)
+        self._shown = []
+        self._clear_render_caches()
+        return True
 
     @property
     def shown(self) -> list[Row]:

@@ -12,10 +12,12 @@ from cockpit.plan import make_plan
 from cockpit.spec import load_study
 from cockpit.store import StudyStore
 from cockpit.tui.app import CockpitApp
-from cockpit.tui.controller import RecordedController
+from cockpit.tui.controller import RecordedController, store_controller
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "recorded-store"
 SIZE = (150, 36)
+SMALL = (80, 24)  # the smallest terminal the cockpit is laid out for
+LARGE = (200, 50)
 
 
 @dataclass
@@ -33,7 +35,7 @@ class Recorded:
             study = load_study(FIXTURE / "study.toml")
             done = set(self.store.results(self.store.study_key(self.study)))
             plan = make_plan(study, dict.fromkeys(done, "done"), used=0.25, cluster="local")
-        return RecordedController(self.snapshot, plan_value=plan)
+        return store_controller(self.store, self.study, now=self.now, plan=plan)
 
     def app(self, *, with_plan: bool = False, **kwargs) -> CockpitApp:
         return CockpitApp(
