@@ -44,6 +44,20 @@ def count_train_windows(config: dict) -> int:
     return len(wd.WindowDataset(shard, config["window"], "foundation", wd.split_records(manifest, "train")))
 
 
+def bench_config(args: argparse.Namespace, workdir: Path, study: str) -> dict:
+    """config.json of the benchmark runs: one core and one thread per process, fp32 foundation training;
+    `args` gives data, window, layers, d_model and batch_size."""
+    return {
+        "study": study, "group_id": study, "dataset": "mitdb" if args.data else "synthetic",
+        "data_path": str(Path(args.data).resolve()) if args.data else None,
+        "synthetic_params": None if args.data else {"records": 5, "seconds": 120},
+        "tokenizer": {"name": "samples"}, "token_cache": str(workdir / "tokens"), "mode": "foundation",
+        "window": args.window, "precision": "fp32", "batch_size": args.batch_size, "cpus_per_task": 1, "nodes": 1,
+        "model": {"layers": args.layers, "d_model": args.d_model, "heads": 4, "dropout": 0.0},
+        "train": {"lr": 3e-4, "seed": 0, "device": "cpu", "metrics_interval_s": 5.0, "eval": False},
+    }
+
+
 def run_one(workdir: Path, config: dict, procs: int, steps: int) -> dict:
     run_dir = workdir / f"p{procs}"
     cfg = {**config, "config_id": f"ddp-p{procs}", "gpus_per_node": procs,
@@ -73,16 +87,9 @@ def main() -> None:
     args = p.parse_args()
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="hlm-ddp-"))
-    config = {
-        "study": "ddp-scaling", "group_id": "ddp", "dataset": "mitdb" if args.data else "synthetic",
-        "data_path": str(Path(args.data).resolve()) if args.data else None,
-        "synthetic_params": None if args.data else {"records": 5, "seconds": 120},
-        "tokenizer": {"name": "samples"}, "token_cache": str(workdir / "tokens"), "mode": "foundation",
-        "window": args.window, "precision": "fp32", "batch_size": args.batch_size, "cpus_per_task": 1, "nodes": 1,
-        "model": {"layers": args.layers, "d_model": args.d_model, "heads": 4, "dropout": 0.0},
-        "train": {"lr": 3e-4, "seed": 0, "device": "cpu", "metrics_interval_s": 5.0, "eval": False,
-                  "bucket_cap_mb": args.bucket_mb},
-    }
+    config = bench_config(args, workdir, "ddp-scaling")
+    if args.bucket_mb is not None:
+        config["train"]["bucket_cap_mb"] = args.bucket_mb
     windows = count_train_windows(config)
     global_batch = 2 * args.batch_size
     k = min(args.samples, windows) // global_batch

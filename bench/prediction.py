@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from ddp_scaling import count_train_windows, run_one  # noqa: E402
+from ddp_scaling import bench_config, count_train_windows, run_one  # noqa: E402
 
 from cockpit.prediction import Link, Links, NoPrediction, predict  # noqa: E402
 
@@ -51,15 +51,7 @@ def main() -> None:
     p.add_argument("--workdir", type=Path, default=None)
     args = p.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="hlm-predict-"))
-    config = {
-        "study": "prediction", "group_id": "p", "dataset": "mitdb" if args.data else "synthetic",
-        "data_path": str(Path(args.data).resolve()) if args.data else None,
-        "synthetic_params": None if args.data else {"records": 5, "seconds": 120},
-        "tokenizer": {"name": "samples"}, "token_cache": str(workdir / "tokens"), "mode": "foundation",
-        "window": args.window, "precision": "fp32", "batch_size": args.batch_size, "cpus_per_task": 1, "nodes": 1,
-        "model": {"layers": args.layers, "d_model": args.d_model, "heads": 4, "dropout": 0.0},
-        "train": {"lr": 3e-4, "seed": 0, "device": "cpu", "metrics_interval_s": 5.0, "eval": False},
-    }
+    config = bench_config(args, workdir, "prediction")
     windows = count_train_windows(config)
     k = min(args.samples, windows) // (4 * args.batch_size)  # steps of the 4-worker run
     if k < 1:
