@@ -9,7 +9,6 @@ import pytest
 from cockpit.tui.confirm import ConfirmScreen
 from cockpit.tui.controller import RecordedController
 from cockpit.tui.detail import RunDetailScreen
-from cockpit.tui.model import SORTABLE
 from cockpit.tui.queue import QueueView
 from cockpit.tui.scaling import ScalingView
 from tests.tui.conftest import SIZE
@@ -24,7 +23,7 @@ async def test_sort_by_key_cycles_columns_and_reverses(recorded):
     app = recorded.app()
     async with app.run_test(size=SIZE) as pilot:
         view = app.query_one(ScalingView)
-        await pilot.press(*["s"] * (SORTABLE.index("efficiency") + 1))
+        await pilot.press(*["s"] * (view._sortable().index("efficiency") + 1))
         assert view.sort_key == "efficiency" and not view.reverse
         values = efficiencies(app)
         known = [v for v in values if v is not None]
@@ -73,7 +72,7 @@ async def test_filter_by_word(recorded):
 async def test_group_by_adds_one_header_per_value(recorded):
     app = recorded.app()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("g", "g", "g")  # None -> dataset -> mode -> window
+        await pilot.press("g")  # None -> window (dataset, mode, precision, batch: one value each, folded)
         view = app.query_one(ScalingView)
         assert view.group_by == "window"
         headers = [r.key for r in view.table.shown if r.header]
@@ -118,6 +117,7 @@ async def test_detail_auto_scroll_toggle_and_search(recorded):
 
 async def test_cancel_asks_first_and_only_yes_acts(recorded):
     controller = recorded.controller()
+    controller.live = True  # as a live study (a recording offers no job actions)
     from cockpit.tui.app import CockpitApp
 
     app = CockpitApp(controller, clock=lambda: recorded.now, poll_interval=None, offer_plan=False)
@@ -142,6 +142,7 @@ async def test_cancel_asks_first_and_only_yes_acts(recorded):
 
 async def test_cancel_refused_for_finished_job(recorded):
     controller = recorded.controller()
+    controller.live = True
     from cockpit.tui.app import CockpitApp
 
     app = CockpitApp(controller, clock=lambda: recorded.now, poll_interval=None, offer_plan=False)
