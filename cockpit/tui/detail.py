@@ -207,7 +207,8 @@ class RunDetailScreen(Screen):
         text = f"log ({log.line_count} lines, last {LOG_LINES} kept) · auto-scroll {scroll} (a)"
         if self._matches:
             line = self._matches[self._match_index] + 1 if self._match_index >= 0 else 0
-            text += f" · match {self._match_index + 1}/{len(self._matches)} (line {line}, highlighted)"
+            term = self.query_one("#log", SearchLog).highlighter.term
+            text += f" · {term!r}: match {self._match_index + 1}/{len(self._matches)} (line {line}, highlighted; n next)"
         self.query_one("#log-caption", Static).update(text)
 
     def action_toggle_scroll(self) -> None:
@@ -254,6 +255,7 @@ class RunDetailScreen(Screen):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "log-search":
+            event.input.remove_class("shown")  # the caption says what matched; the log gets the room back
             count = self.search(event.value)
             if not count and event.value:
                 self.notify(f"no line matches {event.value!r}", severity="warning")

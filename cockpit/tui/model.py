@@ -295,7 +295,8 @@ def parse_filter(text: str) -> Filter:
         name, op, raw = m.group(1).lower(), m.group(2), m.group(3).strip().strip('"').strip("'")
         key = FIELD_BY_NAME.get(name)
         if key is None:
-            errors.append(f"unknown field {name!r} in {word!r}; fields: {', '.join(filter_names())}")
+            errors.append(f"unknown field {name!r} in {word!r} (left out): try window, cpus, state, eff, speedup, "
+                          "T, verdict; ? lists every field")
             continue
         value: object = raw
         if op not in ("~", "!~") and (key in NUMERIC_FIELDS or op in ("<", "<=", ">", ">=")):

@@ -35,6 +35,23 @@ def plan_summary(plan: Plan) -> Text:
     return Text.assemble(*parts)
 
 
+def short_labels(labels: list[str]) -> list[str]:
+    """The labels without the words every configuration shares (dataset, mode, precision, ... when the
+    study has one of each), so the status column fits 80 columns; the summary names the shared words."""
+    words = [label.split() for label in labels]
+    if len(words) < 2 or len({len(w) for w in words}) != 1:
+        return labels
+    keep = [i for i in range(len(words[0])) if len({w[i] for w in words}) > 1]
+    return [" ".join(w[i] for i in keep) or label for w, label in zip(words, labels, strict=True)]
+
+
+def shared_words(labels: list[str]) -> str:
+    words = [label.split() for label in labels]
+    if len(words) < 2 or len({len(w) for w in words}) != 1:
+        return ""
+    return " ".join(words[0][i] for i in range(len(words[0])) if len({w[i] for w in words}) == 1)
+
+
 class PlanScreen(ModalScreen[bool]):
     """Answers True when the user confirms the submit."""
 
@@ -61,12 +78,16 @@ class PlanScreen(ModalScreen[bool]):
 
     def on_mount(self) -> None:
         table = self.query_one("#plan-table", DataTable)
-        table.add_columns("configuration", "node-hours", "predicted T s", "predicted S", "status")
-        for line in self.plan.lines:
+        labels = [line.label for line in self.plan.lines]
+        shared = shared_words(labels)
+        table.add_columns("configuration", "status", "node-hours", "predicted T s", "predicted S")
+        if shared:
+            summary = self.query_one("#plan-summary", Static)
+            summary.update(plan_summary(self.plan) + Text(f"\nevery configuration: {shared}", style="dim"))
+        for line, label in zip(self.plan.lines, short_labels(labels), strict=True):
             p = line.predicted
-            table.add_row(line.label, f"{line.node_hours:.2f}", f"{p.t_s:.1f}" if p else "-",
-                          f"{p.speedup:.2f}x" if p else "-",
-                          Text(line.status, style=STATUS_STYLE.get(line.status, "")))
+            table.add_row(label, Text(line.status, style=STATUS_STYLE.get(line.status, "")),
+                          f"{line.node_hours:.2f}", f"{p.t_s:.1f}" if p else "-", f"{p.speedup:.2f}x" if p else "-")
         self.query_one("#no", Button).focus()
 
     def action_answer(self, value: bool) -> None:

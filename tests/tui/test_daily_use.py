@@ -49,7 +49,7 @@ def test_filter_grammar_uses_the_screens_names():
     assert model.parse_filter("eff<60%").terms[0].value == pytest.approx(0.6)
     bad = model.parse_filter("foo=bar eff<abc window=256")
     assert [t.text for t in bad.terms] == ["window=256"]
-    assert bad.errors[0].startswith("unknown field 'foo'") and "cpus" in bad.errors[0]
+    assert bad.errors[0].startswith("unknown field 'foo'") and "cpus" in bad.errors[0] and "? lists" in bad.errors[0]
     assert "'abc' is not a number" in bad.errors[1]
 
 

@@ -21,14 +21,12 @@ def series(config_id: str, host: str, gpu: int, utils: list[float]) -> GpuSeries
 def test_idle_gpu_and_idle_node_are_flagged(recorded):
     snap = recorded.snapshot()
     running = next(c for c in snap.configs if c.state == "running")
-    pending = next(c for c in snap.configs if c.state == "pending")
     gpus = [
         series(running.config_id, "n1", 0, [95, 97, 99, 96, 98]),
         series(running.config_id, "n1", 1, [90, 3, 1, 0, 2, 1]),  # went idle
         series(running.config_id, "n2", 0, [0, 0, 1, 0, 0]),  # the whole node idles
-        series(pending.config_id, "n3", 0, [0, 0, 0, 0, 0]),  # not running: not shown
     ]
-    rows = model.gpu_rows(replace(snap, gpus=gpus))
+    rows = model.gpu_rows(gpus, running=True)
     flags = {r.key: str(r.cells[-1]) for r in rows}
     assert flags == {
         f"{running.config_id}:n1:0": "ok",
@@ -36,7 +34,15 @@ def test_idle_gpu_and_idle_node_are_flagged(recorded):
         f"{running.config_id}:n2:0": "NODE IDLE",
     }
     first = next(r for r in rows if r.key.endswith("n1:0"))
-    assert first.cells[3] == "98%" and first.cells[5] == "1.0/40 GiB"
+    assert first.cells[2] == "98%" and first.cells[4] == "1.0/40 GiB"
+    # after the job ended: how many times each GPU sat idle during the run
+    ended = {r.key: str(r.cells[-1]) for r in model.gpu_rows(gpus, running=False)}
+    assert list(ended.values()) == ["never idle", "idle ×1", "idle ×1"]
+
+
+def test_a_timeline_spreads_over_the_whole_run():
+    assert model.spread(list(range(100)), 5) == [0, 25, 50, 74, 99]
+    assert model.spread([1, 2], 5) == [1, 2]
 
 
 def test_new_lines_finds_overlap_of_tails():
