@@ -1,7 +1,7 @@
 """Run detail: loss curve, step-time breakdown over time, throughput and the job's log followed live.
 
 Two throughputs exist for a run and both are labelled: the run average (result.json, the scaling table's
-`tokens/s avg`) and rank 0's latest metrics interval (the sparkline)."""
+`tok/s avg`) and rank 0's latest metrics interval (the sparkline)."""
 
 from __future__ import annotations
 

@@ -43,14 +43,14 @@ SCALING_COLUMN = {
     "cpus_per_task": Column("cpus_per_task", "CPUs/task"),
     "precision": Column("precision", "precision"),
     "batch_size": Column("batch_size", "batch"),
-    "state": Column("state", "state", 15),
-    "time": Column("time", "T s", 8),
+    "state": Column("state", "state", 14),
+    "time": Column("time", "T s", 6),
     "work": Column("work", "work", 5),
     "t_same_work": Column("t_same_work", "T/work s", 8),
     "speedup": Column("speedup", "speedup", 7),
     "efficiency": Column("efficiency", "eff", 4),
     "overhead": Column("overhead", "overhead s", 10),
-    "tokens": Column("tokens", "tokens/s avg", 12),
+    "tokens": Column("tokens", "tok/s avg", 9),
     "verdict": Column("verdict", "where the time went"),
 }
 FIGURES = ("state", "speedup", "efficiency", "time", "t_same_work", "work", "overhead", "tokens", "verdict")
@@ -197,7 +197,7 @@ def _state_cell(row: ConfigRow, live: bool) -> Text:
     """The state; a running row of a live study shows its progress and eta (a recording has none to show)."""
     if live and row.state in RUNNING and row.progress is not None:
         eta = f" eta {fmt.duration(row.eta_s)}" if row.eta_s is not None else ""
-        return Text(f"▶ {row.progress * 100:.0f}%{eta}", style="bold cyan")
+        return Text(f"▶{row.progress * 100:.0f}%{eta}", style="bold cyan")
     return Text(state_word(row.state), style=fmt.state_style(row.state))
 
 
@@ -333,10 +333,13 @@ def _split(text: str) -> list[str]:
 
 
 def _number(raw: str, percent: bool = False) -> float | None:
+    """A number as typed: `0.6`, `60%` (for eff), `1.5x`, `10s`, `50k`, `1.2M`."""
     text = raw.strip().lower().rstrip("x×s")
+    scale = {"k": 1e3, "m": 1e6}.get(text[-1:], 1.0)
+    text = text.rstrip("km")
     is_pct = text.endswith("%")
     try:
-        value = float(text.rstrip("%"))
+        value = float(text.rstrip("%")) * scale
     except ValueError:
         return None
     if percent and (is_pct or value > 1.5):  # eff<60% and eff<60 mean what eff<0.6 means

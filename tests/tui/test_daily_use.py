@@ -47,6 +47,7 @@ def test_filter_grammar_uses_the_screens_names():
         ("precision", "=", "fp32"), ("t_same_work", ">=", 2.0), ("verdict", "~", "all-reduce"), (None, "~", ""),
     ]
     assert model.parse_filter("eff<60%").terms[0].value == pytest.approx(0.6)
+    assert model.parse_filter("tokens>50k").terms[0].value == 50_000 and model.parse_filter("T<10s").terms[0].value == 10
     bad = model.parse_filter("foo=bar eff<abc window=256")
     assert [t.text for t in bad.terms] == ["window=256"]
     assert bad.errors[0].startswith("unknown field 'foo'") and "cpus" in bad.errors[0] and "? lists" in bad.errors[0]

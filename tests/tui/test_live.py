@@ -62,9 +62,11 @@ async def test_plan_submit_cancel_and_follow_a_real_local_study(tmp_path: Path):
         await pilot.pause()
         row = app.snapshot.config(baseline)
         assert row.train_time_s and row.train_time_s > 0 and row.speedup == 1.0
-        shown = {r.key: r.cells for r in app.query_one(ScalingView).table.shown}
-        assert shown[baseline][8].plain == f"{row.train_time_s:.1f}"
-        assert str(shown[pair][7]) == "cancelled"
+        view = app.query_one(ScalingView)
+        shown = {r.key: r.cells for r in view.table.shown}
+        keys = view.table_layout.keys
+        assert shown[baseline][keys.index("time")].plain == f"{row.train_time_s:.1f}"
+        assert str(shown[pair][keys.index("state")]) == "cancelled"
         await app.workers.wait_for_complete()
     await controller.close()
     assert session.store.path.exists()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from cockpit.snapshot import GpuSample, GpuSeries
 from cockpit.tui import format as fmt
 from cockpit.tui import model
