@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from cockpit.launch.local import LocalExecutor
 from cockpit.plan import Plan, study_plan
 from cockpit.snapshot import ConfigRow, ConnectionState, GpuSeries, StudySnapshot, count_states
 from cockpit.tui.controller import JOB_ACTIONS, downsample
@@ -56,21 +54,9 @@ class LiveController:
 
     def plan(self) -> Plan | None:
         runner = self.session.runner
-        plan = study_plan(self.study, self.session.store, resubmit_failed=runner.resubmit_failed,
-                          cluster=self.session.backend.label)
-        return self._fit_machine(plan)
-
-    def _fit_machine(self, plan: Plan) -> Plan:
-        """On this machine a configuration needing more cores than the local executor allows is "too big"
-        (the executor would refuse it), whatever the study's cores_per_node says."""
-        backend = self.session.backend
-        if not isinstance(backend, LocalExecutor):
-            return plan
-        cores = {cfg.config_id: cfg.gpus_per_node * cfg.cpus_per_task for cfg in self.study.matrix()}
-        lines = [replace(line, status="too big")
-                 if line.status == "submit" and cores.get(line.config_id, 0) > backend.max_cores else line
-                 for line in plan.lines]
-        return replace(plan, lines=lines)
+        # the backend's real cores (this machine's, for the local executor): what it would refuse is "too big"
+        return study_plan(self.study, self.session.store, resubmit_failed=runner.resubmit_failed,
+                          cluster=self.session.backend.label, cores=self.session.backend.cores_per_node)
 
     async def submit(self) -> str:
         """Start (or resume) the study and follow it to the end; returns a one-line summary."""

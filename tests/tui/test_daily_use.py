@@ -261,16 +261,16 @@ async def test_export_copy_and_pager_fallback(recorded, tmp_path):
 
 # --- the plan on this machine -------------------------------------------------------------------------------
 
-def test_plan_marks_configurations_this_machine_cannot_run_too_big():
+def test_plan_dialog_marks_configurations_this_machine_cannot_run_too_big():
     from cockpit.launch.local import LocalExecutor
-    from cockpit.plan import make_plan
     from cockpit.spec import load_study
     from cockpit.tui.live import LiveController
 
-    study = load_study(FIXTURE / "study.toml")
+    study = load_study(FIXTURE / "study.toml")  # cores_per_node = 4
     backend = LocalExecutor(study, max_cores=2)
-    controller = LiveController(SimpleNamespace(study=study, backend=backend))
-    plan = controller._fit_machine(make_plan(study, {}, cluster=backend.label))
+    session = SimpleNamespace(study=study, backend=backend, store=None,
+                              runner=SimpleNamespace(resubmit_failed=False))
+    plan = LiveController(session).plan()
     cores = {cfg.config_id: cfg.gpus_per_node * cfg.cpus_per_task for cfg in study.matrix()}
     for line in plan.lines:
         assert (line.status == "too big") == (cores[line.config_id] > 2), line.label

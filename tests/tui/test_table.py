@@ -101,3 +101,27 @@ async def test_progress_update_shows_the_new_value():
         assert any("config 2" in line and "▶ 99%" in line for line in lines)
         assert not any("config 2" in line and "▶ 10%" in line for line in lines)
         assert [r.key for r in table.shown] == [f"c{i}" for i in range(12)]
+
+
+async def test_cached_paint_with_frozen_columns_equals_paint_from_scratch():
+    """The scaling view freezes its identity columns: cells that change there are drawn in both the frozen
+    and the scrollable part, scrolled right or not."""
+    app = TableApp()
+    async with app.run_test(size=(30, 10)) as pilot:
+        table = app.query_one(RowTable)
+        table.set_columns(COLUMNS, fixed=2)
+        table.apply(rows())
+        await pilot.pause()
+        assert painted(table) == from_scratch(table)
+        steps = [
+            lambda: table.apply([Row(r.key, (r.cells[0], f"cfg {r.key}", *r.cells[2:])) for r in rows({"c1": 70})]),
+            lambda: table.move_cursor(row=2),
+            lambda: table.scroll_to(x=20, animate=False),
+            lambda: table.apply(rows({"c1": 80, "c2": 90}, eff_style="red")),
+        ]
+        for step in steps:
+            step()
+            await pilot.pause()
+            cached = painted(table)
+            assert cached == from_scratch(table)
+        assert any(line.startswith(" ★  config 0") for line in text_of(cached))  # still there, scrolled right
