@@ -256,6 +256,8 @@ class CockpitApp(App):
         try:
             with self.suspend():
                 subprocess.run([*pager, str(path)], check=False)
+            if path.name != LOG_FILE:  # a copy of the followed log, written for the pager
+                path.unlink(missing_ok=True)
         except SuspendNotSupported:
             self.notify(f"cannot hand the terminal to a pager here; the log is {path}", severity="warning")
         except OSError as exc:
