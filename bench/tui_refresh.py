@@ -95,7 +95,7 @@ async def run(args: argparse.Namespace) -> None:
     rows = configs(args.configs)
     t0 = 1_800_000_000.0
     state = {"snap": snapshot(rows, gpus(rows, args.gpus, t0), t0)}
-    app = CockpitApp(RecordedController(lambda: state["snap"]), clock=lambda: t0, poll_interval=None,
+    app = CockpitApp(RecordedController(lambda: state["snap"], live=True), clock=lambda: t0, poll_interval=None,
                      offer_plan=False)
     async with app.run_test(size=(160, 48)) as pilot:
         view = app.query_one(ScalingView)
