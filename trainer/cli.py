@@ -49,6 +49,8 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--annotator", metavar="EXT", default=None,
                    help="annotation file extension (atr, ari, qrs, ...; default auto): tokenizer.annotator")
     p.add_argument("--lead", default=None, help="samples: lead index or name: tokenizer.lead")
+    p.add_argument("--fs", type=float, default=None, metavar="HZ",
+                   help="samples: resample to this rate (default 360; 0 keeps each record's): tokenizer.fs")
     p.add_argument("--records", nargs="+", metavar="RECORD", default=None,
                    help="only these records of the dataset: tokenizer.records")
     p.add_argument("--skip-bad-records", action="store_true", default=None,
@@ -90,7 +92,8 @@ def _apply_data_flags(args: argparse.Namespace, config: dict[str, Any]) -> None:
     lead = args.lead
     if lead is not None and lead.isdigit():
         lead = int(lead)
-    for key, value in (("annotator", args.annotator), ("lead", lead), ("records", args.records)):
+    fs = int(args.fs) if args.fs is not None and float(args.fs).is_integer() else args.fs
+    for key, value in (("annotator", args.annotator), ("lead", lead), ("records", args.records), ("fs", fs)):
         if value is not None:
             config.setdefault("tokenizer", {})[key] = value
     if args.skip_bad_records:

@@ -44,7 +44,9 @@ MODES = ("foundation", "finetune")
 PRECISIONS = ("fp32", "bf16", "fp16")
 DEVICES = ("auto", "cpu", "cuda")
 TASKS = ("beat", "rhythm")
-CLASS_WEIGHTS = ("balanced", "none")
+CONTEXTS = ("none", "rr")  # trainer.data.rr_context
+POOLS = ("mean", "centre")  # trainer.model
+CLASS_WEIGHTS = ("balanced", "sqrt", "none")
 
 KEYS: tuple[ConfigKey, ...] = (
     # the model
@@ -52,6 +54,10 @@ KEYS: tuple[ConfigKey, ...] = (
     _k("model", "d_model", int, 128, "width of the model (divisible by heads)", minimum=8),
     _k("model", "heads", int, 4, "attention heads", minimum=1),
     _k("model", "dropout", float, 0.0, "dropout probability, in [0, 1)", minimum=0),
+    _k("model", "context", str, "none", "'rr': RR-interval tokens of the centre beat before each window",
+       choices=CONTEXTS),
+    _k("model", "pool", str, "mean", "fine-tune head input: 'mean' over positions or the 'centre' beat's",
+       choices=POOLS),
     # sweep axes: defaults for the axes a study does not sweep; top-level keys of config.json
     _k("train", "mode", str, "foundation", "foundation (masked-span prediction) or finetune (classification)",
        choices=MODES, top_level=True),
@@ -81,6 +87,12 @@ KEYS: tuple[ConfigKey, ...] = (
     _k("train", "num_workers", int, None, "DataLoader workers (default: cpus_per_task - 1)", minimum=0),
     _k("train", "grad_clip", float, 1.0, "gradient norm clip (0 = off)", minimum=0),
     _k("train", "class_weights", str, "balanced", "fine-tune loss weights per class", choices=CLASS_WEIGHTS),
+    _k("train", "val_fraction", float, 0.0, "fine-tune: share of training patients held out for validation",
+       minimum=0),
+    _k("train", "val_every", int, 200, "fine-tune: validate every this many steps (and after the last)",
+       minimum=1),
+    _k("train", "patience", int, 0, "fine-tune: stop after this many validations without a better macro-F1 "
+       "(0 = never)", minimum=0),
     _k("train", "bucket_cap_mb", float, None, "DDP gradient bucket size in MB (default: DDP's 25)", minimum=0),
     # test hooks: make one rank slower by a host sleep inside each step's compute (a known straggler)
     _k("train", "test_slow_rank", int, None, "test only: the rank that sleeps", study=False, flag=False),

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 IGNORE_INDEX = -100
+POOLS = ("mean", "centre")
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class ModelConfig:
     heads: int = 4
     dropout: float = 0.0
     num_classes: int = 0  # 0 = no classification head (foundation)
+    pool: str = "mean"  # what feeds the class head: "mean" of every position, or "centre" (one position)
+    centre: int = 0  # the position "centre" pooling reads: the classified beat's own token
 
     def __post_init__(self) -> None:
         for key in ("vocab_size", "max_len", "layers", "d_model", "heads"):
@@ -39,6 +42,10 @@ class ModelConfig:
             raise ValueError(f"model.dropout must be in [0, 1), got {self.dropout}")
         if self.num_classes < 0:
             raise ValueError(f"num_classes must be >= 0, got {self.num_classes}")
+        if self.pool not in POOLS:
+            raise ValueError(f"model.pool: expected one of {', '.join(POOLS)}, got {self.pool!r}")
+        if not 0 <= self.centre < self.max_len:
+            raise ValueError(f"model centre position {self.centre} is outside the sequence (0..{self.max_len - 1})")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -123,11 +130,15 @@ class HeartLanguageModel(nn.Module):
 
         Foundation: logits [B, W, vocab] through the LM head tied to the token embedding; the loss is over
         masked positions (targets [B, W], IGNORE_INDEX elsewhere). Fine-tune: logits [B, classes] from the
-        mean-pooled encoder; the loss is over samples.
+        pooled encoder output (`pool`); the loss is over samples.
         """
         h = self.encode(tokens)
         if self.cfg.num_classes:
-            logits = self.head(h.mean(dim=1))
+            logits = self.head(h[:, self.cfg.centre] if self.cfg.pool == "centre" else h.mean(dim=1))
+        elif targets is not None:
+            # only the masked positions have targets: the LM head (the widest matrix) runs on those alone
+            keep = targets != IGNORE_INDEX
+            return F.cross_entropy(F.linear(h[keep], self.tok.weight, self.lm_bias).float(), targets[keep])
         else:
             logits = F.linear(h, self.tok.weight, self.lm_bias)
         if targets is None:

@@ -46,6 +46,8 @@ class Settings:
     d_model: int = _D["d_model"]
     heads: int = _D["heads"]
     dropout: float = _D["dropout"]
+    context: str = _D["context"]
+    pool: str = _D["pool"]
     steps: int | None = _D["steps"]
     epochs: float | None = _D["epochs"]
     lr: float = _D["lr"]
@@ -65,6 +67,9 @@ class Settings:
     num_workers: int | None = _D["num_workers"]
     grad_clip: float = _D["grad_clip"]
     class_weights: str = _D["class_weights"]
+    val_fraction: float = _D["val_fraction"]
+    val_every: int = _D["val_every"]
+    patience: int = _D["patience"]
     bucket_cap_mb: float | None = _D["bucket_cap_mb"]
     test_slow_rank: int | None = _D["test_slow_rank"]
     test_slow_step_s: float = _D["test_slow_step_s"]
@@ -210,3 +215,10 @@ def validate(s: Settings, source: str = "config.json") -> None:
         raise ConfigError(f"{source}: train.test_slow_step_s: expected a number >= 0, got {s.test_slow_step_s}")
     if s.grad_clip < 0:
         raise ConfigError(f"{source}: train.grad_clip: expected a number >= 0 (0 = off), got {s.grad_clip}")
+    if not 0.0 <= s.val_fraction < 1.0:
+        raise ConfigError(f"{source}: train.val_fraction: expected a number in [0, 1), got {s.val_fraction}")
+    if s.val_every < 1:
+        raise ConfigError(f"{source}: train.val_every: expected an integer >= 1, got {s.val_every}")
+    if s.patience < 0:
+        raise ConfigError(f"{source}: train.patience: expected an integer >= 0 (0 = never stop early), "
+                          f"got {s.patience}")

@@ -22,6 +22,7 @@ from trainer.settings import Settings
 
 log = logging.getLogger("hlm.data")
 FOUNDATION_EVAL_WINDOWS = 4096  # masked-token evaluation of a foundation run uses at most this many windows
+VAL_WINDOWS = 20000  # fine-tune validation scores at most this many windows (an even sample), many times per run
 
 
 @dataclass
@@ -36,6 +37,8 @@ class Data:
     prepare_s: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)  # shard dir, tokenizer, record counts
     class_weights: list[float] | None = None  # fine-tune loss weights per class (None = unweighted)
+    val: Dataset | None = None  # fine-tune: patient-disjoint validation part of the training split
+    seq_len: int = 0  # tokens per item (context tokens + window); 0 = the window
 
 
 def load(s: Settings, d: Dist) -> Data:
@@ -63,23 +66,36 @@ def load(s: Settings, d: Dist) -> Data:
     if not split.train:
         raise DataError(f"{manifest.path}: the training split of dataset {manifest['dataset']!r} is empty: "
                         f"{split.reason}")
-    train_windows = wd.WindowDataset(shard, s.window, task, split.train)
+    train_records, val_records = list(split.train), []
+    if s.mode == "finetune" and s.val_fraction > 0:
+        train_records, val_records = validation_split(split.train, split.patients, s.val_fraction)
+        if d.is_main:
+            log.info("validation on %d of the %d training records (%s), patient-disjoint from the rest; "
+                     "training on %d", len(val_records), len(split.train), ", ".join(val_records),
+                     len(train_records))
+    train_windows = wd.WindowDataset(shard, s.window, task, train_records, context=s.context)
     test_windows, eval_split = _eval_windows(s, manifest, split, task, train_windows, d.is_main)
+    val_windows = wd.WindowDataset(shard, s.window, task, val_records, context=s.context) if val_records else None
     info = {"shard_dir": str(shard), "dataset": manifest.get("dataset"), "tokenizer": manifest.tokenizer,
             "tokenizer_params": manifest.get("params"), "train_records": split.train,
             "test_records": split.test, "split": split.as_dict(), "eval_split": eval_split,
             "skipped_records": manifest.get("skipped_records") or [], "train_windows": len(train_windows),
             "test_windows": len(test_windows) if test_windows else 0,
+            "context": s.context, "val_records": val_records,
+            "val_windows": len(val_windows) if val_windows else 0,
             # when the launcher prepared the shards before the trainer started, prepare_s is only this
             # run's up-to-date check; this is what building them took
             "shards_built_in_s": (manifest.get("timing") or {}).get("wall_s")}
     if s.mode == "finetune":
         classes = list(manifest["beat_classes"] if s.task == "beat" else manifest["rhythm_classes"])
         counts = train_windows.class_counts()
-        weights = balanced_weights(counts, len(classes)) if s.class_weights == "balanced" else None
+        weights = (balanced_weights(counts, len(classes), 0.5 if s.class_weights == "sqrt" else 1.0)
+                   if s.class_weights != "none" else None)
         info["train_class_counts"] = dict(zip(classes, [int(c) for c in counts], strict=False))
         return Data(LabelledWindows(train_windows), LabelledWindows(test_windows) if test_windows else None,
-                    manifest.vocab_size, classes, manifest.synthetic, prepare_s, info, weights)
+                    train_windows.vocab_size, classes, manifest.synthetic, prepare_s, info, weights,
+                    _even_sample(LabelledWindows(val_windows), VAL_WINDOWS) if val_windows else None,
+                    train_windows.length)
     masked = MaskedWindows(train_windows, manifest.mask_id, s.mask_ratio, s.mask_span, s.seed)
     test: Dataset | None = None
     if test_windows:
@@ -87,7 +103,15 @@ def load(s: Settings, d: Dist) -> Data:
         stride = max(1, math.ceil(len(test_windows) / FOUNDATION_EVAL_WINDOWS))
         test = Subset(test, range(0, len(test_windows), stride))  # an even sample: the loss needs no more
         info["test_windows"] = len(test)
-    return Data(masked, test, manifest.vocab_size, [], manifest.synthetic, prepare_s, info)
+    return Data(masked, test, train_windows.vocab_size, [], manifest.synthetic, prepare_s, info,
+                seq_len=train_windows.length)
+
+
+def _even_sample(dataset: Any, limit: int) -> Any:
+    """At most `limit` items at an even stride (all of them when there are fewer)."""
+    if len(dataset) <= limit:
+        return dataset
+    return Subset(dataset, range(0, len(dataset), math.ceil(len(dataset) / limit)))
 
 
 def _log_data(manifest: dict[str, Any], split: dict[str, Any]) -> None:
@@ -121,7 +145,7 @@ def _eval_windows(s: Settings, manifest: Any, split: Any, task: str, train_windo
             log.warning("no test records (%s): the foundation eval loss uses an even sample of the training "
                         "split", split.reason)
         return train_windows, "train"
-    test = wd.WindowDataset(manifest.shard_dir, s.window, task, split.test)
+    test = wd.WindowDataset(manifest.shard_dir, s.window, task, split.test, context=s.context)
     if s.mode == "finetune":
         counts = test.class_counts()
         present = [i for i, c in enumerate(counts) if c]
@@ -137,12 +161,34 @@ def _eval_windows(s: Settings, manifest: Any, split: Any, task: str, train_windo
     return test, "test"
 
 
-def balanced_weights(counts: Any, n_classes: int) -> list[float]:
-    """Inverse-frequency class weights with mean 1 over the training windows (absent classes: 0).
+def balanced_weights(counts: Any, n_classes: int, power: float = 1.0) -> list[float]:
+    """Inverse-frequency class weights (to the `power`), scaled so that the weighted mean over the
+    training windows is 1 (absent classes: 0).
 
     MIT-BIH is ~90% N beats; unweighted, a classifier that always says N scores 0.9 accuracy and a
-    useless macro-F1. These weights make every present class count as much as the others.
+    useless macro-F1. power 1 makes every present class count as much as the others; power 0.5
+    ("sqrt") counts rare classes more than their share without letting 20 S windows outweigh 1000 N.
     """
     counts = [int(c) for c in counts] + [0] * (n_classes - len(counts))
-    total, present = sum(counts), sum(1 for c in counts if c)
-    return [total / (present * c) if c else 0.0 for c in counts]
+    raw = [c ** -power if c else 0.0 for c in counts]
+    scale = sum(counts) / sum(c * w for c, w in zip(counts, raw, strict=True)) if any(counts) else 0.0
+    return [w * scale for w in raw]
+
+
+def validation_split(records: list[str], patients: dict[str, str], fraction: float) -> tuple[list[str], list[str]]:
+    """(train, validation) records: every 1/fraction-th patient (in natural order) goes to validation with
+    all of its records, so no patient is on both sides; at least one patient stays on each side.
+
+    Evenly spaced rather than the last ones, so that validation does not take one end of a database
+    whose record numbers group its patients (mitdb's 100s and 200s).
+    """
+    from trainer.data.splits import natural_key
+
+    ids = sorted({patients.get(r, r) for r in records}, key=natural_key)
+    if len(ids) < 2:
+        raise DataError(f"train.val_fraction: the training split has {len(ids)} patient(s); a validation part "
+                        "needs at least two (set train.val_fraction = 0)")
+    n_val = min(len(ids) - 1, max(1, math.ceil(fraction * len(ids))))
+    held = {ids[int((j + 0.5) * len(ids) / n_val)] for j in range(n_val)}
+    return ([r for r in records if patients.get(r, r) not in held],
+            [r for r in records if patients.get(r, r) in held])

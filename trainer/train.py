@@ -35,13 +35,15 @@ from trainer.model import HeartLanguageModel, ModelConfig, load_encoder
 from trainer.nvml import NvmlSampler
 from trainer.settings import ConfigError, Settings
 from trainer.timing import Breakdown, Clock, CommMeter, comm_hook, peak_memory_bytes
+from trainer.validation import Validator
 
 log = logging.getLogger("hlm.train")
 
 
 # Settings a checkpoint can only be resumed with (they fix the data order, the model or the schedule).
 RESUME_KEYS = ("mode", "window", "batch_size", "grad_accum", "layers", "d_model", "heads", "seed", "steps",
-               "epochs", "lr", "warmup_steps", "task", "mask_ratio", "mask_span")
+               "epochs", "lr", "warmup_steps", "task", "mask_ratio", "mask_span", "context", "pool", "val_fraction",
+               "val_every")
 
 
 class NonFiniteLoss(RuntimeError):
@@ -66,6 +68,9 @@ class Progress:
     samples: int = 0  # global
     resumes: int = 0
     first_step_s: float = 0.0  # includes loader start and, with train.compile, compilation
+    val_s: float = 0.0  # fine-tune validation during training: outside T, recorded beside it
+    validations: list[dict[str, Any]] = field(default_factory=list)  # step, macro_f1, accuracy, seconds
+    best_step: int = 0  # the step whose weights scored best on validation (0: none yet)
     started_at: float = field(default_factory=time.time)
     breakdown: dict[str, float] = field(default_factory=dict)
 
@@ -149,8 +154,10 @@ def _optimizer(model: torch.nn.Module, s: Settings, device: torch.device) -> tup
 
 def _build_model(s: Settings, data: sources.Data, fresh: bool) -> tuple[HeartLanguageModel, str | None]:
     """The model; a fresh fine-tune run copies the encoder of `init_checkpoint` (or says why not)."""
-    cfg = ModelConfig(vocab_size=data.vocab_size, max_len=s.window, layers=s.layers, d_model=s.d_model,
-                      heads=s.heads, dropout=s.dropout, num_classes=len(data.classes))
+    seq_len = data.seq_len or s.window  # context tokens (model.context) come before the window
+    cfg = ModelConfig(vocab_size=data.vocab_size, max_len=seq_len, layers=s.layers, d_model=s.d_model,
+                      heads=s.heads, dropout=s.dropout, num_classes=len(data.classes), pool=s.pool,
+                      centre=seq_len - s.window + s.window // 2)
     model = HeartLanguageModel(cfg)
     if s.mode != "finetune":
         return model, None
@@ -271,7 +278,8 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
         raise ConfigError(f"batch_size {s.batch_size} x grad_accum {s.grad_accum} x world size {d.world} needs "
                           f"more windows than the training split has ({len(data.train)})")  # type: ignore[arg-type]
     total_steps = s.steps if s.steps is not None else max(1, math.ceil(s.epochs * steps_per_epoch))  # type: ignore[operator]
-    tokens_per_sample = s.window
+    tokens_per_sample = data.seq_len or s.window
+    validator = Validator(s, data, d, autocast, state)
 
     if state is not None:
         prog = _restore(state, ckpt_path, s, d, raw, optimizer, scaler)
@@ -292,6 +300,7 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
     slow_s = s.test_slow_step_s if s.test_slow_rank == d.rank else 0.0
     sampler.set_position(prog.epoch, prog.batch_in_epoch * s.batch_size)
     stop_reason: str | None = None
+    stop_early = False
     last_loss = float("nan")
     start_wall = time.time()
     prog.startup_s += start_wall - launch - data.prepare_s
@@ -359,8 +368,18 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
                 if d.is_main:
                     log.info("first step done in %.3f s", now - t_begin)
             t_prev = now
+            if validator.due(prog.step, total_steps):
+                # outside T: T's start and this step's end move by the validation's duration, so the five
+                # parts still add up to T exactly and validation is reported beside it (timing.val_s)
+                val_s = validator.run(raw, prog)
+                t_begin += val_s
+                t_prev += val_s
+                if validator.should_stop(prog) and prog.step < total_steps:
+                    stop_early = True
             if vote.poll(stop.received is not None) and prog.step < total_steps:
                 stop_reason = stop.received or "signal on another rank"
+                break
+            if stop_early:
                 break
         t_end = time.perf_counter()
         # ---- T ends here: last step end ----
@@ -384,7 +403,8 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
         if d.is_main:
             checkpoint.save(ckpt_path, {"model": raw.state_dict(), "optimizer": optimizer.state_dict(),
                                         "scaler": scaler.state_dict(), "progress": prog.__dict__, "rng": rngs,
-                                        "model_config": raw.cfg.to_dict(), "settings": s.as_dict()})
+                                        "model_config": raw.cfg.to_dict(), "settings": s.as_dict(),
+                                        "best_model": validator.best_state})
         distributed.barrier(d)
         save_s = time.perf_counter() - t0
         raise Interrupted(f"{stop_reason}: checkpointed at step {prog.step}/{total_steps} after T = "
@@ -392,6 +412,7 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
                           {"step": prog.step, "total_steps": total_steps, "train_time_s": prog.train_time_s,
                            "checkpoint_save_s": save_s, "signal": stop_reason})
 
+    validator.restore_best(raw, prog)  # early stopping keeps the weights of the best validation
     # the final weights first: a failing evaluation must not lose them
     t0 = time.perf_counter()
     if d.is_main:
@@ -425,6 +446,7 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
                 "steps": prog.step, "epochs": prog.step / steps_per_epoch, "samples": prog.samples,
                 "tokens": tokens, "resumes": prog.resumes, "launch_time_source": launch_source,
                 "steps_per_epoch": steps_per_epoch, "first_step_s": prog.first_step_s,
+                "val_s": prog.val_s,
             },
             "breakdown_s": prog.breakdown,
             "breakdown_by_rank": by_rank,
@@ -448,6 +470,8 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
         }
         if evaluation is not None:
             result["eval"] = evaluation
+        if validator.enabled:
+            result["validation"] = validator.summary(prog, stop_early)
         if s.mode == "finetune":
             result["init"] = init_note
         rundir.write_result(s.run_dir, result)
@@ -485,6 +509,10 @@ def _evaluate(raw: HeartLanguageModel, data: sources.Data, d: Dist, s: Settings,
     if not s.eval or data.test is None:
         return None
     if data.classes:
-        return {"split": "test", **classify(raw, data.test, data.classes, d, s.batch_size, autocast)}
+        scores = classify(raw, data.test, data.classes, d, s.batch_size, autocast)
+        log.info("test split: %d windows scored in %.1f s (%.0f windows/s); accuracy %.4f, macro-F1 %.4f",
+                 scores["samples"], scores["seconds"], scores["windows_per_s"] or 0.0, scores["accuracy"] or 0.0,
+                 scores["macro_f1"] or 0.0)
+        return {"split": "test", **scores}
     split = data.info.get("eval_split") or "test"  # a foundation run without test records scores train windows
     return {"split": split, **masked_lm(raw, data.test, d, s.batch_size, autocast)}

@@ -8,7 +8,12 @@ Items by tokenizer and task:
 - samples (all tasks): one window of W samples centred on each beat; foundation takes every beat
   (label -1), beat the beats with an AAMI class (label 0..4), rhythm those with a known rhythm.
 - beats: foundation and rhythm tile each record with windows of W beats (stride W unless given;
-  rhythm label = the rhythm at the window's centre beat); beat centres a window on each beat.
+  rhythm label = the rhythm at the window's centre beat); beat centres a window on each beat and
+  replaces that beat's own token with the mask token, since a beats token carries the beat's class.
+
+With `context="rr"` each item starts with the RR-interval tokens of its centre beat
+(trainer.data.rr_context): the intervals that define S and V beats, which a short window of samples
+does not reach. Items are then `context_length + W` tokens long.
 """
 
 from __future__ import annotations
@@ -22,6 +27,14 @@ import torch
 from torch.utils.data import Dataset
 
 from trainer.data.errors import DataError
+from trainer.data.rr_context import (
+    beats_token_rr_ms,
+    check_context,
+    context_length,
+    context_tokens,
+    extra_vocab,
+    rr_features,
+)
 from trainer.data.shards import MANIFEST, SHARD_SCHEMA, array_path
 from trainer.data.splits import split_names
 
@@ -115,12 +128,21 @@ class WindowDataset(Dataset):
     """(tokens LongTensor[W], label int) windows over one shard folder; label -1 where there is none."""
 
     def __init__(self, shard_dir: str | Path, window: int, task: str | None = "foundation",
-                 records: list[str] | None = None, stride: int | None = None) -> None:
+                 records: list[str] | None = None, stride: int | None = None, context: str | None = None) -> None:
         self.shard_dir = Path(shard_dir)
         self.manifest = load_manifest(self.shard_dir)
         task = task or "foundation"
         if task not in TASKS:
             raise DataError(f"task: unknown task {task!r} (expected one of: {', '.join(TASKS)})")
+        try:
+            self.context = check_context(context)
+        except ValueError as exc:
+            raise DataError(str(exc)) from None
+        self.context_length = context_length(self.context)
+        self.vocab_size = self.manifest.vocab_size + extra_vocab(self.context)
+        # a beats token carries its beat's class: the beat being classified must not show it
+        self.mask_centre = self.manifest.tokenizer == "beats" and task == "beat"
+        self.mask_id = self.manifest.mask_id
         if not isinstance(window, int) or isinstance(window, bool) or window < 1:
             raise DataError(f"window: expected a positive number of tokens, found {window!r}")
         if stride is not None and stride < 1:
@@ -147,17 +169,19 @@ class WindowDataset(Dataset):
     def _items(self, stride: int | None) -> None:
         """Precompute (record, start, label) of every item: __getitem__ then does no searching."""
         w, tiled = self.window, self.manifest.tokenizer == "beats" and self.task in ("foundation", "rhythm")
-        rec_idx, starts, labels = [], [], []
+        rec_idx, starts, labels, contexts = [], [], [], []
         for i, r in enumerate(self.records):
             if tiled:
                 n = r["n_tokens"]
                 start = np.arange(0, n - w + 1, stride or w, dtype=np.int64)
+                beat = start + w // 2  # the beat a tiled window stands for: its centre
                 if self.task == "rhythm":
-                    lab = self._load(r, "rhythm")[start + w // 2].astype(np.int64)
+                    lab = self._load(r, "rhythm")[beat].astype(np.int64)
                 else:
                     lab = np.full(len(start), -1, dtype=np.int64)
             else:
                 centre = self._load(r, "beats")
+                beat = np.arange(len(centre))
                 if self.task == "foundation":
                     lab = np.full(len(centre), -1, dtype=np.int64)
                 else:
@@ -167,9 +191,26 @@ class WindowDataset(Dataset):
             rec_idx.append(np.full(int(keep.sum()), i, dtype=np.int32))
             starts.append(start[keep])
             labels.append(lab[keep])
+            if self.context_length:
+                contexts.append(self._record_context(r)[beat[keep]])
         self.item_record = np.concatenate(rec_idx)
         self.item_start = np.concatenate(starts)
         self.labels = np.concatenate(labels)
+        self.item_context = (np.concatenate(contexts) if contexts
+                             else np.zeros((len(self.item_start), 0), dtype=np.uint16))
+
+    def _record_context(self, r: dict[str, Any]) -> np.ndarray:
+        """Context tokens [beats, features] of every beat of one record."""
+        if self.manifest.tokenizer == "beats":
+            rr_ms = beats_token_rr_ms(np.asarray(self._load(r, "tokens")), self.manifest["params"])[1:]
+        else:
+            beats = np.asarray(self._load(r, "beats"), dtype=np.float64)
+            fs = float(r.get("fs") or self.manifest.get("fs") or 0)
+            if fs <= 0:
+                raise DataError(f"{self.manifest.path}: record {r['name']!r} has no sampling rate; "
+                                "RR context needs one (prepare the data again)")
+            rr_ms = np.diff(beats) * (1000.0 / fs)
+        return context_tokens(rr_features(rr_ms), self.manifest.vocab_size)
 
     def _load(self, r: dict[str, Any], kind: str) -> np.ndarray:
         path = array_path(self.shard_dir, r["file"], kind)
@@ -200,13 +241,23 @@ class WindowDataset(Dataset):
         start = int(self.item_start[index])
         s = self.stream(r)
         end = start + self.window
+        c = self.context_length
+        out = np.empty(c + self.window, dtype=np.int64)
+        out[:c] = self.item_context[index]
         if start >= 0 and end <= len(s):
-            out = s[start:end].astype(np.int64)
+            out[c:] = s[start:end]
         else:
-            out = np.full(self.window, self.pad_id, dtype=np.int64)
+            out[c:] = self.pad_id
             lo, hi = max(start, 0), min(end, len(s))
-            out[lo - start : hi - start] = s[lo:hi]
+            out[c + lo - start : c + hi - start] = s[lo:hi]
+        if self.mask_centre:
+            out[c + self.window // 2] = self.mask_id
         return torch.from_numpy(out), int(self.labels[index])
+
+    @property
+    def length(self) -> int:
+        """Tokens per item: the context tokens plus the window."""
+        return self.context_length + self.window
 
     def class_counts(self) -> np.ndarray:
         """Items per label (for class weights); empty for foundation."""

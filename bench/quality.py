@@ -1,0 +1,187 @@
+"""Does the Heart Language Model learn? The documented recipe end to end on MIT-BIH, scored on DS2.
+
+Runs, through the project's own CLI (`python -m trainer prepare|train`), one process with 2 threads:
+  1. prepare mitdb (samples tokenizer, 180 Hz);
+  2. foundation: masked-token training on the DS1 records' ECG (no labels), RR context tokens included;
+  3. fine-tune: AAMI beat classes on DS1 minus a patient-disjoint validation part (early stopping and
+     the kept weights are chosen there), then DS2 scored once;
+  4. ablation: the same fine-tune from random weights (same steps, same seed);
+  5. the same recipe on the annotation-only sddb (beats tokenizer, patient-disjoint split) beside the
+     majority-class baseline.
+It prints the DS2 confusion matrix and per-class Se/+P/F1 beside the published inter-patient results,
+the time of each phase and the load average (the machine may be shared). Nothing is tuned on DS2.
+
+    python bench/quality.py                       # the recipe, about 30-40 min on 2 cores
+    python bench/quality.py --quick               # the same commands with few steps (a smoke test)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = REPO.parent / "shared" / "data" / "physionet"
+CLASSES = ("N", "S", "V", "F")
+# Published AAMI inter-patient DS2 figures (only those quoted in the project's data README and docs).
+PUBLISHED = {
+    "de Chazal 2004 (linear discriminants)": {"accuracy": 0.862, "S Se": 0.76, "V Se": 0.78},
+    "Mondejar-Guerra 2019 (SVM ensemble)": {"accuracy": 0.945},
+}
+GOAL = {"accuracy": 0.93, "S Se": 0.80, "V Se": 0.90, "macro-F1 NSVF": 0.65}
+
+MODEL = ["--context", "rr", "--layers", "2", "--d-model", "64", "--heads", "4"]
+WINDOW = {"samples": "128", "beats": "32"}  # samples: 0.71 s at 180 Hz; beats: 32 beats around the beat
+LOOP = ["--batch-size", "64", "--lr", "1e-3", "--warmup-steps", "30", "--cpus-per-task", "2", "--num-workers", "0",
+        "--device", "cpu"]
+
+
+def hlm(args: list[str], log: Path) -> float:
+    """Run one `python -m trainer ...` command; exit with its output if it fails. Returns its wall seconds."""
+    env = {**os.environ, "OMP_NUM_THREADS": "2", "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "trainer", *args]
+    print("$ hlm-train " + " ".join(args), flush=True)
+    t0 = time.perf_counter()
+    with log.open("a") as out:
+        proc = subprocess.run(cmd, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, check=False)
+    if proc.returncode:
+        sys.exit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{log.read_text()[-3000:]}")
+    return time.perf_counter() - t0
+
+
+def result(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "result.json").read_text())
+
+
+def recipe(data: Path, out: Path, cache: Path, tokenizer: list[str], steps: tuple[int, int], seed: int,
+           log: Path, ablation: bool, val_every: int) -> dict[str, Any]:
+    """prepare -> foundation -> fine-tune (-> the fine-tune from random weights); wall seconds per phase."""
+    common = ["--data", str(data), "--token-cache", str(cache), *tokenizer, "--window", WINDOW[tokenizer[1]], *MODEL,
+              *LOOP, "--seed", str(seed)]
+    finetune = ["--mode", "finetune", "--task", "beat", "--pool", "centre", "--steps", str(steps[1]),
+                "--val-fraction", "0.2", "--val-every", str(val_every)]
+    times = {"prepare": hlm(["prepare", "--data", str(data), "--out", str(cache), "--no-progress", *tokenizer], log)}
+    times["foundation"] = hlm(["train", "--run-dir", str(out / "foundation"), *common, "--mode", "foundation",
+                               "--steps", str(steps[0])], log)
+    times["finetune"] = hlm(["train", "--run-dir", str(out / "finetune"), *common, *finetune,
+                             "--init-checkpoint", str(out / "foundation" / "model.pt")], log)
+    if ablation:
+        times["finetune_random"] = hlm(["train", "--run-dir", str(out / "finetune-random"), *common, *finetune],
+                                       log)
+    return times
+
+
+def scores_table(ev: dict[str, Any]) -> list[str]:
+    """The confusion matrix and per-class Se/+P/F1 lines of one result's `eval`."""
+    classes = ev["classes"]
+    lines = ["confusion (rows: true, columns: predicted)",
+             "      " + "".join(f"{c:>8}" for c in classes)]
+    for name, row in zip(classes, ev["confusion"], strict=True):
+        lines.append(f"{name:>6}" + "".join(f"{v:>8,}" for v in row))
+    lines.append(f"{'class':>6}{'support':>9}{'Se':>8}{'+P':>8}{'F1':>8}")
+    for name in classes:
+        def f(v: float | None) -> str:
+            return f"{v:8.3f}" if v is not None else f"{'-':>8}"
+        lines.append(f"{name:>6}{ev['support'][name]:>9,}{f(ev['sensitivity'][name])}{f(ev['ppv'][name])}"
+                     f"{f(ev['f1'][name])}")
+    return lines
+
+
+def headline(ev: dict[str, Any]) -> dict[str, float | None]:
+    return {"accuracy": ev["accuracy"], "S Se": ev["sensitivity"].get("S"), "V Se": ev["sensitivity"].get("V"),
+            "macro-F1 NSVF": ev.get("macro_f1_nsvf")}
+
+
+def compare(rows: dict[str, dict[str, float | None]]) -> list[str]:
+    keys = ["accuracy", "S Se", "V Se", "macro-F1 NSVF"]
+    lines = [f"{'':44}" + "".join(f"{k:>15}" for k in keys)]
+    for name, vals in rows.items():
+        lines.append(f"{name:44}" + "".join(f"{vals[k]:15.3f}" if vals.get(k) is not None else f"{'-':>15}"
+                                             for k in keys))
+    return lines
+
+
+def majority_baseline(ev: dict[str, Any]) -> tuple[str, float]:
+    """Macro-F1 (over the classes present, as the result's macro_f1) of always predicting the commonest
+    class of the test split."""
+    support = ev["support"]
+    top = max(support, key=lambda c: support[c])
+    p = support[top] / sum(support.values())
+    present = sum(1 for c in support if support[c])
+    return top, (2 * p / (1 + p)) / present
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder holding mitdb/ and sddb-annotations/")
+    ap.add_argument("--out", type=Path, default=Path("/tmp/hlm-quality"), help="work folder (emptied first)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--quick", action="store_true", help="few steps: checks the commands, not the figures")
+    ap.add_argument("--no-ablation", action="store_true", help="skip the fine-tune from random weights")
+    ap.add_argument("--no-sddb", action="store_true", help="skip the annotation-only database")
+    args = ap.parse_args()
+    shutil.rmtree(args.out, ignore_errors=True)
+    args.out.mkdir(parents=True)
+    log = args.out / "commands.log"
+    cache = args.out / "tokens"
+    load0 = os.getloadavg()
+    mit_steps, sddb_steps, val_every = ((20, 40), (20, 40), 20) if args.quick else ((300, 600), (200, 300), 200)
+
+    t0 = time.perf_counter()
+    mit = recipe(args.data / "mitdb", args.out / "mitdb", cache, ["--tokenizer", "samples", "--fs", "180"],
+                 mit_steps, args.seed, log, not args.no_ablation, val_every)
+    recipe_s = mit["prepare"] + mit["foundation"] + mit["finetune"]
+    ft = result(args.out / "mitdb" / "finetune")
+    fd = result(args.out / "mitdb" / "foundation")
+    ev = ft["eval"]
+    print(f"\nMIT-BIH DS2 (inter-patient; {ev['samples']:,} beats), recipe seed {args.seed}:")
+    print("\n".join(scores_table(ev)))
+    rows = {"HLM recipe (foundation -> fine-tune)": headline(ev)}
+    if "finetune_random" in mit:
+        rows["HLM same fine-tune from random weights"] = headline(result(args.out / "mitdb" / "finetune-random")["eval"])
+    rows.update(PUBLISHED)
+    rows["goal"] = GOAL  # type: ignore[assignment]
+    print("\n" + "\n".join(compare(rows)))
+    val = ft.get("validation") or {}
+    print(f"\nvalidation (DS1 records {', '.join(val.get('records') or [])}): kept step {val.get('best_step')} "
+          f"(macro-F1 {val.get('best_macro_f1') or 0:.3f}); history "
+          + ", ".join(f"{v['step']}: {v['macro_f1']:.3f}" for v in val.get("history", [])))
+    if "finetune_random" in mit:
+        rv = result(args.out / "mitdb" / "finetune-random").get("validation") or {}
+        print("random init validation history " + ", ".join(f"{v['step']}: {v['macro_f1']:.3f}"
+                                                            for v in rv.get("history", [])))
+    print(f"foundation masked-token loss on DS2 windows: {fd['eval']['masked_loss']:.3f} "
+          f"(accuracy {fd['eval']['masked_accuracy']:.3f}); final training loss {fd['final_loss']:.3f}")
+    print(f"DS2 evaluation: {ev['samples']:,} windows in {ev['seconds']:.1f} s = {ev['windows_per_s']:,.0f} windows/s")
+    print(f"recipe time (prepare + foundation + fine-tune incl. validation and DS2): {recipe_s / 60:.1f} min "
+          f"(prepare {mit['prepare']:.0f} s, foundation {mit['foundation']:.0f} s, fine-tune {mit['finetune']:.0f} s; "
+          f"fine-tune T {ft['timing']['train_time_s']:.0f} s, validation {ft['timing']['val_s']:.0f} s, "
+          f"DS2 {ft['timing']['eval_s']:.0f} s)" + (f"; random-init fine-tune {mit['finetune_random']:.0f} s"
+                                                    if "finetune_random" in mit else ""))
+
+    if not args.no_sddb:
+        sd = recipe(args.data / "sddb-annotations", args.out / "sddb", cache, ["--tokenizer", "beats"],
+                    sddb_steps, args.seed, log, False, val_every)
+        sev = result(args.out / "sddb" / "finetune")["eval"]
+        top, base = majority_baseline(sev)
+        print(f"\nsddb (annotations only, beats tokenizer, patient-disjoint test records "
+              f"{', '.join(result(args.out / 'sddb' / 'finetune')['data']['test_records'])}; "
+              f"{sev['samples']:,} beats):")
+        print("\n".join(scores_table(sev)))
+        print(f"macro-F1 {sev['macro_f1']:.3f} vs {base:.3f} for always predicting {top} (majority class); "
+              f"accuracy {sev['accuracy']:.3f}; {sum(sd.values()) / 60:.1f} min")
+    load1 = os.getloadavg()
+    print(f"\nall phases {(time.perf_counter() - t0) / 60:.1f} min; load average at start "
+          f"{load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}, at end {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f} "
+          f"on {os.cpu_count()} cores")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""RR context tokens: the intervals that define S and V beats, put before each window."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trainer.data import DataError
+from trainer.data.dataset import WindowDataset, load_manifest
+from trainer.data.prepare import prepare_dataset
+from trainer.data.rr_context import (
+    CONTEXT_FEATURES,
+    CONTEXT_TOKENS,
+    RR_BINS,
+    check_context,
+    context_tokens,
+    rr_features,
+)
+
+NAMES = list(CONTEXT_FEATURES)
+
+
+def test_a_premature_beat_is_early_against_both_averages_and_followed_by_a_pause() -> None:
+    rr = np.full(40, 800.0)
+    rr[19], rr[20] = 480.0, 1120.0  # beat 20 comes early, the next one after a compensatory pause
+    f = rr_features(rr)
+    assert f.shape == (41, len(NAMES))
+    col = {n: f[:, i] for i, n in enumerate(NAMES)}
+    assert col["pre_ms"][20] == 480.0 and col["post_ms"][20] == 1120.0
+    assert col["pre_local"][20] < 0.7 and col["pre_long"][20] < 0.7
+    assert col["post_local"][20] > 1.3 and col["post_long"][20] > 1.3
+    assert col["pre_local"][5] == pytest.approx(1.0) and col["local_long"][5] == pytest.approx(1.0)
+    # the first beat has no previous interval, the last no next one: both read as "not premature"
+    assert col["pre_ms"][0] == col["local_ms"][0] and col["post_ms"][40] == col["local_ms"][40]
+
+
+def test_context_tokens_stay_in_their_own_id_range_per_feature() -> None:
+    rr = np.random.default_rng(0).uniform(100, 3000, 500)  # beyond every bin range: clipped to the end bins
+    tok = context_tokens(rr_features(rr), base=260).astype(np.int64)
+    for k in range(len(NAMES)):
+        assert tok[:, k].min() >= 260 + k * RR_BINS and tok[:, k].max() < 260 + (k + 1) * RR_BINS
+    assert tok.max() < 260 + CONTEXT_TOKENS
+    assert len(np.unique(tok[:, 0])) > RR_BINS // 2  # the bins are used, not collapsed
+    with pytest.raises(ValueError, match="unknown context 'rhythm'"):
+        check_context("rhythm")
+
+
+def _shards(physionet: Path, cache: Path, tokenizer: str) -> Path:
+    return prepare_dataset(physionet / "mitdb", {"name": tokenizer, "records": ["100", "201"]}, cache, 1)
+
+
+def test_samples_windows_start_with_the_context_of_their_beat(physionet: Path, cache: Path) -> None:
+    shard = _shards(physionet, cache, "samples")
+    m = load_manifest(shard)
+    plain = WindowDataset(shard, 64, "beat", ["201"])
+    ds = WindowDataset(shard, 64, "beat", ["201"], context="rr")
+    assert ds.length == 64 + len(NAMES) and ds.vocab_size == m.vocab_size + CONTEXT_TOKENS
+    tokens, label = ds[10]
+    ref, ref_label = plain[10]
+    assert label == ref_label and tokens.shape == (ds.length,)
+    assert (tokens[: len(NAMES)] >= m.vocab_size).all() and bool((tokens[len(NAMES):] == ref).all())
+    # S beats of record 201 come earlier than the N beats around them
+    pre_local = ds.item_context[:, NAMES.index("pre_local")].astype(int) - m.vocab_size - 3 * RR_BINS
+    assert np.median(pre_local[ds.labels == 1]) < np.median(pre_local[ds.labels == 0])
+    with pytest.raises(DataError, match="unknown context"):
+        WindowDataset(shard, 64, "beat", ["201"], context="bogus")
+
+
+def test_beats_windows_hide_the_class_of_the_beat_they_classify(physionet: Path, cache: Path) -> None:
+    shard = _shards(physionet, cache, "beats")
+    m = load_manifest(shard)
+    ds = WindowDataset(shard, 16, "beat", ["201"], context="rr")
+    c = len(NAMES)
+    tokens, _ = ds[100]
+    assert int(tokens[c + 8]) == m.mask_id  # the centre beat's token carries its class: masked
+    stream = np.load(next((shard / "records").glob("201.*.tokens.npy")))
+    start = int(ds.item_start[100])
+    assert tokens[c:c + 8].tolist() == stream[start:start + 8].tolist()  # its neighbours are shown
+    found = WindowDataset(shard, 16, "foundation", ["201"], context="rr")
+    assert int(found[3][0][c + 8]) != m.mask_id  # nothing is hidden where no class is asked for

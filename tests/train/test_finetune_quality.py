@@ -1,0 +1,96 @@
+"""Fine-tune parts that decide whether the model learns: validation split, early stopping, class weights,
+the classifier's input, evaluation speed-ups."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.train.tiny import RandomWindows, tiny_data, tiny_settings
+from trainer import rundir
+from trainer.batches import LabelledWindows
+from trainer.data import DataError
+from trainer.evaluate import class_scores
+from trainer.model import HeartLanguageModel, ModelConfig
+from trainer.settings import ConfigError, from_config
+from trainer.sources import balanced_weights, validation_split
+from trainer.train import run
+
+
+def test_validation_split_holds_out_whole_patients_evenly() -> None:
+    records = [f"r{i}" for i in range(10)]
+    train, val = validation_split(records, {}, 0.2)
+    assert val == ["r2", "r7"] and set(train) == set(records) - set(val)
+    patients = {"a_1": "a", "a_2": "a", "b_1": "b", "c_1": "c"}
+    train, val = validation_split(list(patients), patients, 0.3)
+    assert {patients[r] for r in train}.isdisjoint({patients[r] for r in val}) and val
+    with pytest.raises(DataError, match="needs at least two"):
+        validation_split(["a_1", "a_2"], {"a_1": "a", "a_2": "a"}, 0.2)
+
+
+def test_sqrt_weights_favour_rare_classes_less_than_balanced() -> None:
+    counts = [900, 90, 10]
+    for power in (1.0, 0.5):
+        w = balanced_weights(counts, 3, power)
+        assert sum(c * x for c, x in zip(counts, w, strict=True)) / sum(counts) == pytest.approx(1.0)
+    bal, sq = balanced_weights(counts, 3), balanced_weights(counts, 3, 0.5)
+    assert bal[2] / bal[0] == pytest.approx(90) and sq[2] / sq[0] == pytest.approx(90 ** 0.5)
+
+
+def test_centre_pooling_reads_the_beat_position_only() -> None:
+    torch.manual_seed(0)
+    model = HeartLanguageModel(ModelConfig(vocab_size=20, max_len=9, layers=1, d_model=16, heads=2,
+                                           num_classes=3, pool="centre", centre=4)).eval()
+    x = torch.randint(0, 20, (2, 9))
+    h = model.encode(x)
+    assert torch.allclose(model(x), model.head(h[:, 4]))
+    with pytest.raises(ValueError, match="model.pool"):
+        ModelConfig(vocab_size=20, max_len=9, num_classes=3, pool="max")
+    with pytest.raises(ValueError, match="outside the sequence"):
+        ModelConfig(vocab_size=20, max_len=9, num_classes=3, pool="centre", centre=9)
+
+
+def test_macro_f1_over_n_s_v_f_leaves_q_out() -> None:
+    confusion = [[8, 0, 0, 0, 0], [0, 2, 0, 0, 0], [0, 0, 3, 0, 0], [0, 0, 0, 1, 0], [1, 0, 0, 0, 0]]
+    r = class_scores(confusion, ["N", "S", "V", "F", "Q"])
+    assert r["macro_f1_nsvf"] == pytest.approx((16 / 17 + 3) / 4)
+    assert r["macro_f1_nsvf"] > r["macro_f1"]  # Q (never found) drags the all-class figure down
+    assert class_scores([[1, 0], [0, 1]], ["low", "high"])["macro_f1_nsvf"] is None
+
+
+def test_validation_runs_outside_t_keeps_the_best_weights_and_stops_early(tmp_path: Path) -> None:
+    s = tiny_settings(tmp_path, mode="finetune", steps=12, val_every=2, patience=1, pool="centre")
+    data = tiny_data(s)
+    data.val = LabelledWindows(RandomWindows(24, s.window, 3))
+    assert run(s, data) == 0
+    r = rundir.read_result(tmp_path)
+    v = r["validation"]
+    steps = [h["step"] for h in v["history"]]
+    assert steps[0] == 2 and steps == list(range(2, 2 * len(steps) + 1, 2))
+    assert v["best_step"] in steps and r["timing"]["val_s"] == pytest.approx(v["seconds"])
+    assert r["timing"]["val_s"] > 0
+    # early stop: one validation without improvement ends the run before its 12 steps
+    assert v["stopped_early"] == (r["timing"]["steps"] < 12)
+    if v["stopped_early"]:
+        assert steps[-1] == v["best_step"] + 2
+    # T still splits exactly into its five parts; validation is not one of them
+    assert sum(r["breakdown_s"].values()) == pytest.approx(r["timing"]["train_time_s"], abs=1e-6)
+    assert r["eval"]["windows_per_s"] > 0 and r["eval"]["seconds"] > 0
+
+
+def test_new_keys_are_checked_with_their_dotted_name(tmp_path: Path) -> None:
+    base = {"train": {"steps": 1}}
+    s = from_config(tmp_path, {**base, "model": {"context": "rr", "pool": "centre"}})
+    assert (s.context, s.pool, s.val_fraction, s.patience) == ("rr", "centre", 0.0, 0)
+    for section, key, value, msg in (("model", "context", "ecg", "model.context"),
+                                     ("model", "pool", "max", "model.pool"),
+                                     ("train", "val_fraction", 1.5, "train.val_fraction"),
+                                     ("train", "val_every", 0, "train.val_every"),
+                                     ("train", "patience", -1, "train.patience"),
+                                     ("train", "class_weights", "log", "train.class_weights")):
+        cfg = {"model": {}, "train": {"steps": 1}}
+        cfg[section][key] = value
+        with pytest.raises(ConfigError, match=msg):
+            from_config(tmp_path, cfg)

@@ -1,0 +1,111 @@
+"""RR-interval context tokens: the rhythm around a beat, as a few extra tokens before its window.
+
+An S beat differs from an N beat mostly by its timing (it comes early), a V beat also by the pause
+after it. A window of samples centred on a beat rarely reaches the neighbouring R peaks, so the model
+is given the intervals themselves: CONTEXT_FEATURES tokens, one per feature, each a log-spaced bin in
+its own id range above the shard vocabulary (the vocabulary grows by CONTEXT_TOKENS). Ratios to the
+local average make the features comparable across patients whose heart rates differ: that is what
+lets a classifier trained on some patients recognise prematurity in others.
+
+Everything is computed per record in numpy from the beat positions, once, when a dataset is opened.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+CONTEXTS = ("none", "rr")
+RR_BINS = 32  # bins per feature
+LOCAL_BEATS = 16  # local average: the mean of this many RR intervals centred on the beat
+LONG_BEATS = 600  # long average (about 5 minutes at 60-120 bpm): the patient's own normal rate
+# feature name -> (low, high) of its log-spaced bins; values beyond clip to the end bins
+CONTEXT_FEATURES: dict[str, tuple[float, float]] = {
+    "pre_ms": (200.0, 2000.0),  # interval from the previous beat
+    "post_ms": (200.0, 2000.0),  # interval to the next beat
+    "local_ms": (300.0, 1600.0),  # local average interval
+    "pre_local": (0.5, 2.0),  # pre / local: < 1 is premature
+    "post_local": (0.5, 2.0),  # post / local: > 1 is a (compensatory) pause
+    "pre_long": (0.5, 2.0),  # the same against the long average, which a run of ectopic beats
+    "post_long": (0.5, 2.0),  # cannot pull towards itself as it does the local one
+    "local_long": (0.5, 2.0),  # a faster stretch (a run of S beats) against the patient's own rate
+}
+CONTEXT_TOKENS = len(CONTEXT_FEATURES) * RR_BINS
+
+
+def check_context(context: str | None) -> str:
+    """The context name, or ValueError naming the choices."""
+    name = context or "none"
+    if name not in CONTEXTS:
+        raise ValueError(f"context: unknown context {context!r} (expected one of: {', '.join(CONTEXTS)})")
+    return name
+
+
+def context_length(context: str | None) -> int:
+    """Tokens put before each window."""
+    return len(CONTEXT_FEATURES) if check_context(context) == "rr" else 0
+
+
+def extra_vocab(context: str | None) -> int:
+    """Token ids the context adds above the shard vocabulary."""
+    return CONTEXT_TOKENS if check_context(context) == "rr" else 0
+
+
+def rr_features(rr_ms: np.ndarray) -> np.ndarray:
+    """[beats, features] from the intervals between consecutive beats (len = beats - 1), in ms.
+
+    The first beat has no previous interval and the last no next one: both take the local average,
+    i.e. "not premature", rather than a made-up value. NaN intervals (unknown) do the same.
+    """
+    n = len(rr_ms) + 1
+    rr = np.asarray(rr_ms, dtype=np.float64)
+    if len(rr) == 0 or not np.isfinite(rr).any():
+        return np.full((n, len(CONTEXT_FEATURES)), np.nan)
+    valid = np.isfinite(rr) & (rr > 0)
+    overall = float(np.mean(rr[valid]))
+    local = _centred_mean(rr, valid, LOCAL_BEATS, overall)
+    long = _centred_mean(rr, valid, LONG_BEATS, overall)
+    pre = np.full(n, np.nan)
+    post = np.full(n, np.nan)
+    pre[1:] = np.where(valid, rr, np.nan)
+    post[:-1] = np.where(valid, rr, np.nan)
+    pre = np.where(np.isfinite(pre), pre, local)
+    post = np.where(np.isfinite(post), post, local)
+    return np.stack([pre, post, local, pre / local, post / local, pre / long, post / long, local / long], axis=1)
+
+
+def _centred_mean(rr: np.ndarray, valid: np.ndarray, beats: int, fallback: float) -> np.ndarray:
+    """Mean of the valid intervals among the `beats` centred on each beat (a cumulative sum, no loop)."""
+    c_val = np.concatenate([[0.0], np.cumsum(np.where(valid, rr, 0.0))])
+    c_cnt = np.concatenate([[0], np.cumsum(valid)])
+    centre = np.arange(len(rr) + 1)  # interval i-1 is before beat i, interval i after it
+    lo = np.clip(centre - beats // 2, 0, len(rr))
+    hi = np.clip(centre + beats // 2, 0, len(rr))
+    cnt = c_cnt[hi] - c_cnt[lo]
+    return np.where(cnt > 0, (c_val[hi] - c_val[lo]) / np.maximum(cnt, 1), fallback)
+
+
+def context_tokens(features: np.ndarray, base: int) -> np.ndarray:
+    """Token ids [beats, features] (uint16) of the binned features; feature k uses ids base + k*RR_BINS..."""
+    out = np.empty(features.shape, dtype=np.int64)
+    for k, (low, high) in enumerate(CONTEXT_FEATURES.values()):
+        x = np.nan_to_num(features[:, k], nan=math.sqrt(low * high))
+        pos = (np.log(np.clip(x, low, high)) - math.log(low)) / (math.log(high) - math.log(low))
+        out[:, k] = base + k * RR_BINS + np.minimum((pos * RR_BINS).astype(np.int64), RR_BINS - 1)
+    return out.astype(np.uint16)
+
+
+def beats_token_rr_ms(tokens: np.ndarray, params: dict) -> np.ndarray:
+    """RR interval (ms) before each beat of a `beats` token stream, from its RR bin (NaN: first beat).
+
+    The beats tokenizer keeps only the bin (log-spaced between rr_min_ms and rr_max_ms); its geometric
+    centre stands for the interval.
+    """
+    from trainer.data.tokenizers import N_SPECIAL
+
+    nb = int(params["rr_bins"])
+    rr_bin = (tokens.astype(np.int64) - N_SPECIAL) % nb
+    lo, hi = math.log(params["rr_min_ms"]), math.log(params["rr_max_ms"])
+    ms = np.exp(lo + (rr_bin - 1 + 0.5) / (nb - 1) * (hi - lo))
+    return np.where(rr_bin > 0, ms, np.nan)

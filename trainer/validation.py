@@ -1,0 +1,81 @@
+"""Fine-tune validation during training: score a patient-disjoint part of the training split, keep the
+best weights, stop when it stops improving.
+
+Choosing the number of steps (or anything else) on the test split would report a tuned number as if it
+were unseen; the validation part holds out whole patients of the training split instead, so it asks the
+same question the test split asks (does it work on patients it never saw?). Every rank scores a stride
+of the validation windows and the confusion matrices are summed, so all ranks see the same score and
+take the same decision. The time it takes is outside T (train.py moves T's start by it) and is recorded
+beside T as `timing.val_s`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import torch
+
+from trainer.distributed import Dist
+
+log = logging.getLogger("hlm.train")
+
+
+class Validator:
+    """Validation schedule, best-weights keeping and early stopping for one run (inactive without a
+    validation part)."""
+
+    def __init__(self, s: Any, data: Any, d: Dist, autocast: Any, state: dict[str, Any] | None) -> None:
+        self.s, self.data, self.d, self.autocast = s, data, d, autocast
+        self.enabled = bool(data.classes) and data.val is not None
+        self.best_state: dict[str, torch.Tensor] | None = (state or {}).get("best_model")
+
+    def due(self, step: int, total: int) -> bool:
+        """Validate every `val_every` steps and after the last step."""
+        return self.enabled and (step % self.s.val_every == 0 or step == total)
+
+    def run(self, model: torch.nn.Module, prog: Any) -> float:
+        """Score the validation part, remember the best weights; returns the seconds it took."""
+        from trainer.evaluate import classify
+
+        t0 = time.perf_counter()
+        scores = classify(model, self.data.val, self.data.classes, self.d, self.s.batch_size, self.autocast)
+        score = scores["macro_f1"] or 0.0
+        best = max((v["macro_f1"] for v in prog.validations), default=-1.0)
+        if score > best:
+            prog.best_step = prog.step
+            self.best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+        seconds = time.perf_counter() - t0
+        prog.val_s += seconds
+        prog.validations.append({"step": prog.step, "macro_f1": score, "accuracy": scores["accuracy"],
+                                 "sensitivity": scores["sensitivity"], "seconds": seconds})
+        if self.d.is_main:
+            log.info("validation at step %d: macro-F1 %.4f, accuracy %.4f on %d windows in %.1f s (outside T)%s",
+                     prog.step, score, scores["accuracy"] or 0.0, scores["samples"], seconds,
+                     " - best so far" if prog.best_step == prog.step else "")
+        return seconds
+
+    def should_stop(self, prog: Any) -> bool:
+        """True after `patience` validations in a row without a better macro-F1 (never with patience 0)."""
+        if not self.enabled or not self.s.patience:
+            return False
+        since = sum(1 for v in prog.validations if v["step"] > prog.best_step)
+        return since >= self.s.patience
+
+    def restore_best(self, model: torch.nn.Module, prog: Any) -> None:
+        """Load the best validated weights (they are what model.pt keeps and the test split scores)."""
+        if not self.enabled or self.best_state is None or prog.best_step == prog.step:
+            return
+        model.load_state_dict(self.best_state)
+        if self.d.is_main:
+            log.info("keeping the weights of step %d (best validation macro-F1), not those of the last step %d",
+                     prog.best_step, prog.step)
+
+    def summary(self, prog: Any, stopped_early: bool) -> dict[str, Any]:
+        """result.json's `validation`: records, schedule, history, the kept step."""
+        best = next((v for v in prog.validations if v["step"] == prog.best_step), None)
+        return {"records": self.data.info.get("val_records"), "windows": self.data.info.get("val_windows"),
+                "every": self.s.val_every, "patience": self.s.patience, "history": prog.validations,
+                "best_step": prog.best_step, "best_macro_f1": best["macro_f1"] if best else None,
+                "stopped_early": stopped_early, "seconds": prog.val_s}
