@@ -44,6 +44,15 @@ def count_train_windows(config: dict) -> int:
     return len(wd.WindowDataset(shard, config["window"], "foundation", wd.split_records(manifest, "train")))
 
 
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    """The data and model flags the DDP benchmarks share (what bench_config reads)."""
+    p.add_argument("--data", default=None, help="PhysioNet-style folder (default: the synthetic generator)")
+    p.add_argument("--window", type=int, default=256)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--d-model", type=int, default=256)
+    p.add_argument("--batch-size", type=int, default=16, help="per process")
+
+
 def bench_config(args: argparse.Namespace, workdir: Path, study: str) -> dict:
     """config.json of the benchmark runs: one core and one thread per process, fp32 foundation training;
     `args` gives data, window, layers, d_model and batch_size."""
@@ -75,11 +84,7 @@ def run_one(workdir: Path, config: dict, procs: int, steps: int) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data", default=None, help="PhysioNet-style folder (default: the synthetic generator)")
-    p.add_argument("--window", type=int, default=256)
-    p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--d-model", type=int, default=256)
-    p.add_argument("--batch-size", type=int, default=16, help="per process")
+    add_run_arguments(p)
     p.add_argument("--samples", type=int, default=576, help="samples per run (rounded down to whole global batches)")
     p.add_argument("--bucket-mb", type=float, default=None, help="DDP gradient bucket size (default: DDP's 25 MB)")
     p.add_argument("--workdir", type=Path, default=None, help="keep run directories here (default: a temp dir)")

@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from ddp_scaling import bench_config, count_train_windows, run_one  # noqa: E402
+from ddp_scaling import add_run_arguments, bench_config, count_train_windows, run_one  # noqa: E402
 
 from cockpit.prediction import Link, Links, NoPrediction, predict  # noqa: E402
 
@@ -41,11 +41,7 @@ def probe_busbw(nbytes: int) -> float:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data", default=None, help="PhysioNet-style folder (default: the synthetic generator)")
-    p.add_argument("--window", type=int, default=256)
-    p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--d-model", type=int, default=256)
-    p.add_argument("--batch-size", type=int, default=16, help="per process")
+    add_run_arguments(p)
     p.add_argument("--samples", type=int, default=1152, help="samples per run")
     p.add_argument("--four", action="store_true", help="also run 4 workers (oversubscribed on 2 cores)")
     p.add_argument("--workdir", type=Path, default=None)
