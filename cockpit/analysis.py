@@ -129,8 +129,8 @@ def _analysed(run: dict[str, Any], base: dict[str, Any] | None, links: predictio
     rec = {**run, **_identity(run)}
     n = rec["workers"]
     rec["fixed_s"] = sum(run[c] for c in explain.FIXED_COSTS if run[c] == run[c])
+    total = sum(run[f"{p}_s"] for p in BREAKDOWN_PARTS if run[f"{p}_s"] == run[f"{p}_s"])
     for part in BREAKDOWN_PARTS:
-        total = sum(run[f"{p}_s"] for p in BREAKDOWN_PARTS if run[f"{p}_s"] == run[f"{p}_s"])
         rec[f"{part}_share"] = run[f"{part}_s"] / total if total > 0 else NAN
     slow = explain.straggler(run["ranks"])
     rec.update(straggler_rank=slow[0] if slow else None, straggler_host=slow[1] if slow else None,

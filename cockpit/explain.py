@@ -112,8 +112,8 @@ def verdicts(rec: dict[str, Any]) -> tuple[str, str]:
         return rec.get("note", ""), rec.get("note", "")
     lost = 1.0 - rec["efficiency"]
     terms = ranked_terms(rec)
-    if o <= 0:
-        text = f"no loss: T at the baseline's work {rec['t_same_work_s']:.2f} s <= T1/N {rec['t1_over_n_s']:.2f} s"
+    if o <= 0 or not terms:  # no term of at least half a millisecond: nothing to name
+        text = f"no loss: T at the baseline's work {rec['t_same_work_s']:.2f} s, T1/N {rec['t1_over_n_s']:.2f} s"
         return text, text
     short = f"lost {lost:.0%}: " + ", ".join(f"{v:+.2f} s {SHORT_LABELS[t]}" for t, v in terms[:2])
     pieces = []
@@ -122,10 +122,11 @@ def verdicts(rec: dict[str, Any]) -> tuple[str, str]:
         if t == "compute" and rec.get("compute_ratio") == rec.get("compute_ratio"):
             piece += f" (per-sample compute {rec['compute_ratio']:.2f}x the baseline's)"
         pieces.append(piece)
+    largest = terms[0][0]
     full = (f"lost {lost:.0%} ({o:.2f} s over T1/N = {rec['t1_over_n_s']:.2f} s): " + ", ".join(pieces)
-            + f". Largest: {TERM_LABELS[terms[0][0]]}: {advice(terms[0][0], rec)}" if terms else "")
-    ps = rec.get("predicted_speedup", math.nan)
-    if ps == ps and ps is not None:
+            + f". Largest: {TERM_LABELS[largest]}: {advice(largest, rec)}")
+    ps = rec.get("predicted_speedup")
+    if ps is not None and ps == ps:
         full += (f". Should have achieved S = {ps:.2f}x (T/work {rec['predicted_t_same_work_s']:.2f} s, predicted "
                  f"from the baseline); measured T/work is {rec['prediction_error']:+.0%} against that")
     slow = rec.get("straggler_rank")

@@ -131,8 +131,7 @@ def _is_baseline(result: dict[str, Any]) -> bool:
 
 def _site(study: Study) -> Any:
     """The study's site profile, for its link figures (None where it has none that loads)."""
-    from cockpit.launch.render import site_for
-    from cockpit.launch.sites import SiteError
+    from cockpit.launch.sites import SiteError, site_for
 
     try:
         return site_for(study)

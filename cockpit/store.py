@@ -253,6 +253,7 @@ class StudyStore:
         self._versions: dict[tuple[int, str], int] = {}  # bumped when metrics rows arrive
         self._curves: dict[tuple[int, str, int], tuple[int, list[MetricPoint]]] = {}
         self._analysis: dict[int, tuple[tuple, dict[str, dict[str, Any]]]] = {}
+        self._results: dict[int, tuple[tuple, dict[str, dict[str, Any]]]] = {}
         self._migrate()
 
     # -- plumbing -------------------------------------------------------------------------------------
@@ -478,13 +479,21 @@ class StudyStore:
                  _f(throughput.get("tokens_per_s")), json.dumps(result, sort_keys=True), time.time()),
             )
 
-    def results(self, study: int, *, status: str | None = None) -> dict[str, dict[str, Any]]:
-        sql = "SELECT config_id, result_json FROM results WHERE study=?"
-        args: tuple[Any, ...] = (study,)
-        if status:
-            sql += " AND status=?"
-            args += (status,)
-        return {c: json.loads(j) for c, j in self.db.execute(sql, args)}
+    def results(self, study: int) -> dict[str, dict[str, Any]]:
+        """result.json per configuration id. Parsed once and kept until a result is added or replaced, so
+        the TUI's refresh, the runner's plan and the analysis do not re-read every result each poll. Treat
+        the dicts as read-only."""
+        stamp = self._results_stamp(study)
+        cached = self._results.get(study)
+        if cached is None or cached[0] != stamp:
+            rows = self.db.execute("SELECT config_id, result_json FROM results WHERE study=?", (study,))
+            cached = self._results[study] = (stamp, {c: json.loads(j) for c, j in rows})
+        return dict(cached[1])
+
+    def _results_stamp(self, study: int) -> tuple:
+        """Changes whenever a result is added or replaced (put_result sets collected_at)."""
+        return tuple(self.db.execute(
+            "SELECT COUNT(*), COALESCE(MAX(collected_at), 0) FROM results WHERE study=?", (study,)).fetchone())
 
     def has_valid_result(self, study: int, config_id: str) -> bool:
         row = self.db.execute(
@@ -500,8 +509,7 @@ class StudyStore:
         is recomputed from its results, so the TUI and the report always show the same numbers. The rows
         are cached until a result is added or replaced.
         """
-        stamp = tuple(self.db.execute(
-            "SELECT COUNT(*), COALESCE(MAX(collected_at), 0) FROM results WHERE study=?", (study,)).fetchone())
+        stamp = self._results_stamp(study)
         cached = self._analysis.get(study)
         if cached is not None and cached[0] == stamp:
             return cached[1]

@@ -23,7 +23,7 @@ from cockpit.launch.quoting import (
     sbatch_value,
     shell_quote,
 )
-from cockpit.launch.sites import Site, SiteError, check_cluster, load_site
+from cockpit.launch.sites import Site, SiteError, check_cluster, site_for
 from trainer.rundir import SCHEMA_VERSION, SLURM_STDERR_FILE, SLURM_STDOUT_FILE
 
 if TYPE_CHECKING:
@@ -40,11 +40,6 @@ def job_name(study: Study, cfg: Configuration) -> str:
 def job_comment(study: Study) -> str:
     """Slurm comment shared by every job of a study: what reconciliation filters on."""
     return f"hlm-study-{study.study_id}"
-
-
-def site_for(study: Study) -> Site:
-    """The study's site profile (built-in name or a .toml path relative to the study file)."""
-    return load_site(study.cluster.site, relative_to=Path(study.path).parent)
 
 
 def render_script(study: Study, cfg: Configuration) -> str:

@@ -7,6 +7,7 @@ so an installed wheel works without a checkout); a study may also name its own f
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -75,8 +76,10 @@ def builtin_sites() -> list[str]:
     return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
 
 
+@functools.lru_cache(maxsize=32)
 def load_site(name: str, relative_to: Path | None = None) -> Site:
-    """A built-in profile by name, or a profile file when `name` ends in .toml."""
+    """A built-in profile by name, or a profile file when `name` ends in .toml. Read once per process:
+    every batch script and every plan (each poll) asks for it, and a Site is immutable."""
     if name.endswith(".toml"):
         path = Path(name).expanduser()
         if not path.is_absolute() and relative_to is not None:
@@ -93,6 +96,11 @@ def load_site(name: str, relative_to: Path | None = None) -> Site:
             "(or give the path of a .toml profile)"
         )
     return parse_site(resource.read_text(encoding="utf-8"), f"sbatch_templates/sites/{name}.toml")
+
+
+def site_for(study: Any) -> Site:
+    """The study's site profile (built-in name or a .toml path relative to the study file)."""
+    return load_site(study.cluster.site, relative_to=Path(study.path).parent)
 
 
 def parse_site(text: str, source: str) -> Site:

@@ -42,8 +42,9 @@ def write_figures(rows: list[dict[str, Any]], out: Path, pending: list[dict[str,
         fig.tight_layout(rect=(0, 0.05 if note else 0, 1, 1))
         paths[name] = Drawn(_save(fig, out / f"fig_{name}.png", plt), title)
     for group, runs in _groups(rows).items():
-        fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.28 * len(_waterfall_rows(runs))), dpi=100)
-        _waterfall(ax, runs)
+        bars = _waterfall_rows(runs)
+        fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.28 * len(bars)), dpi=100)
+        _waterfall(ax, bars)
         title = f"Where the time went: {_group_label(runs[0])}"
         ax.set_title(title, fontsize=10)
         fig.tight_layout()
@@ -143,10 +144,9 @@ def _waterfall_rows(runs: list[dict[str, Any]]) -> list[tuple[str, float, float,
     return bars
 
 
-def _waterfall(ax, runs: list[dict[str, Any]]) -> None:  # noqa: ANN001
+def _waterfall(ax, bars: list[tuple[str, float, float, str]]) -> None:  # noqa: ANN001
     """One bar per line, top to bottom: T1/N, then each term starting where the previous one ended
     (to the right: seconds lost; to the left, hatched: seconds saved), then T at the baseline's work."""
-    bars = _waterfall_rows(runs)
     for y, (_, left, width, colour) in enumerate(bars):
         ax.barh(y, width, left=left, color=colour, edgecolor="black" if width < 0 else colour,
                 hatch="//" if width < 0 else None, height=0.7)
