@@ -109,6 +109,7 @@ TOKENIZER_KEYS = {
     "fs": Key(_NUM, minimum=0),  # 0 keeps each record's own rate
     "clip_percentile": Key(_NUM, minimum=0),
     "margin": Key(_NUM, minimum=0),
+    "highpass_hz": Key(_NUM, minimum=0),  # 0 = keep the baseline wander
     "annotator": Key((str,)),
     "rr_bins": Key((int,), minimum=2),
     "rr_min_ms": Key(_NUM, minimum=0),

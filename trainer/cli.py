@@ -51,6 +51,9 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lead", default=None, help="samples: lead index or name: tokenizer.lead")
     p.add_argument("--fs", type=float, default=None, metavar="HZ",
                    help="samples: resample to this rate (default 360; 0 keeps each record's): tokenizer.fs")
+    p.add_argument("--highpass", type=float, default=None, metavar="HZ",
+                   help="samples: remove baseline wander below this frequency (default 0 = off): "
+                        "tokenizer.highpass_hz")
     p.add_argument("--records", nargs="+", metavar="RECORD", default=None,
                    help="only these records of the dataset: tokenizer.records")
     p.add_argument("--skip-bad-records", action="store_true", default=None,
@@ -93,7 +96,8 @@ def _apply_data_flags(args: argparse.Namespace, config: dict[str, Any]) -> None:
     if lead is not None and lead.isdigit():
         lead = int(lead)
     fs = int(args.fs) if args.fs is not None and float(args.fs).is_integer() else args.fs
-    for key, value in (("annotator", args.annotator), ("lead", lead), ("records", args.records), ("fs", fs)):
+    for key, value in (("annotator", args.annotator), ("lead", lead), ("records", args.records), ("fs", fs),
+                       ("highpass_hz", args.highpass)):
         if value is not None:
             config.setdefault("tokenizer", {})[key] = value
     if args.skip_bad_records:

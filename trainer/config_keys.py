@@ -12,6 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from trainer.data.beat_template import WAVEFORMS
+from trainer.data.rr_context import CONTEXTS
+
 
 @dataclass(frozen=True)
 class ConfigKey:
@@ -44,7 +47,6 @@ MODES = ("foundation", "finetune")
 PRECISIONS = ("fp32", "bf16", "fp16")
 DEVICES = ("auto", "cpu", "cuda")
 TASKS = ("beat", "rhythm")
-CONTEXTS = ("none", "rr")  # trainer.data.rr_context
 POOLS = ("mean", "centre")  # trainer.model
 CLASS_WEIGHTS = ("balanced", "sqrt", "none")
 
@@ -56,6 +58,8 @@ KEYS: tuple[ConfigKey, ...] = (
     _k("model", "dropout", float, 0.0, "dropout probability, in [0, 1)", minimum=0),
     _k("model", "context", str, "none", "'rr': RR-interval tokens of the centre beat before each window",
        choices=CONTEXTS),
+    _k("model", "waveform", str, "raw", "samples windows as tokenized ('raw') or minus the patient's template "
+       "beat ('diff')", choices=WAVEFORMS),
     _k("model", "pool", str, "mean", "fine-tune head input: 'mean' over positions or the 'centre' beat's",
        choices=POOLS),
     # sweep axes: defaults for the axes a study does not sweep; top-level keys of config.json

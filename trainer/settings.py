@@ -47,6 +47,7 @@ class Settings:
     heads: int = _D["heads"]
     dropout: float = _D["dropout"]
     context: str = _D["context"]
+    waveform: str = _D["waveform"]
     pool: str = _D["pool"]
     steps: int | None = _D["steps"]
     epochs: float | None = _D["epochs"]

@@ -73,15 +73,15 @@ def load(s: Settings, d: Dist) -> Data:
             log.info("validation on %d of the %d training records (%s), patient-disjoint from the rest; "
                      "training on %d", len(val_records), len(split.train), ", ".join(val_records),
                      len(train_records))
-    train_windows = wd.WindowDataset(shard, s.window, task, train_records, context=s.context)
+    train_windows = wd.WindowDataset(shard, s.window, task, train_records, context=s.context, waveform=s.waveform)
     test_windows, eval_split = _eval_windows(s, manifest, split, task, train_windows, d.is_main)
-    val_windows = wd.WindowDataset(shard, s.window, task, val_records, context=s.context) if val_records else None
+    val_windows = wd.WindowDataset(shard, s.window, task, val_records, context=s.context, waveform=s.waveform) if val_records else None
     info = {"shard_dir": str(shard), "dataset": manifest.get("dataset"), "tokenizer": manifest.tokenizer,
             "tokenizer_params": manifest.get("params"), "train_records": split.train,
             "test_records": split.test, "split": split.as_dict(), "eval_split": eval_split,
             "skipped_records": manifest.get("skipped_records") or [], "train_windows": len(train_windows),
             "test_windows": len(test_windows) if test_windows else 0,
-            "context": s.context, "val_records": val_records,
+            "context": s.context, "waveform": s.waveform, "val_records": val_records,
             "val_windows": len(val_windows) if val_windows else 0,
             # when the launcher prepared the shards before the trainer started, prepare_s is only this
             # run's up-to-date check; this is what building them took
@@ -145,7 +145,7 @@ def _eval_windows(s: Settings, manifest: Any, split: Any, task: str, train_windo
             log.warning("no test records (%s): the foundation eval loss uses an even sample of the training "
                         "split", split.reason)
         return train_windows, "train"
-    test = wd.WindowDataset(manifest.shard_dir, s.window, task, split.test, context=s.context)
+    test = wd.WindowDataset(manifest.shard_dir, s.window, task, split.test, context=s.context, waveform=s.waveform)
     if s.mode == "finetune":
         counts = test.class_counts()
         present = [i for i, c in enumerate(counts) if c]

@@ -42,7 +42,7 @@ log = logging.getLogger("hlm.train")
 
 # Settings a checkpoint can only be resumed with (they fix the data order, the model or the schedule).
 RESUME_KEYS = ("mode", "window", "batch_size", "grad_accum", "layers", "d_model", "heads", "seed", "steps",
-               "epochs", "lr", "warmup_steps", "task", "mask_ratio", "mask_span", "context", "pool", "val_fraction",
+               "epochs", "lr", "warmup_steps", "task", "mask_ratio", "mask_span", "context", "waveform", "pool", "val_fraction",
                "val_every")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ import wfdb
 
 from trainer.data.errors import DataError
 from trainer.data.labels import AAMI, BEAT_SYMBOLS, RHYTHM_CLASSES, TOKEN_CLASS_NAMES
-from trainer.data.records import read_record
+from trainer.data.records import Record, read_record
 from trainer.data.synthetic import generate_record
 from trainer.data.tokenizers import N_SPECIAL, Quantizer, canonical, tokenize, vocab_size
 
@@ -71,6 +72,28 @@ def test_samples_on_a_500_hz_record_lands_beats_on_r_peaks() -> None:
     for b in out.beats[n_beats][:20]:
         seg = t[b - 10 : b + 11]
         assert abs(int(np.argmax(seg)) - 10) <= 2
+
+
+def test_highpass_removes_baseline_wander_and_keeps_r_peaks(physionet: Path) -> None:
+    """A 0.1 Hz wander as tall as the QRS, added to record 100, changes the tokens without the
+    high-pass and hardly at all with it; the filter is zero-phase, so the R peaks stay on their beats."""
+    rec = read_record(physionet / "mitdb", "100", "atr", 0)
+    wander = np.rint(200 * np.sin(2 * np.pi * 0.1 * np.arange(len(rec.signal)) / 360)).astype(rec.signal.dtype)
+    wandering = dataclasses.replace(rec, signal=rec.signal + wander)
+
+    def tokens(r: Record, hz: float) -> np.ndarray:
+        name, params = canonical({"name": "samples", "quantizer": "uniform", "highpass_hz": hz})
+        return tokenize(name, params, r).tokens.astype(np.int64)
+
+    plain, moved = tokens(rec, 0), tokens(wandering, 0)
+    clean, filtered = tokens(rec, 0.5), tokens(wandering, 0.5)
+    assert np.median(np.abs(moved - plain)) > 10  # the wander moves most samples by many bins
+    assert np.median(np.abs(filtered - clean)) <= 1  # after the high-pass the two records agree
+    beats = rec.ann.sample[(rec.ann.sample > 20) & (rec.ann.sample < len(rec.signal) - 20)]
+    peaks = [int(np.argmax(filtered[b - 10 : b + 11])) - 10 for b in beats]
+    assert np.median(np.abs(peaks)) <= 2
+    with pytest.raises(DataError, match=r"tokenizer\.highpass_hz: expected a cut-off in Hz"):
+        canonical({"name": "samples", "highpass_hz": -1})
 
 
 @pytest.mark.parametrize(("db", "record", "ext"), [("nsrdb-annotations", "16265", "atr"),

@@ -14,6 +14,9 @@ Items by tokenizer and task:
 With `context="rr"` each item starts with the RR-interval tokens of its centre beat
 (trainer.data.rr_context): the intervals that define S and V beats, which a short window of samples
 does not reach. Items are then `context_length + W` tokens long.
+
+With `waveform="diff"` (samples only) a window holds its difference from the record's template beat
+(trainer.data.beat_template): what makes this beat unlike the patient's own typical beat.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from trainer.data.beat_template import block_of, check_waveform, difference, record_templates
 from trainer.data.errors import DataError
 from trainer.data.rr_context import (
     beats_token_rr_ms,
@@ -37,6 +41,7 @@ from trainer.data.rr_context import (
 )
 from trainer.data.shards import MANIFEST, SHARD_SCHEMA, array_path
 from trainer.data.splits import split_names
+from trainer.data.tokenizers import N_SPECIAL
 
 TASKS = ("foundation", "beat", "rhythm")
 
@@ -128,7 +133,8 @@ class WindowDataset(Dataset):
     """(tokens LongTensor[W], label int) windows over one shard folder; label -1 where there is none."""
 
     def __init__(self, shard_dir: str | Path, window: int, task: str | None = "foundation",
-                 records: list[str] | None = None, stride: int | None = None, context: str | None = None) -> None:
+                 records: list[str] | None = None, stride: int | None = None, context: str | None = None,
+                 waveform: str | None = None) -> None:
         self.shard_dir = Path(shard_dir)
         self.manifest = load_manifest(self.shard_dir)
         task = task or "foundation"
@@ -136,8 +142,12 @@ class WindowDataset(Dataset):
             raise DataError(f"task: unknown task {task!r} (expected one of: {', '.join(TASKS)})")
         try:
             self.context = check_context(context)
+            self.waveform = check_waveform(waveform)
         except ValueError as exc:
             raise DataError(str(exc)) from None
+        if self.waveform == "diff" and self.manifest.tokenizer != "samples":
+            raise DataError(f"{self.manifest.path}: waveform 'diff' (a window minus the patient's template beat) "
+                            f"needs the samples tokenizer; this shard holds {self.manifest.tokenizer!r} tokens")
         self.context_length = context_length(self.context)
         self.vocab_size = self.manifest.vocab_size + extra_vocab(self.context)
         # a beats token carries its beat's class: the beat being classified must not show it
@@ -169,7 +179,8 @@ class WindowDataset(Dataset):
     def _items(self, stride: int | None) -> None:
         """Precompute (record, start, label) of every item: __getitem__ then does no searching."""
         w, tiled = self.window, self.manifest.tokenizer == "beats" and self.task in ("foundation", "rhythm")
-        rec_idx, starts, labels, contexts = [], [], [], []
+        rec_idx, starts, labels, contexts, blocks = [], [], [], [], []
+        self.templates: list[np.ndarray] = []
         for i, r in enumerate(self.records):
             if tiled:
                 n = r["n_tokens"]
@@ -193,11 +204,15 @@ class WindowDataset(Dataset):
             labels.append(lab[keep])
             if self.context_length:
                 contexts.append(self._record_context(r)[beat[keep]])
+            if self.waveform == "diff":
+                self.templates.append(record_templates(self._load(r, "tokens"), start + w // 2, w, self.pad_id))
+                blocks.append(block_of(beat[keep]))
         self.item_record = np.concatenate(rec_idx)
         self.item_start = np.concatenate(starts)
         self.labels = np.concatenate(labels)
         self.item_context = (np.concatenate(contexts) if contexts
                              else np.zeros((len(self.item_start), 0), dtype=np.uint16))
+        self.item_block = np.concatenate(blocks) if blocks else None
 
     def _record_context(self, r: dict[str, Any]) -> np.ndarray:
         """Context tokens [beats, features] of every beat of one record."""
@@ -250,6 +265,9 @@ class WindowDataset(Dataset):
             out[c:] = self.pad_id
             lo, hi = max(start, 0), min(end, len(s))
             out[c + lo - start : c + hi - start] = s[lo:hi]
+        if self.item_block is not None:
+            template = self.templates[r][self.item_block[index]]
+            out[c:] = difference(out[c:], template, self.manifest.vocab_size - N_SPECIAL, N_SPECIAL, self.pad_id)
         if self.mask_centre:
             out[c + self.window // 2] = self.mask_id
         return torch.from_numpy(out), int(self.labels[index])

@@ -377,6 +377,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quantizer", choices=("uniform", "mulaw"), help="samples: uniform or mulaw (default mulaw)")
     parser.add_argument("--lead", help="samples: lead index or name (default 0)")
     parser.add_argument("--fs", type=float, metavar="HZ", help="samples: resample to this rate in Hz (default 360; 0 keeps native)")
+    parser.add_argument("--highpass", type=float, metavar="HZ",
+                        help="samples: remove baseline wander below this frequency (default 0 = off)")
     parser.add_argument("--rr-bins", type=int, metavar="N", help="beats: RR-interval bins (default 16)")
     parser.add_argument("--annotator", metavar="EXT", help="annotation file extension: atr, ari, ... or auto (default)")
     parser.add_argument("--records", nargs="+", metavar="RECORD", help="only these records")
@@ -430,7 +432,7 @@ def _from_flags(args: argparse.Namespace) -> dict[str, Any]:
     if lead is not None and lead.isdigit():
         lead = int(lead)
     for key, value in (("vocab", args.vocab), ("quantizer", args.quantizer), ("lead", lead), ("fs", args.fs),
-                       ("rr_bins", args.rr_bins), ("annotator", args.annotator), ("records", args.records)):
+                       ("highpass_hz", args.highpass), ("rr_bins", args.rr_bins), ("annotator", args.annotator), ("records", args.records)):
         if value is not None:
             tok[key] = value
     syn = {k: v for k, v in (("records", args.synthetic_records), ("seconds", args.synthetic_seconds),

@@ -33,7 +33,7 @@ TOKENIZERS = ("samples", "beats")
 DEFAULTS: dict[str, dict[str, Any]] = {
     "samples": {
         "vocab": 256, "quantizer": "mulaw", "mu": 15, "lead": 0, "fs": 360,
-        "clip_percentile": 0.1, "margin": 0.1, "annotator": "auto",
+        "clip_percentile": 0.1, "margin": 0.1, "annotator": "auto", "highpass_hz": 0.0,
     },
     "beats": {"rr_bins": 16, "rr_min_ms": 200, "rr_max_ms": 2000, "annotator": "auto"},
 }
@@ -90,6 +90,8 @@ def _check(name: str, p: dict[str, Any]) -> None:
         need("clip_percentile", is_num(p["clip_percentile"]) and 0 <= p["clip_percentile"] < 50,
              "expected a percentile in [0, 50)")
         need("margin", is_num(p["margin"]) and 0 <= p["margin"] <= 10, "expected a fraction in [0, 10]")
+        need("highpass_hz", is_num(p["highpass_hz"]) and 0 <= p["highpass_hz"] < 20,
+             "expected a cut-off in Hz in [0, 20) (0 = off)")
     else:
         need("rr_bins", isinstance(p["rr_bins"], int) and 2 <= p["rr_bins"] <= 4096, "expected an integer 2..4096")
         need("rr_min_ms", is_num(p["rr_min_ms"]) and p["rr_min_ms"] > 0, "expected a positive number of ms")
@@ -153,6 +155,7 @@ def tokenize_samples(params: dict[str, Any], rec: Record) -> Tokenized:
             f"(expected samples 0..{len(rec.signal) - 1:,} of {Path(rec.source).name}, found one at {first:,}); "
             "the annotation file belongs to a longer record or the header's sample count is wrong")
     x, fs = resample(rec.signal, rec.fs, params["fs"])
+    x = remove_baseline(x, fs, float(params["highpass_hz"]))
     if fs != rec.fs:  # rounding may not push the last beat past the resampled end
         sample = np.minimum(np.rint(sample * (fs / rec.fs)).astype(np.int64), len(x) - 1)
     xmin = int(x.min())
@@ -179,6 +182,21 @@ def resample(x: np.ndarray, fs: float, target: float | None) -> tuple[np.ndarray
 
     y = resample_poly(x.astype(np.float32), ratio.numerator, ratio.denominator)
     return np.rint(y).astype(np.int64), float(fs * ratio)
+
+
+def remove_baseline(x: np.ndarray, fs: float, cutoff_hz: float) -> np.ndarray:
+    """Digital samples without their baseline wander: a zero-phase 2nd-order Butterworth high-pass
+    (no shift of the R peaks); no-op at 0 Hz.
+
+    Breathing and electrode motion move the baseline by more than a P wave's height; without this the
+    same beat gets different tokens depending on where the baseline happened to be.
+    """
+    if not cutoff_hz:
+        return x
+    from scipy.signal import butter, sosfiltfilt
+
+    sos = butter(2, cutoff_hz, btype="highpass", fs=fs, output="sos")
+    return np.rint(sosfiltfilt(sos, x.astype(np.float64))).astype(np.int64)
 
 
 @dataclass

@@ -1,0 +1,62 @@
+"""Windows as the difference from the patient's own typical beat (`model.waveform = "diff"`).
+
+A classifier trained on 17 patients learns their morphologies: a normal beat of an unseen patient,
+whose QRS is wider or whose T wave is inverted, then looks abnormal. Cardiologists and Holter software
+compare a beat with the same patient's dominant beat instead. Here each beat's window is replaced by
+its token-wise difference from a template: the median window of the TEMPLATE_BEATS consecutive beats
+around it (about 3-4 minutes). Most beats of a record are normal, so the template is the patient's
+normal beat and a normal beat's difference is near zero whoever the patient is; a ventricular beat
+stands out. Only beat positions are used, never labels, so the foundation phase stays self-supervised
+and the test patients' templates come from their own unlabelled recording, as in any Holter analysis.
+
+The difference keeps the shard vocabulary: d = window - template (in bins) is clipped to
+[-bins/2, bins/2 - 1] and stored as N_SPECIAL + bins/2 + d. Positions outside the record stay padding.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+WAVEFORMS = ("raw", "diff")
+TEMPLATE_BEATS = 256  # beats per template block
+
+
+def check_waveform(waveform: str | None) -> str:
+    """The waveform name, or ValueError naming the choices."""
+    name = waveform or "raw"
+    if name not in WAVEFORMS:
+        raise ValueError(f"waveform: unknown waveform {waveform!r} (expected one of: {', '.join(WAVEFORMS)})")
+    return name
+
+
+def record_templates(tokens: np.ndarray, centres: np.ndarray, window: int, pad_id: int) -> np.ndarray:
+    """[blocks, window] median windows of each block of TEMPLATE_BEATS consecutive beats (uint16).
+
+    Positions a beat's window has outside the record do not count; a position no beat of the block has
+    inside the record is padding.
+    """
+    n_blocks = max(1, -(-len(centres) // TEMPLATE_BEATS))
+    out = np.full((n_blocks, window), pad_id, dtype=np.uint16)
+    offsets = np.arange(window) - window // 2
+    for b in range(n_blocks):
+        idx = centres[b * TEMPLATE_BEATS : (b + 1) * TEMPLATE_BEATS, None] + offsets[None, :]
+        if not idx.size:
+            continue
+        inside = (idx >= 0) & (idx < len(tokens))
+        values = np.where(inside, np.asarray(tokens)[np.clip(idx, 0, len(tokens) - 1)], 0).astype(np.float64)
+        values[~inside] = np.nan
+        covered = inside.any(axis=0)
+        out[b, covered] = np.rint(np.nanmedian(values[:, covered], axis=0))
+    return out
+
+
+def block_of(beat_index: np.ndarray) -> np.ndarray:
+    """The template block of each beat (its index in the record's beat list)."""
+    return np.asarray(beat_index) // TEMPLATE_BEATS
+
+
+def difference(window: np.ndarray, template: np.ndarray, bins: int, first_id: int, pad_id: int) -> np.ndarray:
+    """Token ids of window - template (both in token ids), in the shard's own id range."""
+    half = bins // 2
+    d = np.clip(window.astype(np.int64) - template.astype(np.int64), -half, half - 1) + first_id + half
+    return np.where((window == pad_id) | (template == pad_id), pad_id, d)
