@@ -1,11 +1,13 @@
 """Does the Heart Language Model learn? The documented recipe end to end on MIT-BIH, scored on DS2.
 
 Runs, through the project's own CLI (`python -m trainer prepare|train`), one process with 2 threads:
-  1. prepare mitdb (samples tokenizer, 180 Hz);
-  2. foundation: masked-token training on the DS1 records' ECG (no labels), RR context tokens included;
+  1. prepare mitdb (samples tokenizer, 180 Hz, baseline wander removed by a 0.5 Hz high-pass);
+  2. foundation: masked-token training on the DS1 records' ECG (no labels), RR context tokens included,
+     each window as its difference from the patient's template beat;
   3. fine-tune: AAMI beat classes on DS1 minus a patient-disjoint validation part (early stopping and
      the kept weights are chosen there), then DS2 scored once;
-  4. ablation: the same fine-tune from random weights (same steps, same seed);
+  4. ablations: the same fine-tune from random weights (same steps, same seed), and that again on the
+     tokenized windows themselves instead of their difference from the template;
   5. the same recipe on the annotation-only sddb (beats tokenizer, patient-disjoint split) beside the
      majority-class baseline.
 It prints the DS2 confusion matrix and per-class Se/+P/F1 beside the published inter-patient results,
@@ -39,6 +41,8 @@ GOAL = {"accuracy": 0.93, "S Se": 0.80, "V Se": 0.90, "macro-F1 NSVF": 0.65}
 
 MODEL = ["--context", "rr", "--layers", "2", "--d-model", "64", "--heads", "4"]
 WINDOW = {"samples": "128", "beats": "32"}  # samples: 0.71 s at 180 Hz; beats: 32 beats around the beat
+# samples: each window minus the patient's template beat (a beats window has no waveform to compare)
+WAVEFORM = {"samples": ["--waveform", "diff"], "beats": []}
 LOOP = ["--batch-size", "64", "--lr", "1e-3", "--warmup-steps", "30", "--cpus-per-task", "2", "--num-workers", "0",
         "--device", "cpu"]
 
@@ -62,19 +66,24 @@ def result(run_dir: Path) -> dict[str, Any]:
 
 def recipe(data: Path, out: Path, cache: Path, tokenizer: list[str], steps: tuple[int, int], seed: int,
            log: Path, ablation: bool, val_every: int) -> dict[str, Any]:
-    """prepare -> foundation -> fine-tune (-> the fine-tune from random weights); wall seconds per phase."""
+    """prepare -> foundation -> fine-tune (-> the ablations: the fine-tune from random weights, and that
+    again on the tokenized windows themselves); wall seconds per phase."""
     common = ["--data", str(data), "--token-cache", str(cache), *tokenizer, "--window", WINDOW[tokenizer[1]], *MODEL,
               *LOOP, "--seed", str(seed)]
+    waveform = WAVEFORM[tokenizer[1]]
     finetune = ["--mode", "finetune", "--task", "beat", "--pool", "centre", "--steps", str(steps[1]),
                 "--val-fraction", "0.2", "--val-every", str(val_every)]
     times = {"prepare": hlm(["prepare", "--data", str(data), "--out", str(cache), "--no-progress", *tokenizer], log)}
-    times["foundation"] = hlm(["train", "--run-dir", str(out / "foundation"), *common, "--mode", "foundation",
-                               "--steps", str(steps[0])], log)
-    times["finetune"] = hlm(["train", "--run-dir", str(out / "finetune"), *common, *finetune,
+    times["foundation"] = hlm(["train", "--run-dir", str(out / "foundation"), *common, *waveform, "--mode",
+                               "foundation", "--steps", str(steps[0])], log)
+    times["finetune"] = hlm(["train", "--run-dir", str(out / "finetune"), *common, *waveform, *finetune,
                              "--init-checkpoint", str(out / "foundation" / "model.pt")], log)
     if ablation:
-        times["finetune_random"] = hlm(["train", "--run-dir", str(out / "finetune-random"), *common, *finetune],
-                                       log)
+        times["finetune_random"] = hlm(["train", "--run-dir", str(out / "finetune-random"), *common, *waveform,
+                                        *finetune], log)
+        if waveform:
+            times["finetune_random_raw"] = hlm(["train", "--run-dir", str(out / "finetune-random-raw"), *common,
+                                                *finetune], log)
     return times
 
 
@@ -124,7 +133,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("/tmp/hlm-quality"), help="work folder (emptied first)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="few steps: checks the commands, not the figures")
-    ap.add_argument("--no-ablation", action="store_true", help="skip the fine-tune from random weights")
+    ap.add_argument("--no-ablation", action="store_true",
+                    help="skip the fine-tunes from random weights (template-difference and raw windows)")
     ap.add_argument("--no-sddb", action="store_true", help="skip the annotation-only database")
     args = ap.parse_args()
     shutil.rmtree(args.out, ignore_errors=True)
@@ -135,7 +145,8 @@ def main() -> None:
     mit_steps, sddb_steps, val_every = ((20, 40), (20, 40), 20) if args.quick else ((300, 600), (200, 300), 200)
 
     t0 = time.perf_counter()
-    mit = recipe(args.data / "mitdb", args.out / "mitdb", cache, ["--tokenizer", "samples", "--fs", "180"],
+    mit = recipe(args.data / "mitdb", args.out / "mitdb", cache,
+                 ["--tokenizer", "samples", "--fs", "180", "--highpass", "0.5"],
                  mit_steps, args.seed, log, not args.no_ablation, val_every)
     recipe_s = mit["prepare"] + mit["foundation"] + mit["finetune"]
     ft = result(args.out / "mitdb" / "finetune")
@@ -146,6 +157,9 @@ def main() -> None:
     rows = {"HLM recipe (foundation -> fine-tune)": headline(ev)}
     if "finetune_random" in mit:
         rows["HLM same fine-tune from random weights"] = headline(result(args.out / "mitdb" / "finetune-random")["eval"])
+    if "finetune_random_raw" in mit:
+        rows["HLM from random weights, raw windows"] = headline(
+            result(args.out / "mitdb" / "finetune-random-raw")["eval"])
     rows.update(PUBLISHED)
     rows["goal"] = GOAL  # type: ignore[assignment]
     print("\n" + "\n".join(compare(rows)))

@@ -63,3 +63,25 @@ def test_diff_needs_samples_and_a_known_name(physionet: Path, cache: Path) -> No
         WindowDataset(beats, 16, "beat", ["100"], waveform="diff")
     with pytest.raises(DataError, match="unknown waveform 'delta'"):
         WindowDataset(beats, 16, "beat", ["100"], waveform="delta")
+
+
+def test_a_finetune_on_template_differences_runs_from_the_cli_and_records_its_choices(physionet: Path,
+                                                                                     tmp_path: Path) -> None:
+    """The recipe's data flags end to end on two real records (one DS1, one DS2): high-pass, RR context,
+    template-difference windows; the result says what the windows were."""
+    from tests.data.conftest import copy_records
+    from trainer import rundir
+    from trainer.cli import main
+
+    data = copy_records(physionet / "mitdb", tmp_path / "db", ["119", "200"], ("hea", "atr", "dat"))
+    run_dir = tmp_path / "run"
+    code = main(["train", "--run-dir", str(run_dir), "--data", str(data), "--token-cache", str(tmp_path / "c"),
+                 "--tokenizer", "samples", "--fs", "180", "--highpass", "0.5", "--waveform", "diff", "--context",
+                 "rr", "--pool", "centre", "--mode", "finetune", "--window", "64", "--batch-size", "8",
+                 "--layers", "1", "--d-model", "16", "--heads", "2", "--steps", "3", "--device", "cpu",
+                 "--cpus-per-task", "1", "--num-workers", "0"])
+    assert code == 0, rundir.read_exit(run_dir)
+    result = rundir.read_result(run_dir)
+    assert result["data"]["waveform"] == "diff" and result["data"]["context"] == "rr"
+    assert result["data"]["tokenizer_params"]["highpass_hz"] == 0.5
+    assert result["eval"]["samples"] == result["data"]["test_windows"] > 2000  # record 200's beats, all scored

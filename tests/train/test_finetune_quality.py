@@ -86,6 +86,7 @@ def test_new_keys_are_checked_with_their_dotted_name(tmp_path: Path) -> None:
     assert (s.context, s.pool, s.val_fraction, s.patience) == ("rr", "centre", 0.0, 0)
     for section, key, value, msg in (("model", "context", "ecg", "model.context"),
                                      ("model", "pool", "max", "model.pool"),
+                                     ("model", "waveform", "delta", "model.waveform"),
                                      ("train", "val_fraction", 1.5, "train.val_fraction"),
                                      ("train", "val_every", 0, "train.val_every"),
                                      ("train", "patience", -1, "train.patience"),
