@@ -142,7 +142,7 @@ def main() -> None:
     log = args.out / "commands.log"
     cache = args.out / "tokens"
     load0 = os.getloadavg()
-    mit_steps, sddb_steps, val_every = ((20, 40), (20, 40), 20) if args.quick else ((300, 600), (200, 300), 200)
+    mit_steps, sddb_steps, val_every = ((20, 40), (20, 40), 20) if args.quick else ((300, 1200), (200, 300), 200)
 
     t0 = time.perf_counter()
     mit = recipe(args.data / "mitdb", args.out / "mitdb", cache,

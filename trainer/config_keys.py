@@ -12,9 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.data.beat_template import WAVEFORMS
-from trainer.data.rr_context import CONTEXTS
-
 
 @dataclass(frozen=True)
 class ConfigKey:
@@ -47,6 +44,8 @@ MODES = ("foundation", "finetune")
 PRECISIONS = ("fp32", "bf16", "fp16")
 DEVICES = ("auto", "cpu", "cuda")
 TASKS = ("beat", "rhythm")
+CONTEXTS = ("none", "rr")  # tokens before each window: trainer.data.rr_context
+WAVEFORMS = ("raw", "diff")  # what a samples window holds: trainer.data.beat_template
 POOLS = ("mean", "centre")  # trainer.model
 CLASS_WEIGHTS = ("balanced", "sqrt", "none")
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-WAVEFORMS = ("raw", "diff")
+from trainer.config_keys import WAVEFORMS
+
 TEMPLATE_BEATS = 256  # beats per template block
 
 

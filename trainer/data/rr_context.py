@@ -16,7 +16,8 @@ import math
 
 import numpy as np
 
-CONTEXTS = ("none", "rr")
+from trainer.config_keys import CONTEXTS
+
 RR_BINS = 32  # bins per feature
 LOCAL_BEATS = 16  # local average: the mean of this many RR intervals centred on the beat
 LONG_BEATS = 600  # long average (about 5 minutes at 60-120 bpm): the patient's own normal rate
