@@ -94,6 +94,10 @@ def test_highpass_removes_baseline_wander_and_keeps_r_peaks(physionet: Path) -> 
     assert np.median(np.abs(peaks)) <= 2
     with pytest.raises(DataError, match=r"tokenizer\.highpass_hz: expected a cut-off in Hz"):
         canonical({"name": "samples", "highpass_hz": -1})
+    name, params = canonical({"name": "samples", "highpass_hz": 15, "fs": 25})
+    with pytest.raises(DataError, match=r"100\.hea: tokenizer\.highpass_hz = 15 Hz is not below the Nyquist "
+                                        r"frequency of record '100' \(12\.5 Hz at 25 Hz\)"):
+        tokenize(name, params, rec)
 
 
 @pytest.mark.parametrize(("db", "record", "ext"), [("nsrdb-annotations", "16265", "atr"),

@@ -155,6 +155,9 @@ def tokenize_samples(params: dict[str, Any], rec: Record) -> Tokenized:
             f"(expected samples 0..{len(rec.signal) - 1:,} of {Path(rec.source).name}, found one at {first:,}); "
             "the annotation file belongs to a longer record or the header's sample count is wrong")
     x, fs = resample(rec.signal, rec.fs, params["fs"])
+    if params["highpass_hz"] >= fs / 2:
+        raise DataError(f"{rec.source}: tokenizer.highpass_hz = {params['highpass_hz']} Hz is not below the "
+                        f"Nyquist frequency of record {rec.name!r} ({fs / 2:g} Hz at {fs:g} Hz)")
     x = remove_baseline(x, fs, float(params["highpass_hz"]))
     if fs != rec.fs:  # rounding may not push the last beat past the resampled end
         sample = np.minimum(np.rint(sample * (fs / rec.fs)).astype(np.int64), len(x) - 1)
