@@ -44,7 +44,7 @@ def record_templates(tokens: np.ndarray, centres: np.ndarray, window: int, pad_i
         if not idx.size:
             continue
         inside = (idx >= 0) & (idx < len(tokens))
-        values = np.where(inside, np.asarray(tokens)[np.clip(idx, 0, len(tokens) - 1)], 0).astype(np.float64)
+        values = np.asarray(tokens)[np.clip(idx, 0, len(tokens) - 1)].astype(np.float64)
         values[~inside] = np.nan
         covered = inside.any(axis=0)
         out[b, covered] = np.rint(np.nanmedian(values[:, covered], axis=0))

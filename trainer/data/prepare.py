@@ -432,7 +432,8 @@ def _from_flags(args: argparse.Namespace) -> dict[str, Any]:
     if lead is not None and lead.isdigit():
         lead = int(lead)
     for key, value in (("vocab", args.vocab), ("quantizer", args.quantizer), ("lead", lead), ("fs", args.fs),
-                       ("highpass_hz", args.highpass), ("rr_bins", args.rr_bins), ("annotator", args.annotator), ("records", args.records)):
+                       ("highpass_hz", args.highpass), ("rr_bins", args.rr_bins), ("annotator", args.annotator),
+                       ("records", args.records)):
         if value is not None:
             tok[key] = value
     syn = {k: v for k, v in (("records", args.synthetic_records), ("seconds", args.synthetic_seconds),
