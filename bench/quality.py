@@ -103,6 +103,23 @@ def scores_table(ev: dict[str, Any]) -> list[str]:
     return lines
 
 
+def errors_by_record(ev: dict[str, Any], top: int = 8) -> list[str]:
+    """The records that carry most of the errors, from the result's per-record confusion matrices: a
+    test split's table is often decided by a few patients, and this says which and how."""
+    classes, by_record = ev["classes"], ev.get("by_record") or {}
+    rows = []
+    for name, m in by_record.items():
+        cells = [(m[i][j], f"{classes[i]}->{classes[j]}") for i in range(len(m)) for j in range(len(m)) if i != j]
+        rows.append((sum(v for v, _ in cells), name, sum(map(sum, m)), sorted(cells, reverse=True)))
+    total = sum(r[0] for r in rows)
+    lines = [f"errors by record (the {min(top, len(rows))} records with the most of all {total:,} errors):",
+             f"{'record':>8}{'beats':>8}{'errors':>8}{'share':>8}  largest confusions (true->predicted)"]
+    for errors, name, beats, cells in sorted(rows, reverse=True)[:top]:
+        worst = ", ".join(f"{label} {v:,}" for v, label in cells[:3] if v)
+        lines.append(f"{name:>8}{beats:>8,}{errors:>8,}{errors / max(total, 1):>8.1%}  {worst}")
+    return lines
+
+
 def headline(ev: dict[str, Any]) -> dict[str, float | None]:
     return {"accuracy": ev["accuracy"], "S Se": ev["sensitivity"].get("S"), "V Se": ev["sensitivity"].get("V"),
             "macro-F1 NSVF": ev.get("macro_f1_nsvf")}
@@ -154,6 +171,7 @@ def main() -> None:
     ev = ft["eval"]
     print(f"\nMIT-BIH DS2 (inter-patient; {ev['samples']:,} beats), recipe seed {args.seed}:")
     print("\n".join(scores_table(ev)))
+    print("\n".join(errors_by_record(ev)))
     rows = {"HLM recipe (foundation -> fine-tune)": headline(ev)}
     if "finetune_random" in mit:
         rows["HLM same fine-tune from random weights"] = headline(result(args.out / "mitdb" / "finetune-random")["eval"])

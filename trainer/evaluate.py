@@ -10,6 +10,7 @@ import contextlib
 import time
 from typing import Any
 
+import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 
@@ -67,31 +68,45 @@ def _shard(dataset: Dataset, d: Dist) -> Subset:
 
 @torch.inference_mode()
 def classify(model: torch.nn.Module, dataset: Dataset, classes: list[str], d: Dist, batch_size: int = EVAL_BATCH,
-             autocast: Any = None, workers: int = 0) -> dict[str, Any]:
+             autocast: Any = None, workers: int = 0,
+             records: tuple[np.ndarray, list[str]] | None = None) -> dict[str, Any]:
     """Confusion matrix of `model` over `dataset` (items: tokens, label), summed over ranks.
 
     Inference mode (no autograd state at all) and large batches: scoring is a pure forward pass, so it
     costs a fraction of a training step per window. The result says how many windows per second it took.
+    With `records` (each item's record index, the record names) it also keeps one confusion matrix per
+    record, `by_record`: a test split's errors usually come from a few patients, and that is what a
+    reader of the overall table needs to know to trust or doubt it.
     """
     t0 = time.perf_counter()
     n = len(classes)
-    counts = torch.zeros(n * n, dtype=torch.float64, device=d.device)
-    loader = DataLoader(_shard(dataset, d), batch_size=max(batch_size, EVAL_BATCH), num_workers=workers)
+    groups = 1 if records is None else len(records[1])
+    counts = torch.zeros(groups * n * n, dtype=torch.float64, device=d.device)
+    shard = _shard(dataset, d)
+    item_group = (torch.zeros(len(shard), dtype=torch.long) if records is None
+                  else torch.as_tensor(np.asarray(records[0])[shard.indices], dtype=torch.long))
+    loader = DataLoader(shard, batch_size=max(batch_size, EVAL_BATCH), num_workers=workers)
     was_training = model.training
     model.eval()
     try:
+        done = 0
         for tokens, labels in loader:
+            group = item_group[done:done + len(labels)].to(d.device)
+            done += len(labels)
             tokens, labels = tokens.to(d.device), labels.to(d.device)
             with autocast() if autocast is not None else contextlib.nullcontext():
                 pred = model(tokens).argmax(dim=-1)
             keep = labels >= 0
-            idx = labels[keep] * n + pred[keep]
-            counts += torch.bincount(idx, minlength=n * n).to(counts.dtype)
+            idx = (group[keep] * n + labels[keep]) * n + pred[keep]
+            counts += torch.bincount(idx, minlength=groups * n * n).to(counts.dtype)
     finally:
         model.train(was_training)
-    flat = all_reduce_sum(d, counts.tolist())
-    confusion = [[int(flat[i * n + j]) for j in range(n)] for i in range(n)]
+    flat = [int(v) for v in all_reduce_sum(d, counts.tolist())]
+    matrices = [[flat[(g * n + i) * n:(g * n + i + 1) * n] for i in range(n)] for g in range(groups)]
+    confusion = [[sum(m[i][j] for m in matrices) for j in range(n)] for i in range(n)]
     scores = class_scores(confusion, classes)
+    if records is not None:
+        scores["by_record"] = dict(zip(records[1], matrices, strict=True))
     seconds = time.perf_counter() - t0
     scores.update(seconds=seconds, windows_per_s=scores["samples"] / seconds if seconds > 0 else None)
     return scores

@@ -39,6 +39,7 @@ class Data:
     class_weights: list[float] | None = None  # fine-tune loss weights per class (None = unweighted)
     val: Dataset | None = None  # fine-tune: patient-disjoint validation part of the training split
     seq_len: int = 0  # tokens per item (context tokens + window); 0 = the window
+    test_records: tuple[Any, list[str]] | None = None  # fine-tune: each test item's record index, record names
 
 
 def load(s: Settings, d: Dist) -> Data:
@@ -95,7 +96,7 @@ def load(s: Settings, d: Dist) -> Data:
         return Data(LabelledWindows(train_windows), LabelledWindows(test_windows) if test_windows else None,
                     train_windows.vocab_size, classes, manifest.synthetic, prepare_s, info, weights,
                     _even_sample(LabelledWindows(val_windows), VAL_WINDOWS) if val_windows else None,
-                    train_windows.length)
+                    train_windows.length, test_windows.item_records() if test_windows else None)
     masked = MaskedWindows(train_windows, manifest.mask_id, s.mask_ratio, s.mask_span, s.seed)
     test: Dataset | None = None
     if test_windows:

@@ -85,3 +85,4 @@ def test_a_finetune_on_template_differences_runs_from_the_cli_and_records_its_ch
     assert result["data"]["waveform"] == "diff" and result["data"]["context"] == "rr"
     assert result["data"]["tokenizer_params"]["highpass_hz"] == 0.5
     assert result["eval"]["samples"] == result["data"]["test_windows"] > 2000  # record 200's beats, all scored
+    assert result["eval"]["by_record"]["200"] == result["eval"]["confusion"]  # the one test record

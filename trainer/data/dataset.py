@@ -277,6 +277,10 @@ class WindowDataset(Dataset):
         """Tokens per item: the context tokens plus the window."""
         return self.context_length + self.window
 
+    def item_records(self) -> tuple[np.ndarray, list[str]]:
+        """Each item's index into the record names, and the names: for scores per record."""
+        return self.item_record, [r["name"] for r in self.records]
+
     def class_counts(self) -> np.ndarray:
         """Items per label (for class weights); empty for foundation."""
         lab = self.labels[self.labels >= 0]
