@@ -8,13 +8,15 @@ Runs, through the project's own CLI (`python -m trainer prepare|train`), one pro
      the kept weights are chosen there), then DS2 scored once;
   4. ablations: the same fine-tune from random weights (same steps, same seed), and that again on the
      tokenized windows themselves instead of their difference from the template;
-  5. the same recipe on the annotation-only sddb (beats tokenizer, patient-disjoint split) beside the
+  5. with --more-seeds N: the recipe again with N further seeds, and the spread of its DS2 figures;
+  6. the same recipe on the annotation-only sddb (beats tokenizer, patient-disjoint split) beside the
      majority-class baseline.
 It prints the DS2 confusion matrix and per-class Se/+P/F1 beside the published inter-patient results,
 the time of each phase and the load average (the machine may be shared). Nothing is tuned on DS2.
 
     python bench/quality.py                       # the recipe, about 30-40 min on 2 cores
     python bench/quality.py --quick               # the same commands with few steps (a smoke test)
+    python bench/quality.py --more-seeds 2        # and the recipe with seeds 1 and 2: how much seeds move it
 """
 
 from __future__ import annotations
@@ -144,6 +146,23 @@ def majority_baseline(ev: dict[str, Any]) -> tuple[str, float]:
     return top, (2 * p / (1 + p)) / present
 
 
+def seed_spread(args: argparse.Namespace, cache: Path, log: Path, steps: tuple[int, int], val_every: int,
+                first: dict[str, float | None]) -> None:
+    """The recipe again with further seeds (sampling, masks, initial weights): each seed's DS2 figures and
+    their range, so that a difference between two recipes can be read against it."""
+    rows = {f"recipe, seed {args.seed}": first}
+    for seed in range(args.seed + 1, args.seed + 1 + args.more_seeds):
+        out = args.out / f"mitdb-seed{seed}"
+        recipe(args.data / "mitdb", out, cache, ["--tokenizer", "samples", "--fs", "180", "--highpass", "0.5"],
+               steps, seed, log, False, val_every)
+        rows[f"recipe, seed {seed}"] = headline(result(out / "finetune")["eval"])
+    seeds = list(rows.values())
+    for name, pick in (("min over seeds", min), ("max over seeds", max)):
+        rows[name] = {k: pick(r[k] for r in seeds if r[k] is not None) for k in seeds[0]}
+    print(f"\nDS2 over {len(seeds)} seeds (same recipe and steps; only the seed differs):")
+    print("\n".join(compare(rows)))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder holding mitdb/ and sddb-annotations/")
@@ -153,6 +172,8 @@ def main() -> None:
     ap.add_argument("--no-ablation", action="store_true",
                     help="skip the fine-tunes from random weights (template-difference and raw windows)")
     ap.add_argument("--no-sddb", action="store_true", help="skip the annotation-only database")
+    ap.add_argument("--more-seeds", type=int, default=0, metavar="N",
+                    help="run the recipe (no ablations) with N further seeds and print the spread")
     args = ap.parse_args()
     shutil.rmtree(args.out, ignore_errors=True)
     args.out.mkdir(parents=True)
@@ -197,6 +218,9 @@ def main() -> None:
           f"fine-tune T {ft['timing']['train_time_s']:.0f} s, validation {ft['timing']['val_s']:.0f} s, "
           f"DS2 {ft['timing']['eval_s']:.0f} s)" + (f"; random-init fine-tune {mit['finetune_random']:.0f} s"
                                                     if "finetune_random" in mit else ""))
+
+    if args.more_seeds:
+        seed_spread(args, cache, log, mit_steps, val_every, headline(ev))
 
     if not args.no_sddb:
         sd = recipe(args.data / "sddb-annotations", args.out / "sddb", cache, ["--tokenizer", "beats"],
