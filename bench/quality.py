@@ -14,7 +14,7 @@ Runs, through the project's own CLI (`python -m trainer prepare|train`), one pro
 It prints the DS2 confusion matrix and per-class Se/+P/F1 beside the published inter-patient results,
 the time of each phase and the load average (the machine may be shared). Nothing is tuned on DS2.
 
-    python bench/quality.py                       # the recipe, about 30-40 min on 2 cores
+    python bench/quality.py                       # the recipe and its ablations, about 21 min on 2 cores
     python bench/quality.py --quick               # the same commands with few steps (a smoke test)
     python bench/quality.py --more-seeds 2        # and the recipe with seeds 1 and 2: how much seeds move it
 """
