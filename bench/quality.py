@@ -42,6 +42,7 @@ PUBLISHED = {
 GOAL = {"accuracy": 0.93, "S Se": 0.80, "V Se": 0.90, "macro-F1 NSVF": 0.65}
 
 MODEL = ["--context", "rr", "--layers", "2", "--d-model", "64", "--heads", "4"]
+MITDB_TOKENIZER = ["--tokenizer", "samples", "--fs", "180", "--highpass", "0.5"]  # 180 Hz, baseline wander removed
 WINDOW = {"samples": "128", "beats": "32"}  # samples: 0.71 s at 180 Hz; beats: 32 beats around the beat
 # samples: each window minus the patient's template beat (a beats window has no waveform to compare)
 WAVEFORM = {"samples": ["--waveform", "diff"], "beats": []}
@@ -153,8 +154,7 @@ def seed_spread(args: argparse.Namespace, cache: Path, log: Path, steps: tuple[i
     rows = {f"recipe, seed {args.seed}": first}
     for seed in range(args.seed + 1, args.seed + 1 + args.more_seeds):
         out = args.out / f"mitdb-seed{seed}"
-        recipe(args.data / "mitdb", out, cache, ["--tokenizer", "samples", "--fs", "180", "--highpass", "0.5"],
-               steps, seed, log, False, val_every)
+        recipe(args.data / "mitdb", out, cache, MITDB_TOKENIZER, steps, seed, log, False, val_every)
         rows[f"recipe, seed {seed}"] = headline(result(out / "finetune")["eval"])
     seeds = list(rows.values())
     for name, pick in (("min over seeds", min), ("max over seeds", max)):
@@ -183,9 +183,8 @@ def main() -> None:
     mit_steps, sddb_steps, val_every = ((20, 40), (20, 40), 20) if args.quick else ((300, 1200), (200, 300), 200)
 
     t0 = time.perf_counter()
-    mit = recipe(args.data / "mitdb", args.out / "mitdb", cache,
-                 ["--tokenizer", "samples", "--fs", "180", "--highpass", "0.5"],
-                 mit_steps, args.seed, log, not args.no_ablation, val_every)
+    mit = recipe(args.data / "mitdb", args.out / "mitdb", cache, MITDB_TOKENIZER, mit_steps, args.seed, log,
+                 not args.no_ablation, val_every)
     recipe_s = mit["prepare"] + mit["foundation"] + mit["finetune"]
     ft = result(args.out / "mitdb" / "finetune")
     fd = result(args.out / "mitdb" / "foundation")

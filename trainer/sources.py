@@ -39,7 +39,16 @@ class Data:
     class_weights: list[float] | None = None  # fine-tune loss weights per class (None = unweighted)
     val: Dataset | None = None  # fine-tune: patient-disjoint validation part of the training split
     seq_len: int = 0  # tokens per item (context tokens + window); 0 = the window
-    test_records: tuple[Any, list[str]] | None = None  # fine-tune: each test item's record index, record names
+    # fine-tune: each test item's record index and the record names (WindowDataset.item_records), for
+    # scores per record; None where the test windows do not come from records
+    test_item_records: tuple[Any, list[str]] | None = None
+
+
+def _windows(s: Settings, shard: Any, task: str, records: list[str]) -> Any:
+    """The windows of these records as the run's settings shape them (window, context, waveform)."""
+    from trainer.data.dataset import WindowDataset
+
+    return WindowDataset(shard, s.window, task, records, context=s.context, waveform=s.waveform)
 
 
 def load(s: Settings, d: Dist) -> Data:
@@ -74,9 +83,9 @@ def load(s: Settings, d: Dist) -> Data:
             log.info("validation on %d of the %d training records (%s), patient-disjoint from the rest; "
                      "training on %d", len(val_records), len(split.train), ", ".join(val_records),
                      len(train_records))
-    train_windows = wd.WindowDataset(shard, s.window, task, train_records, context=s.context, waveform=s.waveform)
+    train_windows = _windows(s, shard, task, train_records)
     test_windows, eval_split = _eval_windows(s, manifest, split, task, train_windows, d.is_main)
-    val_windows = wd.WindowDataset(shard, s.window, task, val_records, context=s.context, waveform=s.waveform) if val_records else None
+    val_windows = _windows(s, shard, task, val_records) if val_records else None
     info = {"shard_dir": str(shard), "dataset": manifest.get("dataset"), "tokenizer": manifest.tokenizer,
             "tokenizer_params": manifest.get("params"), "train_records": split.train,
             "test_records": split.test, "split": split.as_dict(), "eval_split": eval_split,
@@ -129,8 +138,6 @@ def _eval_windows(s: Settings, manifest: Any, split: Any, task: str, train_windo
                   main: bool) -> tuple[Any, str | None]:
     """The windows evaluation scores and the split they come from; an error, at the start, where a
     fine-tune run could not be scored (no test records, or a single class)."""
-    from trainer.data import dataset as wd
-
     name = manifest["dataset"]
     fix = ("give the test records (test_records = [...] in the study's [data], hlm-train train --test-records), "
            "a patient_pattern, or set train.eval = false (--no-eval) to train without scoring")
@@ -146,7 +153,7 @@ def _eval_windows(s: Settings, manifest: Any, split: Any, task: str, train_windo
             log.warning("no test records (%s): the foundation eval loss uses an even sample of the training "
                         "split", split.reason)
         return train_windows, "train"
-    test = wd.WindowDataset(manifest.shard_dir, s.window, task, split.test, context=s.context, waveform=s.waveform)
+    test = _windows(s, manifest.shard_dir, task, split.test)
     if s.mode == "finetune":
         counts = test.class_counts()
         present = [i for i, c in enumerate(counts) if c]

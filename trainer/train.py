@@ -509,7 +509,7 @@ def _evaluate(raw: HeartLanguageModel, data: sources.Data, d: Dist, s: Settings,
     if not s.eval or data.test is None:
         return None
     if data.classes:
-        scores = classify(raw, data.test, data.classes, d, s.batch_size, autocast, records=data.test_records)
+        scores = classify(raw, data.test, data.classes, d, s.batch_size, autocast, records=data.test_item_records)
         log.info("test split: %d windows scored in %.1f s (%.0f windows/s); accuracy %.4f, macro-F1 %.4f",
                  scores["samples"], scores["seconds"], scores["windows_per_s"] or 0.0, scores["accuracy"] or 0.0,
                  scores["macro_f1"] or 0.0)
