@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from cockpit import explain, prediction
+from cockpit.quality import quality_of
 from cockpit.spec import AXES, SCALE_AXES, Configuration
 
 if TYPE_CHECKING:
@@ -83,12 +84,16 @@ def run_row(result: dict[str, Any]) -> dict[str, Any]:
         row[cost] = _float(timing.get(cost))
     row["ranks"] = explain.ranks_of(result)
     row["result"] = result  # the prediction reads the baseline's comm and steps
+    q = quality_of(result)
+    row.update(quality_detail=q, quality_metric=q.metric if q else None, quality=q.value if q else NAN,
+               quality_inputs=(q.problem or q.inputs) if q else "")
     return row
 
 
 def analyse(results: Iterable[dict[str, Any]], links: prediction.Links | None = None) -> list[dict[str, Any]]:
     """Per configuration, from result.json dicts: T, T at the baseline's work, speedup, efficiency,
-    overhead, Karp-Flatt, the overhead's split into seconds, fixed costs, the straggler, the verdict.
+    overhead, Karp-Flatt, the overhead's split into seconds, fixed costs, the straggler, the verdict, and
+    the model's quality beside the baseline's (cockpit.quality).
 
     Repeats of a configuration are represented by the run with the median T (the lower middle one for
     an even count), so every figure of a row comes from one real run and adds up. Failed runs are listed
@@ -149,6 +154,9 @@ def _analysed(run: dict[str, Any], base: dict[str, Any] | None, links: predictio
                    compute_ratio=explain.compute_ratio(run, base, n, work),
                    note="" if work == 1.0 else f"T scaled to the baseline's samples ({work:g}x the work)",
                    **explain.attribution(run, base, n, work), **_predicted(run, base, work, links))
+    baseline_quality = base["quality_detail"] if base is not None else None
+    rec.update(quality_1=baseline_quality.value if baseline_quality else NAN,
+               quality_change=rec["quality_detail"].change(baseline_quality) if rec["quality_detail"] else NAN)
     rec["verdict"], rec["explanation"] = explain.verdicts({**rec, "status": "completed"})
     return rec
 
@@ -182,8 +190,9 @@ def by_config(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {r["config_id"]: r for r in rows}
 
 
-# columns of scaling.csv: everything of a row but the per-rank list, which gets its own table
-CSV_SKIP = ("ranks", "result")
+# columns of scaling.csv: everything of a row but the per-rank list, which gets its own table, and the
+# objects the run detail reads
+CSV_SKIP = ("ranks", "result", "quality_detail")
 
 
 def scaling_table(results: Iterable[dict[str, Any]]) -> pd.DataFrame:

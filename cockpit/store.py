@@ -757,6 +757,8 @@ class StudyStore:
             speedup=_f(an.get("speedup")), efficiency=_f(an.get("efficiency")), overhead_s=_f(an.get("overhead_s")),
             work_ratio=_f(an.get("work_ratio")), t_same_work_s=_f(an.get("t_same_work_s")),
             verdict=an.get("verdict") or an.get("note") or "", explanation=an.get("explanation") or "",
+            quality_metric=an.get("quality_metric"), quality=_f(an.get("quality")),
+            quality_change=_f(an.get("quality_change")),
             progress=1.0 if completed else progress, eta_s=eta,
             last_step=last.step if last else None, last_loss=last.loss if last else None, result=res,
             analysis=an or None,

@@ -16,50 +16,9 @@ from torch.utils.data import DataLoader, Dataset, Subset
 
 from trainer.distributed import Dist, all_reduce_sum
 from trainer.model import IGNORE_INDEX
+from trainer.scores import class_scores
 
 EVAL_BATCH = 512  # windows per forward pass: no activations are kept for a backward pass, so it can be large
-MAIN_CLASSES = ("N", "S", "V", "F")  # the AAMI classes inter-patient results are compared on (Q is ~0.1%)
-
-
-def class_scores(confusion: list[list[int]], classes: list[str]) -> dict[str, Any]:
-    """Per-class sensitivity (recall), positive predictivity (precision), F1; macro-F1; accuracy.
-
-    `confusion[i][j]` counts samples of true class i predicted as j. A class absent from the test set has
-    sensitivity None and is left out of macro-F1 (it would otherwise count as 0 for a question not asked).
-    """
-    n = len(classes)
-    total = sum(sum(row) for row in confusion)
-    sens: dict[str, float | None] = {}
-    ppv: dict[str, float | None] = {}
-    f1: dict[str, float | None] = {}
-    for i, name in enumerate(classes):
-        tp = confusion[i][i]
-        actual = sum(confusion[i])
-        predicted = sum(confusion[r][i] for r in range(n))
-        se = tp / actual if actual else None
-        pp = tp / predicted if predicted else (0.0 if actual else None)
-        sens[name], ppv[name] = se, pp
-        if se is None:
-            f1[name] = None
-        elif pp is None or se + pp == 0:
-            f1[name] = 0.0
-        else:
-            f1[name] = 2 * se * pp / (se + pp)
-    present = [v for v in f1.values() if v is not None]
-    main = [f1[c] for c in MAIN_CLASSES if c in f1 and f1[c] is not None]
-    return {
-        "classes": classes,
-        "support": {name: sum(confusion[i]) for i, name in enumerate(classes)},
-        "sensitivity": sens,
-        "ppv": ppv,
-        "f1": f1,
-        "macro_f1": sum(present) / len(present) if present else None,
-        # over N, S, V, F when the classes are AAMI beat classes (None otherwise): the published figure
-        "macro_f1_nsvf": (sum(main) / len(main) if main and all(c in classes for c in MAIN_CLASSES) else None),
-        "accuracy": sum(confusion[i][i] for i in range(n)) / total if total else None,
-        "confusion": confusion,
-        "samples": total,
-    }
 
 
 def _shard(dataset: Dataset, d: Dist) -> Subset:

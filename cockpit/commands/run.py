@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from cockpit.quality import quality_words
+
 if TYPE_CHECKING:
     from cockpit.session import StudySession
     from cockpit.snapshot import Counts
@@ -131,16 +133,19 @@ def failure_reason(snap, row) -> str:  # noqa: ANN001 - StudySnapshot, ConfigRow
 
 
 def explained_line(label: str, a: dict) -> str:
-    """One finished configuration with the inputs of its figures, so each can be checked by hand."""
+    """One finished configuration with the inputs of its figures, so each can be checked by hand, and its
+    model quality beside the baseline's when the run was scored."""
+    quality = quality_words(a)
+    tail = f"; {quality}" if quality else ""
     line = f"{label}: T {a['train_time_s']:.2f} s"
     if a.get("baseline"):
-        return f"{line} (baseline T1)"
+        return f"{line} (baseline T1){tail}"
     if a.get("speedup") != a.get("speedup"):
-        return f"{line} ({a.get('note')})"
+        return f"{line} ({a.get('note')}){tail}"
     if a["work_ratio"] != 1.0:
         line += f" for {a['work_ratio']:g}x the baseline's work = {a['t_same_work_s']:.2f} s"
     return (f"{line}; S = {a['t1_s']:.2f}/{a['t_same_work_s']:.2f} = {a['speedup']:.2f}x on N = {a['workers']}, "
-            f"E = {a['efficiency']:.0%}; {a['verdict']}")
+            f"E = {a['efficiency']:.0%}; {a['verdict']}{tail}")
 
 
 def _label(values: dict) -> str:

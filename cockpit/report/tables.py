@@ -161,3 +161,25 @@ def headline_body(rows: list[dict[str, Any]]) -> Body:
         for s in summary_by_workers(rows)
     ]
     return headers, body
+
+
+def quality_body(rows: list[dict[str, Any]]) -> Body:
+    """Per scored run: its quality figure with the inputs it is the mean of, beside its group's baseline."""
+    headers = [*IDENT, "N", "metric", "value", "from", "1×1 value", "change"]
+    body = [[*_ident(r), cell(r.get("workers"), "d"), r["quality_metric"], cell(r["quality"], ".3f"),
+             r.get("quality_inputs", ""), cell(r.get("quality_1"), ".3f"), cell(r.get("quality_change"), "+.3f")]
+            for r in rows if r.get("quality_metric")]
+    return headers, body
+
+
+def class_body(rows: list[dict[str, Any]]) -> Body:
+    """Per fine-tune run and class: support, sensitivity (Se), positive predictivity (+P) and F1, from the
+    confusion matrix of its test split."""
+    headers = [*IDENT, "class", "support", "Se", "+P", "F1"]
+    body = []
+    for r in rows:
+        q = r.get("quality_detail")
+        for c in q.classes if q else ():
+            body.append([*_ident(r), c.name, str(c.support), cell(c.sensitivity, ".3f"), cell(c.ppv, ".3f"),
+                         cell(c.f1, ".3f")])
+    return headers, body

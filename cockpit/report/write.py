@@ -92,6 +92,23 @@ def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[s
             *tables.ranks_body(rows),
         ),
     ]
+    if any(r.get("quality_metric") for r in rows):
+        out += [
+            (
+                "Model quality",
+                "What each scored run learned, beside its group's 1 × 1 run: a faster run that learns less is "
+                "not a speedup. macro-F1 is the mean of the listed per-class F1 (N, S, V, F for AAMI beat "
+                "classes), recomputed from result.json's confusion matrix; a foundation run's masked loss is "
+                "its mean cross-entropy over the masked tokens (lower is better). change = value - 1×1 value.",
+                *tables.quality_body(rows),
+            ),
+            (
+                "Per class",
+                "Each fine-tune run's classes on its test split: Se = correct / support, +P = correct / "
+                "predicted as the class, F1 = 2·Se·+P/(Se + +P).",
+                *tables.class_body(rows),
+            ),
+        ]
     if inp.failed_jobs:
         out.append(
             (

@@ -14,7 +14,7 @@ from textual.widgets import Footer, Input, Log, Sparkline, Static
 from textual_plotext import PlotextPlot
 
 from cockpit.snapshot import MetricPoint, StudySnapshot
-from cockpit.tui import explain_panel, model
+from cockpit.tui import explain_panel, model, quality_panel
 from cockpit.tui import format as fmt
 from cockpit.tui.bindings import DETAIL_BINDINGS
 
@@ -123,6 +123,7 @@ class RunDetailScreen(Screen):
         yield Static(id="detail-summary")
         with VerticalScroll(id="detail-body"):
             yield Static(id="detail-explain")
+            yield Static(id="detail-quality")
             yield Static(id="no-metrics", classes="caption")
             with Horizontal(id="detail-plots"):
                 yield PlotextPlot(id="loss-plot")
@@ -149,6 +150,10 @@ class RunDetailScreen(Screen):
         self.query_one("#detail-summary", Static).update(summary_text(snapshot, self.config_id, self.live))
         row = snapshot.config(self.config_id)
         self.query_one("#detail-explain", Static).update(explain_panel.panel(row.analysis if row else None))
+        quality = quality_panel.panel(row.analysis if row else None)
+        box = self.query_one("#detail-quality", Static)
+        box.display = bool(quality.plain)
+        box.update(quality)
         points = rank0(snapshot.metrics.get(self.config_id, []))
         key = (len(points), points[-1].step if points else None)
         if key != self._metrics_key:

@@ -49,6 +49,13 @@ def rate(value: float | None) -> str:
     return f"{v:.0f}"
 
 
+def quality(value: float | None, change: float | None) -> str:
+    """A run's quality and its change against the group's 1x1 run: `0.571 -0.022` (`-` when not scored)."""
+    if missing(value):
+        return "-"
+    return f"{value:.3f}" + ("" if missing(change) else f" {change:+.3f}")
+
+
 def efficiency_style(value: float | None) -> str:
     """Colour of an efficiency: green near ideal, yellow acceptable, red poor."""
     if missing(value):

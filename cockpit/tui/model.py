@@ -52,6 +52,7 @@ SCALING_COLUMN = {
     "overhead": Column("overhead", "overhead s", 10),
     "tokens": Column("tokens", "tok/s avg", 9),
     "verdict": Column("verdict", "where the time went"),
+    "quality": Column("quality", "quality Δ1×1", 14),
 }
 FIGURES = ("state", "speedup", "efficiency", "time", "t_same_work", "work", "overhead", "tokens", "verdict")
 # every column in the historical order (headless consumers and the report's cross-check index cells by it)
@@ -139,6 +140,10 @@ def scaling_layout(snapshot: StudySnapshot, device_hint: str | None = None) -> L
             col = Column("scale", "nodes×workers")
         columns.append(col)
     columns += [SCALING_COLUMN[k] for k in FIGURES]
+    metrics = {r.quality_metric for r in snapshot.configs if r.quality_metric}
+    if metrics:  # only a study whose runs are scored: its quality beside the verdict, named when it is one metric
+        label = f"{metrics.pop()} Δ1×1" if len(metrics) == 1 else SCALING_COLUMN["quality"].label
+        columns.insert(-1, Column("quality", label, max(14, len(label))))
     return Layout(tuple(columns), fixed=1 + len(identity), constant=tuple(constant), device=device)
 
 
@@ -223,7 +228,8 @@ def field_value(row: ConfigRow, key: str) -> object:
 
 FIELD_ATTRS = {"time": "train_time_s", "work": "work_ratio", "t_same_work": "t_same_work_s", "speedup": "speedup",
                "efficiency": "efficiency", "overhead": "overhead_s", "tokens": "tokens_per_s", "state": "state",
-               "verdict": "verdict", "workers": "workers", "explanation": "explanation"}
+               "verdict": "verdict", "workers": "workers", "explanation": "explanation",
+               "quality": "quality"}
 
 # --- the filter -------------------------------------------------------------------------------------------
 
@@ -248,12 +254,13 @@ FILTER_FIELDS: dict[str, tuple[str, ...]] = {
     "overhead": ("overhead", "O"),
     "tokens": ("tokens", "tokens/s", "tok/s"),
     "verdict": ("verdict", "why"),
+    "quality": ("quality", "F1", "macro-F1", "loss"),
     "explanation": ("explanation",),
     "id": ("id", "config_id"),
 }
 FIELD_BY_NAME = {name.lower(): key for key, names in FILTER_FIELDS.items() for name in names}
 NUMERIC_FIELDS = frozenset({"window", "cpus_per_task", "batch_size", "nodes", "gpus_per_node", "workers", "time",
-                            "t_same_work", "work", "speedup", "efficiency", "overhead", "tokens"})
+                            "t_same_work", "work", "speedup", "efficiency", "overhead", "tokens", "quality"})
 # the header's counters and the table say "done", "failed", "pending": each names a set of states
 STATE_SETS = {
     "done": DONE_STATES, "completed": DONE_STATES, "failed": FAILED_STATES,
@@ -393,7 +400,7 @@ def _cell_key(row: ConfigRow, keys: tuple[str, ...], live: bool) -> tuple:
     """Everything a row's cells depend on (its axis values are fixed by its config_id)."""
     return (row.config_id, row.is_baseline, row.state, row.train_time_s, row.work_ratio, row.t_same_work_s,
             row.speedup, row.efficiency, row.overhead_s, row.tokens_per_s, row.verdict, row.progress, row.eta_s,
-            keys, live)
+            row.quality, row.quality_change, keys, live)
 
 
 def scaling_cells(row: ConfigRow, layout: Layout = FULL_LAYOUT, live: bool = True) -> tuple[object, ...]:
@@ -432,6 +439,8 @@ def _cell(row: ConfigRow, key: str, live: bool) -> object:
         return fmt.rate(row.tokens_per_s)
     if key == "verdict":
         return row.verdict
+    if key == "quality":
+        return fmt.quality(row.quality, row.quality_change)
     return str(v.get(key, ""))
 
 

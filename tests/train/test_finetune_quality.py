@@ -12,8 +12,8 @@ from tests.train.tiny import RandomWindows, tiny_data, tiny_settings
 from trainer import rundir
 from trainer.batches import LabelledWindows
 from trainer.data import DataError
-from trainer.evaluate import class_scores
 from trainer.model import HeartLanguageModel, ModelConfig
+from trainer.scores import class_scores
 from trainer.settings import ConfigError, from_config
 from trainer.sources import balanced_weights, validation_split
 from trainer.train import run

@@ -12,8 +12,8 @@ import torch
 from tests.train.tiny import MASK_ID, RandomWindows, tiny_data, tiny_settings
 from trainer import checkpoint, rundir
 from trainer.batches import MaskedWindows, ResumableSampler
-from trainer.evaluate import class_scores
 from trainer.model import IGNORE_INDEX, HeartLanguageModel, ModelConfig, load_encoder, mask_blocks
+from trainer.scores import class_scores
 from trainer.settings import ConfigError, from_config
 from trainer.sources import balanced_weights
 from trainer.train import lr_at, run
