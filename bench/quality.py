@@ -90,37 +90,13 @@ def recipe(data: Path, out: Path, cache: Path, tokenizer: list[str], steps: tupl
     return times
 
 
-def scores_table(ev: dict[str, Any]) -> list[str]:
-    """The confusion matrix and per-class Se/+P/F1 lines of one result's `eval`."""
-    classes = ev["classes"]
-    lines = ["confusion (rows: true, columns: predicted)",
-             "      " + "".join(f"{c:>8}" for c in classes)]
-    for name, row in zip(classes, ev["confusion"], strict=True):
-        lines.append(f"{name:>6}" + "".join(f"{v:>8,}" for v in row))
-    lines.append(f"{'class':>6}{'support':>9}{'Se':>8}{'+P':>8}{'F1':>8}")
-    for name in classes:
-        def f(v: float | None) -> str:
-            return f"{v:8.3f}" if v is not None else f"{'-':>8}"
-        lines.append(f"{name:>6}{ev['support'][name]:>9,}{f(ev['sensitivity'][name])}{f(ev['ppv'][name])}"
-                     f"{f(ev['f1'][name])}")
-    return lines
+def scores_lines(res: dict[str, Any], top: int = 8) -> list[str]:
+    """A result's confusion matrix, per-class Se/+P/F1 and the records that carry most of the errors (a
+    test split's table is often decided by a few patients): the cockpit's run-detail tables."""
+    from cockpit.quality import quality_of
+    from cockpit.tui.quality_panel import tables
 
-
-def errors_by_record(ev: dict[str, Any], top: int = 8) -> list[str]:
-    """The records that carry most of the errors, from the result's per-record confusion matrices: a
-    test split's table is often decided by a few patients, and this says which and how."""
-    classes, by_record = ev["classes"], ev.get("by_record") or {}
-    rows = []
-    for name, m in by_record.items():
-        cells = [(m[i][j], f"{classes[i]}->{classes[j]}") for i in range(len(m)) for j in range(len(m)) if i != j]
-        rows.append((sum(v for v, _ in cells), name, sum(map(sum, m)), sorted(cells, reverse=True)))
-    total = sum(r[0] for r in rows)
-    lines = [f"errors by record (the {min(top, len(rows))} records with the most of all {total:,} errors):",
-             f"{'record':>8}{'beats':>8}{'errors':>8}{'share':>8}  largest confusions (true->predicted)"]
-    for errors, name, beats, cells in sorted(rows, reverse=True)[:top]:
-        worst = ", ".join(f"{label} {v:,}" for v, label in cells[:3] if v)
-        lines.append(f"{name:>8}{beats:>8,}{errors:>8,}{errors / max(total, 1):>8.1%}  {worst}")
-    return lines
+    return tables(quality_of(res), top).plain.splitlines()
 
 
 def headline(ev: dict[str, Any]) -> dict[str, float | None]:
@@ -190,8 +166,7 @@ def main() -> None:
     fd = result(args.out / "mitdb" / "foundation")
     ev = ft["eval"]
     print(f"\nMIT-BIH DS2 (inter-patient; {ev['samples']:,} beats), recipe seed {args.seed}:")
-    print("\n".join(scores_table(ev)))
-    print("\n".join(errors_by_record(ev)))
+    print("\n".join(scores_lines(ft)))
     rows = {"HLM recipe (foundation -> fine-tune)": headline(ev)}
     if "finetune_random" in mit:
         rows["HLM same fine-tune from random weights"] = headline(result(args.out / "mitdb" / "finetune-random")["eval"])
@@ -229,7 +204,7 @@ def main() -> None:
         print(f"\nsddb (annotations only, beats tokenizer, patient-disjoint test records "
               f"{', '.join(result(args.out / 'sddb' / 'finetune')['data']['test_records'])}; "
               f"{sev['samples']:,} beats):")
-        print("\n".join(scores_table(sev)))
+        print("\n".join(scores_lines(result(args.out / "sddb" / "finetune"))))
         print(f"macro-F1 {sev['macro_f1']:.3f} vs {base:.3f} for always predicting {top} (majority class); "
               f"accuracy {sev['accuracy']:.3f}; {sum(sd.values()) / 60:.1f} min")
     load1 = os.getloadavg()

@@ -56,15 +56,23 @@ def classes(q: Quality) -> Text:
     return out
 
 
-def records(q: Quality) -> Text:
+def records(q: Quality, top: int = RECORDS_SHOWN) -> Text:
+    """The `top` records with the most errors: windows, errors, their share of all errors, the largest
+    confusions (true->predicted)."""
     if not q.records:
         return Text("")
     total = sum(r.errors for r in q.records)
     out = Text(f"  records with the most errors (of {total:,} in {len(q.records)} records):\n", style="bold")
-    for r in q.records[:RECORDS_SHOWN]:
+    for r in q.records[:top]:
         largest = ", ".join(f"{name} {n:,}" for name, n in r.confusions[:3])
-        out.append(f"  {r.record:>8} {r.beats:>7,} windows {r.errors:>7,} errors  {largest}\n")
+        out.append(f"  {r.record:>8} {r.beats:>7,} windows {r.errors:>7,} errors {r.errors / max(total, 1):6.1%}"
+                   f"  {largest}\n")
     return out
+
+
+def tables(q: Quality, top: int = RECORDS_SHOWN) -> Text:
+    """The confusion matrix, the per-class scores and the records with the most errors."""
+    return Text.assemble(confusion(q), classes(q), records(q, top))
 
 
 def panel(a: dict[str, Any] | None) -> Text:
@@ -74,4 +82,4 @@ def panel(a: dict[str, Any] | None) -> Text:
         return Text("")
     if not q.classes:
         return headline(a or {}, q)
-    return Text.assemble(headline(a or {}, q), confusion(q), classes(q), records(q))
+    return Text.assemble(headline(a or {}, q), tables(q))
