@@ -34,9 +34,9 @@ def _s(a: dict[str, Any], key: str, digits: int = 2) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
 
 
-def _signed(a: dict[str, Any], key: str) -> str:
+def _signed(a: dict[str, Any], key: str, digits: int = 2) -> str:
     v = _num(a, key)
-    return "-" if v is None else f"{v:+.2f}"
+    return "-" if v is None else f"{v:+.{digits}f}"
 
 
 def figure_rows(a: dict[str, Any]) -> list[tuple[str, str]]:
@@ -54,6 +54,8 @@ def figure_rows(a: dict[str, Any]) -> list[tuple[str, str]]:
         ("tokens/s (run average)", fmt.rate(_num(a, "tokens_per_s"))),
         ("samples/s (run average)", fmt.rate(_num(a, "samples_per_s"))),
     ]
+    if a.get("quality_metric"):  # a scored run: what it learned, beside what it cost
+        rows += [(a["quality_metric"], _s(a, "quality", 3)), ("  change vs 1×1", _signed(a, "quality_change", 3))]
     rows.append(("— breakdown of T (s, share) —", ""))
     for part in explain.PARTS:
         share = _num(a, f"{part}_share")

@@ -19,6 +19,7 @@ from cockpit.store import StudyStore, default_store_path
 from cockpit.tui import format as fmt
 from cockpit.tui import model, quality_panel
 from cockpit.tui.app import CockpitApp
+from cockpit.tui.compare import figure_rows
 from cockpit.tui.controller import store_controller
 from cockpit.tui.detail import RunDetailScreen
 from tests.report.test_report import markdown_rows
@@ -101,5 +102,8 @@ async def test_scaling_table_and_run_detail_show_the_same_quality(scored_study) 
         assert expected.startswith(f"Model quality: {MACRO_F1_NSVF} {two['quality']:.3f} = {two['quality_inputs']}")
         assert f"1×1 baseline: {two['quality_1']:.3f}, change {two['quality_change']:+.3f}" in expected
         assert "records with the most errors" in expected and "     233 " in expected
+        compared = dict(figure_rows(two))  # the compare screen's column of the same run
+        assert compared[MACRO_F1_NSVF] == f"{two['quality']:.3f}"
+        assert compared["  change vs 1×1"] == f"{two['quality_change']:+.3f}"
     finally:
         store.close()
