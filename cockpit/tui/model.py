@@ -254,7 +254,7 @@ FILTER_FIELDS: dict[str, tuple[str, ...]] = {
     "overhead": ("overhead", "O"),
     "tokens": ("tokens", "tokens/s", "tok/s"),
     "verdict": ("verdict", "why"),
-    "quality": ("quality", "F1", "macro-F1", "loss"),
+    "quality": ("quality", "F1", "macro-F1"),
     "explanation": ("explanation",),
     "id": ("id", "config_id"),
 }
@@ -510,13 +510,14 @@ def csv_table(rows: list[ConfigRow]) -> tuple[list[str], list[list[object]]]:
     """The rows shown, at full precision, for a CSV export (the analysis' numbers, not their rounding)."""
     axes = list(GROUP_AXES)
     header = ["config_id", *axes, "workers", "baseline", "state", "train_time_s", "work_ratio", "t_same_work_s",
-              "speedup", "efficiency", "overhead_s", "tokens_per_s", "verdict", "explanation"]
+              "speedup", "efficiency", "overhead_s", "tokens_per_s", "verdict", "explanation", "quality_metric",
+              "quality", "quality_change"]
     body = []
     for r in rows:
         body.append([r.config_id, *(r.values.get(a) for a in axes), r.workers, r.is_baseline, r.state,
                      *(_blank(getattr(r, a)) for a in ("train_time_s", "work_ratio", "t_same_work_s", "speedup",
                                                         "efficiency", "overhead_s", "tokens_per_s")),
-                     r.verdict, r.explanation])
+                     r.verdict, r.explanation, r.quality_metric or "", _blank(r.quality), _blank(r.quality_change)])
     return header, body
 
 

@@ -89,6 +89,12 @@ async def test_scaling_table_and_run_detail_show_the_same_quality(scored_study) 
         cells = {r.key: dict(zip(layout.keys, r.cells, strict=True)) for r in model.scaling_rows(snapshot, layout=layout)}
         for row in rows.values():
             assert cells[row["config_id"]]["quality"] == fmt.quality(row["quality"], row["quality_change"])
+        header, body = model.csv_table(snapshot.configs)  # the table's export (`e`), at full precision
+        exported = {line[0]: dict(zip(header, line, strict=True)) for line in body}
+        for row in rows.values():
+            got = exported[row["config_id"]]
+            assert (got["quality_metric"], got["quality"], got["quality_change"]) == (
+                MACRO_F1_NSVF, row["quality"], row["quality_change"])
 
         app = CockpitApp(store_controller(store, study.name), poll_interval=None)
         async with app.run_test(size=(150, 60)) as pilot:
