@@ -127,7 +127,7 @@ def _masked(ev: dict[str, Any]) -> Quality:
     accuracy = float(acc) if isinstance(acc, int | float) else None
     inputs = f"mean cross-entropy over {tokens:,} masked tokens"
     if accuracy is not None:
-        inputs += f" (accuracy {accuracy:.3f})"
+        inputs += f", accuracy {accuracy:.3f}"
     return Quality(metric=MASKED_LOSS, value=loss, split=str(ev.get("split", "test")), samples=tokens,
                    inputs=inputs, accuracy=accuracy)
 
@@ -155,13 +155,21 @@ def _unreadable(problem: str) -> Quality:
 
 def quality_words(row: dict[str, Any]) -> str:
     """An analysed row's quality in one phrase with its inputs and the baseline's figure beside it, e.g.
-    "macro-F1 (N,S,V,F) 0.571 (mean F1 of N 0.95, ...); 1x1: 0.593, -0.022" ("" when not scored)."""
+    "macro-F1 (N,S,V,F) 0.571 (mean F1 of N 0.95, ...); 1x1: 0.593, -0.022 worse" ("" when not scored)."""
     metric = row.get("quality_metric")
     if not metric:
         return ""
     if row.get("quality") != row.get("quality"):
         return f"{metric}: {row.get('quality_inputs') or 'not readable'}"
     text = f"{metric} {row['quality']:.3f} ({row['quality_inputs']})"
-    if row.get("quality_change", math.nan) == row.get("quality_change", math.nan) and not row.get("baseline"):
-        text += f"; 1x1: {row['quality_1']:.3f}, {row['quality_change']:+.3f}"
+    change = row.get("quality_change", math.nan)
+    if change == change and not row.get("baseline"):
+        text += f"; 1x1: {row['quality_1']:.3f}, {change:+.3f} {direction(metric, change)}"
     return text
+
+
+def direction(metric: str, change: float) -> str:
+    """"better", "worse" or "same" (below 0.0005, the printed precision) for a change of `metric`."""
+    if abs(change) < 5e-4:
+        return "same"
+    return "better" if (change > 0) == (metric != MASKED_LOSS) else "worse"

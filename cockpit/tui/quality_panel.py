@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.text import Text
 
-from cockpit.quality import Quality
+from cockpit.quality import Quality, direction
 
 RECORDS_SHOWN = 5  # the records with the most errors; an inter-patient table is often decided by a few
 
@@ -31,9 +31,9 @@ def headline(a: dict[str, Any], q: Quality) -> Text:
                                                else ")") + "\n")
     change = a.get("quality_change")
     if not a.get("baseline") and change == change and change is not None:
-        better = (change > 0) == q.higher_is_better
+        word = direction(q.metric, change)
         out.append(f"  1×1 baseline: {a['quality_1']:.3f}, change ")
-        out.append(f"{change:+.3f}", style="" if abs(change) < 5e-4 else ("green" if better else "yellow"))
+        out.append(f"{change:+.3f} {word}", style={"better": "green", "worse": "yellow"}.get(word, ""))
         out.append(" (higher is better)\n" if q.higher_is_better else " (lower is better)\n")
     if q.problem:
         out.append(f"  {q.problem}\n", style="yellow")

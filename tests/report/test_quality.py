@@ -43,7 +43,7 @@ def test_classes_other_than_aami_average_every_present_class() -> None:
 def test_foundation_masked_loss_is_lower_is_better_and_compared_only_with_its_own_kind() -> None:
     q = quality_of({"eval": {"split": "train", "masked_loss": 3.5, "masked_accuracy": 0.1, "masked_tokens": 1000}})
     assert q.metric == MASKED_LOSS and q.value == 3.5 and not q.higher_is_better
-    assert q.inputs == "mean cross-entropy over 1,000 masked tokens (accuracy 0.100)"
+    assert q.inputs == "mean cross-entropy over 1,000 masked tokens, accuracy 0.100"
     other = quality_of({"eval": {"split": "train", "masked_loss": 3.0, "masked_tokens": 10}})
     assert q.change(other) == pytest.approx(0.5)
     test_split = quality_of({"eval": {"split": "test", "masked_loss": 3.0, "masked_tokens": 10}})
@@ -84,5 +84,8 @@ def test_a_damaged_record_matrix_is_reported_and_the_rest_still_scored() -> None
 def test_words_give_the_inputs_and_the_baseline_beside_the_value() -> None:
     row = {"quality_metric": MACRO_F1_NSVF, "quality": 0.5712, "quality_inputs": "mean F1 of N 0.9",
            "quality_1": 0.6, "quality_change": -0.0288, "baseline": False}
-    assert quality_words(row) == "macro-F1 (N,S,V,F) 0.571 (mean F1 of N 0.9); 1x1: 0.600, -0.029"
+    assert quality_words(row) == "macro-F1 (N,S,V,F) 0.571 (mean F1 of N 0.9); 1x1: 0.600, -0.029 worse"
+    loss = {**row, "quality_metric": MASKED_LOSS, "quality": 4.784, "quality_1": 4.545, "quality_change": 0.239}
+    assert quality_words(loss).endswith("; 1x1: 4.545, +0.239 worse")  # a higher loss is worse
+    assert quality_words({**loss, "quality_change": -0.0004}).endswith(", -0.000 same")
     assert quality_words({**row, "baseline": True}) == "macro-F1 (N,S,V,F) 0.571 (mean F1 of N 0.9)"

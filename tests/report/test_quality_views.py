@@ -63,7 +63,7 @@ def test_headless_lines_and_report_carry_the_trainers_macro_f1(scored_study) -> 
         assert line == explained_line(line.split(":")[0], row) and line.endswith(quality_words(row))
     two, one = rows[2], rows[1]
     assert two["quality_1"] == one["quality"] and two["quality_change"] == pytest.approx(two["quality"] - one["quality"])
-    assert f"1x1: {one['quality']:.3f}, {two['quality_change']:+.3f}" in out
+    assert f"1x1: {one['quality']:.3f}, {two['quality_change']:+.3f} " in out
 
     table = markdown_rows((report / "report.md").read_text(), "Model quality")
     assert [(r[7], r[8], r[9], r[10]) for r in table] == [
@@ -106,7 +106,7 @@ async def test_scaling_table_and_run_detail_show_the_same_quality(scored_study) 
         assert shown.strip() == expected.strip()
         two = rows[2]
         assert expected.startswith(f"Model quality: {MACRO_F1_NSVF} {two['quality']:.3f} = {two['quality_inputs']}")
-        assert f"1×1 baseline: {two['quality_1']:.3f}, change {two['quality_change']:+.3f}" in expected
+        assert f"1×1 baseline: {two['quality_1']:.3f}, change {two['quality_change']:+.3f} " in expected
         assert "records with the most errors" in expected and "     233 " in expected
         compared = dict(figure_rows(two))  # the compare screen's column of the same run
         assert compared[MACRO_F1_NSVF] == f"{two['quality']:.3f}"
