@@ -1,22 +1,23 @@
 """Does the Heart Language Model learn? The documented recipe end to end on MIT-BIH, scored on DS2.
 
-Runs, through the project's own CLI (`python -m trainer prepare|train`), one process with 2 threads:
+Runs, through the project's own CLI (`python -m trainer prepare|train|ensemble`), one process with 2 threads:
   1. prepare mitdb (samples tokenizer, 180 Hz, baseline wander removed by a 0.5 Hz high-pass);
   2. foundation: masked-token training on the DS1 records' ECG (no labels), RR context tokens included,
      each window as its difference from the patient's template beat;
-  3. fine-tune: AAMI beat classes on DS1 minus a patient-disjoint validation part (early stopping and
-     the kept weights are chosen there), then DS2 scored once;
-  4. ablations: the same fine-tune from random weights (same steps, same seed), and that again on the
+  3. fine-tunes: AAMI beat classes on DS1 minus a patient-disjoint validation part (early stopping and
+     the kept weights are chosen there), one per seed (--members, default 5), each scoring DS2 once;
+  4. the recipe's result: `hlm-train ensemble` over those fine-tunes (the mean of their probabilities) on
+     DS2, beside each fine-tune alone and their spread;
+  5. ablations: the first fine-tune from random weights (same steps, same seed), and that again on the
      tokenized windows themselves instead of their difference from the template;
-  5. with --more-seeds N: the recipe again with N further seeds, and the spread of its DS2 figures;
-  6. the same recipe on the annotation-only sddb (beats tokenizer, patient-disjoint split) beside the
-     majority-class baseline.
+  6. the same recipe with one fine-tune on the annotation-only sddb (beats tokenizer, patient-disjoint
+     split) beside the majority-class baseline.
 It prints the DS2 confusion matrix and per-class Se/+P/F1 beside the published inter-patient results,
 the time of each phase and the load average (the machine may be shared). Nothing is tuned on DS2.
 
-    python bench/quality.py                       # the recipe and its ablations, about 21 min on 2 cores
+    python bench/quality.py                       # the recipe and its ablations, about 35 min on 2 cores
     python bench/quality.py --quick               # the same commands with few steps (a smoke test)
-    python bench/quality.py --more-seeds 2        # and the recipe with seeds 1 and 2: how much seeds move it
+    python bench/quality.py --members 1           # one fine-tune instead of an ensemble
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ MITDB_TOKENIZER = ["--tokenizer", "samples", "--fs", "180", "--highpass", "0.5"]
 WINDOW = {"samples": "128", "beats": "32"}  # samples: 0.71 s at 180 Hz; beats: 32 beats around the beat
 # samples: each window minus the patient's template beat (a beats window has no waveform to compare)
 WAVEFORM = {"samples": ["--waveform", "diff"], "beats": []}
+MEMBERS = 5  # fine-tunes (seeds) the recipe's ensemble averages: the seed alone moves one model's macro-F1 by 0.07
 LOOP = ["--batch-size", "64", "--lr", "1e-3", "--warmup-steps", "30", "--cpus-per-task", "2", "--num-workers", "0",
         "--device", "cpu"]
 
@@ -68,26 +70,40 @@ def result(run_dir: Path) -> dict[str, Any]:
 
 
 def recipe(data: Path, out: Path, cache: Path, tokenizer: list[str], steps: tuple[int, int], seed: int,
-           log: Path, ablation: bool, val_every: int) -> dict[str, Any]:
-    """prepare -> foundation -> fine-tune (-> the ablations: the fine-tune from random weights, and that
-    again on the tokenized windows themselves); wall seconds per phase."""
-    common = ["--data", str(data), "--token-cache", str(cache), *tokenizer, "--window", WINDOW[tokenizer[1]], *MODEL,
-              *LOOP, "--seed", str(seed)]
+           log: Path, ablation: bool, val_every: int, members: int = 1) -> dict[str, Any]:
+    """prepare -> foundation -> `members` fine-tunes from it with seeds seed, seed+1, ... -> their ensemble
+    (-> the ablations: the first fine-tune from random weights, and that again on the tokenized windows
+    themselves); wall seconds per phase. The first fine-tune is out/finetune, the others
+    out/finetune-seed<n>, the ensemble out/ensemble/ensemble.json."""
+    def common(s: int) -> list[str]:
+        return ["--data", str(data), "--token-cache", str(cache), *tokenizer, "--window", WINDOW[tokenizer[1]],
+                *MODEL, *LOOP, "--seed", str(s)]
+
     waveform = WAVEFORM[tokenizer[1]]
     finetune = ["--mode", "finetune", "--task", "beat", "--pool", "centre", "--steps", str(steps[1]),
                 "--val-fraction", "0.2", "--val-every", str(val_every)]
+    init = ["--init-checkpoint", str(out / "foundation" / "model.pt")]
     times = {"prepare": hlm(["prepare", "--data", str(data), "--out", str(cache), "--no-progress", *tokenizer], log)}
-    times["foundation"] = hlm(["train", "--run-dir", str(out / "foundation"), *common, *waveform, "--mode",
+    times["foundation"] = hlm(["train", "--run-dir", str(out / "foundation"), *common(seed), *waveform, "--mode",
                                "foundation", "--steps", str(steps[0])], log)
-    times["finetune"] = hlm(["train", "--run-dir", str(out / "finetune"), *common, *waveform, *finetune,
-                             "--init-checkpoint", str(out / "foundation" / "model.pt")], log)
+    runs = member_dirs(out, seed, members)
+    for k, run_dir in enumerate(runs):
+        times[run_dir.name] = hlm(["train", "--run-dir", str(run_dir), *common(seed + k), *waveform, *finetune,
+                                   *init], log)
+    if members > 1:
+        times["ensemble"] = hlm(["ensemble", "--out", str(out / "ensemble"), *map(str, runs), "--device", "cpu"], log)
     if ablation:
-        times["finetune_random"] = hlm(["train", "--run-dir", str(out / "finetune-random"), *common, *waveform,
+        times["finetune_random"] = hlm(["train", "--run-dir", str(out / "finetune-random"), *common(seed), *waveform,
                                         *finetune], log)
         if waveform:
-            times["finetune_random_raw"] = hlm(["train", "--run-dir", str(out / "finetune-random-raw"), *common,
-                                                *finetune], log)
+            times["finetune_random_raw"] = hlm(["train", "--run-dir", str(out / "finetune-random-raw"),
+                                                *common(seed), *finetune], log)
     return times
+
+
+def member_dirs(out: Path, seed: int, members: int) -> list[Path]:
+    """The recipe's fine-tune run directories, seed first."""
+    return [out / "finetune"] + [out / f"finetune-seed{seed + k}" for k in range(1, members)]
 
 
 def scores_lines(res: dict[str, Any], top: int = 8) -> list[str]:
@@ -102,6 +118,10 @@ def scores_lines(res: dict[str, Any], top: int = 8) -> list[str]:
 def headline(ev: dict[str, Any]) -> dict[str, float | None]:
     return {"accuracy": ev["accuracy"], "S Se": ev["sensitivity"].get("S"), "V Se": ev["sensitivity"].get("V"),
             "macro-F1 NSVF": ev.get("macro_f1_nsvf")}
+
+
+def ev_keys(rows: dict[str, dict[str, float | None]]) -> list[str]:
+    return list(next(iter(rows.values())))
 
 
 def compare(rows: dict[str, dict[str, float | None]]) -> list[str]:
@@ -123,22 +143,6 @@ def majority_baseline(ev: dict[str, Any]) -> tuple[str, float]:
     return top, (2 * p / (1 + p)) / present
 
 
-def seed_spread(args: argparse.Namespace, cache: Path, log: Path, steps: tuple[int, int], val_every: int,
-                first: dict[str, float | None]) -> None:
-    """The recipe again with further seeds (sampling, masks, initial weights): each seed's DS2 figures and
-    their range, so that a difference between two recipes can be read against it."""
-    rows = {f"recipe, seed {args.seed}": first}
-    for seed in range(args.seed + 1, args.seed + 1 + args.more_seeds):
-        out = args.out / f"mitdb-seed{seed}"
-        recipe(args.data / "mitdb", out, cache, MITDB_TOKENIZER, steps, seed, log, False, val_every)
-        rows[f"recipe, seed {seed}"] = headline(result(out / "finetune")["eval"])
-    seeds = list(rows.values())
-    for name, pick in (("min over seeds", min), ("max over seeds", max)):
-        rows[name] = {k: pick(r[k] for r in seeds if r[k] is not None) for k in seeds[0]}
-    print(f"\nDS2 over {len(seeds)} seeds (same recipe and steps; only the seed differs):")
-    print("\n".join(compare(rows)))
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder holding mitdb/ and sddb-annotations/")
@@ -148,8 +152,8 @@ def main() -> None:
     ap.add_argument("--no-ablation", action="store_true",
                     help="skip the fine-tunes from random weights (template-difference and raw windows)")
     ap.add_argument("--no-sddb", action="store_true", help="skip the annotation-only database")
-    ap.add_argument("--more-seeds", type=int, default=0, metavar="N",
-                    help="run the recipe (no ablations) with N further seeds and print the spread")
+    ap.add_argument("--members", type=int, default=MEMBERS, metavar="K",
+                    help=f"fine-tunes (seeds seed..seed+K-1) the recipe averages (default {MEMBERS}; 1 = one model)")
     args = ap.parse_args()
     shutil.rmtree(args.out, ignore_errors=True)
     args.out.mkdir(parents=True)
@@ -160,25 +164,35 @@ def main() -> None:
 
     t0 = time.perf_counter()
     mit = recipe(args.data / "mitdb", args.out / "mitdb", cache, MITDB_TOKENIZER, mit_steps, args.seed, log,
-                 not args.no_ablation, val_every)
-    recipe_s = mit["prepare"] + mit["foundation"] + mit["finetune"]
-    ft = result(args.out / "mitdb" / "finetune")
+                 not args.no_ablation, val_every, args.members)
+    runs = member_dirs(args.out / "mitdb", args.seed, args.members)
+    recipe_s = mit["prepare"] + mit["foundation"] + sum(mit[r.name] for r in runs) + mit.get("ensemble", 0.0)
+    ft = result(runs[0])
     fd = result(args.out / "mitdb" / "foundation")
-    ev = ft["eval"]
-    print(f"\nMIT-BIH DS2 (inter-patient; {ev['samples']:,} beats), recipe seed {args.seed}:")
-    print("\n".join(scores_lines(ft)))
-    rows = {"HLM recipe (foundation -> fine-tune)": headline(ev)}
+    ens = (json.loads((args.out / "mitdb" / "ensemble" / "ensemble.json").read_text()) if args.members > 1
+           else ft)
+    ev = ens["eval"]
+    seeds = f"seeds {args.seed}-{args.seed + args.members - 1}" if args.members > 1 else f"seed {args.seed}"
+    what = f"ensemble of {args.members} fine-tunes" if args.members > 1 else "one fine-tune"
+    print(f"\nMIT-BIH DS2 (inter-patient; {ev['samples']:,} beats), recipe: {what}, {seeds}:")
+    print("\n".join(scores_lines(ens)))
+    rows = {f"HLM recipe ({what})": headline(ev)}
+    members = {f"  fine-tune, seed {args.seed + k}": headline(result(r)["eval"]) for k, r in enumerate(runs)}
+    if args.members > 1:
+        rows.update(members)
+        for name, pick in (("  min over the fine-tunes", min), ("  max over the fine-tunes", max)):
+            rows[name] = {k: pick(m[k] for m in members.values() if m[k] is not None) for k in ev_keys(members)}
     if "finetune_random" in mit:
-        rows["HLM same fine-tune from random weights"] = headline(result(args.out / "mitdb" / "finetune-random")["eval"])
+        rows[f"fine-tune seed {args.seed} from random weights"] = headline(
+            result(args.out / "mitdb" / "finetune-random")["eval"])
     if "finetune_random_raw" in mit:
-        rows["HLM from random weights, raw windows"] = headline(
-            result(args.out / "mitdb" / "finetune-random-raw")["eval"])
+        rows["  and on raw windows"] = headline(result(args.out / "mitdb" / "finetune-random-raw")["eval"])
     rows.update(PUBLISHED)
     rows["goal"] = GOAL  # type: ignore[assignment]
     print("\n" + "\n".join(compare(rows)))
     val = ft.get("validation") or {}
-    print(f"\nvalidation (DS1 records {', '.join(val.get('records') or [])}): kept step {val.get('best_step')} "
-          f"(macro-F1 {val.get('best_macro_f1') or 0:.3f}); history "
+    print(f"\nvalidation of seed {args.seed} (DS1 records {', '.join(val.get('records') or [])}): kept step "
+          f"{val.get('best_step')} (macro-F1 {val.get('best_macro_f1') or 0:.3f}); history "
           + ", ".join(f"{v['step']}: {v['macro_f1']:.3f}" for v in val.get("history", [])))
     if "finetune_random" in mit:
         rv = result(args.out / "mitdb" / "finetune-random").get("validation") or {}
@@ -186,15 +200,14 @@ def main() -> None:
                                                             for v in rv.get("history", [])))
     print(f"foundation masked-token loss on DS2 windows: {fd['eval']['masked_loss']:.3f} "
           f"(accuracy {fd['eval']['masked_accuracy']:.3f}); final training loss {fd['final_loss']:.3f}")
-    print(f"DS2 evaluation: {ev['samples']:,} windows in {ev['seconds']:.1f} s = {ev['windows_per_s']:,.0f} windows/s")
-    print(f"recipe time (prepare + foundation + fine-tune incl. validation and DS2): {recipe_s / 60:.1f} min "
-          f"(prepare {mit['prepare']:.0f} s, foundation {mit['foundation']:.0f} s, fine-tune {mit['finetune']:.0f} s; "
-          f"fine-tune T {ft['timing']['train_time_s']:.0f} s, validation {ft['timing']['val_s']:.0f} s, "
-          f"DS2 {ft['timing']['eval_s']:.0f} s)" + (f"; random-init fine-tune {mit['finetune_random']:.0f} s"
-                                                    if "finetune_random" in mit else ""))
-
-    if args.more_seeds:
-        seed_spread(args, cache, log, mit_steps, val_every, headline(ev))
+    print(f"DS2 evaluation: {ev['samples']:,} windows in {ev['seconds']:.1f} s = {ev['windows_per_s']:,.0f} windows/s"
+          + (f" ({args.members} models each)" if args.members > 1 else ""))
+    print(f"recipe time (prepare + foundation + {len(runs)} fine-tune(s) incl. validation and DS2"
+          + (" + ensemble" if args.members > 1 else "") + f"): {recipe_s / 60:.1f} min (prepare {mit['prepare']:.0f} s, "
+          f"foundation {mit['foundation']:.0f} s, fine-tunes " + ", ".join(f"{mit[r.name]:.0f}" for r in runs) + " s"
+          + (f", ensemble {mit['ensemble']:.0f} s" if "ensemble" in mit else "")
+          + f"; seed {args.seed}'s fine-tune: T {ft['timing']['train_time_s']:.0f} s, validation "
+          f"{ft['timing']['val_s']:.0f} s, DS2 {ft['timing']['eval_s']:.0f} s)")
 
     if not args.no_sddb:
         sd = recipe(args.data / "sddb-annotations", args.out / "sddb", cache, ["--tokenizer", "beats"],

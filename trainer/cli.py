@@ -151,6 +151,12 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ensemble(args: argparse.Namespace) -> int:
+    from trainer import ensemble
+
+    return ensemble.run(args)
+
+
 def cmd_prepare(args: argparse.Namespace) -> int:
     from trainer.data import prepare
 
@@ -176,6 +182,11 @@ def parser() -> argparse.ArgumentParser:
     train = sub.add_parser("train", help="train one run (one plain process or one torchrun rank)")
     _add_train_arguments(train)
     train.set_defaults(func=cmd_train)
+    ens = sub.add_parser("ensemble", help="score finished fine-tune runs together (mean of their probabilities)")
+    ens.add_argument("--out", type=Path, required=True, help="folder for ensemble.json")
+    ens.add_argument("members", type=Path, nargs="+", metavar="RUN_DIR", help="finished fine-tune run directories")
+    ens.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    ens.set_defaults(func=cmd_ensemble)
     return p
 
 
