@@ -15,7 +15,7 @@ Runs, through the project's own CLI (`python -m trainer prepare|train|ensemble`)
 It prints the DS2 confusion matrix and per-class Se/+P/F1 beside the published inter-patient results,
 the time of each phase and the load average (the machine may be shared). Nothing is tuned on DS2.
 
-    python bench/quality.py                       # the recipe and its ablations, about 35 min on 2 cores
+    python bench/quality.py                       # the recipe (32 min), its ablations and sddb: about 45 min
     python bench/quality.py --quick               # the same commands with few steps (a smoke test)
     python bench/quality.py --members 1           # one fine-tune instead of an ensemble
 """
