@@ -89,6 +89,10 @@ async def test_scaling_table_and_run_detail_show_the_same_quality(scored_study) 
         cells = {r.key: dict(zip(layout.keys, r.cells, strict=True)) for r in model.scaling_rows(snapshot, layout=layout)}
         for row in rows.values():
             assert cells[row["config_id"]]["quality"] == fmt.quality(row["quality"], row["quality_change"])
+        lower = min(r["quality"] for r in rows.values())  # the filter and sort know the column too
+        lowest = {r["config_id"] for r in rows.values() if r["quality"] == lower}
+        assert {r.key for r in model.scaling_rows(snapshot, query=f"quality<={lower}", layout=layout)} == lowest
+        assert model.scaling_rows(snapshot, sort_key="quality", layout=layout)[0].key in lowest
         header, body = model.csv_table(snapshot.configs)  # the table's export (`e`), at full precision
         exported = {line[0]: dict(zip(header, line, strict=True)) for line in body}
         for row in rows.values():
