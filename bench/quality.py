@@ -120,10 +120,6 @@ def headline(ev: dict[str, Any]) -> dict[str, float | None]:
             "macro-F1 NSVF": ev.get("macro_f1_nsvf")}
 
 
-def ev_keys(rows: dict[str, dict[str, float | None]]) -> list[str]:
-    return list(next(iter(rows.values())))
-
-
 def compare(rows: dict[str, dict[str, float | None]]) -> list[str]:
     keys = ["accuracy", "S Se", "V Se", "macro-F1 NSVF"]
     lines = [f"{'':44}" + "".join(f"{k:>15}" for k in keys)]
@@ -181,7 +177,7 @@ def main() -> None:
     if args.members > 1:
         rows.update(members)
         for name, pick in (("  min over the fine-tunes", min), ("  max over the fine-tunes", max)):
-            rows[name] = {k: pick(m[k] for m in members.values() if m[k] is not None) for k in ev_keys(members)}
+            rows[name] = {k: pick(m[k] for m in members.values() if m[k] is not None) for k in headline(ev)}
     if "finetune_random" in mit:
         rows[f"fine-tune seed {args.seed} from random weights"] = headline(
             result(args.out / "mitdb" / "finetune-random")["eval"])

@@ -61,7 +61,7 @@ class Quality:
 
     @property
     def higher_is_better(self) -> bool:
-        return self.metric != MASKED_LOSS
+        return higher_is_better(self.metric)
 
     def change(self, baseline: Quality | None) -> float:
         """This run's value minus the baseline's (NaN when the two do not measure the same thing)."""
@@ -101,14 +101,15 @@ def _classification(ev: dict[str, Any]) -> Quality:
     inputs = "mean F1 of " + ", ".join(f"{c} {s['f1'][c]:.3f}" for c in averaged)
     by_record = ev.get("by_record") or {}
     records, problems = [], []
-    for name, m in by_record.items() if isinstance(by_record, dict) else ():
+    if not isinstance(by_record, dict):
+        problems.append(f"result.json eval.by_record: expected an object, found {type(by_record).__name__}")
+        by_record = {}
+    for name, m in by_record.items():
         problem = _matrix_problem(m, len(classes), f"eval.by_record.{name}")
         if problem:
             problems.append(problem)
-            continue
-        records.append(_record_errors(str(name), m, classes))
-    if not isinstance(by_record, dict):
-        problems.append(f"result.json eval.by_record: expected an object, found {type(by_record).__name__}")
+        else:
+            records.append(_record_errors(str(name), m, classes))
     records.sort(key=lambda r: (-r.errors, r.record))
     return Quality(
         metric=metric, value=math.nan if value is None else float(value), split=str(ev.get("split", "test")),
@@ -168,8 +169,13 @@ def quality_words(row: dict[str, Any]) -> str:
     return text
 
 
+def higher_is_better(metric: str) -> bool:
+    """Every metric but a loss."""
+    return metric != MASKED_LOSS
+
+
 def direction(metric: str, change: float) -> str:
     """"better", "worse" or "same" (below 0.0005, the printed precision) for a change of `metric`."""
     if abs(change) < 5e-4:
         return "same"
-    return "better" if (change > 0) == (metric != MASKED_LOSS) else "worse"
+    return "better" if (change > 0) == higher_is_better(metric) else "worse"
