@@ -71,6 +71,16 @@ def ranked_terms(rec: dict[str, Any]) -> list[tuple[str, float]]:
     return sorted(terms, key=lambda tv: -tv[1])
 
 
+def short_terms(terms: list[tuple[str, float]], shown: int = 2) -> list[tuple[str, float]]:
+    """(short label, seconds) that still add up to O: the `shown` largest terms by size (a saving can be
+    among them), in ranked order, and the others summed as "rest" unless there is only one of them."""
+    if len(terms) <= shown + 1:
+        return [(SHORT_LABELS[t], v) for t, v in terms]
+    biggest = set(sorted(range(len(terms)), key=lambda i: -abs(terms[i][1]))[:shown])
+    kept = [(SHORT_LABELS[t], v) for i, (t, v) in enumerate(terms) if i in biggest]
+    return [*kept, ("rest", sum(v for i, (_, v) in enumerate(terms) if i not in biggest))]
+
+
 def ranks_of(result: dict[str, Any]) -> list[dict[str, Any]] | None:
     """Each rank's breakdown (`breakdown_by_rank` of result.json), with its total; None if not recorded."""
     raw = result.get("breakdown_by_rank")
@@ -115,7 +125,7 @@ def verdicts(rec: dict[str, Any]) -> tuple[str, str]:
     if o <= 0 or not terms:  # no term of at least half a millisecond: nothing to name
         text = f"no loss: T at the baseline's work {rec['t_same_work_s']:.2f} s, T1/N {rec['t1_over_n_s']:.2f} s"
         return text, text
-    short = f"lost {lost:.0%}: " + ", ".join(f"{v:+.2f} s {SHORT_LABELS[t]}" for t, v in terms[:2])
+    short = f"lost {lost:.0%} = {o:.2f} s: " + ", ".join(f"{v:+.2f} s {label}" for label, v in short_terms(terms))
     pieces = []
     for t, v in terms:
         piece = f"{v:+.2f} s {TERM_LABELS[t]}"

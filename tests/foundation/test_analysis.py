@@ -110,11 +110,22 @@ def test_overhead_terms_add_up_and_the_verdict_names_seconds():
                                    "unaccounted": 0})
     assert sum(terms.values()) == pytest.approx(row["overhead_s"]) == pytest.approx(10)
     assert row["compute_ratio"] == pytest.approx(50 / 45)
-    assert row["verdict"] == "lost 17%: +5.00 s compute, +4.00 s all-reduce"
+    assert row["verdict"] == "lost 17% = 10.00 s: +5.00 s compute, +4.00 s all-reduce, +1.00 s data wait"
     assert row["explanation"].startswith("lost 17% (10.00 s over T1/N = 50.00 s): +5.00 s compute "
                                          "(per-sample compute 1.11x the baseline's), +4.00 s exposed all-reduce, "
                                          "+1.00 s data wait")
     assert "give each its own cores" in row["explanation"]
+
+
+def test_the_short_verdict_adds_up_to_the_overhead_when_parts_saved_time():
+    # baseline: 100 s = 80 compute + 10 data + 6 optimizer + 4 other; 2 workers: 52 s = 34 compute + 12 comm
+    # + 1 data + 2 optimizer + 3 other. Terms: compute -6, comm +12, data -4, optimizer -1, other +1 = O = 2 s.
+    base = result(1, 100, data=10, optimizer=6, compute=80)
+    two = result(2, 52, comm=12, data=1, optimizer=2, compute=34)
+    row = table([base, two])[2]
+    assert row["overhead_s"] == pytest.approx(2)
+    # the two largest by size (a saving among them) by name, the other three summed: +12 - 6 - 4 = 2 s
+    assert row["verdict"] == "lost 4% = 2.00 s: +12.00 s all-reduce, -6.00 s compute, -4.00 s rest"
 
 
 def test_parts_that_do_not_add_up_are_shown_as_unaccounted():
