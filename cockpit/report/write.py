@@ -102,13 +102,17 @@ def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[s
                 "its mean cross-entropy over the masked tokens (lower is better). change = value - 1×1 value.",
                 *tables.quality_body(rows),
             ),
+        ]
+    per_class = tables.class_body(rows)
+    if per_class[1]:  # only fine-tune runs have classes: a foundation study has no such section, not "none yet"
+        out.append(
             (
                 "Per class",
                 "Each fine-tune run's classes on its test split: Se = correct / support, +P = correct / "
                 "predicted as the class, F1 = 2·Se·+P/(Se + +P).",
-                *tables.class_body(rows),
-            ),
-        ]
+                *per_class,
+            )
+        )
     if inp.failed_jobs:
         out.append(
             (

@@ -56,6 +56,11 @@ def test_headless_lines_explain_each_run_in_seconds(tmp_path: Path, capsys):
     two = rows[2]
     assert abs(sum(two[f"loss_{t}_s"] for t in TERMS) - two["overhead_s"]) < 1e-9
     assert two["verdict"].startswith(("lost ", "no loss")) and " s " in two["verdict"]
+    if two["verdict"].startswith("lost "):  # what the short form shows adds up to O, to its printed precision
+        head, terms = two["verdict"].split(": ", 1)
+        assert head.endswith(f"= {two['overhead_s']:.2f} s")
+        shown = [float(t.split(" s ")[0]) for t in terms.split(", ")]
+        assert abs(sum(shown) - two["overhead_s"]) <= 0.005 * (len(shown) + 1)
     for n, row in rows.items():
         line = next(line for line in out.splitlines() if line.startswith(f"synthetic foundation w64 1x{n} "))
         assert line == explained_line(line.split(":")[0], row)

@@ -111,6 +111,18 @@ def test_report_from_local_run_directories(results: list[dict], tmp_path: Path):
     assert [r[12] for r in rows] == [fmt(e["speedup"], ".3f") for e in analyse(results)]
 
 
+def test_scored_foundation_runs_get_model_quality_and_no_per_class_section(results: list[dict], tmp_path: Path):
+    runs = tmp_path / "runs"
+    for k, res in enumerate(results):
+        res = {k: v for k, v in res.items() if k not in ("schema_version", "kind")}
+        res["eval"] = {"split": "test", "masked_loss": 4.0 + k / 10, "masked_accuracy": 0.05, "masked_tokens": 1000}
+        write_result(runs / res["config_id"], res)
+    md = write_report(from_run_dirs(runs, "recorded", "local"), tmp_path / "out").markdown.read_text()
+    quality = markdown_rows(md, "Model quality")
+    assert len(quality) == len(results) and {r[8] for r in quality} == {"masked loss"}
+    assert "## Per class" not in md  # a foundation run has no classes: no section that would stay empty
+
+
 def test_report_command(store_copy: Path, tmp_path: Path, capsys):
     assert cli(["report", str(store_copy), "--out", str(tmp_path / "r")]) == 0
     assert "recorded: 6 results, 6 configurations" in capsys.readouterr().out
