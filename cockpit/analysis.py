@@ -205,7 +205,8 @@ def scaling_table(results: Iterable[dict[str, Any]]) -> pd.DataFrame:
 
 def summary_by_workers(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Median speedup, efficiency and overhead per worker count over the groups that have both the run and
-    its baseline, with how many groups that is (the study's headline figures)."""
+    its baseline, with how many groups that is and the values the medians are of (the study's headline
+    figures, checkable by hand)."""
     import statistics
 
     by_n: dict[int, list[dict[str, Any]]] = {}
@@ -215,7 +216,8 @@ def summary_by_workers(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             by_n.setdefault(r["workers"], []).append(r)
     return [
         {"workers": n, "groups": len({r["group_id"] for r in rs}), "of_groups": len(groups),
-         **{k: statistics.median(r[k] for r in rs) for k in ("speedup", "efficiency", "overhead_s")}}
+         **{k: statistics.median(r[k] for r in rs) for k in ("speedup", "efficiency", "overhead_s")},
+         "speedups": sorted(r["speedup"] for r in rs), "overheads_s": sorted(r["overhead_s"] for r in rs)}
         for n, rs in sorted(by_n.items())
     ]
 

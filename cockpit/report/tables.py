@@ -154,10 +154,11 @@ def headline_body(rows: list[dict[str, Any]]) -> Body:
     """Median speedup/efficiency/overhead per worker count, over the groups that have both runs."""
     from cockpit.analysis import summary_by_workers
 
-    headers = ["N", "groups", "speedup", "efficiency", "overhead (s)"]
+    headers = ["N", "groups", "speedup", "efficiency", "overhead (s)", "S of each group", "O of each group (s)"]
     body = [
         [str(s["workers"]), f"{s['groups']} of {s['of_groups']}", cell(s["speedup"], ".3f"),
-         cell(s["efficiency"], ".3f"), cell(s["overhead_s"], ".2f")]
+         cell(s["efficiency"], ".3f"), cell(s["overhead_s"], ".2f"),
+         ", ".join(cell(v, ".3f") for v in s["speedups"]), ", ".join(cell(v, ".2f") for v in s["overheads_s"])]
         for s in summary_by_workers(rows)
     ]
     return headers, body

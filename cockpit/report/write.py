@@ -54,8 +54,9 @@ def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[s
     out = [
         (
             "Headline",
-            "Median over groups, per worker count N, of speedup S, efficiency E and overhead O; 'groups' says "
-            "how many groups have both the N-worker run and their baseline.",
+            "Median over groups, per worker count N, of speedup S, efficiency E = S/N and overhead O, beside "
+            "each group's S and O (from 'Scaling per configuration'); 'groups' says how many groups have both "
+            "the N-worker run and their baseline.",
             *tables.headline_body(rows),
         ),
         (

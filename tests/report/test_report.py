@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import statistics
 from pathlib import Path
 
 import pandas as pd
@@ -71,6 +72,15 @@ def test_report_from_store_matches_analysis(store_copy: Path, results: list[dict
         assert row[17].startswith(exp["verdict"])
         if exp["speedup"] == exp["speedup"]:  # S = T1 / (T/work), checkable from the printed inputs
             assert float(row[12]) == pytest.approx(float(row[11]) / float(row[10]), abs=2e-3 * float(row[12]))
+    # Headline: each median beside the per-group values it is the median of, which are the table's own.
+    for n, groups, s, e, o, each_s, each_o in markdown_rows(md, "Headline"):
+        table_s = sorted(r[12] for r in rows if r[7] == n and r[12] != "-")
+        table_o = sorted(r[14] for r in rows if r[7] == n and r[14] != "-")
+        assert sorted(each_s.split(", ")) == table_s and sorted(each_o.split(", ")) == table_o
+        assert groups.startswith(f"{len(table_s)} of ")
+        assert float(s) == pytest.approx(statistics.median(map(float, table_s)), abs=1e-3)
+        assert float(e) == pytest.approx(float(s) / int(n), abs=1e-3)
+        assert float(o) == pytest.approx(statistics.median(map(float, table_o)), abs=1e-2)
     attribution = markdown_rows(md, "Where the efficiency went")
     explained = [e for e in expected if not e["baseline"] and e["overhead_s"] == e["overhead_s"]]
     assert len(attribution) == len(explained) > 0
