@@ -27,7 +27,6 @@ from trainer.data import DataError
 from trainer.model import HeartLanguageModel, ModelConfig
 from trainer.settings import ConfigError, Settings, from_config
 
-ENSEMBLE_FILE = "ensemble.json"
 # what makes two runs' test windows the same windows; anything else (seed, steps, lr, ...) may differ
 SAME_TEST_WINDOWS = ("dataset", "data_path", "synthetic_params", "tokenizer", "split", "skip_bad_records", "window",
                      "context", "waveform", "task", "mode")
@@ -111,7 +110,7 @@ def score(out: Path, members: list[Path], device: str = "auto") -> dict[str, Any
         "eval": {"split": "test", **scores},
     }
     out.mkdir(parents=True, exist_ok=True)
-    rundir.write_json(out / ENSEMBLE_FILE, summary)
+    rundir.write_json(out / rundir.ENSEMBLE_FILE, summary)
     return summary
 
 
@@ -129,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"hlm-train ensemble: {exc}", file=sys.stderr)
         return rundir.EXIT_BAD_INPUT
     ev = summary["eval"]
-    print(f"{args.out / ENSEMBLE_FILE}: {len(args.members)} members, {ev['samples']:,} test windows, macro-F1 "
+    print(f"{args.out / rundir.ENSEMBLE_FILE}: {len(args.members)} members, {ev['samples']:,} test windows, macro-F1 "
           f"{ev['macro_f1']:.3f}" + (f" (N,S,V,F {ev['macro_f1_nsvf']:.3f})" if ev.get("macro_f1_nsvf") is not None
                                      else ""))
     return rundir.EXIT_OK

@@ -25,6 +25,7 @@ LOG_FILE = "train.log"
 EXIT_FILE = "exit.json"
 CHECKPOINT_FILE = "checkpoint.pt"
 MODEL_FILE = "model.pt"
+ENSEMBLE_FILE = "ensemble.json"  # `hlm-train ensemble --out DIR`: DIR/ensemble.json, beside the run directories
 # Written around the trainer by the launchers, in the same directory.
 JOB_SCRIPT_FILE = "job.sh"  # the batch script as submitted to Slurm
 SLURM_STDOUT_FILE = "slurm-%j.out"  # Slurm's --output/--error; %j is the job id, every attempt appends

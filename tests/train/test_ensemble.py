@@ -11,7 +11,7 @@ import pytest
 
 from trainer import rundir
 from trainer.cli import main
-from trainer.ensemble import ENSEMBLE_FILE
+from trainer.rundir import ENSEMBLE_FILE
 
 
 @pytest.fixture(scope="module")
@@ -88,3 +88,44 @@ def test_bad_members_are_refused_naming_the_file_and_key(members: list[Path], tm
 
     assert _ensemble(tmp_path / "o4", members[0])[0] == 2
     assert "give at least two run directories" in capsys.readouterr().err
+
+
+def test_cockpit_scores_prints_the_ensemble_and_each_member_as_the_trainer_scored_them(
+        members: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cockpit.cli import main as cockpit
+
+    code, summary = _ensemble(tmp_path / "ens", *members)
+    assert code == 0
+    capsys.readouterr()
+    assert cockpit(["scores", str(tmp_path / "ens"), str(members[0] / rundir.RESULT_FILE)]) == 0
+    out = capsys.readouterr().out
+    ev, own = summary["eval"], rundir.read_result(members[0])["eval"]
+    figure = "macro-F1 (N,S,V,F)" if ev["macro_f1_nsvf"] is not None else "macro-F1"
+    key = "macro_f1_nsvf" if ev["macro_f1_nsvf"] is not None else "macro_f1"
+    ensemble_part, member_part = out.split(f"\n\n{members[0] / rundir.RESULT_FILE}\n")
+    assert ensemble_part.startswith(f"{tmp_path / 'ens' / ENSEMBLE_FILE}\nModel quality: {figure} {ev[key]:.3f} = ")
+    assert f"; accuracy {ev['accuracy']:.3f})" in ensemble_part
+    for name, row in zip(ev["classes"], ev["confusion"], strict=True):  # the matrix, row by row
+        assert f"  {name:>6}" + "".join(f"{v:>8,}" for v in row) in ensemble_part
+    for m, run_dir in zip(summary["members"], members, strict=True):  # each member, recomputed from its result
+        assert f"seed {m['seed']}   {figure} {m['eval'][key]:.3f} = mean F1 of " in ensemble_part
+        assert str(run_dir) in ensemble_part
+    assert member_part.startswith(f"Model quality: {figure} {own[key]:.3f} = ")
+
+
+def test_cockpit_scores_names_what_it_cannot_read(members: list[Path], tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from cockpit.cli import main as cockpit
+
+    (tmp_path / "cut").mkdir()
+    (tmp_path / "cut" / ENSEMBLE_FILE).write_text('{"eval": {"confusion": [[1, 2')  # a truncated file
+    unscored = tmp_path / "unscored.json"
+    unscored.write_text(json.dumps({"status": "completed"}))
+    assert cockpit(["scores", str(tmp_path / "cut"), str(tmp_path), str(unscored), str(members[1])]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.splitlines()
+    assert err[0].startswith(f"cockpit scores: {tmp_path / 'cut' / ENSEMBLE_FILE}: not valid JSON")
+    assert err[1] == (f"cockpit scores: {tmp_path}: expected result.json (a run) or ensemble.json (an ensemble), "
+                      "found neither")
+    assert err[2] == f"cockpit scores: {unscored}: no `eval` (the run was not scored: train.eval = false)"
+    assert captured.out.startswith(f"{members[1] / rundir.RESULT_FILE}\nModel quality: ")  # the good one still printed

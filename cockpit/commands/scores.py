@@ -1,0 +1,108 @@
+"""`cockpit scores PATH...`: what a run or an ensemble learned, as the run detail shows it.
+
+A fine-tune's figure lives in its result.json, the beat recipe's in the ensemble.json that `hlm-train
+ensemble` writes beside its members: neither belongs to a study's store, yet both should read the same as
+every other quality figure. So this prints them through cockpit.quality and the run detail's tables: the
+metric with the per-class F1 it is the mean of, the confusion matrix, per-class Se/+P/F1 and the records
+with the most errors; for an ensemble also each member's own figure, recomputed from its result.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from trainer.rundir import ENSEMBLE_FILE, RESULT_FILE, RunDirError, read_json
+
+
+class ScoresError(Exception):
+    """A path that holds no readable scores; the message names the file and what was expected."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",
+                        help=f"a run directory or its {RESULT_FILE}, or an ensemble's directory or {ENSEMBLE_FILE}")
+    parser.add_argument("--top", type=int, default=5, metavar="N", help="records with the most errors to list")
+
+
+def main(args: argparse.Namespace) -> int:
+    status, printed = 0, 0
+    for path in args.paths:
+        try:
+            lines = scores_lines(path, args.top)
+        except ScoresError as exc:
+            print(f"cockpit scores: {exc}", file=sys.stderr)
+            status = 2
+            continue
+        print(("\n" if printed else "") + "\n".join(lines))
+        printed += 1
+    return status
+
+
+def scores_lines(path: Path, top: int) -> list[str]:
+    """The lines printed for one path: its file, the quality headline and tables, an ensemble's members."""
+    from cockpit.quality import quality_of
+    from cockpit.tui.quality_panel import headline, tables
+
+    file = _scores_file(path)
+    data = _read(file)
+    q = quality_of(data)
+    if q is None:
+        raise ScoresError(f"{file}: no `eval` (the run was not scored: train.eval = false)")
+    if q.value != q.value:
+        raise ScoresError(f"{file}: {q.problem}")
+    out = [str(file), *headline({}, q).plain.splitlines()]
+    if q.classes:
+        out += tables(q, top).plain.splitlines()
+    if file.name == ENSEMBLE_FILE:
+        out += _members(data, q.metric)
+    return out
+
+
+def _scores_file(path: Path) -> Path:
+    if path.is_dir():
+        for name in (RESULT_FILE, ENSEMBLE_FILE):
+            if (path / name).is_file():
+                return path / name
+        raise ScoresError(f"{path}: expected {RESULT_FILE} (a run) or {ENSEMBLE_FILE} (an ensemble), found neither")
+    if not path.is_file():
+        raise ScoresError(f"{path}: no such file or directory")
+    return path
+
+
+def _read(file: Path) -> dict[str, Any]:
+    try:
+        data = read_json(file)
+    except RunDirError as exc:
+        raise ScoresError(str(exc)) from exc
+    assert data is not None  # _scores_file saw the file
+    return data
+
+
+def _members(data: dict[str, Any], metric: str) -> list[str]:
+    """Each member's own figure, recomputed from its result.json where that is still there."""
+    from cockpit.quality import quality_of
+
+    members = data.get("members")
+    if not isinstance(members, list):
+        return [f"  members: not readable ({ENSEMBLE_FILE} members: expected a list, found {type(members).__name__})"]
+    out = [f"  {len(members)} members ({data.get('how', 'how not recorded')}):"]
+    for m in members:
+        if not isinstance(m, dict) or not isinstance(m.get("run_dir"), str):
+            out.append(f"    not readable: expected an object with a run_dir, found {m!r}")
+            continue
+        run_dir = Path(m["run_dir"])
+        try:
+            q = quality_of(read_json(run_dir / RESULT_FILE) or {})
+        except RunDirError as exc:
+            q, why = None, str(exc)
+        else:
+            why = f"{run_dir / RESULT_FILE}: missing or not scored"
+        seed = f"seed {m.get('seed')}"
+        if q is not None and q.value == q.value:
+            out.append(f"    {seed:<8} {q.metric} {q.value:.3f} = {q.inputs}  {run_dir}")
+        else:
+            out.append(f"    {seed:<8} {metric}: {q.problem if q is not None else why}")
+    return out
