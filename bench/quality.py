@@ -33,6 +33,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from trainer.rundir import ENSEMBLE_FILE  # noqa: E402
+
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "physionet"
 CLASSES = ("N", "S", "V", "F")
 # Published AAMI inter-patient DS2 figures (only those quoted in the project's data README and docs).
@@ -165,7 +168,7 @@ def main() -> None:
     recipe_s = mit["prepare"] + mit["foundation"] + sum(mit[r.name] for r in runs) + mit.get("ensemble", 0.0)
     ft = result(runs[0])
     fd = result(args.out / "mitdb" / "foundation")
-    ens = (json.loads((args.out / "mitdb" / "ensemble" / "ensemble.json").read_text()) if args.members > 1
+    ens = (json.loads((args.out / "mitdb" / "ensemble" / ENSEMBLE_FILE).read_text()) if args.members > 1
            else ft)
     ev = ens["eval"]
     seeds = f"seeds {args.seed}-{args.seed + args.members - 1}" if args.members > 1 else f"seed {args.seed}"
