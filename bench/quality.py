@@ -34,7 +34,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from trainer.rundir import ENSEMBLE_FILE  # noqa: E402
+from cockpit.commands.scores import scores_lines  # noqa: E402  (the cockpit's tables: one formatter)
+from trainer.rundir import ENSEMBLE_FILE, RESULT_FILE  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "physionet"
 CLASSES = ("N", "S", "V", "F")
@@ -69,7 +70,7 @@ def hlm(args: list[str], log: Path) -> float:
 
 
 def result(run_dir: Path) -> dict[str, Any]:
-    return json.loads((run_dir / "result.json").read_text())
+    return json.loads((run_dir / RESULT_FILE).read_text())
 
 
 def recipe(data: Path, out: Path, cache: Path, tokenizer: list[str], steps: tuple[int, int], seed: int,
@@ -107,15 +108,6 @@ def recipe(data: Path, out: Path, cache: Path, tokenizer: list[str], steps: tupl
 def member_dirs(out: Path, seed: int, members: int) -> list[Path]:
     """The recipe's fine-tune run directories, seed first."""
     return [out / "finetune"] + [out / f"finetune-seed{seed + k}" for k in range(1, members)]
-
-
-def scores_lines(res: dict[str, Any], top: int = 8) -> list[str]:
-    """A result's confusion matrix, per-class Se/+P/F1 and the records that carry most of the errors (a
-    test split's table is often decided by a few patients): the cockpit's run-detail tables."""
-    from cockpit.quality import quality_of
-    from cockpit.tui.quality_panel import tables
-
-    return tables(quality_of(res), top).plain.splitlines()
 
 
 def headline(ev: dict[str, Any]) -> dict[str, float | None]:
@@ -168,13 +160,13 @@ def main() -> None:
     recipe_s = mit["prepare"] + mit["foundation"] + sum(mit[r.name] for r in runs) + mit.get("ensemble", 0.0)
     ft = result(runs[0])
     fd = result(args.out / "mitdb" / "foundation")
-    ens = (json.loads((args.out / "mitdb" / "ensemble" / ENSEMBLE_FILE).read_text()) if args.members > 1
-           else ft)
+    scored = args.out / "mitdb" / "ensemble" / ENSEMBLE_FILE if args.members > 1 else runs[0] / RESULT_FILE
+    ens = json.loads(scored.read_text())
     ev = ens["eval"]
     seeds = f"seeds {args.seed}-{args.seed + args.members - 1}" if args.members > 1 else f"seed {args.seed}"
     what = f"ensemble of {args.members} fine-tunes" if args.members > 1 else "one fine-tune"
     print(f"\nMIT-BIH DS2 (inter-patient; {ev['samples']:,} beats), recipe: {what}, {seeds}:")
-    print("\n".join(scores_lines(ens)))
+    print("\n".join(scores_lines(scored, top=8)))
     rows = {f"HLM recipe ({what})": headline(ev)}
     members = {f"  fine-tune, seed {args.seed + k}": headline(result(r)["eval"]) for k, r in enumerate(runs)}
     if args.members > 1:
@@ -216,7 +208,7 @@ def main() -> None:
         print(f"\nsddb (annotations only, beats tokenizer, patient-disjoint test records "
               f"{', '.join(result(args.out / 'sddb' / 'finetune')['data']['test_records'])}; "
               f"{sev['samples']:,} beats):")
-        print("\n".join(scores_lines(result(args.out / "sddb" / "finetune"))))
+        print("\n".join(scores_lines(args.out / "sddb" / "finetune", top=8)))
         print(f"macro-F1 {sev['macro_f1']:.3f} vs {base:.3f} for always predicting {top} (majority class); "
               f"accuracy {sev['accuracy']:.3f}; {sum(sd.values()) / 60:.1f} min")
     load1 = os.getloadavg()

@@ -31,8 +31,6 @@ from trainer.settings import ConfigError, Settings, from_config
 SAME_TEST_WINDOWS = ("dataset", "data_path", "synthetic_params", "tokenizer", "split", "skip_bad_records", "window",
                      "context", "waveform", "task", "mode")
 
-log = logging.getLogger("hlm.ensemble")
-
 
 class MeanProbabilities(torch.nn.Module):
     """Members in, one classifier out: log of the mean of the members' softmax (argmax = the ensemble's

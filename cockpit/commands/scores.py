@@ -12,9 +12,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainer.rundir import ENSEMBLE_FILE, RESULT_FILE, RunDirError, read_json
+
+if TYPE_CHECKING:
+    from cockpit.quality import Quality
 
 
 class ScoresError(Exception):
@@ -43,21 +46,15 @@ def main(args: argparse.Namespace) -> int:
 
 def scores_lines(path: Path, top: int) -> list[str]:
     """The lines printed for one path: its file, the quality headline and tables, an ensemble's members."""
-    from cockpit.quality import quality_of
     from cockpit.tui.quality_panel import headline, tables
 
     file = _scores_file(path)
-    data = _read(file)
-    q = quality_of(data)
-    if q is None:
-        raise ScoresError(f"{file}: no `eval` (the run was not scored: train.eval = false)")
-    if q.value != q.value:
-        raise ScoresError(f"{file}: {q.problem}")
+    data, q = _quality(file)
     out = [str(file), *headline({}, q).plain.splitlines()]
     if q.classes:
         out += tables(q, top).plain.splitlines()
     if file.name == ENSEMBLE_FILE:
-        out += _members(data, q.metric)
+        out += _members(data)
     return out
 
 
@@ -72,19 +69,26 @@ def _scores_file(path: Path) -> Path:
     return path
 
 
-def _read(file: Path) -> dict[str, Any]:
+def _quality(file: Path) -> tuple[dict[str, Any], Quality]:
+    """The file's JSON and its readable quality; ScoresError naming the file otherwise."""
+    from cockpit.quality import quality_of
+
     try:
         data = read_json(file)
     except RunDirError as exc:
         raise ScoresError(str(exc)) from exc
-    assert data is not None  # _scores_file saw the file
-    return data
+    if data is None:
+        raise ScoresError(f"{file}: missing")
+    q = quality_of(data)
+    if q is None:
+        raise ScoresError(f"{file}: no `eval` (the run was not scored: train.eval = false)")
+    if q.value != q.value:
+        raise ScoresError(f"{file}: {q.problem}")
+    return data, q
 
 
-def _members(data: dict[str, Any], metric: str) -> list[str]:
-    """Each member's own figure, recomputed from its result.json where that is still there."""
-    from cockpit.quality import quality_of
-
+def _members(data: dict[str, Any]) -> list[str]:
+    """Each member's own figure, recomputed from its result.json, or why it cannot be."""
     members = data.get("members")
     if not isinstance(members, list):
         return [f"  members: not readable ({ENSEMBLE_FILE} members: expected a list, found {type(members).__name__})"]
@@ -93,16 +97,11 @@ def _members(data: dict[str, Any], metric: str) -> list[str]:
         if not isinstance(m, dict) or not isinstance(m.get("run_dir"), str):
             out.append(f"    not readable: expected an object with a run_dir, found {m!r}")
             continue
-        run_dir = Path(m["run_dir"])
-        try:
-            q = quality_of(read_json(run_dir / RESULT_FILE) or {})
-        except RunDirError as exc:
-            q, why = None, str(exc)
-        else:
-            why = f"{run_dir / RESULT_FILE}: missing or not scored"
         seed = f"seed {m.get('seed')}"
-        if q is not None and q.value == q.value:
-            out.append(f"    {seed:<8} {q.metric} {q.value:.3f} = {q.inputs}  {run_dir}")
+        try:
+            _, q = _quality(Path(m["run_dir"]) / RESULT_FILE)
+        except ScoresError as exc:
+            out.append(f"    {seed:<8} {exc}")
         else:
-            out.append(f"    {seed:<8} {metric}: {q.problem if q is not None else why}")
+            out.append(f"    {seed:<8} {q.metric} {q.value:.3f} = {q.inputs}  {m['run_dir']}")
     return out

@@ -73,7 +73,9 @@ def test_report_from_store_matches_analysis(store_copy: Path, results: list[dict
         if exp["speedup"] == exp["speedup"]:  # S = T1 / (T/work), checkable from the printed inputs
             assert float(row[12]) == pytest.approx(float(row[11]) / float(row[10]), abs=2e-3 * float(row[12]))
     # Headline: each median beside the per-group values it is the median of, which are the table's own.
-    for n, groups, s, e, o, each_s, each_o in markdown_rows(md, "Headline"):
+    headline = markdown_rows(md, "Headline")
+    assert [r[0] for r in headline] == sorted({r[7] for r in rows}, key=int)
+    for n, groups, s, e, o, each_s, each_o in headline:
         table_s = sorted(r[12] for r in rows if r[7] == n and r[12] != "-")
         table_o = sorted(r[14] for r in rows if r[7] == n and r[14] != "-")
         assert sorted(each_s.split(", ")) == table_s and sorted(each_o.split(", ")) == table_o

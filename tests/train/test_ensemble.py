@@ -129,3 +129,11 @@ def test_cockpit_scores_names_what_it_cannot_read(members: list[Path], tmp_path:
                       "found neither")
     assert err[2] == f"cockpit scores: {unscored}: no `eval` (the run was not scored: train.eval = false)"
     assert captured.out.startswith(f"{members[1] / rundir.RESULT_FILE}\nModel quality: ")  # the good one still printed
+
+    # an ensemble whose member has moved: the ensemble is printed, the member's line says what is missing
+    code, summary = _ensemble(tmp_path / "ens", *members)
+    moved = tmp_path / "moved"
+    summary["members"][1]["run_dir"] = str(moved)
+    (tmp_path / "ens" / ENSEMBLE_FILE).write_text(json.dumps(summary))
+    assert code == 0 and cockpit(["scores", str(tmp_path / "ens")]) == 0
+    assert f"    seed 1   {moved / rundir.RESULT_FILE}: missing" in capsys.readouterr().out.splitlines()
