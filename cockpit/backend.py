@@ -8,10 +8,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cockpit.follow import Follower
+    from cockpit.preflight.jobs import PreflightJob
     from cockpit.slurm import ParseProblem
     from cockpit.spec import Configuration, Study
     from cockpit.ssh import SshConnection
@@ -127,6 +128,19 @@ class Backend(ABC):
     async def run_dir(self, cfg: Configuration) -> str:
         """Where the configuration's run directory is, as this backend reads it (default: the study's)."""
         return self.study.run_dir(cfg)
+
+    async def study_dir(self) -> str:
+        """The study's directory as this backend writes it (Slurm: the work directory expanded there)."""
+        return self.study.study_dir()
+
+    async def submit_preflight(self, job: PreflightJob, config: dict[str, Any]) -> tuple[str, str, list[str]]:
+        """Start one preflight job (cockpit/preflight) with its config.json; returns its job id, its
+        directory and its log files. final_states, cancel and read_file then work on it like on any job."""
+        raise UnsupportedAction(f"{self.label} cannot run a preflight")
+
+    async def qos_limits(self) -> tuple[dict[str, int], str]:
+        """The longest wall time (minutes) each QOS allows, and where that came from; none by default."""
+        return {}, ""
 
     async def list_run_dirs(self) -> list[str] | None:
         """Configuration ids that have a run directory, in one round trip; None when the backend has no

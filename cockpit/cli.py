@@ -11,6 +11,7 @@ import sys
 
 COMMANDS = {
     "plan": "print a study's configuration matrix, job count and node-hour estimate",
+    "preflight": "check a study's environment, GPUs, links, data and storage with one short job per node count",
     "open": "open a study in the terminal cockpit (plan, submit, follow)",
     "run": "run a study to the end (use --headless for plain progress lines)",
     "report": "write Markdown, CSV, HTML and PNG reports of a study",

@@ -30,12 +30,24 @@ from trainer import rundir
 if TYPE_CHECKING:
     import pandas as pd
 
+    from cockpit.preflight.checks import PreflightReport
+
     from cockpit.spec import Configuration, Study
 
 log = logging.getLogger(__name__)
 
 class BudgetExceeded(Exception):
     """The study's estimate exceeds the node-hours left; the message says by how much."""
+
+
+class PreflightFailed(Exception):
+    """The study file's preflight failed: nothing is submitted. ``report`` holds every job's table."""
+
+    def __init__(self, report: PreflightReport) -> None:
+        from cockpit.preflight.table import failure_summary
+
+        super().__init__(failure_summary(report))
+        self.report = report
 
 
 @dataclass
@@ -90,6 +102,7 @@ class StudyRunner:
         interval: AdaptiveInterval | None = None,
         follow: bool = True,
         hooks: dict[str, Callable[..., Any]] | None = None,
+        preflight: bool = False,
     ) -> None:
         self.study = study
         self.backend = backend
@@ -100,6 +113,9 @@ class StudyRunner:
         self.interval = interval or AdaptiveInterval()
         self.follow = follow
         self.hooks = hooks or {}
+        self.preflight = preflight  # start() submits only once this study file's preflight has passed
+        self.preflight_listeners: list[Callable[[str], None]] = []
+        self.preflight_report: PreflightReport | None = None
         self.key = 0
         self.configs: dict[str, Configuration] = {c.config_id: c for c in study.runnable()}
         self.name_prefix = f"{study.name}-"
@@ -131,8 +147,37 @@ class StudyRunner:
             })
         self.store.upsert_configs(self.key, rows)
         await self.reconcile()
+        await self.ensure_preflight()
         self.check_budget()
         self.started = True
+
+    async def ensure_preflight(self) -> None:
+        """With ``preflight`` set: the study file's passed preflight from the store, else run one now and
+        keep it there; PreflightFailed when it fails (nothing is submitted)."""
+        if not self.preflight:
+            return
+        from cockpit.preflight import jobs, record
+        from cockpit.preflight.run import run_preflight
+
+        digest = jobs.study_digest(self.study)
+        kept = record.latest(self.store, self.study.name, digest)
+        if kept is not None and kept.passed:
+            self.preflight_report = kept
+            self._preflight_event(f"preflight of this study file ({digest}) passed before: not run again")
+            return
+        report = await run_preflight(self.study, self.backend, on_event=self._preflight_event)
+        record.save(self.store, self.key, report)
+        self.preflight_report = report
+        from cockpit.preflight.table import report_lines
+
+        for line in report_lines(report):
+            self._preflight_event(line)
+        if not report.passed:
+            raise PreflightFailed(report)
+
+    def _preflight_event(self, line: str) -> None:
+        for listener in self.preflight_listeners:
+            listener(line)
 
     def _watch_connection(self) -> None:
         live = self.store.live.setdefault(self.study.name, LiveStatus())

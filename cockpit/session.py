@@ -71,11 +71,12 @@ class StudySession:
 
 
 def open_session(study: Study, *, force: bool = False, resubmit_failed: bool = False,
-                 baseline_first: bool = False) -> StudySession:
-    """The study's store, backend and runner (nothing is connected or submitted yet)."""
+                 baseline_first: bool = False, preflight: bool = False) -> StudySession:
+    """The study's store, backend and runner (nothing is connected or submitted yet). ``preflight``: the
+    runner submits only once the study file's preflight has passed (the CLI's default)."""
     from cockpit.runner import StudyRunner
 
     store = store_for(study)
     runner = StudyRunner(study, backend_for(study), store, force=force, resubmit_failed=resubmit_failed,
-                         baseline_first=baseline_first)
+                         baseline_first=baseline_first, preflight=preflight)
     return StudySession(study, store, runner)

@@ -303,6 +303,21 @@ def parse_sbatch(result: CommandResult) -> str:
     raise SlurmError(f"sbatch succeeded but printed no job id: {result.stdout.strip()[:200]!r}")
 
 
+def wall_minutes(text: str) -> int:
+    """A Slurm duration (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS) in whole minutes, rounded up."""
+    days, _, rest = text.rpartition("-")
+    parts = [int(p) for p in rest.split(":")]
+    if days:
+        hours, minutes, seconds = (parts + [0, 0])[:3]
+    elif len(parts) == 3:
+        hours, minutes, seconds = parts
+    elif len(parts) == 2:
+        hours, (minutes, seconds) = 0, parts
+    else:
+        hours, minutes, seconds = 0, parts[0], 0
+    return (int(days or 0) * 24 + hours) * 60 + minutes + (1 if seconds else 0)
+
+
 def _slurm_message(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     errors = [ln for ln in lines if "error" in ln.lower()]
@@ -351,6 +366,19 @@ class SlurmClient:
         if result.exit_status != 0:
             raise SlurmError(f"squeue failed: {_slurm_message(result.stderr) or result.exit_status}")
         return parse_squeue(result.stdout, name_prefix=name_prefix, comment=comment)
+
+    async def qos_limits(self) -> dict[str, int]:
+        """MaxWall of every QOS in minutes (QOSs without one are left out), from one ``sacctmgr``; raises
+        SlurmError where accounting cannot be asked."""
+        res = await self._run("sacctmgr", ["-n", "-P", "show", "qos", "format=Name,MaxWall"])
+        if res.exit_status != 0:
+            raise SlurmError(f"sacctmgr failed: {_slurm_message(res.stderr) or res.exit_status}")
+        out = {}
+        for line in res.stdout.splitlines():
+            name, _, wall = line.strip().partition("|")
+            if name and wall.strip():
+                out[name] = wall_minutes(wall.strip())
+        return out
 
     async def final_states(self, job_ids: Iterable[str]) -> Parsed:
         """Final states of jobs that left the queue: one ``sacct``; without accounting one batched

@@ -7,17 +7,20 @@ expanded once by the remote shell and then used literally for SFTP uploads and r
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cockpit.backend import JOB_ACTIONS, Backend, JobInfo
 from cockpit.follow import RemoteFollower
 from cockpit.launch.quoting import path_expr
-from cockpit.launch.render import job_comment, job_name, render_script
+from cockpit.launch.render import job_comment, job_name, render_preflight_script, render_script
+from cockpit.launch.sites import site_for
+from cockpit.preflight.jobs import preflight_dir
 from cockpit.slurm import ParseProblem, SlurmClient, SlurmError
 from cockpit.ssh import SshConnection, resolve_target
 from trainer import rundir
 
 if TYPE_CHECKING:
+    from cockpit.preflight.jobs import PreflightJob
     from cockpit.spec import Configuration, Study
 
 
@@ -62,6 +65,9 @@ class SlurmBackend(Backend):
             self._workdir = path.rstrip("/")
         return self._workdir
 
+    async def study_dir(self) -> str:
+        return f"{await self.workdir()}/{self.study.name}"
+
     async def run_dir(self, cfg: Configuration) -> str:
         return f"{await self.workdir()}/{self.study.name}/runs/{cfg.config_id}"
 
@@ -83,6 +89,19 @@ class SlurmBackend(Backend):
         script = render_script(self.study, cfg)
         run_dir = await self.run_dir(cfg)
         return await self.slurm.submit(script, f"{run_dir}/{rundir.JOB_SCRIPT_FILE}", hold=self.hold)
+
+    async def submit_preflight(self, job: PreflightJob, config: dict[str, Any]) -> tuple[str, str, list[str]]:
+        directory = preflight_dir(await self.study_dir(), job)
+        script = render_preflight_script(self.study, job, config, directory)
+        job_id = await self.slurm.submit(script, f"{directory}/{rundir.JOB_SCRIPT_FILE}")
+        return job_id, directory, [f"{directory}/{name}" for name in rundir.slurm_log_files(job_id)]
+
+    async def qos_limits(self) -> tuple[dict[str, int], str]:
+        """sacctmgr's MaxWall per QOS; the site profile's qos_max_minutes where accounting cannot be asked."""
+        try:
+            return await self.slurm.qos_limits(), "sacctmgr"
+        except (SlurmError, ValueError):
+            return dict(site_for(self.study).qos_max_minutes), f"the {self.study.cluster.site} site profile"
 
     async def poll(self) -> list[JobInfo]:
         parsed = await self.slurm.squeue(name_prefix=f"{self.study.name}-", comment=job_comment(self.study))

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -32,7 +32,7 @@ from cockpit.snapshot import (
     StudySnapshot,
     count_states,
 )
-from trainer.rundir import GPU_FILE
+from trainer.rundir import GPU_FILE, RESULT_FILE
 
 STORE_FILE = "cockpit.sqlite"
 
@@ -124,6 +124,18 @@ MIGRATIONS: list[str] = [
         id INTEGER PRIMARY KEY, study INTEGER NOT NULL, t REAL NOT NULL, source TEXT NOT NULL,
         message TEXT NOT NULL
     );
+    """,
+    # 2: preflights (cockpit/preflight/record.py): one row per preflight, keyed by the study file's digest
+    """
+    CREATE TABLE preflights (
+        id INTEGER PRIMARY KEY,
+        study INTEGER NOT NULL REFERENCES studies(id),
+        digest TEXT NOT NULL,
+        passed INTEGER NOT NULL,
+        created_at REAL NOT NULL,
+        report_json TEXT NOT NULL
+    );
+    CREATE INDEX preflights_by_digest ON preflights (study, digest);
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -219,6 +231,188 @@ class _LockedConnection:
         with self._lock:
             self._conn.close()
 
+    @contextmanager
+    def look(self) -> Iterator[None]:
+        """A writer's connection always sees the file as it is (see _FollowedFile.look)."""
+        yield
+
+
+SIDE_FILES = ("-wal", "-shm", "-journal")  # what SQLite keeps beside a store while it is open (or after a crash)
+
+
+def _side(path: Path, suffix: str) -> Path:
+    return path.with_name(path.name + suffix)
+
+
+def _signature(path: Path) -> tuple:
+    """Changes whenever the store or one of its side files is written, created or removed."""
+    out = []
+    for p in (path, *(_side(path, s) for s in SIDE_FILES)):
+        try:
+            st = p.stat()
+        except FileNotFoundError:
+            out.append(None)
+        else:
+            out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+def _locked_inodes() -> set[tuple[int, int, int]] | None:
+    """(major, minor, inode) of every file some process holds a lock on (Linux /proc/locks), or None where
+    the system does not say. Reading it takes no lock and opens nothing beside the store: opening and
+    closing the -shm file ourselves would drop the locks this very process's SQLite holds on it."""
+    try:
+        text = Path("/proc/locks").read_text()
+    except OSError:
+        return None
+    out = set()
+    for line in text.splitlines():
+        fields = line.replace("->", " ").split()
+        if len(fields) < 6:
+            continue
+        parts = fields[5].split(":")
+        if len(parts) == 3:
+            try:
+                out.add((int(parts[0], 16), int(parts[1], 16), int(parts[2])))
+            except ValueError:
+                continue
+    return out
+
+
+def writer_live(path: Path) -> bool:
+    """Whether a cockpit (any SQLite connection) has this WAL store open now: its -wal and -shm exist and,
+    where the system lists file locks (Linux), some process holds a lock on the store or its -shm (every
+    WAL connection keeps a shared lock on both while it is open). Elsewhere the two files alone say so.
+    A -wal left by a killed cockpit is therefore not live: it is read through a private copy instead."""
+    wal, shm = _side(path, "-wal"), _side(path, "-shm")
+    if not (wal.exists() and shm.exists()):
+        return False
+    locked = _locked_inodes()
+    if locked is None:
+        return True
+    for p in (path, shm):
+        try:
+            st = p.stat()
+        except FileNotFoundError:
+            continue
+        if (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in locked:
+            return True
+    return False
+
+
+class _FollowedFile:
+    """A store read without ever writing it or leaving a file beside it, followed as it changes.
+
+    At each look (a snapshot, one query outside a snapshot) it picks how to read the file as it is now:
+    - no side file beside it (a store no cockpit has open, e.g. a copied recording): SQLite's
+      ``immutable=1``, which creates no -wal/-shm and takes no lock, so it works in a read-only directory;
+      kept open while the file does not change;
+    - a live cockpit writing it (``writer_live``): a fresh ``mode=ro`` WAL reader on the writer's own -wal
+      and -shm, closed again after the look, so it sees every commit and never keeps the writer from
+      removing its side files when it exits;
+    - side files without a live writer (a killed cockpit), or a reader SQLite refuses: a private copy of
+      the store and its -wal/-journal in a temporary directory, recovered there and loaded into memory
+      through the backup API; copied again only when the files change.
+    """
+
+    def __init__(self, path: Path, lock: threading.RLock) -> None:
+        self.path, self._lock = path, lock
+        self._conn: sqlite3.Connection | None = None
+        self._kind = ""  # "immutable", "live" or "copy"
+        self._signature: tuple | None = None
+        self._depth = 0
+        self.generation = 0  # bumped whenever what is read may have changed
+
+    @contextmanager
+    def look(self) -> Iterator[None]:
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            self._follow()
+            self._depth = 1
+            try:
+                yield
+            finally:
+                self._depth = 0
+                if self._kind == "live" and self._conn is not None:
+                    self._conn.close()
+                    self._conn = None
+
+    def _follow(self) -> None:
+        signature = _signature(self.path)
+        if signature[0] is None:
+            raise StoreError(f"{self.path}: no such store (it was removed while browsing)")
+        live = writer_live(self.path)
+        if self._conn is not None and not live and self._kind != "live" and signature == self._signature:
+            return  # the same file as last time
+        if signature != self._signature:
+            self.generation += 1
+        self._signature = signature
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        side = any(s is not None for s in signature[1:])
+        if live:
+            try:
+                conn = self._connect("mode=ro")
+                conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            except sqlite3.DatabaseError:
+                pass  # e.g. a -shm this user may not read: fall back to a copy
+            else:
+                self._conn, self._kind = conn, "live"
+                return
+        elif not side:
+            self._conn, self._kind = self._connect("immutable=1"), "immutable"
+            return
+        self._conn, self._kind = self._copy(), "copy"
+
+    def _connect(self, query: str) -> sqlite3.Connection:
+        uri = f"file:{quote(str(self.path.resolve()))}?{query}"
+        return sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None, timeout=30)
+
+    def _copy(self) -> sqlite3.Connection:
+        import shutil
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="cockpit-browse-") as tmp:
+            target = Path(tmp) / self.path.name
+            shutil.copyfile(self.path, target)
+            for suffix in ("-wal", "-journal"):  # the -shm is rebuilt from the -wal
+                side = _side(self.path, suffix)
+                try:
+                    shutil.copyfile(side, _side(target, suffix))
+                except FileNotFoundError:
+                    pass
+            src = sqlite3.connect(target)
+            try:
+                memory = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+                src.backup(memory)
+            finally:
+                src.close()
+        return memory
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> _Rows:
+        with self.look():
+            assert self._conn is not None
+            cur = self._conn.execute(sql, args)
+            rows = _Rows(cur.fetchall())
+            rows.lastrowid = cur.lastrowid
+            return rows
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        raise StoreError(f"{self.path}: opened read-only (browsing never writes a store)")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
 
 def _num(value: Any) -> float | None:
     """_f with a fast path for the common case of a finite float."""
@@ -254,6 +448,7 @@ class StudyStore:
         self._curves: dict[tuple[int, str, int], tuple[int, list[MetricPoint]]] = {}
         self._analysis: dict[int, tuple[tuple, dict[str, dict[str, Any]]]] = {}
         self._results: dict[int, tuple[tuple, dict[str, dict[str, Any]]]] = {}
+        self._bad_results: dict[int, dict[str, str]] = {}  # config id -> why its result row does not parse
         self._migrate()
 
     # -- plumbing -------------------------------------------------------------------------------------
@@ -262,16 +457,26 @@ class StudyStore:
             raise StoreError(f"{self.path}: no such store")
         if self.path.stat().st_size == 0:
             raise StoreError(f"{self.path}: empty file, not a cockpit store")
-        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
+        self.db = _FollowedFile(self.path, self._lock)
         try:
-            conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None, timeout=30)
-            self.db = _LockedConnection(conn, self._lock)
             version = self.db.execute("PRAGMA user_version").fetchone()[0]
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, OSError) as exc:
+            self.db.close()
             raise StoreError(f"{self.path}: not a usable cockpit store ({exc})") from exc
         if version != SCHEMA_VERSION:
+            self.db.close()
             what = "not a cockpit store" if version == 0 else f"store schema {version}, this cockpit reads {SCHEMA_VERSION}"
             raise StoreError(f"{self.path}: {what} (opened read-only, so it was not changed)")
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """One look at the file: a read-only store re-reads it as it is now (a live cockpit may be writing
+        it) and every query inside sees the same state; for a writer this is a no-op."""
+        with self._lock, self.db.look():
+            yield
+
+    def _generation(self) -> int:
+        return self.db.generation if isinstance(self.db, _FollowedFile) else 0
 
     def _migrate(self) -> None:
         if self.read_only:
@@ -294,6 +499,8 @@ class StudyStore:
     def tx(self) -> Iterator[_LockedConnection]:
         """One transaction (BEGIN IMMEDIATE ... COMMIT), rolled back on error. Nested calls join the
         outer transaction, so a runner tick can update 1000 jobs with one commit."""
+        if self.read_only:
+            raise StoreError(f"{self.path}: opened read-only (browsing never writes a store)")
         with self._lock:
             if self._depth:
                 self._depth += 1
@@ -486,9 +693,55 @@ class StudyStore:
         stamp = self._results_stamp(study)
         cached = self._results.get(study)
         if cached is None or cached[0] != stamp:
-            rows = self.db.execute("SELECT config_id, result_json FROM results WHERE study=?", (study,))
-            cached = self._results[study] = (stamp, {c: json.loads(j) for c, j in rows})
+            parsed: dict[str, dict[str, Any]] = {}
+            bad: dict[str, str] = {}
+            for cid, text in self.db.execute("SELECT config_id, result_json FROM results WHERE study=?", (study,)):
+                try:
+                    value = json.loads(text)
+                except (TypeError, ValueError) as exc:  # JSONDecodeError, or not text at all
+                    bad[cid] = str(exc)
+                    continue
+                if isinstance(value, dict):
+                    parsed[cid] = value
+                else:
+                    bad[cid] = f"expected a JSON object, found {type(value).__name__}"
+            cached = self._results[study] = (stamp, parsed)
+            self._bad_results[study] = bad
         return dict(cached[1])
+
+    def unreadable_results(self, study: int) -> dict[str, str]:
+        """Configuration id -> why its result row does not parse (left out of results())."""
+        self.results(study)
+        return dict(self._bad_results.get(study) or {})
+
+    def result_problems(self, study: int) -> list[str]:
+        """One line per result row that does not parse (a corrupt or hand-edited store): the run named by
+        its label and id, and how to collect its result.json again. Those runs are left out of results()
+        (and has_valid_result is False for them), so every other run is still shown."""
+        bad = self.unreadable_results(study)
+        if not bad:
+            return []
+        from cockpit.spec import config_label
+
+        configs = {c["config_id"]: c for c in self._configs_safe(study)}
+        row = self.db.execute("SELECT spec_path FROM studies WHERE id=?", (study,)).fetchone()
+        spec = (row[0] if row else "") or "STUDY.toml"
+        out = []
+        for cid, error in sorted(bad.items()):
+            c = configs.get(cid, {})
+            label = config_label(c.get("values") or {}) if c else "unknown configuration"
+            where = f"{c['run_dir']}/{RESULT_FILE}" if c.get("run_dir") else RESULT_FILE
+            out.append(f"{label} ({cid}): result row is not valid JSON ({error}); re-collect it from {where} "
+                       f"with `cockpit run {spec}` (runs whose result does not parse are collected again)")
+        return out
+
+    def _configs_safe(self, study: int) -> list[dict[str, Any]]:
+        """configs() where a row whose values do not parse still names its run (with no values)."""
+        try:
+            return self.configs(study)
+        except ValueError:
+            rows = self.db.execute("SELECT config_id, run_dir FROM configs WHERE study=?", (study,))
+            return [{"config_id": c, "values": {}, "run_dir": d} for c, d in rows]
 
     def _results_stamp(self, study: int) -> tuple:
         """Changes whenever a result is added or replaced (put_result sets collected_at)."""
@@ -500,7 +753,7 @@ class StudyStore:
             "SELECT 1 FROM results WHERE study=? AND config_id=? AND status='completed' AND train_time_s IS NOT NULL",
             (study, config_id),
         ).fetchone()
-        return row is not None
+        return row is not None and config_id in self.results(study)  # a row that does not parse is collected again
 
     def analysis(self, study: int) -> dict[str, dict[str, Any]]:
         """cockpit.analysis over the collected result.json files, per configuration id.
@@ -635,7 +888,7 @@ class StudyStore:
 
     def _curve(self, study: int, config_id: str, limit: int) -> list[MetricPoint]:
         """metrics() cached until new rows arrive for that configuration (finished runs cost nothing)."""
-        version = self._versions.get((study, config_id), 0)
+        version = (self._versions.get((study, config_id), 0), self._generation())  # a browsed file re-read
         cached = self._curves.get((study, config_id, limit))
         if cached is not None and cached[0] == version:
             return cached[1]
@@ -679,7 +932,7 @@ class StudyStore:
                  now: float | None = None) -> StudySnapshot:
         """Everything the screens draw, as plain dataclasses (see cockpit.snapshot)."""
         now = time.time() if now is None else now
-        with self._lock:
+        with self.reading():
             key = self.study_key(study_name)
             cluster, budget, last_poll = self.db.execute(
                 "SELECT cluster, node_hour_budget, last_poll_at FROM studies WHERE id=?", (key,)
@@ -687,6 +940,7 @@ class StudyStore:
             configs = self.configs(key)
             jobs = self.jobs(key)
             results = self.results(key)
+            bad = self._bad_results.get(key) or {}
             analysis = self.analysis(key)
             latest = {j.config_id: j for j in jobs}
             job_rows = [self._job_row(j) for j in jobs]
@@ -703,8 +957,11 @@ class StudyStore:
                     metrics[cid] = points
                 if job is not None and job.state in ("running", "completing"):
                     gpus.extend(self.gpu_series(key, cid, since=now - gpu_window_s))
-                rows.append(self._config_row(c, job, res, an, points))
-            problems = self.problems(key)
+                row = self._config_row(c, job, res, an, points)
+                if cid in bad:
+                    row = replace(row, verdict="result row is not valid JSON; see the problems line to re-collect it")
+                rows.append(row)
+            problems = self.result_problems(key) + self.problems(key)
             used = self.node_hours_used(key)
         live = self.live.get(study_name, LiveStatus())
         return StudySnapshot(

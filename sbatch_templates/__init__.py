@@ -7,6 +7,8 @@ renders the same scripts as a source tree.
 from importlib import resources
 
 JOB_TEMPLATE = "job.sh.j2"
+PREFLIGHT_TEMPLATE = "preflight.sh.j2"  # extends the job's template: same header, environment and launcher
+ENV_PROBE = "env_probe.py"  # the preflight's look at the job's Python, sent inline in its script
 
 
 def template_text(name: str = JOB_TEMPLATE) -> str:

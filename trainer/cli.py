@@ -151,6 +151,17 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_preflight(args: argparse.Namespace) -> int:
+    """One rank of a preflight job (run it as the study's jobs run: torchrun, srun across nodes)."""
+    from trainer import preflight
+
+    try:
+        return preflight.run(args.run_dir)
+    except rundir.RunDirError as exc:
+        print(f"hlm-train preflight: {exc}", file=sys.stderr)
+        return rundir.EXIT_USAGE
+
+
 def cmd_ensemble(args: argparse.Namespace) -> int:
     from trainer import ensemble
 
@@ -179,6 +190,9 @@ def parser() -> argparse.ArgumentParser:
     pr.add_argument("--nodes", type=int, default=1, help="nodes the launch spans (names the link kind)")
     pr.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     pr.set_defaults(func=cmd_probe)
+    pre = sub.add_parser("preflight", help="check this job's environment, devices, links, data and storage")
+    pre.add_argument("--run-dir", required=True, type=Path, help="directory with the preflight's config.json")
+    pre.set_defaults(func=cmd_preflight)
     train = sub.add_parser("train", help="train one run (one plain process or one torchrun rank)")
     _add_train_arguments(train)
     train.set_defaults(func=cmd_train)

@@ -9,13 +9,17 @@ from __future__ import annotations
 import datetime
 import gc
 import logging
-import os
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
 
+from trainer.environment import env_int
+
 log = logging.getLogger("hlm.train")
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -42,11 +46,6 @@ class Dist:
         return self.backend is not None
 
 
-def _env_int(name: str, default: int) -> int:
-    value = os.environ.get(name, "")
-    return int(value) if value.strip().lstrip("-").isdigit() else default
-
-
 def pick_device(requested: str, local_rank: int) -> torch.device:
     """`auto` means CUDA when available; asking for CUDA without one is a config error (ValueError)."""
     if requested == "cpu" or (requested == "auto" and not torch.cuda.is_available()):
@@ -60,16 +59,16 @@ def pick_device(requested: str, local_rank: int) -> torch.device:
 
 def setup(requested_device: str, timeout_s: float = 1800.0) -> Dist:
     """Join the process group torchrun describes (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT)."""
-    world = _env_int("WORLD_SIZE", 1)
-    rank = _env_int("RANK", 0)
-    local_rank = _env_int("LOCAL_RANK", 0)
-    local_world = _env_int("LOCAL_WORLD_SIZE", world)
+    world = env_int("WORLD_SIZE", 1)
+    rank = env_int("RANK", 0)
+    local_rank = env_int("LOCAL_RANK", 0)
+    local_world = env_int("LOCAL_WORLD_SIZE", world)
     device = pick_device(requested_device, local_rank)
     if world <= 1:
         return Dist(device=device)
     backend = "nccl" if device.type == "cuda" else "gloo"
-    kwargs = {"device_id": device} if backend == "nccl" else {}
-    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
+    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s),
+                            device_id=device if backend == "nccl" else None)
     return Dist(rank, world, local_rank, local_world, device, backend)
 
 
@@ -106,11 +105,11 @@ def all_reduce_sum(d: Dist, values: list[float]) -> list[float]:
     return t.tolist()
 
 
-def gather_objects(d: Dist, obj: object) -> list[object]:
+def gather_objects(d: Dist, obj: T) -> list[T]:
     """Every rank's `obj` on every rank (hostnames, RNG states); [obj] without a process group."""
     if not d.enabled:
         return [obj]
-    out: list[object] = [None] * d.world
+    out: list[Any] = [None] * d.world
     dist.all_gather_object(out, obj)
     return out
 
@@ -125,7 +124,7 @@ class StopVote:
 
     def __init__(self, d: Dist) -> None:
         self.d = d
-        self._pending: tuple[torch.Tensor, object] | None = None
+        self._pending: tuple[torch.Tensor, dist.Work] | None = None
 
     def poll(self, local_stop: bool) -> bool:
         if not self.d.enabled:

@@ -46,6 +46,29 @@ def _sample(pynvml: Any, handle: Any, index: int, host: str) -> dict[str, Any]:
     }
 
 
+def sample_all() -> tuple[list[dict[str, Any]], str]:
+    """One sample of every GPU NVML sees on this node, and '' or why there is none (the preflight's
+    reading, with the same fields as gpu.jsonl)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception as exc:  # ImportError, NVMLError: no library or no driver
+        return [], f"{type(exc).__name__}: {exc}"
+    try:
+        host = socket.gethostname()
+        count = pynvml.nvmlDeviceGetCount()
+        samples = [_sample(pynvml, pynvml.nvmlDeviceGetHandleByIndex(i), i, host) for i in range(count)]
+        return samples, "" if samples else "NVML found no GPU"
+    except pynvml.NVMLError as exc:
+        return [], f"NVMLError: {exc}"
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except pynvml.NVMLError:
+            pass
+
+
 class NvmlSampler:
     """Start with `start()`, stop with `stop()`; `available` and `reason` say whether NVML worked."""
 

@@ -25,6 +25,8 @@ LOG_FILE = "train.log"
 EXIT_FILE = "exit.json"
 CHECKPOINT_FILE = "checkpoint.pt"
 MODEL_FILE = "model.pt"
+PREFLIGHT_FILE = "preflight.json"  # `hlm-train preflight`: what one short job of the study found
+PREFLIGHT_ENV_FILE = "preflight-env.json"  # the job's python, torch and project versions (before torch loads)
 ENSEMBLE_FILE = "ensemble.json"  # `hlm-train ensemble --out DIR`: DIR/ensemble.json, beside the run directories
 # Written around the trainer by the launchers, in the same directory.
 JOB_SCRIPT_FILE = "job.sh"  # the batch script as submitted to Slurm

@@ -102,7 +102,7 @@ def main(args: argparse.Namespace) -> int:
     except SpecError as exc:
         print(f"cockpit demo: {exc}", file=sys.stderr)
         return 2
-    session = open_session(study)
+    session = open_session(study, preflight=True)  # a local preflight takes seconds
     print(f"demo study: {len(study.runnable())} runs in {study.study_dir()}", flush=True)
     if not args.headless:
         from cockpit.tui.app import CockpitApp

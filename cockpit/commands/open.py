@@ -12,6 +12,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--study", help="which study of a store holding several")
     parser.add_argument("--force", action="store_true", help="submit even if the estimate exceeds the budget")
     parser.add_argument("--resubmit-failed", action="store_true", help="submit failed configurations again")
+    parser.add_argument("--skip-preflight", action="store_true",
+                        help="submit without a passed preflight of this study file (see `cockpit preflight`)")
     parser.add_argument("--baseline-first", action="store_true",
                         help="submit each group's 1x1 run first, the rest once its result predicts their cost")
     parser.add_argument("--poll", type=float, default=2.0, metavar="S", help="screen refresh interval (default 2 s)")
@@ -38,7 +40,7 @@ def _open_study(path: Path, args: argparse.Namespace) -> int:
     if study is None:
         return 2
     session = open_session(study, force=args.force, resubmit_failed=args.resubmit_failed,
-                           baseline_first=args.baseline_first)
+                           baseline_first=args.baseline_first, preflight=not args.skip_preflight)
     from cockpit.tui.app import CockpitApp
     from cockpit.tui.live import LiveController
 
@@ -52,29 +54,40 @@ def _open_study(path: Path, args: argparse.Namespace) -> int:
 
 
 def _open_store(path: Path, args: argparse.Namespace) -> int:
-    from cockpit.store import StoreError, StudyStore
+    from cockpit.store import StoreError
 
     try:
-        store = StudyStore(path, read_only=True)  # browsing never writes the file
+        app, store = browse(path, args.study, poll=args.poll)
     except StoreError as exc:
         print(f"cockpit open: {exc}", file=sys.stderr)
         return 2
-    names = store.study_names()
-    name = args.study or (names[0] if len(names) == 1 else None)
-    if name not in names:
-        print(f"cockpit open: {path}: name one study with --study (it holds {', '.join(names) or 'none'})",
-              file=sys.stderr)
-        return 2
-    from cockpit.tui.app import CockpitApp
-    from cockpit.tui.controller import store_controller
-
-    controller = store_controller(store, name, detail=f"browsing {path.name}, nothing is sent")
-    app = CockpitApp(controller, poll_interval=args.poll, offer_plan=False)
     try:
         app.run()
     finally:
         store.close()
     return _exit_code(app)
+
+
+def browse(path: Path, study: str | None = None, *, poll: float | None = 2.0, **app_options):  # noqa: ANN201
+    """(CockpitApp, StudyStore) browsing a store: read-only, so the file is never written and nothing is left
+    beside it, even in a read-only directory; a store a live cockpit is writing is re-read at every poll.
+    Raises StoreError naming the file. The caller runs the app and closes the store."""
+    from cockpit.store import StoreError, StudyStore
+
+    store = StudyStore(path, read_only=True)
+    try:
+        names = store.study_names()
+        name = study or (names[0] if len(names) == 1 else None)
+        if name not in names:
+            raise StoreError(f"{path}: name one study with --study (it holds {', '.join(names) or 'none'})")
+    except BaseException:
+        store.close()
+        raise
+    from cockpit.tui.app import CockpitApp
+    from cockpit.tui.controller import store_controller
+
+    controller = store_controller(store, name, detail=f"browsing {path.name}, nothing is sent")
+    return CockpitApp(controller, poll_interval=poll, offer_plan=False, **app_options), store
 
 
 def _exit_code(app) -> int:  # noqa: ANN001 - a CockpitApp, imported lazily

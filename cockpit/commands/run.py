@@ -29,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="DIR", help="report directory (default: <study dir>/report or ./<study>-report)")
     parser.add_argument("--force", action="store_true", help="start even if the estimate exceeds the budget")
     parser.add_argument("--resubmit-failed", action="store_true", help="submit failed configurations again")
+    parser.add_argument("--skip-preflight", action="store_true",
+                        help="submit without a passed preflight of this study file (see `cockpit preflight`)")
     parser.add_argument("--baseline-first", action="store_true",
                         help="submit each group's 1x1 run first, the rest once its result predicts their cost")
     parser.add_argument("--timeout", type=float, metavar="S", help="give up (exit 1) after S seconds")
@@ -45,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"cockpit run: --timeout must be positive, got {args.timeout}", file=sys.stderr)
         return EXIT_REFUSED
     session = open_session(study, force=args.force, resubmit_failed=args.resubmit_failed,
-                           baseline_first=args.baseline_first)
+                           baseline_first=args.baseline_first, preflight=not args.skip_preflight)
     if not args.headless:
         from cockpit.tui.app import CockpitApp
         from cockpit.tui.live import LiveController
@@ -68,15 +70,23 @@ def default_report_dir(session: StudySession) -> Path:
 async def run_headless(session: StudySession, out: Path, *, timeout_s: float | None = None,
                        stream: TextIO | None = None) -> int:
     """Run the study to the end with progress lines, write the report; 0 ok, 1 failures, 2 refused."""
-    from cockpit.runner import BudgetExceeded
+    from cockpit.preflight.table import report_lines
+    from cockpit.runner import BudgetExceeded, PreflightFailed
     from cockpit.slurm import SlurmError
     from cockpit.ssh import SshError
 
     stream = stream or sys.stdout
     progress = make_progress(session, stream)
+    session.runner.preflight_listeners.append(progress.say)
     try:
         try:
             await session.runner.start()
+        except PreflightFailed as exc:
+            progress.close()
+            for line in report_lines(exc.report):
+                print(line, file=stream)
+            print(f"cockpit run: {exc} (fix the study file and run again, or --skip-preflight)", file=sys.stderr)
+            return EXIT_REFUSED
         except BudgetExceeded as exc:
             print(f"cockpit run: {exc} (use --force to start anyway)", file=sys.stderr)
             return EXIT_REFUSED

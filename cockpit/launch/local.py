@@ -18,14 +18,18 @@ import socket
 import sys
 import time
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import sbatch_templates
 from cockpit.backend import Backend, JobInfo, JobState
 from cockpit.launch.render import job_comment, job_name
+from cockpit.preflight.jobs import preflight_dir
 from trainer import rundir
 
 if TYPE_CHECKING:
+    from cockpit.preflight.jobs import PreflightJob
     from cockpit.spec import Configuration, Study
 
 KILL_GRACE_S = 30.0  # after SIGTERM, how long the trainer has to checkpoint before SIGKILL
@@ -52,6 +56,7 @@ class _Job:
     process: asyncio.subprocess.Process | None = None
     task: asyncio.Task[None] | None = None
     stop_as: JobState | None = None  # set by cancel() or the time limit
+    preflight: bool = False  # a preflight job: ends with its launcher's exit code, writes no exit.json
 
 
 def machine_cores() -> int:
@@ -130,6 +135,22 @@ class LocalExecutor(Backend):
         self._schedule()
         return job.job_id
 
+    async def submit_preflight(self, job: PreflightJob, config: dict[str, Any]) -> tuple[str, str, list[str]]:
+        """Queue the preflight like a configuration: same cores, same launcher, `hlm-train preflight`."""
+        cfg = job.cfg
+        cores = cfg.gpus_per_node * cfg.cpus_per_task
+        if cfg.nodes != 1 or cores > self.max_cores:
+            raise LocalSubmitError(f"preflight {job.name} needs {cfg.nodes} node(s) x {cores} cores; this machine "
+                                   f"allows 1 x {self.max_cores}")
+        directory = Path(preflight_dir(await self.study_dir(), job))
+        directory.mkdir(parents=True, exist_ok=True)
+        rundir.write_config(directory, config)
+        local = _Job(job_id=f"local-{os.getpid()}-{next(self._ids)}", cfg=cfg, run_dir=directory, cores=cores,
+                     gpus_needed=cfg.gpus_per_node if self.gpus else 0, preflight=True)
+        self._jobs[local.job_id] = local
+        self._schedule()
+        return local.job_id, str(directory), [str(directory / name) for name in self.log_files(local.job_id)]
+
     async def poll(self) -> list[JobInfo]:
         """Jobs still queued or running (finished ones are reported by final_states, as with Slurm)."""
         return [self._info(job) for job in self._jobs.values() if job.state.is_active]
@@ -206,8 +227,8 @@ class LocalExecutor(Backend):
         except Exception as exc:  # a job must end in a final state whatever went wrong
             _note(job.run_dir, f"hlm: the local executor could not run the trainer: {exc}")
             code = 127
-        marker = _exit_marker(job.run_dir, since=job.started or 0.0)
-        trainer_code = marker.get("code") if marker else None
+        marker = None if job.preflight else _exit_marker(job.run_dir, since=job.started or 0.0)
+        trainer_code = code if job.preflight else (marker.get("code") if marker else None)
         if job.stop_as is not None:
             state = job.stop_as
         elif trainer_code == rundir.EXIT_OK and code == 0:
@@ -226,13 +247,18 @@ class LocalExecutor(Backend):
             env["CUDA_VISIBLE_DEVICES"] = ",".join(job.gpus)
         run = str(job.run_dir)
         deadline = (job.started or time.time()) + self.study.cluster.time_limit_minutes * 60.0
+        launcher = [self._python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc)]
         with open(job.run_dir / rundir.LOCAL_STDOUT_FILE, "ab") as out, open(job.run_dir / rundir.LOCAL_STDERR_FILE, "ab") as err:
+            if job.preflight:  # as the batch script does: the Python first, then every worker
+                with resources.as_file(resources.files("sbatch_templates") / sbatch_templates.ENV_PROBE) as probe:
+                    await self._step(job, [self._python, str(probe), rundir.PREFLIGHT_ENV_FILE], env, out, err, deadline)
+                return await self._step(job, [*launcher, "-m", "trainer", "preflight", "--run-dir", run], env, out, err,
+                                        deadline)
             prepare = [self._python, "-m", "trainer", "prepare", "--run-dir", run]
             code = await self._step(job, prepare, env, out, err, deadline)
             if code != 0 or job.stop_as is not None:
                 return code
             env["HLM_LAUNCH_TIME"] = f"{time.time():.6f}"
-            launcher = [self._python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc)]
             return await self._step(job, [*launcher, "-m", "trainer", "train", "--run-dir", run], env, out, err, deadline)
 
     async def _step(self, job: _Job, argv: list[str], env: dict[str, str], out, err, deadline: float) -> int:

@@ -24,9 +24,11 @@ from cockpit.launch.quoting import (
     shell_quote,
 )
 from cockpit.launch.sites import Site, SiteError, check_cluster, site_for
+from trainer import rundir
 from trainer.rundir import SCHEMA_VERSION, SLURM_STDERR_FILE, SLURM_STDOUT_FILE
 
 if TYPE_CHECKING:
+    from cockpit.preflight.jobs import PreflightJob
     from cockpit.spec import Configuration, Study
 
 SCRIPT_SUFFIX = ".sbatch"
@@ -52,7 +54,30 @@ def render_script(study: Study, cfg: Configuration) -> str:
             f"configuration {cfg.config_id} ({cfg.label}) needs {cfg.gpus_per_node * cfg.cpus_per_task} cores per node "
             f"but [cluster].cores_per_node is {study.cluster.cores_per_node}"
         )
-    return _environment().from_string(sbatch_templates.template_text()).render(_context(study, cfg, site))
+    return _environment().get_template(sbatch_templates.JOB_TEMPLATE).render(_context(study, cfg, site))
+
+
+def render_preflight_script(study: Study, job: PreflightJob, config: dict[str, Any], directory: str) -> str:
+    """The batch script of one preflight job: the job template's header, modules, environment, container
+    and launcher for the job's shape, a few minutes long, never requeued, running `hlm-train preflight`."""
+    from cockpit.preflight.jobs import time_limit_minutes
+
+    site = site_for(study)
+    check_cluster(site, study.cluster, job.gpus_per_node)
+    context = _context(study, job.cfg, site, run_dir=directory)
+    context.update(
+        job_name=sbatch_value("[study].name", f"preflight-{study.name}-{job.dir_name}"),
+        comment=sbatch_value("[study].name", f"hlm-preflight-{study.study_id}"),
+        label=check_text("configuration", f"preflight {job.name}"),
+        config_id="preflight",
+        time_limit=str(time_limit_minutes(study)),
+        signal_seconds=0,
+        requeue=False,
+        config_json=json.dumps(config, indent=2, sort_keys=True),
+        env_file=rundir.PREFLIGHT_ENV_FILE,
+        env_probe=sbatch_templates.template_text(sbatch_templates.ENV_PROBE).rstrip("\n"),
+    )
+    return _environment().get_template(sbatch_templates.PREFLIGHT_TEMPLATE).render(context)
 
 
 def check_scripts(study: Study) -> None:
@@ -90,12 +115,13 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
+        loader=jinja2.FunctionLoader(sbatch_templates.template_text),
     )
 
 
-def _context(study: Study, cfg: Configuration, site: Site) -> dict[str, Any]:
+def _context(study: Study, cfg: Configuration, site: Site, run_dir: str | None = None) -> dict[str, Any]:
     cluster = study.cluster
-    run_dir = study.run_dir(cfg)
+    run_dir = run_dir or study.run_dir(cfg)
     literal = is_literal_path(cluster.workdir)
     if literal and "%" in run_dir:
         raise UnsafeValueError("[cluster].workdir", cluster.workdir, "contains '%', which Slurm expands in log paths")
@@ -143,6 +169,7 @@ def _context(study: Study, cfg: Configuration, site: Site) -> dict[str, Any]:
         "python": path_expr("[cluster].python", cluster.python),
         "rdzv_port": int(cluster.rdzv_port),
         "max_requeues": int(site.max_requeues),
+        "requeue": True,
     }
 
 

@@ -99,6 +99,19 @@ def _check(name: str, p: dict[str, Any]) -> None:
              "expected a number of ms above rr_min_ms")
 
 
+def tokenized_rate(params: dict[str, Any], record_fs: float) -> float:
+    """The rate the samples tokenizer quantises at: params['fs'], or the record's own when it is 0."""
+    return float(params["fs"]) if params.get("fs") else float(record_fs)
+
+
+def check_rate(params: dict[str, Any], fs: float, source: str, record: str) -> None:
+    """What the tokenizer needs of a record's (resampled) rate: a high-pass cut-off below its Nyquist
+    frequency. Tokenizing and the preflight both ask here, so they refuse with the same words."""
+    if float(params.get("highpass_hz") or 0.0) >= fs / 2:
+        raise DataError(f"{source}: tokenizer.highpass_hz = {params['highpass_hz']} Hz is not below the "
+                        f"Nyquist frequency of record {record!r} ({fs / 2:g} Hz at {fs:g} Hz)")
+
+
 def vocab_size(name: str, params: dict[str, Any]) -> int:
     """Number of token ids, specials included."""
     if name == "samples":
@@ -127,7 +140,7 @@ def _beat_arrays(rec: Record, ann_source: str) -> tuple[np.ndarray, np.ndarray, 
 
 def tokenize_beats(params: dict[str, Any], rec: Record) -> Tokenized:
     """One token per beat: class x log-spaced RR bin; bin 0 marks the record's first beat."""
-    sample, code, rhythm = _beat_arrays(rec, rec.extra.get("ann_path", rec.source))
+    sample, code, rhythm = _beat_arrays(rec, str(rec.extra.get("ann_path", rec.source)))
     nb = int(params["rr_bins"])
     rr_ms = np.diff(sample).astype(np.float64) * (1000.0 / rec.fs)
     lo, hi = math.log(params["rr_min_ms"]), math.log(params["rr_max_ms"])
@@ -145,7 +158,7 @@ def tokenize_samples(params: dict[str, Any], rec: Record) -> Tokenized:
     """Quantise the lead (resampled to params['fs']) and locate each beat in the token stream."""
     if rec.signal is None:
         raise DataError(f"{rec.source}: record {rec.name!r} has no signal (the samples tokenizer needs one)")
-    ann_source = rec.extra.get("ann_path", rec.source)
+    ann_source = str(rec.extra.get("ann_path", rec.source))
     sample, code, rhythm = _beat_arrays(rec, ann_source)
     outside = (sample < 0) | (sample >= len(rec.signal))
     if outside.any():  # a beat without samples around it would be lost: never silently
@@ -155,9 +168,7 @@ def tokenize_samples(params: dict[str, Any], rec: Record) -> Tokenized:
             f"(expected samples 0..{len(rec.signal) - 1:,} of {Path(rec.source).name}, found one at {first:,}); "
             "the annotation file belongs to a longer record or the header's sample count is wrong")
     x, fs = resample(rec.signal, rec.fs, params["fs"])
-    if params["highpass_hz"] >= fs / 2:
-        raise DataError(f"{rec.source}: tokenizer.highpass_hz = {params['highpass_hz']} Hz is not below the "
-                        f"Nyquist frequency of record {rec.name!r} ({fs / 2:g} Hz at {fs:g} Hz)")
+    check_rate(params, fs, rec.source, rec.name)
     x = remove_baseline(x, fs, float(params["highpass_hz"]))
     if fs != rec.fs:  # rounding may not push the last beat past the resampled end
         sample = np.minimum(np.rint(sample * (fs / rec.fs)).astype(np.int64), len(x) - 1)

@@ -1,0 +1,59 @@
+"""`cockpit preflight study.toml`: one short job per node count of the study, in its real environment,
+before any of its configurations is submitted. Prints one table per job and one line per failure; the
+result is kept in the study's store under the study file's digest (what `open` and `run` ask for)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+EXIT_FAILED = 1
+EXIT_REFUSED = 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("study", help="the study file (.toml)")
+    parser.add_argument("--timeout", type=float, metavar="S",
+                        help="cancel the preflight's jobs if they have not ended after S seconds (default: wait)")
+
+
+def main(args: argparse.Namespace) -> int:
+    from cockpit.commands._study import load
+    from cockpit.session import open_session
+
+    study = load(args.study)
+    if study is None:
+        return EXIT_REFUSED
+    if args.timeout is not None and args.timeout <= 0:
+        print(f"cockpit preflight: --timeout must be positive, got {args.timeout}", file=sys.stderr)
+        return EXIT_REFUSED
+    session = open_session(study)
+    try:
+        return asyncio.run(_preflight(session, args.timeout))
+    finally:
+        session.store.close()
+
+
+async def _preflight(session, timeout_s: float | None) -> int:  # noqa: ANN001 - a StudySession
+    from cockpit.preflight import record
+    from cockpit.preflight.run import PreflightTimeout, run_preflight
+    from cockpit.preflight.table import report_lines
+    from cockpit.slurm import SlurmError
+    from cockpit.ssh import SshError
+
+    study, store = session.study, session.store
+    try:
+        report = await run_preflight(study, session.backend, on_event=lambda line: print(line, flush=True),
+                                     timeout_s=timeout_s)
+    except (SshError, SlurmError, PreflightTimeout) as exc:
+        print(f"cockpit preflight: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    finally:
+        await session.backend.close()
+    key = store.ensure_study(study.name, study.study_id, spec_path=str(study.path), cluster=session.backend.label,
+                             node_hour_budget=study.cluster.node_hour_budget)
+    record.save(store, key, report)
+    for line in report_lines(report):
+        print(line)
+    return 0 if report.passed else EXIT_FAILED

@@ -1,0 +1,130 @@
+"""Which preflight jobs a study needs, and the config.json each one reads (`hlm-train preflight`)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from trainer import rundir
+
+if TYPE_CHECKING:
+    from cockpit.spec import Configuration, Study
+
+PREFLIGHT_MINUTES = 5  # each job's time limit (or the study's, when that is shorter)
+PREFLIGHT_DIR = "preflight"  # <workdir>/<study>/preflight/<nodes>n/
+PROBE_BYTES = 8 * 2**20  # the all-reduce size: a small model's gradient, as `hlm-train probe` uses
+BYTES_PER_PARAMETER_ON_DISK = 4 * 4  # fp32 checkpoint: weights, Adam's two moments, the final model.pt
+
+
+@dataclass(frozen=True)
+class PreflightJob:
+    """One preflight job: a node count with the largest GPUs per node the study asks for at that count
+    (and the fewest CPU cores per task, the cheapest allocation of that shape)."""
+
+    cfg: Configuration
+
+    @property
+    def nodes(self) -> int:
+        return self.cfg.nodes
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.cfg.gpus_per_node
+
+    @property
+    def name(self) -> str:
+        return f"{self.nodes} node{'s' if self.nodes > 1 else ''} x {self.gpus_per_node}"
+
+    @property
+    def dir_name(self) -> str:
+        return f"{self.nodes}n"
+
+
+def preflight_jobs(study: Study) -> list[PreflightJob]:
+    """One job per distinct node count of the runnable matrix."""
+    out = []
+    runnable = study.runnable()
+    for nodes in sorted({c.nodes for c in runnable}):
+        shaped = [c for c in runnable if c.nodes == nodes]
+        gpus = max(c.gpus_per_node for c in shaped)
+        cfg = min((c for c in shaped if c.gpus_per_node == gpus), key=lambda c: c.cpus_per_task)
+        out.append(PreflightJob(cfg))
+    return out
+
+
+def preflight_dir(study_dir: str, job: PreflightJob) -> str:
+    return f"{study_dir.rstrip('/')}/{PREFLIGHT_DIR}/{job.dir_name}"
+
+
+def time_limit_minutes(study: Study) -> int:
+    return max(1, min(PREFLIGHT_MINUTES, study.cluster.time_limit_minutes))
+
+
+def study_digest(study: Study) -> str:
+    """The study file's content digest: a preflight holds for exactly this file (a study built in memory,
+    like the demo's, is digested from its parsed form)."""
+    path = Path(study.path)
+    data = path.read_bytes() if path.is_file() else repr(study).encode()
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def expects_gpus(study: Study) -> bool:
+    """Whether the study's workers are GPUs: [train].device says so, or "auto" on a GPU partition."""
+    device = study.train.get("device", "auto")
+    if device in ("cpu", "cuda"):
+        return device == "cuda"
+    if study.cluster.kind != "slurm":
+        return False
+    from cockpit.launch.sites import site_for
+
+    site = site_for(study)
+    return (study.cluster.partition or site.default_partition or "") in site.gpu_partitions
+
+
+def laptop_versions() -> dict[str, str]:
+    """What this machine has installed, for the job's versions to be compared with (torch is looked up,
+    never imported)."""
+    out = {}
+    for dist, key in (("hlm-cockpit", "project"), ("torch", "torch")):
+        try:
+            out[key] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def parameters(model: dict[str, Any], window: int) -> int:
+    """About how many parameters the HLM has (embeddings, 12 d^2 per layer): for the disk estimate only."""
+    d = int(model.get("d_model") or 128)
+    layers = int(model.get("layers") or 4)
+    return 12 * layers * d * d + (int(model.get("vocab", 512)) + window) * d
+
+
+def footprint_bytes(study: Study) -> int:
+    """What the study's run directories will hold at most: each run's checkpoint and model."""
+    return sum(parameters(study.model, cfg.window) * BYTES_PER_PARAMETER_ON_DISK for cfg in study.runnable())
+
+
+def job_config(study: Study, job: PreflightJob, study_dir: str) -> dict[str, Any]:
+    """The preflight's config.json: its shape, what to check of every dataset, where the study writes."""
+    datasets = {}
+    for name in study.sweep["dataset"]:
+        d = study.datasets[name]
+        datasets[name] = {"path": d.path, "synthetic": d.synthetic, "tokenizer": dict(d.tokenizer)}
+    return {
+        "schema_version": rundir.SCHEMA_VERSION,
+        "preflight": True,
+        "study": study.name,
+        "nodes": job.nodes,
+        "gpus_per_node": job.gpus_per_node,
+        "cpus_per_task": job.cfg.cpus_per_task,
+        "device": study.train.get("device", "auto"),
+        "datasets": datasets,
+        "workdir": f"{study_dir.rstrip('/')}/runs",
+        "token_cache": study.token_cache,
+        "probe_bytes": PROBE_BYTES,
+        "timeout_s": time_limit_minutes(study) * 60,
+    }

@@ -1,0 +1,121 @@
+"""Run a study's preflight through its Backend: submit each job, wait for all, read what they wrote.
+
+Works the same over Slurm (sbatch over the one SSH connection) and on this machine (the local executor
+runs the same `hlm-train preflight` under torchrun in seconds). `on_event` receives one line per step, for
+the TUI's progress and the headless lines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from cockpit.preflight import checks, jobs
+from cockpit.preflight.checks import JobFindings, JobOutcome, PreflightReport
+from trainer import rundir
+
+if TYPE_CHECKING:
+    from cockpit.backend import Backend, JobInfo
+    from cockpit.spec import Study
+
+LOG_TAIL_LINES = 3
+
+
+class PreflightTimeout(TimeoutError):
+    """The preflight's jobs did not end in time (they are cancelled; the message says which)."""
+
+
+async def run_preflight(study: Study, backend: Backend, *, on_event: Callable[[str], None] | None = None,
+                        poll_s: float = 2.0, timeout_s: float | None = None) -> PreflightReport:
+    """Submit every preflight job, wait until each has ended, and judge what they found."""
+    say = on_event or (lambda _line: None)
+    wanted = jobs.preflight_jobs(study)
+    qos_minutes, qos_source = await backend.qos_limits()
+    found: dict[int, JobFindings] = {}
+    for job in wanted:
+        config = jobs.job_config(study, job, await backend.study_dir())
+        f = JobFindings(qos_minutes=qos_minutes, qos_source=qos_source)
+        try:
+            f.job_id, f.directory, f.log_paths = await backend.submit_preflight(job, config)
+            say(f"preflight {job.name}: submitted job {f.job_id}")
+        except Exception as exc:  # every refusal is the finding of this job, the others still run
+            f.submit_error = str(exc) or type(exc).__name__
+            say(f"preflight {job.name}: not submitted: {f.submit_error}")
+        found[job.nodes] = f
+    await _wait(backend, wanted, found, say, poll_s, timeout_s)
+    outcomes = []
+    for job in wanted:
+        f = found[job.nodes]
+        if f.job_id and f.directory:
+            await _collect(backend, f)
+        rows = checks.evaluate(study, job, f, expect_gpus=jobs.expects_gpus(study), laptop=jobs.laptop_versions(),
+                               link_figures=_site_figures(study))
+        outcomes.append(JobOutcome(job.name, job.nodes, job.gpus_per_node, f.job_id, f.state, f.log_paths, rows))
+    report = PreflightReport(study.name, jobs.study_digest(study), time.time(), outcomes, _links(found))
+    say(f"preflight {'passed' if report.passed else 'FAILED'}: {len(outcomes)} job(s)")
+    return report
+
+
+async def _wait(backend: Backend, wanted: list[jobs.PreflightJob], found: dict[int, JobFindings],
+                say: Callable[[str], None], poll_s: float, timeout_s: float | None) -> None:
+    pending = {f.job_id: n for n, f in found.items() if f.job_id}
+    names = {job.nodes: job.name for job in wanted}
+    seen: dict[str, str] = {}
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while pending:
+        states: dict[str, JobInfo] = await backend.final_states(list(pending))
+        for job_id, info in states.items():
+            if info.state.is_final:
+                found[pending.pop(job_id)].state = str(info.state)
+                say(f"preflight {names[found_nodes(found, job_id)]}: job {job_id} {info.state}")
+            elif seen.get(job_id) != str(info.state):
+                seen[job_id] = str(info.state)
+                say(f"preflight {names[found_nodes(found, job_id)]}: job {job_id} {info.state}")
+        if not pending:
+            return
+        if deadline is not None and time.monotonic() > deadline:
+            for job_id in pending:
+                await backend.cancel(job_id)
+            raise PreflightTimeout(f"preflight jobs {', '.join(pending)} did not end within {timeout_s:g} s "
+                                   "(cancelled); the queue may be long: run `cockpit preflight` again later")
+        await asyncio.sleep(poll_s)
+
+
+def found_nodes(found: dict[int, JobFindings], job_id: str) -> int:
+    return next(n for n, f in found.items() if f.job_id == job_id)
+
+
+async def _collect(backend: Backend, f: JobFindings) -> None:
+    """The job's env and preflight files, and the last lines of its error log for a failure's message."""
+    f.env, _ = checks.parse_json(await backend.read_file(f"{f.directory}/{rundir.PREFLIGHT_ENV_FILE}"), "env")
+    f.facts, _ = checks.parse_json(await backend.read_file(f"{f.directory}/{rundir.PREFLIGHT_FILE}"), "facts")
+    tails = []
+    for path in f.log_paths:
+        text = (await backend.read_file(path)).decode("utf-8", "replace")
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith(("*", "hlm: job"))]
+        tails += lines[-LOG_TAIL_LINES:]
+    f.log_tail = " / ".join(tails[-LOG_TAIL_LINES:])
+
+
+def _site_figures(study: Study) -> dict[str, float]:
+    """The site profile's bus bandwidth per link kind in GB/s (0 where the profile has none)."""
+    if study.cluster.kind != "slurm":
+        return {}
+    from cockpit.launch.sites import site_for
+
+    site = site_for(study)
+    return {"intra_node": site.intra_node_busbw_gbs, "inter_node": site.inter_node_busbw_gbs}
+
+
+def _links(found: dict[int, JobFindings]) -> dict[str, float]:
+    """The measured bus bandwidth per link kind (bytes/s), for the prediction."""
+    out: dict[str, float] = {}
+    for f in found.values():
+        comm = (f.facts or {}).get("comm") or {}
+        for kind, link in (comm.get("links") or {}).items():
+            bw = link.get("busbw_bytes_per_s")
+            if isinstance(bw, int | float) and bw > 0:
+                out[kind] = float(bw)
+    return out
