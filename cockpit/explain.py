@@ -9,13 +9,21 @@ The trainer records each run's T as the exact sum of the five parts (rank 0), so
 A result whose parts do not add up to its T (hand-written, or from an older trainer) gets the difference
 as an explicit `unaccounted` term instead of having it hidden in another one. docs/analysis.md has the
 formulas and the advice behind each term.
+
+Printed, the terms add up to the printed O too: every place that shows them (the verdicts, the run
+detail's waterfall, the report's table and figures, the headless lines) rounds them with
+:func:`shown_split`, to hundredths of a second that sum to O's.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
+from collections.abc import Sequence
+from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
+from typing import Any, TypeVar
+
+K = TypeVar("K")
 
 PARTS = ("data_wait", "compute", "comm", "optimizer", "other")
 TERM_LABELS = {
@@ -27,8 +35,23 @@ TERM_LABELS = {
     "unaccounted": "unaccounted",
 }
 SHORT_LABELS = {**TERM_LABELS, "comm": "all-reduce", "other": "other"}
+# the words people use for each term: in the TUI's filter any of them finds the others (verdict~comm finds
+# "all-reduce", verdict~loader finds "data wait"); the labels above are among them
+TERM_WORDS = {
+    "comm": ("comm", "communication", "all-reduce", "allreduce", "all reduce", "exposed all-reduce"),
+    "data_wait": ("data", "loader", "input", "data wait", "dataloader"),
+    "compute": ("compute", "gpu", "worker"),
+    "optimizer": ("optimizer", "optimiser", "optim"),
+    "other": ("other", "other loop time"),
+}
 FIXED_COSTS = ("startup_s", "prepare_s", "eval_s", "checkpoint_s")
 STRAGGLER_SHARE = 0.05  # an excess above this share of T is named in the verdict
+
+
+def term_words(word: str) -> tuple[str, ...]:
+    """Every word (lower case) that names the same term as `word`, or just `word` when it names none."""
+    w = word.strip().lower()
+    return next((words for words in TERM_WORDS.values() if w in words), (w,))
 
 
 def attribution(run: dict[str, Any], base: dict[str, Any], n: int, work: float) -> dict[str, float]:
@@ -71,14 +94,58 @@ def ranked_terms(rec: dict[str, Any]) -> list[tuple[str, float]]:
     return sorted(terms, key=lambda tv: -tv[1])
 
 
+def hundredths(value: float) -> int:
+    """`value` in hundredths as `f"{value:.2f}"` prints it (half to even on the exact binary value)."""
+    return int((Decimal(value) * 100).to_integral_value(ROUND_HALF_EVEN))
+
+
+def split_hundredths(total: float, values: Sequence[float]) -> tuple[int, list[int]]:
+    """`total` and the `values` that add up to it, in hundredths, so that the shown values add up to the
+    shown total exactly: the total as `.2f` prints it, each value by largest remainder.
+
+    Each value is first rounded down (towards minus infinity, so a saving, -0.074, starts at -0.08 and a
+    loss, 0.074, at 0.07: signed values are treated alike); the hundredths still missing from the total go
+    one each to the values that lost the most in rounding down, and hundredths too many (possible only when
+    the values do not add up to the total, e.g. after leaving out sub-millisecond ones) are taken from
+    those that lost the least. Ties go to the larger value by size, then to the earlier one."""
+    target = hundredths(total)
+    exact = [Decimal(v) * 100 for v in values]
+    shown = [int(e.to_integral_value(ROUND_FLOOR)) for e in exact]
+    if not shown:
+        return target, shown
+    lost = [e - s for e, s in zip(exact, shown, strict=True)]
+    order = sorted(range(len(shown)), key=lambda i: (-lost[i], -abs(values[i]), i))
+    missing = target - sum(shown)
+    for k in range(abs(missing)):
+        if missing > 0:
+            shown[order[k % len(order)]] += 1
+        else:
+            shown[order[-1 - k % len(order)]] -= 1
+    return target, shown
+
+
+def shown_split(total: float, parts: Sequence[tuple[K, float]]) -> tuple[float, list[tuple[K, float]]]:
+    """`total` and its `parts` (key, seconds) as printed with two decimals: values that add up exactly
+    (see :func:`split_hundredths`); the one rounding of every place that prints a split of O or of T."""
+    shown_total, shown = split_hundredths(total, [v for _, v in parts])
+    return shown_total / 100, [(k, h / 100) for (k, _), h in zip(parts, shown, strict=True)]
+
+
+def shown_terms(rec: dict[str, Any]) -> tuple[float, list[tuple[str, float]]]:
+    """O and :func:`ranked_terms` as printed: hundredths that add up to O's (largest loss first)."""
+    return shown_split(rec.get("overhead_s", math.nan), ranked_terms(rec))
+
+
 def short_terms(terms: list[tuple[str, float]], shown: int = 2) -> list[tuple[str, float]]:
     """(short label, seconds) that still add up to O: the `shown` largest terms by size (a saving can be
-    among them), in ranked order, and the others summed as "rest" unless there is only one of them."""
+    among them), in ranked order, and the others summed as "rest" unless there is only one of them.
+    Give it :func:`shown_terms`' values, so that the rest is the sum of what the full sentence prints."""
     if len(terms) <= shown + 1:
         return [(SHORT_LABELS[t], v) for t, v in terms]
     biggest = set(sorted(range(len(terms)), key=lambda i: -abs(terms[i][1]))[:shown])
     kept = [(SHORT_LABELS[t], v) for i, (t, v) in enumerate(terms) if i in biggest]
-    return [*kept, ("rest", sum(v for i, (_, v) in enumerate(terms) if i not in biggest))]
+    rest = sum(round(v * 100) for i, (_, v) in enumerate(terms) if i not in biggest) / 100
+    return [*kept, ("rest", rest)]
 
 
 def ranks_of(result: dict[str, Any]) -> list[dict[str, Any]] | None:
@@ -113,9 +180,11 @@ def verdicts(rec: dict[str, Any]) -> tuple[str, str]:
     if rec.get("status") != "completed":
         return "", rec.get("note", "")
     if rec.get("baseline"):
-        shares = ", ".join(f"{SHORT_LABELS[p]} {rec[f'{p}_s']:.2f} s" for p in PARTS
-                           if rec.get(f"{p}_s", math.nan) == rec.get(f"{p}_s", math.nan) and rec[f"{p}_s"] > 0)
-        text = f"baseline: T1 = {rec['train_time_s']:.2f} s"
+        parts = [(p, rec[f"{p}_s"]) for p in PARTS
+                 if rec.get(f"{p}_s", math.nan) == rec.get(f"{p}_s", math.nan) and rec[f"{p}_s"] > 0]
+        t1, parts = shown_split(rec["train_time_s"], parts)
+        shares = ", ".join(f"{SHORT_LABELS[p]} {v:.2f} s" for p, v in parts)
+        text = f"baseline: T1 = {t1:.2f} s"
         return text, f"{text} ({shares})" if shares else text
     o = rec.get("overhead_s", math.nan)
     if o != o:
@@ -125,6 +194,7 @@ def verdicts(rec: dict[str, Any]) -> tuple[str, str]:
     if o <= 0 or not terms:  # no term of at least half a millisecond: nothing to name
         text = f"no loss: T at the baseline's work {rec['t_same_work_s']:.2f} s, T1/N {rec['t1_over_n_s']:.2f} s"
         return text, text
+    o, terms = shown_terms(rec)  # printed: hundredths that add up to O's
     short = f"lost {lost:.0%} = {o:.2f} s: " + ", ".join(f"{v:+.2f} s {label}" for label, v in short_terms(terms))
     pieces = []
     for t, v in terms:

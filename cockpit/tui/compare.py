@@ -62,9 +62,11 @@ def figure_rows(a: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append((f"{explain.SHORT_LABELS[part]} s", _s(a, f"{part}_s")
                      + (f" ({fmt.percent(share)})" if share is not None else "")))
     rows.append(("— overhead by term (s over T1/N) —", ""))
-    for term in (*explain.PARTS, "unaccounted"):
-        if _num(a, f"loss_{term}_s") is not None:
-            rows.append((f"Δ {explain.TERM_LABELS[term]} s", _signed(a, f"loss_{term}_s")))
+    terms = [(t, v) for t in (*explain.PARTS, "unaccounted") if (v := _num(a, f"loss_{t}_s")) is not None]
+    o = _num(a, "overhead_s")
+    if terms and o is not None:  # printed, they add up to the overhead printed above
+        for term, v in explain.shown_split(o, terms)[1]:
+            rows.append((f"Δ {explain.TERM_LABELS[term]} s", f"{v:+.2f}"))
     rows.append(("— outside T —", ""))
     for cost in explain.FIXED_COSTS:
         rows.append((f"{cost.removesuffix('_s')} s", _s(a, cost)))
@@ -108,7 +110,7 @@ def verdicts(left: ConfigRow, right: ConfigRow) -> Text:
 class CompareScreen(Screen):
     """`c` on the scaling view: the marked run (or the group's baseline) against the selected one."""
 
-    BINDINGS = COMPARE_BINDINGS
+    BINDINGS = [*COMPARE_BINDINGS]  # a copy, typed as the list of BindingType textual declares
     follows_snapshots = True
 
     def __init__(self, left: str, right: str) -> None:

@@ -51,12 +51,13 @@ def waterfall(a: dict[str, Any]) -> Text:
     out.append_text(_bar(0.0, t1n, scale, "grey70"))
     out.append("\n")
     running = t1n
-    for term, v in terms:
-        out.append(f"  {explain.TERM_LABELS[term]:<20} {v:+8.2f} s  ")
+    shown_o, shown = explain.shown_split(o, terms)  # the printed seconds add up to the printed O
+    for (term, v), (_, label_v) in zip(terms, shown, strict=True):
+        out.append(f"  {explain.TERM_LABELS[term]:<20} {label_v:+8.2f} s  ")
         out.append_text(_bar(running, v, scale, STYLES[term]))
         out.append("\n")
         running += v
-    out.append(f"  {'= T/work':<20} {tsame:8.2f} s  overhead {o:+.2f} s, efficiency {a['efficiency']:.0%}\n",
+    out.append(f"  {'= T/work':<20} {tsame:8.2f} s  overhead {shown_o:+.2f} s, efficiency {a['efficiency']:.0%}\n",
                style="bold")
     ps = _num(a.get("predicted_speedup"))
     if ps is not None:
