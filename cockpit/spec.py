@@ -329,14 +329,26 @@ def load_study(path: str | os.PathLike[str]) -> Study:
     """Read and validate a study file; raises SpecError with the file name in every message."""
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
     except FileNotFoundError as exc:
         raise SpecError(f"{path}: no such study file") from exc
+    except IsADirectoryError as exc:
+        raise SpecError(f"{path}: a directory, not a study file (expected a .toml file)") from exc
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read the study file ({exc.strerror or exc})") from exc
+    if data.startswith(SQLITE_HEADER):
+        raise SpecError(f"{path}: this is a cockpit store (an SQLite database), not a study file; "
+                        f"did you mean `cockpit open {path}`?")
+    try:
+        raw = tomllib.loads(data.decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{path}: not valid TOML: {exc}") from exc
     except UnicodeDecodeError as exc:
         raise SpecError(f"{path}: not UTF-8 text") from exc
     return parse_study(raw, path)
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database (a cockpit store)
 
 
 def parse_study(raw: dict[str, Any], path: Path) -> Study:
@@ -428,7 +440,7 @@ def _check_keys(where: str, prefix: str, values: dict[str, Any], keys: dict[str,
             raise SpecError(f"{where}: {prefix}.{key} must be {wanted}, found {_type_name(type(value))} {value!r}")
         if spec.choices is not None and value not in spec.choices:
             raise SpecError(f"{where}: {prefix}.{key} is {value!r}; expected one of {', '.join(map(str, spec.choices))}")
-        if spec.minimum is not None and value < spec.minimum:
+        if spec.minimum is not None and isinstance(value, int | float) and value < spec.minimum:
             raise SpecError(f"{where}: {prefix}.{key} is {value!r}; expected at least {spec.minimum}")
         out[key] = value
     return out

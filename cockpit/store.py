@@ -139,6 +139,10 @@ MIGRATIONS: list[str] = [
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+# The oldest schema a browsing (read-only) cockpit reads as it is, without migrating it: every migration since
+# only added tables that their readers tolerate missing (cockpit/preflight/record.py). Raise it when a
+# migration changes what the snapshot or the report read.
+READABLE_SCHEMA = 1
 LOG_LINES_KEPT = 2000  # per configuration
 
 
@@ -246,7 +250,7 @@ def _side(path: Path, suffix: str) -> Path:
 
 def _signature(path: Path) -> tuple:
     """Changes whenever the store or one of its side files is written, created or removed."""
-    out = []
+    out: list[tuple[int, int, int] | None] = []
     for p in (path, *(_side(path, s) for s in SIDE_FILES)):
         try:
             st = p.stat()
@@ -430,6 +434,7 @@ class StudyStore:
         self.path = Path(path)
         self.read_only = read_only
         self._lock = threading.RLock()
+        self.db: _LockedConnection | _FollowedFile  # a followed file when read-only (a browsed recording)
         if read_only:
             self._open_read_only()
         else:
@@ -445,7 +450,7 @@ class StudyStore:
         self._depth = 0
         self.live: dict[str, LiveStatus] = {}
         self._versions: dict[tuple[int, str], int] = {}  # bumped when metrics rows arrive
-        self._curves: dict[tuple[int, str, int], tuple[int, list[MetricPoint]]] = {}
+        self._curves: dict[tuple[int, str, int], tuple[tuple[int, int], list[MetricPoint]]] = {}
         self._analysis: dict[int, tuple[tuple, dict[str, dict[str, Any]]]] = {}
         self._results: dict[int, tuple[tuple, dict[str, dict[str, Any]]]] = {}
         self._bad_results: dict[int, dict[str, str]] = {}  # config id -> why its result row does not parse
@@ -463,9 +468,11 @@ class StudyStore:
         except (sqlite3.DatabaseError, OSError) as exc:
             self.db.close()
             raise StoreError(f"{self.path}: not a usable cockpit store ({exc})") from exc
-        if version != SCHEMA_VERSION:
+        if not READABLE_SCHEMA <= version <= SCHEMA_VERSION:
             self.db.close()
-            what = "not a cockpit store" if version == 0 else f"store schema {version}, this cockpit reads {SCHEMA_VERSION}"
+            what = ("not a cockpit store" if version == 0 else
+                    f"store schema {version}, this cockpit reads {READABLE_SCHEMA} to {SCHEMA_VERSION}"
+                    + ("; upgrade hlm-cockpit" if version > SCHEMA_VERSION else ""))
             raise StoreError(f"{self.path}: {what} (opened read-only, so it was not changed)")
 
     @contextmanager
@@ -499,7 +506,7 @@ class StudyStore:
     def tx(self) -> Iterator[_LockedConnection]:
         """One transaction (BEGIN IMMEDIATE ... COMMIT), rolled back on error. Nested calls join the
         outer transaction, so a runner tick can update 1000 jobs with one commit."""
-        if self.read_only:
+        if self.read_only or not isinstance(self.db, _LockedConnection):
             raise StoreError(f"{self.path}: opened read-only (browsing never writes a store)")
         with self._lock:
             if self._depth:
@@ -560,7 +567,8 @@ class StudyStore:
         with self.tx() as db:
             db.executemany(
                 "INSERT INTO configs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (study, config_id) DO UPDATE "
-                "SET run_dir=excluded.run_dir, total_steps=excluded.total_steps, values_json=excluded.values_json",
+                "SET run_dir=excluded.run_dir, total_steps=COALESCE(excluded.total_steps, configs.total_steps), "
+                "values_json=excluded.values_json",
                 [
                     (study, r["config_id"], r["group_id"], int(bool(r["is_baseline"])), int(r["workers"]),
                      int(r["nodes"]), json.dumps(r["values"], sort_keys=True), r["run_dir"], r.get("total_steps"))
@@ -840,12 +848,15 @@ class StudyStore:
 
     def _metric_rows(self, study: int, config_id: str, records: Iterable[dict[str, Any]]) -> int:
         """Rows for ``metrics`` (the hot path of ingest: plain floats pass through, anything else is checked)."""
-        rows = []
+        rows: list[tuple[Any, ...]] = []
         append = rows.append
+        total = None
         for r in records:
             step, t, rank = r.get("step"), r.get("t"), r.get("rank", 0)
             if type(step) is not int or (type(t) is not float and _f(t) is None):
                 continue
+            if type(r.get("total_steps")) is int and r["total_steps"] > 0:
+                total = r["total_steps"]
             steps, interval = r.get("steps_in_interval"), r.get("interval_s")
             step_time = (interval / steps if type(steps) is int and steps > 0 and type(interval) is float
                          else None)
@@ -856,6 +867,8 @@ class StudyStore:
                 _num(r.get("train_time_s")),
             ))
         self.db.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        if total is not None:  # the trainer's own count (a study that sets epochs has no other): progress, eta
+            self.db.execute("UPDATE configs SET total_steps=? WHERE study=? AND config_id=?", (total, study, config_id))
         if rows:
             self._versions[(study, config_id)] = self._versions.get((study, config_id), 0) + 1
         return len(rows)

@@ -55,11 +55,11 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="samples: remove baseline wander below this frequency (default 0 = off): "
                         "tokenizer.highpass_hz")
     p.add_argument("--records", nargs="+", metavar="RECORD", default=None,
-                   help="only these records of the dataset: tokenizer.records")
+                   help="only these records of the dataset, separated by commas or spaces: tokenizer.records")
     p.add_argument("--skip-bad-records", action="store_true", default=None,
                    help="leave out bad records (listed with their reason in the manifest and train.log)")
     p.add_argument("--test-records", nargs="+", metavar="RECORD", default=None,
-                   help="the test split, explicitly: split.test_records")
+                   help="the test split, explicitly, separated by commas or spaces: split.test_records")
     p.add_argument("--patient-pattern", metavar="REGEX", default=None,
                    help="regular expression extracting the patient id from a record name: split.patient_pattern")
 
@@ -96,16 +96,23 @@ def _apply_data_flags(args: argparse.Namespace, config: dict[str, Any]) -> None:
     if lead is not None and lead.isdigit():
         lead = int(lead)
     fs = int(args.fs) if args.fs is not None and float(args.fs).is_integer() else args.fs
-    for key, value in (("annotator", args.annotator), ("lead", lead), ("records", args.records), ("fs", fs),
+    from trainer.data.splits import record_names  # `--records 100,101` and `--records 100 101` alike
+
+    try:
+        records = None if args.records is None else record_names(args.records)
+        test_records = None if args.test_records is None else record_names(args.test_records, "--test-records")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    for key, value in (("annotator", args.annotator), ("lead", lead), ("records", records), ("fs", fs),
                        ("highpass_hz", args.highpass)):
         if value is not None:
             config.setdefault("tokenizer", {})[key] = value
     if args.skip_bad_records:
         config["skip_bad_records"] = True
-    if args.test_records is not None or args.patient_pattern is not None:
-        if args.test_records is not None and args.patient_pattern is not None:
+    if test_records is not None or args.patient_pattern is not None:
+        if test_records is not None and args.patient_pattern is not None:
             raise UsageError("--test-records and --patient-pattern exclude each other")
-        config["split"] = ({"test_records": args.test_records} if args.test_records is not None
+        config["split"] = ({"test_records": test_records} if test_records is not None
                            else {"patient_pattern": args.patient_pattern})
 
 

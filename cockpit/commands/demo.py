@@ -13,6 +13,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from trainer.data.splits import record_names  # the one parser of --records (commas or spaces)
+
 # Shipped inside the package (examples/local-demo.toml links here), so a wheel install finds it too.
 EXAMPLE = Path(__file__).resolve().with_name("local-demo.toml")
 
@@ -21,13 +23,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--headless", action="store_true", help="no screen: progress lines, then the report")
     parser.add_argument("--data", metavar="PATH",
                         help="a PhysioNet-style folder (e.g. mitdb) instead of the synthetic generator")
-    parser.add_argument("--records", metavar="LIST",
-                        help="comma-separated records of --data to use (default: all)")
+    parser.add_argument("--records", nargs="+", metavar="RECORD",
+                        help="records of --data to use, separated by commas or spaces (default: all)")
     parser.add_argument("--annotator", metavar="EXT",
                         help="annotation file extension of --data: atr, ari, qrs, ... (default auto: atr, then ari)")
     parser.add_argument("--lead", help="lead of --data, index or name (default 0)")
-    parser.add_argument("--test-records", metavar="LIST",
-                        help="comma-separated test records of --data (default: MIT-BIH DS2, else by patient)")
+    parser.add_argument("--test-records", nargs="+", metavar="RECORD",
+                        help="test records of --data, separated by commas or spaces (default: MIT-BIH DS2, "
+                             "else by patient)")
     parser.add_argument("--skip-bad-records", action="store_true",
                         help="leave out bad records of --data (listed with their reason) instead of failing")
     parser.add_argument("--steps", type=int, help="training steps per run instead of the example's one epoch")
@@ -50,7 +53,7 @@ def demo_raw(args: argparse.Namespace) -> dict[str, Any]:
         entry: dict[str, Any] = {"path": str(data)}
         tokenizer: dict[str, Any] = {}
         if args.records:
-            tokenizer["records"] = _names(args.records)
+            tokenizer["records"] = record_names(args.records)
         if args.annotator:
             tokenizer["annotator"] = args.annotator
         if args.lead is not None:
@@ -58,15 +61,11 @@ def demo_raw(args: argparse.Namespace) -> dict[str, Any]:
         if tokenizer:
             entry["tokenizer"] = tokenizer
         if args.test_records:
-            entry["test_records"] = _names(args.test_records)
+            entry["test_records"] = record_names(args.test_records, "--test-records")
         if args.skip_bad_records:
             entry["skip_bad_records"] = True
         raw.setdefault("data", {})["datasets"] = {data.name or "data": entry}
     return raw
-
-
-def _names(text: str) -> list[str]:
-    return [r.strip() for r in text.split(",") if r.strip()]
 
 
 def check(args: argparse.Namespace) -> str | None:
@@ -82,6 +81,12 @@ def check(args: argparse.Namespace) -> str | None:
     for flag in ("records", "annotator", "lead", "test_records", "skip_bad_records"):
         if getattr(args, flag) and not args.data:
             return f"--{flag.replace('_', '-')} needs --data"
+    for flag in ("records", "test_records"):
+        if getattr(args, flag) is not None:
+            try:
+                record_names(getattr(args, flag), f"--{flag.replace('_', '-')}")
+            except ValueError as exc:
+                return str(exc)
     if args.timeout is not None and args.timeout <= 0:
         return f"--timeout must be positive, got {args.timeout}"
     return None

@@ -29,12 +29,14 @@ def main(args: argparse.Namespace) -> int:
         return 2
     from cockpit.launch.render import check_scripts
     from cockpit.launch.sites import SiteError
+    from cockpit.store import StoreError
 
+    problems: list[str] = []
     try:
         if study.cluster.kind == "slurm":
             check_scripts(study)  # what `cockpit run` would refuse, refused now (the error names the key)
-        results = known_results(study, args.baselines)
-    except (ValueError, SiteError) as exc:
+        results = known_results(study, args.baselines, problems)
+    except (ValueError, SiteError, StoreError) as exc:
         err.print(f"error: {exc}", style="bold red", markup=False, highlight=False, soft_wrap=True)
         return 2
     from cockpit.plan import make_plan, study_plan
@@ -45,14 +47,23 @@ def main(args: argparse.Namespace) -> int:
     if args.render:
         from cockpit.launch.render import render_study_scripts
 
-        paths = render_study_scripts(study, args.render)
+        try:
+            paths = render_study_scripts(study, args.render)
+        except OSError as exc:  # an unwritable --render directory: one line naming it
+            what = exc.strerror or str(exc)
+            err.print(f"error: --render {args.render}: cannot write the batch scripts there ({what}); choose a "
+                      "directory you can write", style="bold red", markup=False, highlight=False, soft_wrap=True)
+            return 2
         console.print(f"wrote {len(paths)} batch scripts to {args.render}", highlight=False)
-    return 0
+    for problem in problems:  # the plan was made without these runs' results
+        err.print(f"error: {problem}", style="bold red", markup=False, highlight=False, soft_wrap=True)
+    return 2 if problems else 0
 
 
-def known_results(study, baselines: Path | None) -> list[dict]:
+def known_results(study, baselines: Path | None, problems: list[str] | None = None) -> list[dict]:
     """result.json dicts the prediction can start from: every one under `baselines`, and the study's store's.
-    A directory without any, or an unreadable result, is an error naming the path."""
+    A directory without any, or an unreadable result, is an error naming the path. A store's result row
+    that does not parse is left out and named in `problems` (the store, the run and how to re-collect it)."""
     from trainer.rundir import RunDirError, read_result
 
     results: list[dict] = []
@@ -74,10 +85,14 @@ def known_results(study, baselines: Path | None) -> list[dict]:
     if store_path.exists():
         from cockpit.store import StudyStore
 
-        store = StudyStore(store_path, read_only=True)
+        store = StudyStore(store_path, read_only=True)  # browsing: never written, nothing left beside it
         try:
-            if study.name in store.study_names():
-                results += list(store.results(store.study_key(study.name)).values())
+            with store.reading():
+                if study.name in store.study_names():
+                    key = store.study_key(study.name)
+                    results += list(store.results(key).values())
+                    if problems is not None:
+                        problems += [f"{store_path}: {p}" for p in store.result_problems(key)]
         finally:
             store.close()
     return results

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,8 +22,21 @@ def main(args: argparse.Namespace) -> int:
     except ReportError as exc:
         print(f"cockpit report: {exc}", file=sys.stderr)
         return 2
-    files = write_report(inp, args.out)
+    try:
+        files = write_report(inp, args.out)
+    except OSError as exc:  # an unwritable, full or missing --out: one line naming it, no traceback
+        print(f"cockpit report: {write_failure(args.out, exc)}", file=sys.stderr)
+        return 2
     print(f"{inp.study}: {len(inp.results)} results, {files.configurations} configurations")
     for path in (files.markdown, files.html, files.csv, *(f.path for f in files.figures.values())):
         print(f"  {path}")
-    return 0
+    for problem in inp.problems:  # the report was written without these runs
+        print(f"cockpit report: {inp.source}: {problem}", file=sys.stderr)
+    return 2 if inp.problems else 0
+
+
+def write_failure(out: str, exc: OSError) -> str:
+    """`--out DIR: cannot write report.md there (Permission denied); choose a directory you can write`."""
+    what = exc.strerror or str(exc)
+    name = f" {Path(exc.filename).name}" if exc.filename and Path(exc.filename) != Path(out) else ""
+    return f"--out {out}: cannot write{name} there ({what}); choose a directory you can write"

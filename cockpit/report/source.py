@@ -20,6 +20,8 @@ class ReportInput:
     failed_jobs: list[dict[str, Any]] = field(default_factory=list)  # jobs that ended without a result
     # configurations of the study without a result: {config_id, group_id, workers, cpus_per_task, status}
     pending: list[dict[str, Any]] = field(default_factory=list)
+    # what could not be read, one line each naming the run and what to do (a result row that does not parse)
+    problems: list[str] = field(default_factory=list)
 
 
 def load_input(path: str | Path, study_name: str | None = None) -> ReportInput:
@@ -84,18 +86,23 @@ def from_store(path: Path, study_name: str | None = None) -> ReportInput:
     except StoreError as exc:
         raise ReportError(str(exc)) from exc
     try:
-        names = store.study_names()
-        if study_name is None:
-            if len(names) != 1:
-                raise ReportError(
-                    f"{path}: holds {len(names)} studies ({', '.join(names) or 'none'}); name one with --study"
-                )
-            study_name = names[0]
-        elif study_name not in names:
-            raise ReportError(f"{path}: no study {study_name!r}; it holds {', '.join(names) or 'none'}")
-        snap = store.snapshot(study_name)
-        key = store.study_key(study_name)
-        results = list(store.results(key).values())
+        with store.reading():  # one look at the file, as it is now
+            names = store.study_names()
+            if study_name is None:
+                if len(names) != 1:
+                    raise ReportError(
+                        f"{path}: holds {len(names)} studies ({', '.join(names) or 'none'}); name one with --study"
+                    )
+                study_name = names[0]
+            elif study_name not in names:
+                raise ReportError(f"{path}: no study {study_name!r}; it holds {', '.join(names) or 'none'}")
+            snap = store.snapshot(study_name)
+            key = store.study_key(study_name)
+            results = list(store.results(key).values())
+            problems = store.result_problems(key)
+            unreadable = store.unreadable_results(key)
+    except StoreError as exc:
+        raise ReportError(str(exc)) from exc
     finally:
         store.close()
     with_result = {r.get("config_id") for r in results}
@@ -105,6 +112,7 @@ def from_store(path: Path, study_name: str | None = None) -> ReportInput:
         if j.config_id not in with_result and j.state not in ("completed", "pending", "running", "submitting")
     ]
     pending = [{"config_id": c.config_id, "group_id": c.group_id, "workers": c.workers,
-                "cpus_per_task": c.values.get("cpus_per_task"), "status": c.state.replace("_", " ")}
+                "cpus_per_task": c.values.get("cpus_per_task"),
+                "status": "result row not valid JSON" if c.config_id in unreadable else c.state.replace("_", " ")}
                for c in snap.configs if c.config_id not in with_result]
-    return ReportInput(study_name, snap.cluster, results, str(path), failed, pending)
+    return ReportInput(study_name, snap.cluster, results, str(path), failed, pending, problems)

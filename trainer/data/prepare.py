@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from trainer.data import records as rec_io
 from trainer.data import shards, synthetic
 from trainer.data.errors import DataError
 from trainer.data.labels import BEAT_CLASSES, RHYTHM_CLASSES, TOKEN_CLASS_NAMES
-from trainer.data.splits import check_options, plan_split
+from trainer.data.splits import check_options, plan_split, record_names
 from trainer.data.summary import SKIP_HINT, describe
 from trainer.data.tokenizers import SPECIAL_TOKENS, canonical, tokenize, vocab_size
 from trainer.rundir import write_json
@@ -45,7 +46,7 @@ def _source(data_path: Path | None, synthetic_params: dict[str, Any]) -> dict[st
 
 
 def _synthetic_params(given: dict[str, Any] | None) -> dict[str, Any]:
-    params = dict(synthetic.DEFAULTS)
+    params: dict[str, Any] = dict(synthetic.DEFAULTS)
     for key, value in (given or {}).items():
         if key not in params:
             raise DataError(f"synthetic_params: unknown key {key!r} (known: {', '.join(params)})")
@@ -242,7 +243,7 @@ def _run_jobs(todo: list[dict[str, Any]], workers: int, progress: bool, label: s
     show = progress and sys.stderr.isatty()
     count, beats = already, 0
     if workers <= 1 or len(todo) <= 1:
-        results = map(_process_record, todo)
+        results: Iterator[dict[str, Any]] = map(_process_record, todo)
         pool = None
     else:
         pool = multiprocessing.get_context(_start_method()).Pool(min(workers, len(todo)))
@@ -381,11 +382,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="samples: remove baseline wander below this frequency (default 0 = off)")
     parser.add_argument("--rr-bins", type=int, metavar="N", help="beats: RR-interval bins (default 16)")
     parser.add_argument("--annotator", metavar="EXT", help="annotation file extension: atr, ari, ... or auto (default)")
-    parser.add_argument("--records", nargs="+", metavar="RECORD", help="only these records")
+    parser.add_argument("--records", nargs="+", metavar="RECORD",
+                        help="only these records, separated by commas or spaces (100,101,103)")
     parser.add_argument("--skip-bad-records", action="store_true",
                         help="leave out bad records (listed with their reason) instead of failing")
     parser.add_argument("--test-records", nargs="+", metavar="RECORD",
-                        help="the test split, explicitly (recorded in the manifest; the rest is train)")
+                        help="the test split, explicitly, separated by commas or spaces (recorded in the "
+                             "manifest; the rest is train)")
     parser.add_argument("--patient-pattern", metavar="REGEX",
                         help="regular expression extracting the patient id from a record name (its group "
                              "'patient', else its first group, else the match); the split keeps patients whole")
@@ -428,17 +431,22 @@ def _from_flags(args: argparse.Namespace) -> dict[str, Any]:
     if args.workers < 1:
         raise _UsageError(f"--workers must be at least 1, found {args.workers}")
     tok: dict[str, Any] = {"name": args.tokenizer}
+    try:  # `--records 100,101` and `--records 100 101` alike (trainer.data.splits.record_names)
+        records = None if args.records is None else record_names(args.records)
+        test_records = None if args.test_records is None else record_names(args.test_records, "--test-records")
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
     lead = args.lead
     if lead is not None and lead.isdigit():
         lead = int(lead)
     for key, value in (("vocab", args.vocab), ("quantizer", args.quantizer), ("lead", lead), ("fs", args.fs),
                        ("highpass_hz", args.highpass), ("rr_bins", args.rr_bins), ("annotator", args.annotator),
-                       ("records", args.records)):
+                       ("records", records)):
         if value is not None:
             tok[key] = value
     syn = {k: v for k, v in (("records", args.synthetic_records), ("seconds", args.synthetic_seconds),
                              ("seed", args.seed)) if v is not None}
-    split = {k: v for k, v in (("test_records", args.test_records), ("patient_pattern", args.patient_pattern))
+    split = {k: v for k, v in (("test_records", test_records), ("patient_pattern", args.patient_pattern))
              if v is not None}
     return {"data_path": args.data, "tokenizer": tok, "cache_root": args.out, "workers": args.workers,
             "dataset": args.dataset, "synthetic_params": syn or None, "skip_bad_records": args.skip_bad_records,

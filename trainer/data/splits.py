@@ -55,6 +55,22 @@ class Split:
                 "excluded": self.excluded, "patients": self.patients}
 
 
+def record_names(values: str | Iterable[str], flag: str = "--records") -> list[str]:
+    """Record names as a command line gives them: `100,101,103`, `100 101 103`, `100, 101` or several
+    arguments of either, in order, duplicates dropped. The one parser of `--records` and `--test-records`
+    of `hlm-train prepare`, `hlm-train train` and `cockpit demo`. ValueError (naming `flag`) when none."""
+    items = [values] if isinstance(values, str) else list(values)
+    names: list[str] = []
+    for item in items:
+        for name in re.split(r"[,\s]+", str(item)):
+            if name and name not in names:
+                names.append(name)
+    if not names:
+        raise ValueError(f"{flag}: no record names in {' '.join(map(str, items))!r} "
+                         "(give names separated by commas or spaces, e.g. 100,101,103)")
+    return names
+
+
 def is_mitdb(names: Iterable[str]) -> bool:
     """True when every record name is an MIT-BIH Arrhythmia record (so DS1/DS2 applies)."""
     names = list(names)
