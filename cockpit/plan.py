@@ -45,6 +45,7 @@ class Plan:
     budget: float | None = None
     used: float = 0.0
     basis: str = ""  # what the per-run hours rest on, for people
+    node_cores: int | None = None  # the cores a configuration must fit in (the study's, or fewer on this machine)
     recommendations: dict[str, str] = field(default_factory=dict)  # baseline label -> the prediction's advice
 
     @property
@@ -70,6 +71,9 @@ class Plan:
         left = self.budget_left
         return left is not None and self.estimate > left + 1e-9
 
+    def count(self, status: str) -> int:
+        return sum(1 for line in self.lines if line.status == status)
+
     def budget_message(self) -> str:
         """Why a start is refused: the estimate against what is left of the budget."""
         left = max(0.0, self.budget_left or 0.0)
@@ -80,10 +84,19 @@ class Plan:
         )
 
 
+def hours(value: float | None) -> str:
+    """Node-hours as `cockpit plan` and the TUI's plan dialog both print them: two decimals below 10
+    (0.20), one from 10 on (144.0)."""
+    if value is None:
+        return "-"
+    return f"{value:.2f}" if abs(value) < 10 else f"{value:.1f}"
+
+
 def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: float = 0.0,
               cluster: str | None = None, results: Iterable[dict[str, Any]] = (), cores: int | None = None) -> Plan:
     """The plan of every configuration of the matrix; ``statuses`` gives those that are not to submit
-    (by config id); configurations that cannot fit a node are "too big" whatever it says.
+    (by config id); a configuration that cannot fit a node is "too big" unless it is already done or
+    active (a result recorded on a larger machine is still a result: it is not submitted again).
 
     ``results`` (result.json dicts of the study, or recorded elsewhere for the same configurations): where a
     group's 1x1 baseline has finished, the other configurations' node-hours are its prediction instead of
@@ -97,7 +110,9 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
     lines = []
     for cfg in study.matrix():
         fits = study.fits_node(cfg) and (cores is None or cfg.gpus_per_node * cfg.cpus_per_task <= cores)
-        status = "too big" if not fits else statuses.get(cfg.config_id, "submit")
+        status = statuses.get(cfg.config_id, "submit")
+        if not fits and status not in ("done", "active"):
+            status = "too big"
         base = baselines.get(cfg.group_id)
         pred = None
         if base is not None:
@@ -120,6 +135,7 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
         budget=c.node_hour_budget,
         used=used,
         basis=basis,
+        node_cores=min(c.cores_per_node, cores) if cores is not None else c.cores_per_node,
         recommendations=_recommendations(lines, baselines),
     )
 
@@ -139,7 +155,7 @@ def _site(study: Study) -> Any:
         return None
 
 
-def _recommendations(lines: list[PlanLine], baselines: Mapping[str, dict[str, Any]]) -> dict[str, str]:
+def _recommendations(lines: list[PlanLine], baselines: Mapping[str | None, dict[str, Any]]) -> dict[str, str]:
     by_group: dict[str, list[PlanLine]] = {}
     for line in lines:
         if line.predicted is not None:
@@ -155,17 +171,23 @@ def _recommendations(lines: list[PlanLine], baselines: Mapping[str, dict[str, An
 
 
 def study_plan(study: Study, store: StudyStore | None = None, *, key: int | None = None,
-               resubmit_failed: bool = False, cluster: str | None = None, cores: int | None = None) -> Plan:
+               resubmit_failed: bool = False, cluster: str | None = None, cores: int | None = None,
+               results: Iterable[dict[str, Any]] = ()) -> Plan:
     """The plan given what ``store`` knows of the study (without a store, or before the study was
-    registered in it, every configuration that fits a node is to submit)."""
+    registered in it, every configuration that fits a node is to submit): what is done, active or failed
+    there is not to submit, and its results predict the rest's cost. `cockpit plan`, the TUI's plan
+    dialog and the runner's budget guard all call this, with the same store (session.store_path_for) and
+    cores (the backend's: session.node_cores for `cockpit plan`). ``results``: more result.json dicts to
+    predict from (`cockpit plan --baselines`)."""
+    extra = list(results)
     if store is None:
-        return make_plan(study, cluster=cluster, cores=cores)
+        return make_plan(study, cluster=cluster, cores=cores, results=extra)
     if key is None:
         if study.name not in store.study_names():
-            return make_plan(study, cluster=cluster, cores=cores)
+            return make_plan(study, cluster=cluster, cores=cores, results=extra)
         key = store.study_key(study.name)
     latest = store.latest_jobs(key)
-    results = store.results(key).values()
+    results = [*extra, *store.results(key).values()]
     statuses: dict[str, str] = {}
     for cfg in study.runnable():
         cid = cfg.config_id

@@ -41,6 +41,18 @@ def store_path_for(study: Study) -> Path:
     return default_store_path(study.name, str(local) if local is not None else None)
 
 
+def node_cores(study: Study) -> int | None:
+    """The cores one node really has as the study's backend sees them, without connecting anywhere: this
+    machine's for kind = "local" (the local executor's limit, its Backend.cores_per_node), None for Slurm
+    (the study's [cluster].cores_per_node stands). `cockpit plan` passes it where the TUI and the runner
+    pass their backend's, so all three mark the same configurations "too big"."""
+    if study.cluster.kind == "local":
+        from cockpit.launch.local import machine_cores
+
+        return machine_cores()
+    return None
+
+
 def store_for(study: Study, path: str | Path | None = None) -> StudyStore:
     """The study's store: ``path`` if given, else :func:`store_path_for`."""
     from cockpit.store import StudyStore

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cockpit.plan import Plan
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,19 +35,15 @@ def main(args: argparse.Namespace) -> int:
     from cockpit.launch.sites import SiteError
     from cockpit.store import StoreError
 
-    problems: list[str] = []
     try:
         if study.cluster.kind == "slurm":
             check_scripts(study)  # what `cockpit run` would refuse, refused now (the error names the key)
-        results = known_results(study, args.baselines, problems)
+        plan, store_path, problems = current_plan(study, baseline_results(args.baselines))
     except (ValueError, SiteError, StoreError) as exc:
         err.print(f"error: {exc}", style="bold red", markup=False, highlight=False, soft_wrap=True)
         return 2
-    from cockpit.plan import make_plan, study_plan
-
-    plan = make_plan(study, results=results) if results else study_plan(study)
-    console.print(plan_table(study, args.limit, plan))
-    console.print(plan_summary(study, plan), highlight=False)
+    console.print(plan_table(study, args.limit, plan, console=console))
+    console.print(plan_summary(study, plan, store_path), highlight=False)
     if args.render:
         from cockpit.launch.render import render_study_scripts
 
@@ -60,59 +60,122 @@ def main(args: argparse.Namespace) -> int:
     return 2 if problems else 0
 
 
-def known_results(study, baselines: Path | None, problems: list[str] | None = None) -> list[dict]:
-    """result.json dicts the prediction can start from: every one under `baselines`, and the study's store's.
-    A directory without any, or an unreadable result, is an error naming the path. A store's result row
-    that does not parse is left out and named in `problems` (the store, the run and how to re-collect it)."""
+def baseline_results(baselines: Path | None) -> list[dict]:
+    """Every result.json under `--baselines DIR` (baselines recorded elsewhere, to predict from). A
+    directory without any, or an unreadable result, is an error naming the path."""
     from trainer.rundir import RunDirError, read_result
 
     results: list[dict] = []
-    if baselines is not None:
-        if not baselines.is_dir():
-            raise ValueError(f"--baselines {baselines}: no such directory")
-        for path in sorted(baselines.rglob("result.json")):
-            try:
-                result = read_result(path.parent)
-            except RunDirError as exc:
-                raise ValueError(f"--baselines: {exc}") from exc
-            if result is not None:
-                results.append(result)
-        if not results:
-            raise ValueError(f"--baselines {baselines}: no result.json below it")
-    from cockpit.session import store_path_for
-
-    store_path = store_path_for(study)
-    if store_path.exists():
-        from cockpit.store import StudyStore
-
-        store = StudyStore(store_path, read_only=True)  # browsing: never written, nothing left beside it
+    if baselines is None:
+        return results
+    if not baselines.is_dir():
+        raise ValueError(f"--baselines {baselines}: no such directory")
+    for path in sorted(baselines.rglob("result.json")):
         try:
-            with store.reading():
-                if study.name in store.study_names():
-                    key = store.study_key(study.name)
-                    results += list(store.results(key).values())
-                    if problems is not None:
-                        problems += [f"{store_path}: {p}" for p in store.result_problems(key)]
-        finally:
-            store.close()
+            result = read_result(path.parent)
+        except RunDirError as exc:
+            raise ValueError(f"--baselines: {exc}") from exc
+        if result is not None:
+            results.append(result)
+    if not results:
+        raise ValueError(f"--baselines {baselines}: no result.json below it")
     return results
 
 
-def plan_table(study, limit: int = 0, plan=None):
-    """A rich table of the matrix, one block per baseline group; fixed axes go in the caption. With a
-    plan whose lines carry predictions, each configuration shows its predicted T, speedup and node-hours."""
+def current_plan(study, baselines: list[dict] | None = None) -> tuple[Plan, Path | None, list[str]]:
+    """The plan `cockpit open` and `cockpit run` would act on now: cockpit.plan.study_plan over their
+    inputs. The study's store is found where they find it (session.store_path_for) and read without being
+    written, so what is done, queued or running there is not to submit and its results predict the rest;
+    a local study gets this machine's cores (session.node_cores, what the local executor allows), as the
+    TUI's plan dialog does; `baselines` are more results to predict from. Returns the plan, the store
+    read (None when there is none yet) and one line per result row of it that does not parse (left out:
+    the store, the run and how to re-collect it)."""
+    from cockpit.plan import study_plan
+    from cockpit.session import node_cores, store_path_for
+
+    cores = node_cores(study)
+    store_path = store_path_for(study)
+    if not store_path.exists():
+        return study_plan(study, cores=cores, results=baselines or ()), None, []
+    from cockpit.store import StudyStore
+
+    store = StudyStore(store_path, read_only=True)  # browsing: never written, nothing left beside it
+    try:
+        with store.reading():
+            plan = study_plan(study, store, cores=cores, results=baselines or ())
+            problems = []
+            if study.name in store.study_names():
+                problems = [f"{store_path}: {p}" for p in store.result_problems(store.study_key(study.name))]
+    finally:
+        store.close()
+    return plan, store_path, problems
+
+
+# the plan table's short headers, explained in its caption (so every value fits 80 columns uncut)
+SHORT_HEADERS = {"dataset": "data", "window": "w", "cpus_per_task": "c", "precision": "prec", "batch_size": "b"}
+NUMERIC_AXES = ("window", "cpus_per_task", "batch_size")
+
+
+def plan_table(study, limit: int = 0, plan: Plan | None = None, console=None):  # noqa: ANN001 - rich Console
+    """A rich table of the plan, one block per baseline group: each configuration's varying axes, its
+    status (what a submit does with it; the 1x1 baseline marked) and, where a finished baseline predicts
+    it, its predicted T, speedup and node-hours. Short headers and the fixed axes are explained in the
+    caption. Numbers are never cut: on a narrow terminal (or piped, 80 columns) the group column goes
+    first, then the axes share one column of the configuration's label words (`w128 c2`), which wrap."""
+    from rich.measure import Measurement
+
+    from cockpit.plan import study_plan
+
+    plan = plan or study_plan(study)
+    tables = [_plan_table(study, limit, plan, layout) for layout in ("wide", "narrow", "label")]
+    if console is None:
+        return tables[0]
+    unbounded = console.options.update_width(10_000)  # each table's own needs, not clamped to the terminal
+    sizes = [Measurement.get(console, unbounded, table) for table in tables]
+    unwrapped = [t for t, size in zip(tables, sizes, strict=True) if size.maximum <= console.width]
+    wrapped = [t for t, size in zip(tables, sizes, strict=True) if size.minimum <= console.width]
+    return (unwrapped or wrapped or tables)[0]
+
+
+def _plan_table(study, limit: int, plan: Plan, layout: str):
+    from rich import box
     from rich.table import Table
 
+    from cockpit.plan import hours
     from cockpit.spec import SCALE_AXES
 
     varying = [axis for axis, values in study.sweep.items() if len(values) > 1 and axis not in SCALE_AXES]
     fixed = ", ".join(f"{axis}={values[0]}" for axis, values in study.sweep.items() if len(values) == 1 and axis not in SCALE_AXES)
-    table = Table(title=f"{study.name}: configuration matrix", caption=f"fixed: {fixed}" if fixed else None)
-    lines = {line.config_id: line for line in plan.lines} if plan is not None else {}
+    lines = {line.config_id: line for line in plan.lines}
     predicted = any(line.predicted is not None for line in lines.values())
-    extra = ("predicted T s", "S", "node-h") if predicted else ()
-    for column in ("group", "config", *varying, "nodes x GPUs", *extra, "note"):
-        table.add_column(column, no_wrap=True, justify="right" if column in extra else "left")
+    legend = []
+    if layout == "label":
+        legend.append("configuration: " + " ".join(_label_word(a) for a in varying) + " NxG")
+    else:
+        legend += [f"{SHORT_HEADERS[a]} {a}" for a in varying if a in SHORT_HEADERS and a != "dataset"]
+    legend.append("NxG nodes x GPUs per node")
+    if predicted:
+        legend.append("T s, S, node-h: predicted from the group's finished 1x1 baseline")
+    if any(line.status == "too big" for line in plan.lines):
+        legend.append(f"too big: more cores than a node's {plan.node_cores}")
+    caption = "; ".join(legend) + (f"; fixed: {fixed}" if fixed else "")
+    table = Table(title=f"{study.name}: configuration matrix", caption=caption, box=box.SIMPLE_HEAD,
+                  pad_edge=False, caption_justify="left")
+    if layout == "wide":
+        table.add_column("group", no_wrap=True)
+    table.add_column("config", no_wrap=True)
+    if layout == "label":
+        table.add_column("configuration", overflow="fold")
+    else:
+        for axis in varying:
+            numeric = axis in NUMERIC_AXES
+            table.add_column(SHORT_HEADERS.get(axis, axis), no_wrap=numeric, overflow="fold",
+                             justify="right" if numeric else "left")
+        table.add_column("NxG", no_wrap=True)
+    if predicted:
+        for column in ("T s", "S", "node-h"):
+            table.add_column(column, no_wrap=True, justify="right")
+    table.add_column("status", overflow="fold")
     groups: dict[str, list] = {}
     for cfg in study.matrix():
         groups.setdefault(cfg.group_id, []).append(cfg)
@@ -122,42 +185,71 @@ def plan_table(study, limit: int = 0, plan=None):
             break
         cfgs.sort(key=lambda c: (c.nodes, c.gpus_per_node))
         for index, cfg in enumerate(cfgs):
-            note = "baseline" if cfg.is_baseline else ""
-            if not study.fits_node(cfg):
-                note = f"exceeds node ({cfg.gpus_per_node * cfg.cpus_per_task} cores)"
-            p = lines[cfg.config_id].predicted if cfg.config_id in lines else None
-            cells = (f"{p.t_s:.1f}", f"{p.speedup:.2f}x", f"{p.node_hours:.3f}") if p else ("-", "-", "-")
+            line = lines.get(cfg.config_id)
+            status = line.status if line else "submit"
+            if cfg.is_baseline:
+                status += " (baseline)"
+            p = line.predicted if line else None
+            cells = (f"{p.t_s:.1f}" if p.t_s < 1000 else f"{p.t_s:.0f}", f"{p.speedup:.2f}x",
+                     hours(p.node_hours)) if p else ("-", "-", "-")
+            scale = f"{cfg.nodes}x{cfg.gpus_per_node}"
+            if layout == "label":  # config_label's words of the varying axes
+                axes_cells: tuple[str, ...] = (" ".join([*(_label_value(a, getattr(cfg, a)) for a in varying), scale]),)
+            else:
+                axes_cells = (*(str(getattr(cfg, axis)) for axis in varying), scale)
             table.add_row(
-                group_id if index == 0 else "",
+                *((group_id if index == 0 else "",) if layout == "wide" else ()),
                 cfg.config_id,
-                *(str(getattr(cfg, axis)) for axis in varying),
-                f"{cfg.nodes}x{cfg.gpus_per_node}",
+                *axes_cells,
                 *(cells if predicted else ()),
-                note,
+                status,
                 end_section=index == len(cfgs) - 1,
             )
             shown += 1
     return table
 
 
-def plan_summary(study, plan=None) -> str:
-    """Counts and the node-hour estimate (cockpit.plan, as the TUI and the runner compute it), saying what
-    the estimate is based on, and each predicted group's recommendation."""
-    from cockpit.plan import study_plan
+# how config_label writes each axis' value (its prefix), for the one-column layout
+_LABEL_PREFIX = {"window": "w", "cpus_per_task": "c", "batch_size": "b"}
+
+
+def _label_word(axis: str) -> str:
+    prefix = _LABEL_PREFIX.get(axis)
+    return f"{prefix}<{axis}>" if prefix else f"<{axis}>"
+
+
+def _label_value(axis: str, value) -> str:  # noqa: ANN001
+    return f"{_LABEL_PREFIX.get(axis, '')}{value}"
+
+
+STATUS_WORDS = {"done": "done", "active": "queued or running",
+                "failed": "failed (cockpit run --resubmit-failed runs them again)"}
+
+
+def plan_summary(study, plan: Plan | None = None, store_path: Path | None = None) -> str:
+    """Counts by status and the node-hour estimate of what is to submit (cockpit.plan, as the TUI's plan
+    dialog and the runner compute them), saying what the estimate rests on, which store the statuses come
+    from, and each predicted group's recommendation."""
+    from cockpit.plan import hours, study_plan
 
     plan = plan or study_plan(study)
     matrix = study.matrix()
     submit = len(plan.to_submit)
     axes = " x ".join(f"{len(v)} {k}" for k, v in study.sweep.items() if len(v) > 1) or "1"
     groups = len({cfg.group_id for cfg in matrix})
+    others = [f"{plan.count(status)} {word}" for status, word in STATUS_WORDS.items() if plan.count(status)]
+    if plan.count("too big"):
+        others.append(f"{plan.count('too big')} too big for a node's {plan.node_cores} cores")
     lines = [
         f"{len(matrix)} configurations ({axes}) in {groups} baseline groups",
-        f"{submit} jobs to submit"
-        + (f"; {len(matrix) - submit} exceed a node's {study.cluster.cores_per_node} cores" if submit < len(matrix) else ""),
-        f"estimated {plan.estimate:.1f} node-hours ({plan.basis})",
+        f"{submit} jobs to submit" + (f"; {', '.join(others)}" if others else ""),
+        f"estimated {hours(plan.estimate)} node-hours ({plan.basis})",
     ]
     if plan.budget is not None:
-        lines.append(f"node-hour budget {plan.budget:g}: " + ("EXCEEDS budget" if plan.over_budget else "within budget"))
+        lines.append(f"node-hour budget {plan.budget:g}, {hours(plan.used)} used: "
+                     + ("EXCEEDS budget" if plan.over_budget else "within budget"))
+    if store_path is not None:
+        lines.append(f"statuses from the study's store {store_path}")
     lines += [f"{group}: {text}" for group, text in plan.recommendations.items()]
     if study.synthetic_default:
         lines.append("no dataset given: using the built-in synthetic ECG generator")

@@ -9,6 +9,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Static
 
+from cockpit.plan import hours
 from cockpit.tui.controller import Plan
 
 STATUS_STYLE = {"submit": "bold", "done": "green", "too big": "red"}
@@ -20,12 +21,12 @@ def plan_summary(plan: Plan) -> Text:
         (f"{plan.study}", "bold"),
         f" on {plan.cluster}: {len(plan.lines)} configurations, ",
         (f"{n} to submit", "bold"),
-        f", about {plan.estimate:.2f} node-hours ({plan.basis})",
+        f", about {hours(plan.estimate)} node-hours ({plan.basis})",
     ]
     left = plan.budget_left
     if left is not None:
         parts.append("\nbudget left ")
-        parts.append((f"{left:.2f} of {plan.budget:.2f} node-hours", "bold red" if plan.over_budget else "green"))
+        parts.append((f"{hours(left)} of {hours(plan.budget)} node-hours", "bold red" if plan.over_budget else "green"))
         if plan.over_budget:
             parts.append(("  — the estimate exceeds the budget", "bold red"))
     else:
@@ -87,7 +88,7 @@ class PlanScreen(ModalScreen[bool]):
         for line, label in zip(self.plan.lines, short_labels(labels), strict=True):
             p = line.predicted
             table.add_row(label, Text(line.status, style=STATUS_STYLE.get(line.status, "")),
-                          f"{line.node_hours:.2f}", f"{p.t_s:.1f}" if p else "-", f"{p.speedup:.2f}x" if p else "-")
+                          hours(line.node_hours), f"{p.t_s:.1f}" if p else "-", f"{p.speedup:.2f}x" if p else "-")
         self.query_one("#no", Button).focus()
 
     def action_answer(self, value: bool) -> None:

@@ -46,7 +46,7 @@ def test_the_dialog_the_runner_and_the_command_agree(tmp_path: Path):
     fresh = study_plan(session.study)
     assert [line.status for line in fresh.lines].count("too big") == 2
     assert len(fresh.to_submit) == 4 and fresh.estimate == pytest.approx(4 * 0.5)
-    assert "4 jobs to submit" in plan_summary(session.study) and "estimated 2.0 node-hours" in plan_summary(session.study)
+    assert "4 jobs to submit" in plan_summary(session.study) and "estimated 2.00 node-hours" in plan_summary(session.study)
 
     ids = _record(session)
     dialog = LiveController(session).plan()

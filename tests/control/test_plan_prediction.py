@@ -62,7 +62,8 @@ def test_cockpit_plan_prints_predictions_from_recorded_baselines(study_and_basel
     rundir.write_result(recorded, {k: v for k, v in base.items() if k not in ("schema_version", "kind")})
     assert cli(["plan", str(path), "--baselines", str(tmp_path / "recorded")]) == 0
     out = capsys.readouterr().out
-    assert "predicted T s" in out and "workers (1 node):" in out
+    words = " ".join(out.split())  # the caption (the table's legend) wraps at the table's width
+    assert "T s, S, node-h: predicted from the group's finished 1x1 baseline" in words and "workers (1 node):" in out
     assert cli(["plan", str(path), "--baselines", str(tmp_path / "missing")]) == 2
     assert "--baselines" in capsys.readouterr().err
 
