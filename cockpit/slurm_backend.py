@@ -28,6 +28,7 @@ class SlurmBackend(Backend):
     """A Backend over one SshConnection. ``problems`` collects parse problems until the runner takes them."""
 
     actions = frozenset(JOB_ACTIONS)
+    connection: SshConnection  # never None here
 
     def __init__(self, study: Study, connection: SshConnection, *, hold: bool = False,
                  follow_interval_s: float = 2.0) -> None:

@@ -19,6 +19,7 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import asyncssh
 from asyncssh.config import SSHClientConfig
@@ -90,8 +91,9 @@ def resolve_target(
         raise SshError(f"{cfg_path}: cannot read SSH config: {exc}") from exc
     if port is not None and not 0 < int(port) < 65536:
         raise SshError(f"SSH port must be 1..65535, got {port!r}")
-    ids = [identity_file] if identity_file else list(cfg.get("IdentityFile") or [])
-    kh_cfg = cfg.get("UserKnownHostsFile")
+    # SSHClientConfig.get returns object: the values as asyncssh parses them (lists of str, ints)
+    ids = [identity_file] if identity_file else list(cast("list[str] | None", cfg.get("IdentityFile")) or [])
+    kh_cfg = cast("list[str] | None", cfg.get("UserKnownHostsFile"))
     kh = known_hosts or (kh_cfg[0] if kh_cfg else str(DEFAULT_KNOWN_HOSTS))
     jump_spec = cfg.get("ProxyJump")
     jump = None
@@ -101,10 +103,10 @@ def resolve_target(
         jhost, _, jport = jhostport.partition(":")
         jump = resolve_target(jhost, user=juser or None, port=int(jport) if jport else None,
                               known_hosts=known_hosts, ssh_config=ssh_config)
-    alive = cfg.get("ServerAliveInterval")
+    alive = cast("float | None", cfg.get("ServerAliveInterval"))
     return SshTarget(
         host=host or str(cfg.get("Hostname") or name),
-        port=int(port if port is not None else cfg.get("Port") or 22),
+        port=int(port if port is not None else cast("int | None", cfg.get("Port")) or 22),
         user=user or str(cfg.get("User") or getpass.getuser()),
         identity_files=tuple(str(Path(p).expanduser()) for p in ids),
         identities_only=bool(cfg.get("IdentitiesOnly") or identity_file),
@@ -380,7 +382,8 @@ class SshConnection:
             try:
                 async with self._sftp.open(remote_path, "rb") as fh:
                     await fh.seek(offset)
-                    return await fh.read(max_bytes)
+                    # read() is annotated with an unbound AnyStr; a file opened "rb" gives bytes
+                    return cast(bytes, await fh.read(max_bytes))
             except asyncssh.SFTPNoSuchFile:
                 return None
 

@@ -29,7 +29,7 @@ class ResumableSampler(DistributedSampler):
         self.set_epoch(epoch)
         self.start = start
 
-    def __iter__(self) -> Iterator[tuple[int, int]]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[tuple[int, int]]:
         indices = list(super().__iter__())[self.start:]
         return iter([(self.epoch, i) for i in indices])
 

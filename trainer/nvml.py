@@ -15,7 +15,9 @@ from typing import Any
 from trainer import rundir
 
 
-def _sample(pynvml: Any, handle: Any, index: int, host: str) -> dict[str, Any]:
+def _sample(handle: Any, index: int, host: str) -> dict[str, Any]:
+    import pynvml  # already loaded by the caller; imported here so that its names are checked
+
     def opt(fn: Any, *args: Any) -> Any:
         try:
             return fn(*args)
@@ -58,7 +60,7 @@ def sample_all() -> tuple[list[dict[str, Any]], str]:
     try:
         host = socket.gethostname()
         count = pynvml.nvmlDeviceGetCount()
-        samples = [_sample(pynvml, pynvml.nvmlDeviceGetHandleByIndex(i), i, host) for i in range(count)]
+        samples = [_sample(pynvml.nvmlDeviceGetHandleByIndex(i), i, host) for i in range(count)]
         return samples, "" if samples else "NVML found no GPU"
     except pynvml.NVMLError as exc:
         return [], f"NVMLError: {exc}"
@@ -96,15 +98,17 @@ class NvmlSampler:
                                             "nvml": "unavailable", "reason": self.reason})
             return self
         self.available = True
-        self._thread = threading.Thread(target=self._run, args=(pynvml, handles), name="nvml", daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(handles,), name="nvml", daemon=True)
         self._thread.start()
         return self
 
-    def _run(self, pynvml: Any, handles: list[Any]) -> None:
+    def _run(self, handles: list[Any]) -> None:
+        import pynvml  # loaded by start()
+
         try:
             while not self._stop.is_set():
                 for i, handle in enumerate(handles):
-                    rundir.append_jsonl(self.path, _sample(pynvml, handle, i, self.host))
+                    rundir.append_jsonl(self.path, _sample(handle, i, self.host))
                     self.samples += 1
                 self._stop.wait(self.interval_s)
         finally:

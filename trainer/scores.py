@@ -33,7 +33,7 @@ def class_scores(confusion: list[list[int]], classes: list[str]) -> dict[str, An
         else:
             f1[name] = 2 * se * pp / (se + pp)
     present = [v for v in f1.values() if v is not None]
-    main = [f1[c] for c in MAIN_CLASSES if c in f1 and f1[c] is not None]
+    main = [v for c in MAIN_CLASSES if c in f1 and (v := f1[c]) is not None]
     return {
         "classes": classes,
         "support": {name: sum(confusion[i]) for i, name in enumerate(classes)},

@@ -6,6 +6,7 @@ rank opens the same shards. The loop itself only sees a `Data` bundle, so tests 
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -58,14 +59,14 @@ def load(s: Settings, d: Dist) -> Data:
     from trainer.data.splits import plan_split
 
     cache = Path(s.token_cache) if s.token_cache else s.run_dir / "tokens"
-    kwargs = {"dataset": s.dataset, "synthetic_params": s.synthetic_params,
-              "skip_bad_records": s.skip_bad_records, "split": s.split}
+    prepare = functools.partial(prepare_dataset, dataset=s.dataset, synthetic_params=s.synthetic_params,
+                                skip_bad_records=s.skip_bad_records, split=s.split)
     t0 = time.perf_counter()
     if d.is_main:
-        shard = prepare_dataset(s.data_path, s.tokenizer, cache, s.prepare_workers, **kwargs)
+        shard = prepare(s.data_path, s.tokenizer, cache, s.prepare_workers)
     barrier(d)
     if not d.is_main:  # up to date by now: only a digest check
-        shard = prepare_dataset(s.data_path, s.tokenizer, cache, 1, **kwargs)
+        shard = prepare(s.data_path, s.tokenizer, cache, 1)
     prepare_s = time.perf_counter() - t0
 
     manifest = wd.load_manifest(shard)
@@ -76,7 +77,8 @@ def load(s: Settings, d: Dist) -> Data:
     if not split.train:
         raise DataError(f"{manifest.path}: the training split of dataset {manifest['dataset']!r} is empty: "
                         f"{split.reason}")
-    train_records, val_records = list(split.train), []
+    train_records: list[str] = list(split.train)
+    val_records: list[str] = []
     if s.mode == "finetune" and s.val_fraction > 0:
         train_records, val_records = validation_split(split.train, split.patients, s.val_fraction)
         if d.is_main:

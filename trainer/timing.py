@@ -62,7 +62,8 @@ class CommMeter:
     def hook(self, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
         self.last_ready = self.clock.mark()
         self.buckets += 1
-        fut = default_hooks.allreduce_hook(self.group, bucket)
+        # torch annotates process_group without None, which the hook takes as the default group
+        fut = default_hooks.allreduce_hook(self.group, bucket)  # type: ignore[arg-type]
         if self.clock.cuda:
             return fut
         launched = time.perf_counter()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
@@ -9,10 +10,10 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from cockpit.tui import model
 
 
-def palette_commands(app) -> list[tuple[str, object, str]]:
+def palette_commands(app) -> list[tuple[str, Callable[[], object], str]]:
     """(name, callback, help) for every palette entry; built fresh so it follows the app's state."""
     view = app.query_one("#scaling-view")
-    cmds: list[tuple[str, object, str]] = [
+    cmds: list[tuple[str, Callable[[], object], str]] = [
         ("Show scaling view", partial(app.action_show_tab, "scaling"), "one row per configuration"),
         ("Show queue", partial(app.action_show_tab, "queue"), "jobs, states, pending reasons"),
         ("Show GPUs", partial(app.action_show_tab, "gpus"), "allocated time vs T, each job's GPUs over its run"),

@@ -5,6 +5,8 @@ Two throughputs exist for a run and both are labelled: the run average (result.j
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from rich.highlighter import Highlighter
 from rich.text import Text
 from textual.app import ComposeResult
@@ -17,6 +19,9 @@ from cockpit.snapshot import MetricPoint, StudySnapshot
 from cockpit.tui import explain_panel, model, quality_panel
 from cockpit.tui import format as fmt
 from cockpit.tui.bindings import DETAIL_BINDINGS
+
+if TYPE_CHECKING:
+    from cockpit.tui.app import CockpitApp  # which imports this module when it opens a run
 
 LOG_LINES = 2000  # bounded buffer: the screen never holds more of a log than this
 LOG_TAIL = 500  # lines asked of the snapshot per refresh
@@ -80,6 +85,8 @@ class MatchHighlighter(Highlighter):
 class SearchLog(Log):
     """The log with the search term highlighted on every line that has it."""
 
+    highlighter: MatchHighlighter
+
     def __init__(self, **kwargs) -> None:
         super().__init__(highlight=True, **kwargs)
         self.highlighter = MatchHighlighter()
@@ -106,7 +113,7 @@ def breakdown_series(points: list[MetricPoint]) -> list[tuple[str, str, list[tup
 
 
 class RunDetailScreen(Screen):
-    BINDINGS = DETAIL_BINDINGS
+    BINDINGS = [*DETAIL_BINDINGS]  # a copy, typed as the list of BindingType textual declares
     follows_snapshots = True  # the app hands every new snapshot to this screen
 
     def __init__(self, config_id: str, live: bool = True) -> None:
@@ -253,10 +260,10 @@ class RunDetailScreen(Screen):
         self._caption()
 
     def action_pager(self) -> None:
-        self.app.open_pager(self.config_id)
+        cast("CockpitApp", self.app).open_pager(self.config_id)
 
     def action_copy_path(self) -> None:
-        self.app.copy_run_dir(self.config_id)
+        cast("CockpitApp", self.app).copy_run_dir(self.config_id)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "log-search":

@@ -13,7 +13,7 @@ def missing(value: float | None) -> bool:
 
 def duration(seconds: float | None) -> str:
     """Compact duration: 42s, 3m05s, 2h07m, 1d03h."""
-    if missing(seconds):
+    if seconds is None or missing(seconds):
         return "-"
     s = int(round(max(0.0, float(seconds))))
     if s < 60:
@@ -34,12 +34,12 @@ def ratio(value: float | None, suffix: str = "x") -> str:
 
 
 def percent(value: float | None) -> str:
-    return "-" if missing(value) else f"{value * 100:.0f}%"
+    return "-" if value is None or missing(value) else f"{value * 100:.0f}%"
 
 
 def rate(value: float | None) -> str:
     """Throughput with a k/M suffix: 1.2M, 830k, 95."""
-    if missing(value):
+    if value is None or missing(value):
         return "-"
     v = float(value)
     if v >= 1e6:
@@ -58,7 +58,7 @@ def quality(value: float | None, change: float | None) -> str:
 
 def efficiency_style(value: float | None) -> str:
     """Colour of an efficiency: green near ideal, yellow acceptable, red poor."""
-    if missing(value):
+    if value is None or missing(value):
         return "dim"
     if value >= 0.85:
         return "bold green"

@@ -22,7 +22,7 @@ ACTION_STATES = {
 
 
 class QueueView(Vertical):
-    BINDINGS = QUEUE_BINDINGS
+    BINDINGS = [*QUEUE_BINDINGS]  # a copy, typed as the list of BindingType textual declares
 
     class JobAction(Message):
         """The user asked for an action on a job; the app confirms and performs it."""

@@ -11,11 +11,14 @@ renders only the cells whose content really changed; the rest of each line is re
 
 from __future__ import annotations
 
+from typing import cast
+
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.cache import LRUCache
 from textual.widgets import DataTable
+from textual.widgets.data_table import RowKey
 
 from cockpit.tui.model import Column, Row
 
@@ -53,7 +56,7 @@ class RowTable(DataTable):
         self._content_cache: LRUCache[tuple, list[list[Segment]]] = LRUCache(4096)
         self._line_in_row_cache: LRUCache[tuple, tuple] = LRUCache(1024)
         self._strip_cache: LRUCache[tuple, tuple] = LRUCache(1024)
-        self._frame_style = None  # the widget's rich style while a frame renders its lines
+        self._frame_style: Style | None = None  # the widget's rich style while a frame renders its lines
         self._component_styles_seen: tuple = ()
 
     def notify_style_update(self) -> None:
@@ -67,6 +70,7 @@ class RowTable(DataTable):
 
     def _row_content_key(self, row_key) -> tuple | None:
         """Content keys of every cell of a row (the header's labels for the header row)."""
+        values: list[object]
         try:
             if row_key is self._header_row_key:
                 values = [column.label for column in self.ordered_columns]
@@ -98,9 +102,10 @@ class RowTable(DataTable):
         base_style = self._frame_style
         if base_style is None:
             return super().render_line(y)
-        # as DataTable.render_line, with the frame's style
+        # as DataTable.render_line (which takes every fixed row to have a key), with the frame's style
         scroll_x, scroll_y = self.scroll_offset
-        fixed_height = sum(self.get_row_height(self._row_locations.get_key(i)) for i in range(self.fixed_rows))
+        fixed_height = sum(self.get_row_height(cast(RowKey, self._row_locations.get_key(i)))
+                           for i in range(self.fixed_rows))
         if self.show_header:
             fixed_height += self.get_row_height(self._header_row_key)
         if y >= fixed_height:
@@ -130,7 +135,9 @@ class RowTable(DataTable):
             and not self._should_render_row_labels else None
         if content is None:
             return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
-        row_index = self._row_locations.get(row_key) if row_key in self._row_locations else -1
+        row_index = self._row_locations.get(row_key)
+        if row_index is None:
+            row_index = -1
         cursor, hover = cursor_location.row == row_index, hover_location.row == row_index
         widths = tuple(column.get_render_width(self) for column in self.ordered_columns)
         shape = (
@@ -174,11 +181,15 @@ class RowTable(DataTable):
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         try:
             column_key = self._column_locations.get_key(column_index)
+            if column_key is None:
+                raise LookupError
             if row_index == -1:
                 value: object = self.columns[column_key].label
                 height = self.header_height
             else:
                 row_key = self._row_locations.get_key(row_index)
+                if row_key is None:
+                    raise LookupError
                 row = self.rows[row_key]
                 if row.auto_height:
                     raise LookupError

@@ -86,7 +86,7 @@ def check_signal_files(header: Path) -> None:
         per_sample = [BYTES_PER_SAMPLE[s.fmt] for s in in_file]
         if nsamp is None or any(b is None for b in per_sample):
             continue  # no count to compare with, or compressed: checked after decoding
-        frame = sum(b * s.per_frame for b, s in zip(per_sample, in_file, strict=True))  # type: ignore[misc]
+        frame = sum(b * s.per_frame for b, s in zip(per_sample, in_file, strict=True) if b is not None)
         size = path.stat().st_size - in_file[0].offset
         held = int(size // frame) if size > 0 else 0
         # 310 and 311 pack three samples into 4 bytes and pad the last group: up to 2 samples of slack.

@@ -62,19 +62,19 @@ def generate_record(index: int, seconds: float = 300, seed: int = 0, fs: float =
     centre, amp, width = [], [], []
     for sym in ("N", "A", "V"):
         sel = np.array([s == sym for s in symbols])
-        for w, (off, a, wd) in enumerate(_WAVES[sym]):
+        for w, (off, height, spread) in enumerate(_WAVES[sym]):
             pick = sel & ~in_af if w == 0 else sel  # no P wave during AF
             stretch = np.sqrt(rr[pick]) if w == 4 else 1.0
             centre.append(times[pick] + off * stretch)
-            amp.append(np.full(pick.sum(), a * scale) * rng.uniform(0.9, 1.1, pick.sum()))
-            width.append(np.full(pick.sum(), wd) * stretch)
+            amp.append(np.full(pick.sum(), height * scale) * rng.uniform(0.9, 1.1, pick.sum()))
+            width.append(np.full(pick.sum(), spread) * stretch)
     c, a, wd = np.concatenate(centre), np.concatenate(amp), np.concatenate(width)
     half = int(math.ceil(4 * 0.08 * fs))
     offs = np.arange(-half, half + 1)
     idx = np.rint(c * fs).astype(np.int64)[:, None] + offs[None, :]
     val = a[:, None] * np.exp(-0.5 * ((idx / fs - c[:, None]) / wd[:, None]) ** 2)
     ok = (idx >= 0) & (idx < n)
-    x = np.bincount(idx[ok], weights=val[ok], minlength=n)[:n]
+    x: np.ndarray = np.bincount(idx[ok], weights=val[ok], minlength=n)[:n]  # float64: weighted
 
     t = np.arange(n) / fs
     x += rng.uniform(0.05, 0.2) * np.sin(2 * np.pi * rng.uniform(0.15, 0.35) * t + rng.uniform(0, 6.3))
