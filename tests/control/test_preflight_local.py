@@ -1,0 +1,95 @@
+"""The preflight on this machine (the local executor runs the same `hlm-train preflight` under torchrun):
+seconds long, every check either run or saying why not, kept in the store by the study file's digest so
+the runner submits only after it passed and never runs it twice for the same file."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from cockpit.preflight import record
+from cockpit.preflight.checks import FAIL, NOT_RUN, PASS
+from cockpit.preflight.jobs import preflight_jobs, study_digest
+from cockpit.preflight.run import run_preflight
+from cockpit.preflight.table import report_lines
+from cockpit.runner import PreflightFailed
+from cockpit.session import open_session
+from cockpit.spec import load_study
+from tests.studies import mitdb_data, write_study
+
+
+def _study(tmp_path: Path, **data):
+    path = write_study(tmp_path / "pf.toml", "pf", tmp_path / "work",
+                       cluster={"gpus_per_node": 2, "cores_per_node": 2}, data=data or None,
+                       train={"steps": 2, "window": 32}, sweep={"gpus_per_node": [1, 2]})
+    return load_study(path)
+
+
+def test_one_job_per_node_count_with_the_largest_gpus_per_node(tmp_path: Path):
+    jobs = preflight_jobs(_study(tmp_path))
+    assert [(j.nodes, j.gpus_per_node) for j in jobs] == [(1, 2)]
+
+
+async def test_local_preflight_runs_every_check_or_says_why_not(tmp_path: Path):
+    study = _study(tmp_path, **mitdb_data(tmp_path / "tokens"))
+    backend = open_session(study).backend
+    try:
+        report = await run_preflight(study, backend, poll_s=0.2)
+    finally:
+        await backend.close()
+    assert report.passed, report_lines(report)
+    rows = {c.area: c for c in report.jobs[0].checks}
+    assert rows["torch"].verdict == PASS and rows["trainer"].verdict == PASS
+    assert rows["workers"].verdict == PASS and rows["workers"].found.startswith("2 ranks on 1 node")
+    assert rows["data mitdb"].verdict == PASS and "101: 360 Hz" in rows["data mitdb"].found
+    assert re.match(r"gloo 2 ranks: bus bandwidth [0-9.]+ GB/s", rows["all-reduce intra-node"].found)
+    for area in ("gpus", "nvml", "queue wait"):
+        assert rows[area].verdict == NOT_RUN and rows[area].found  # never passed without having run
+    assert report.links["intra_node"] > 0
+
+
+async def test_tokenizer_invalid_for_the_records_rate_is_caught_with_the_tokenizers_words(tmp_path: Path):
+    data = mitdb_data(tmp_path / "tokens")
+    data["tokenizer"] = {**data["tokenizer"], "fs": 30, "highpass_hz": 19}
+    study = _study(tmp_path, **data)
+    backend = open_session(study).backend
+    try:
+        report = await run_preflight(study, backend, poll_s=0.2)
+    finally:
+        await backend.close()
+    assert not report.passed
+    (job, check), = report.failures()
+    assert check.area == "data mitdb" and check.verdict == FAIL
+    assert "tokenizer.highpass_hz = 19 Hz is not below the Nyquist frequency of record '101' (15 Hz at 30 Hz)" in check.found
+
+
+async def test_runner_submits_only_after_the_files_preflight_passed_and_runs_it_once(tmp_path: Path):
+    data = mitdb_data(tmp_path / "tokens")
+    data["datasets"]["mitdb"]["path"] = str(tmp_path / "missing")
+    study = _study(tmp_path, **data)
+    bad_digest = study_digest(study)
+    session = open_session(study, preflight=True)
+    try:
+        with pytest.raises(PreflightFailed, match="data mitdb"):
+            await session.runner.start()
+        assert session.store.jobs(session.runner.key) == []
+    finally:
+        await session.runner.close()
+        session.store.close()
+    good = _study(tmp_path, **mitdb_data(tmp_path / "tokens"))  # the file fixed: a new digest
+    assert study_digest(good) != bad_digest
+    lines: list[str] = []
+    session = open_session(good, preflight=True)
+    session.runner.preflight_listeners.append(lines.append)
+    try:
+        await session.runner.start()
+        assert record.passed(session.store, good.name, study_digest(good))
+        assert any(line.startswith("preflight of pf") and line.endswith("passed") for line in lines)
+        lines.clear()
+        await session.runner.start()  # the same file again: the kept preflight holds
+        assert lines == [f"preflight of this study file ({study_digest(good)}) passed before: not run again"]
+    finally:
+        await session.runner.close()
+        session.store.close()
