@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from cockpit.preflight.checks import PreflightReport
-
     from cockpit.spec import Configuration, Study
 
 log = logging.getLogger(__name__)

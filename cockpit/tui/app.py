@@ -7,7 +7,6 @@ guarded so that a slow poll is never overlapped by the next one (the GPU history
 
 from __future__ import annotations
 
-import csv
 import os
 import shlex
 import subprocess
@@ -15,16 +14,17 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, cast
 
 import rich
 from rich.segment import Segments
 from textual import work
 from textual.app import App, ComposeResult, SuspendNotSupported
+from textual.notifications import SeverityLevel
 from textual.widgets import Footer, TabbedContent, TabPane
 
 from cockpit.snapshot import GpuSeries, StudySnapshot
-from cockpit.tui import model
-from cockpit.tui.bindings import APP_BINDINGS
+from cockpit.tui.bindings import APP_BINDINGS, help_sections
 from cockpit.tui.commands import CockpitCommands
 from cockpit.tui.confirm import ConfirmScreen
 from cockpit.tui.controller import Controller
@@ -32,9 +32,20 @@ from cockpit.tui.gpus import GpuView
 from cockpit.tui.header import StatusBar
 from cockpit.tui.help import HelpScreen
 from cockpit.tui.plan import PlanScreen
+from cockpit.tui.preflight import PreflightScreen
 from cockpit.tui.queue import QueueView
 from cockpit.tui.scaling import ScalingView
 from cockpit.tui.table import RowTable
+
+if TYPE_CHECKING:
+    from cockpit.tui.plots import PlotsView  # imported when the tab is first shown (plotext is slow to load)
+
+
+class _FollowsSnapshots(Protocol):
+    """A screen with `follows_snapshots = True` (run detail, compare): the app hands it every snapshot."""
+
+    def apply(self, snap: StudySnapshot) -> None: ...
+
 
 TABS = ("scaling", "queue", "gpus", "plots")
 LOG_FILE = "train.log"
@@ -43,7 +54,7 @@ LOG_FILE = "train.log"
 class CockpitApp(App):
     CSS_PATH = Path(__file__).with_name("cockpit.tcss")  # absolute, so subclasses elsewhere find it
     TITLE = "HLM cockpit"
-    BINDINGS = APP_BINDINGS
+    BINDINGS = [*APP_BINDINGS]  # a copy, typed as the list of BindingType textual declares
     COMMANDS = App.COMMANDS | {CockpitCommands}
 
     def __init__(
@@ -111,7 +122,7 @@ class CockpitApp(App):
         elif self.offer_plan:
             self.call_after_refresh(self._offer_plan)
 
-    def notify(self, message: str, *, title: str = "", severity: str = "information",
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = True) -> None:
         """As App.notify, but a notice already on screen is not stacked again (`p` pressed three times
         says it once)."""
@@ -168,7 +179,7 @@ class CockpitApp(App):
         self.query_one(StatusBar).show(snap, self.clock())
         self._apply_tab(self.query_one(TabbedContent).active, snap)
         if getattr(self.screen, "follows_snapshots", False):
-            self.screen.apply(snap)
+            cast(_FollowsSnapshots, self.screen).apply(snap)
         for problem in snap.problems[:5]:
             if problem not in self._seen_problems:
                 self._seen_problems.add(problem)
@@ -188,9 +199,13 @@ class CockpitApp(App):
     def _plots_apply(self, snap: StudySnapshot) -> None:
         views = self.query("#plots-view")
         if views:
-            views.first().apply(snap)
+            cast("PlotsView", views.first()).apply(snap)
 
     async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if self.focused is not None and event.pane not in self.focused.ancestors:
+            # focus left in a hidden tab would switch back to it (TabbedContent follows focus): `4` from the
+            # GPUs view showed the plots for a moment and then the GPUs again
+            self.set_focus(None)
         if event.pane.id == "plots" and not self.query("#plots-view"):
             from cockpit.tui.plots import PlotsView
 
@@ -209,8 +224,14 @@ class CockpitApp(App):
         self.query_one(TabbedContent).active = tab
 
     def action_help(self) -> None:
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+        """The keys that work here: on this screen (or tab), and on a recording only those with something
+        behind them."""
+        if isinstance(self.screen, HelpScreen):
+            return
+        where = type(self.screen).__name__
+        context = {"RunDetailScreen": "detail", "CompareScreen": "compare"}.get(
+            where, self.query_one(TabbedContent).active if where == "Screen" else "other")
+        self.push_screen(HelpScreen(help_sections(context, live=self.live, can_submit=self.controller.can_submit)))
 
     def open_detail(self, config_id: str) -> None:
         from cockpit.tui.detail import RunDetailScreen
@@ -264,10 +285,13 @@ class CockpitApp(App):
             self.notify(f"{pager[0]}: {exc} (set $PAGER); the log is {path}", severity="error")
 
     def copy_run_dir(self, config_id: str) -> None:
+        """The run directory's absolute path to the clipboard (a cluster's path as the cluster names it)."""
         run_dir = self.controller.run_dir(config_id)
         if not run_dir:
             self.notify("this configuration has no run directory recorded", severity="warning")
             return
+        if not run_dir.startswith(("/", "~", "$")):  # a relative path means nothing outside this process
+            run_dir = os.path.abspath(run_dir)
         self.copy_to_clipboard(run_dir)
         self.notify(f"copied {run_dir}")
 
@@ -280,7 +304,11 @@ class CockpitApp(App):
 
     @work(thread=True, group="export")
     def _write_csv(self, study: str, rows: list) -> None:
-        header, body = model.csv_table(rows)
+        """What the report's scaling.csv holds (the same function writes both), for the rows shown that
+        have a result, in the table's order."""
+        from cockpit.analysis import write_scaling_csv
+
+        analysed = [r.analysis for r in rows if r.analysis]
         folder = self.export_dir or Path.cwd()
         path = folder / f"{study}-scaling.csv"
         n = 2
@@ -288,15 +316,15 @@ class CockpitApp(App):
             path = folder / f"{study}-scaling-{n}.csv"
             n += 1
         try:
-            with path.open("w", newline="") as f:
-                writer = csv.writer(f)
-                writer.writerow(header)
-                writer.writerows(body)
+            with path.open("w", newline="", encoding="utf-8") as f:
+                written = write_scaling_csv(analysed, f)
         except OSError as exc:
             self.call_from_thread(self.notify, f"export failed: {exc}", severity="error")
             return
         self.exports.append(path)
-        self.call_from_thread(self.notify, f"wrote {len(body)} configurations to {path}")
+        left = len(rows) - written
+        extra = f" ({left} shown without a result left out)" if left else ""
+        self.call_from_thread(self.notify, f"wrote {written} configurations to {path}{extra}")
 
     # -- GPU history of ended jobs ---------------------------------------------------------------
 
@@ -384,9 +412,17 @@ class CockpitApp(App):
 
     @work(group="submit", exclusive=True)
     async def _submit(self) -> None:
+        from cockpit.runner import PreflightFailed
+
+        preflight = PreflightScreen()
+        if self.controller.preflight_pending(lambda line: self.call_later(preflight.add_line, line)):
+            await self.push_screen(preflight)
         self.notify("running the study…")
         try:
             text = await self.controller.submit()
+        except PreflightFailed as exc:  # the screen stays open on its FAILED lines
+            self.notify(f"nothing submitted: {exc}", severity="error", timeout=20)
+            return
         except Exception as exc:
             self.notify(f"submit failed: {exc}", severity="error", timeout=15)
             return

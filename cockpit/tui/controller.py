@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from cockpit.backend import JOB_ACTIONS
@@ -24,15 +25,27 @@ GPU_HISTORY_POINTS = 240  # samples kept per GPU for a run's timeline (evenly sp
 class Controller(Protocol):
     """The app's only way to read and act on a study."""
 
-    live: bool  # False for a recording: nothing can be sent, and progress or an eta would be stale
-    can_submit: bool  # whether `p` (plan and submit) has anything behind it
-    device: str | None  # "cpu" when the study file says so (the results say so too once there are some)
+    # Read-only properties here, so that a plain attribute or a property implements each.
+    @property
+    def live(self) -> bool:
+        """False for a recording: nothing can be sent, and progress or an eta would be stale."""
+
+    @property
+    def can_submit(self) -> bool:
+        """Whether `p` (plan and submit) has anything behind it."""
+
+    @property
+    def device(self) -> str | None:
+        """The device: "cpu" when the study file says so (the results say so too once there are some)."""
 
     def snapshot(self) -> StudySnapshot:
         """The study now. Called from a worker thread, never concurrently with itself."""
 
     def plan(self) -> Plan | None:
         """What a submit would do, or None when there is nothing to submit (or no spec)."""
+
+    def preflight_pending(self, listener: Callable[[str], None]) -> bool:
+        """Whether submit() will run a preflight first; if so its lines go to ``listener``."""
 
     async def submit(self) -> str:
         """Start the study (after the user confirmed the plan); returns a message for the user."""
@@ -73,6 +86,9 @@ class RecordedController:
 
     def plan(self) -> Plan | None:
         return self.plan_value
+
+    def preflight_pending(self, listener: Callable[[str], None]) -> bool:
+        return False
 
     async def submit(self) -> str:
         self.submitted += 1
@@ -119,6 +135,9 @@ def store_controller(store: StudyStore, name: str, *, now: float | None = None, 
         return downsample(store.gpu_series(key, config_id, since=0.0))
 
     def run_dirs() -> dict[str, str]:
-        return {c["config_id"]: c["run_dir"] for c in store.configs(key)}
+        """Absolute: a relative run directory (a recording made portable) is where the store is."""
+        here = Path(store.path).resolve().parent
+        return {c["config_id"]: c["run_dir"] if c["run_dir"].startswith(("/", "~", "$")) else str(here / c["run_dir"])
+                for c in store.configs(key)}
 
     return RecordedController(snapshot, plan_value=plan, history=history, run_dirs=run_dirs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from cockpit.plan import Plan, study_plan
@@ -57,6 +58,17 @@ class LiveController:
         # the backend's real cores (this machine's, for the local executor): what it would refuse is "too big"
         return study_plan(self.study, self.session.store, resubmit_failed=runner.resubmit_failed,
                           cluster=self.session.backend.label, cores=self.session.backend.cores_per_node)
+
+    def preflight_pending(self, listener: Callable[[str], None]) -> bool:
+        runner = self.session.runner
+        if not runner.preflight:
+            return False
+        from cockpit.preflight import jobs, record
+
+        if self._registered() and record.passed(self.session.store, self.study.name, jobs.study_digest(self.study)):
+            return False
+        runner.preflight_listeners.append(listener)
+        return True
 
     async def submit(self) -> str:
         """Start (or resume) the study and follow it to the end; returns a one-line summary."""

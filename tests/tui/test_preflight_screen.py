@@ -1,0 +1,35 @@
+"""The TUI runs the preflight before a study's first submit and shows its progress and tables; after a
+failure the screen stays on the FAILED line and nothing is submitted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cockpit.session import open_session
+from cockpit.spec import load_study
+from cockpit.tui.app import CockpitApp
+from cockpit.tui.live import LiveController
+from cockpit.tui.preflight import PreflightScreen
+from tests.studies import mitdb_data, write_study
+from tests.tui.test_live import wait_for
+
+
+async def test_a_failed_preflight_stays_on_screen_and_submits_nothing(tmp_path: Path):
+    data = mitdb_data(tmp_path / "tokens")
+    data["datasets"]["mitdb"]["path"] = str(tmp_path / "no-such-database")
+    spec = write_study(tmp_path / "study.toml", "pf-tui", tmp_path / "work", cluster={"gpus_per_node": 2},
+                       data=data, train={"steps": 2, "window": 32})
+    session = open_session(load_study(spec), preflight=True)
+    app = CockpitApp(LiveController(session), poll_interval=0.3, auto_submit=True, offer_plan=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, PreflightScreen))
+        screen = app.screen
+
+        def text() -> str:
+            return " ".join(" ".join(strip.text for strip in screen.query_one("#preflight-log").lines).split())
+
+        await wait_for(pilot, lambda: "FAILED preflight 1 node x 2 data mitdb" in text(), timeout=120)
+        assert "submitted job local-" in text() and "nothing of the study is submitted until it passes" in text()
+        await pilot.pause(0.5)
+        assert app.screen is screen  # it stays open on a failure
+        assert session.store.jobs(session.runner.key) == []
