@@ -48,7 +48,7 @@ class MaskedWindows(Dataset):
         self.seed = seed
 
     def __len__(self) -> int:
-        return len(self.windows)  # type: ignore[arg-type]
+        return len(self.windows)  # type: ignore[arg-type]  # torch's Dataset declares no __len__; ours have one
 
     def __getitem__(self, key: tuple[int, int] | int) -> tuple[torch.Tensor, torch.Tensor]:
         epoch, index = key if isinstance(key, tuple) else (0, key)
@@ -64,7 +64,7 @@ class LabelledWindows(Dataset):
         self.windows = windows
 
     def __len__(self) -> int:
-        return len(self.windows)  # type: ignore[arg-type]
+        return len(self.windows)  # type: ignore[arg-type]  # torch's Dataset declares no __len__; ours have one
 
     def __getitem__(self, key: tuple[int, int] | int) -> tuple[torch.Tensor, Any]:
         index = key[1] if isinstance(key, tuple) else key

@@ -13,6 +13,7 @@ import torch.distributed as dist
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
 PHASES = ("data_wait", "compute", "comm", "optimizer", "other")
+Mark = torch.cuda.Event | float  # what Clock.mark() returns: a recorded CUDA event, or perf_counter()
 
 
 class Clock:
@@ -21,18 +22,20 @@ class Clock:
     def __init__(self, device: torch.device) -> None:
         self.cuda = device.type == "cuda"
 
-    def mark(self) -> object:
+    def mark(self) -> Mark:
         if self.cuda:
             event = torch.cuda.Event(enable_timing=True)
             event.record()
             return event
         return time.perf_counter()
 
-    def elapsed(self, start: object, end: object) -> float:
+    def elapsed(self, start: Mark, end: Mark) -> float:
         """Seconds between two marks; on CUDA call only after the events have completed."""
-        if self.cuda:
-            return start.elapsed_time(end) / 1000.0  # type: ignore[attr-defined]
-        return float(end) - float(start)  # type: ignore[arg-type]
+        if isinstance(start, torch.cuda.Event) and isinstance(end, torch.cuda.Event):
+            return start.elapsed_time(end) / 1000.0
+        if isinstance(start, float) and isinstance(end, float):
+            return end - start
+        raise TypeError(f"marks of two different clocks: {start!r}, {end!r}")
 
     def sync(self) -> None:
         if self.cuda:
@@ -51,7 +54,7 @@ class CommMeter:
     def __init__(self, clock: Clock, group: dist.ProcessGroup | None = None) -> None:
         self.clock = clock
         self.group = group
-        self.last_ready: object | None = None
+        self.last_ready: Mark | None = None
         self.buckets = 0
         self.busy_s = 0.0
 
