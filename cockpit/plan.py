@@ -93,7 +93,8 @@ def hours(value: float | None) -> str:
 
 
 def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: float = 0.0,
-              cluster: str | None = None, results: Iterable[dict[str, Any]] = (), cores: int | None = None) -> Plan:
+              cluster: str | None = None, results: Iterable[dict[str, Any]] = (), cores: int | None = None,
+              measured: prediction.Links | None = None) -> Plan:
     """The plan of every configuration of the matrix; ``statuses`` gives those that are not to submit
     (by config id); a configuration that cannot fit a node is "too big" unless it is already done or
     active (a result recorded on a larger machine is still a result: it is not submitted again).
@@ -101,12 +102,14 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
     ``results`` (result.json dicts of the study, or recorded elsewhere for the same configurations): where a
     group's 1x1 baseline has finished, the other configurations' node-hours are its prediction instead of
     the per-run estimate, and the group gets a recommendation line. ``cores``: what one node really has
-    when the backend knows better than the study (Backend.cores_per_node)."""
+    when the backend knows better than the study (Backend.cores_per_node). ``measured``: link figures the
+    preflight measured, between the runs' own probes and the site profile."""
     statuses = statuses or {}
     results = list(results)
     baselines = {r.get("group_id"): r for r in results
                  if r.get("status", "completed") == "completed" and _is_baseline(r)}
-    links = prediction.merge(prediction.measured_links(results), prediction.site_links(_site(study)))
+    fallback = prediction.merge(measured or prediction.Links(), prediction.site_links(_site(study)))
+    links = prediction.merge(prediction.measured_links(results), fallback)
     lines = []
     for cfg in study.matrix():
         fits = study.fits_node(cfg) and (cores is None or cfg.gpus_per_node * cfg.cpus_per_task <= cores)
@@ -198,4 +201,8 @@ def study_plan(study: Study, store: StudyStore | None = None, *, key: int | None
             statuses[cid] = "active"
         elif job is not None and job.state != "lost" and not resubmit_failed:
             statuses[cid] = "failed"  # ended without a valid result: submitted again only on request
-    return make_plan(study, statuses, store.node_hours_used(key), cluster, results, cores)
+    from cockpit.preflight import record
+
+    kept = record.latest(store, study.name)
+    measured = prediction.preflight_links(kept.links, kept.digest) if kept is not None else None
+    return make_plan(study, statuses, store.node_hours_used(key), cluster, results, cores, measured)

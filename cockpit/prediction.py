@@ -85,6 +85,16 @@ def measured_links(results: Iterable[dict[str, Any]]) -> Links:
                     for k, v in found.items() if v})
 
 
+def preflight_links(busbw: dict[str, float], digest: str) -> Links:
+    """The bus bandwidth the study's preflight measured per link kind (bytes/s): better than the profile's
+    nominal figures, replaced by the runs' own start-up probes once there are some."""
+    def link(kind: str) -> Link | None:
+        bw = busbw.get(kind)
+        return Link(float(bw), 0.0, f"measured by the preflight ({digest})") if bw and bw > 0 else None
+
+    return Links(link("intra_node"), link("inter_node"))
+
+
 def site_links(site: Any) -> Links:
     """The site profile's link figures (GB/s, microseconds), where it has them."""
     latency = getattr(site, "allreduce_latency_us", 0.0) * 1e-6

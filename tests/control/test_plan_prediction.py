@@ -82,3 +82,18 @@ def test_the_plan_marks_what_the_local_machine_cannot_run_too_big(tmp_path):
     status = {(line.label.split()[3], line.label.split()[4]): line.status for line in plan.lines}
     assert status[("1x2", "c2")] == "too big" and status[("1x2", "c1")] == "submit"
     assert study_plan(study).lines[-1].status == "submit"  # the study alone cannot know
+
+
+def test_the_preflights_measured_links_replace_the_site_profiles(study_and_baseline):
+    """Once a preflight measured a link, the prediction uses its figure (and says so) instead of the
+    profile's nominal one; the runs' own probes would replace both."""
+    from cockpit import prediction
+
+    _, study, base = study_and_baseline
+    measured = prediction.preflight_links({"intra_node": 0.25e9}, "abc123")
+    nominal = make_plan(study, {base["config_id"]: "done"}, results=[base])
+    preflown = make_plan(study, {base["config_id"]: "done"}, results=[base], measured=measured)
+    two_nominal = next(line.predicted for line in nominal.lines if line.predicted.workers == 2)
+    two = next(line.predicted for line in preflown.lines if line.predicted.workers == 2)
+    assert two.link == "intra_node (measured by the preflight (abc123))"
+    assert two.parts["comm"] > two_nominal.parts["comm"]  # 0.25 GB/s measured against the profile's 1.0
