@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from cockpit import explain, prediction
+from cockpit import explain, labels, prediction
 from cockpit.quality import quality_of
 from cockpit.spec import AXES, SCALE_AXES, Configuration
 
@@ -143,7 +143,8 @@ def _analysed(run: dict[str, Any], base: dict[str, Any] | None, links: predictio
     if base is None:
         rec.update(t1_s=NAN, work_ratio=NAN, t_same_work_s=run["train_time_s"], t1_over_n_s=NAN, speedup=NAN,
                    efficiency=NAN, overhead_s=NAN, karp_flatt=NAN, compute_ratio=NAN,
-                   note="no baseline: the group's 1 node x 1 GPU run has not finished",
+                   note=f"no baseline: the group's {labels.baseline_label(labels.device_of([run['device']]))} "
+                        "run has not finished",
                    **{f"loss_{t}_s": NAN for t in (*BREAKDOWN_PARTS, "unaccounted")})
     else:
         work = work_ratio(run["samples"], base["samples"])
@@ -203,19 +204,59 @@ def scaling_table(results: Iterable[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def summary_by_workers(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def csv_columns(rows: Iterable[dict[str, Any]]) -> list[str]:
+    """The CSV's columns: every key of the rows but CSV_SKIP, in the order the rows name them when taken in
+    the analysis' order (so the same rows give the same columns however they are filtered or sorted)."""
+    ordered = sorted(rows, key=lambda r: (*(_sortable(r.get(a)) for a in GROUP_AXES), _sortable(r.get("nodes")),
+                                          _sortable(r.get("gpus_per_node"))))
+    return list(dict.fromkeys(k for r in ordered for k in r if k not in CSV_SKIP))
+
+
+def scaling_csv_rows(rows: Iterable[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    """(columns, one list of cells per row in the order given) of the scaling CSV: a missing or NaN value
+    is an empty cell, everything else its full-precision value."""
+    rows = list(rows)
+    columns = csv_columns(rows)
+    return columns, [[_csv_cell(r.get(c)) for c in columns] for r in rows]
+
+
+def write_scaling_csv(rows: Iterable[dict[str, Any]], file: IO[str]) -> int:
+    """`analyse` rows as CSV, in the order given: the report's scaling.csv and the TUI's export (`e`) both
+    write through this function. Returns the row count."""
+    import csv
+
+    columns, body = scaling_csv_rows(rows)
+    writer = csv.writer(file, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows(body)
+    return len(body)
+
+
+def _csv_cell(value: Any) -> Any:
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    return value
+
+
+def summary_by_workers(rows: Iterable[dict[str, Any]], pending: Iterable[dict[str, Any]] = ()
+                       ) -> list[dict[str, Any]]:
     """Median speedup, efficiency and overhead per worker count over the groups that have both the run and
-    its baseline, with how many groups that is and the values the medians are of (the study's headline
-    figures, checkable by hand)."""
+    its baseline, with how many groups that is of those with a configuration of that many workers
+    (`pending`: the configurations without a result; counted by cockpit.series.group_counts, as the
+    figures' notes are) and the values the medians are of (the study's headline figures, checkable by
+    hand)."""
     import statistics
 
+    from cockpit.series import group_counts, usable
+
+    rows = list(rows)
+    counts = group_counts(rows, pending)
     by_n: dict[int, list[dict[str, Any]]] = {}
-    groups = {r["group_id"] for r in rows}
     for r in rows:
-        if r.get("speedup", NAN) == r.get("speedup", NAN) and r.get("status") == "completed":
+        if usable(r):
             by_n.setdefault(r["workers"], []).append(r)
     return [
-        {"workers": n, "groups": len({r["group_id"] for r in rs}), "of_groups": len(groups),
+        {"workers": n, "groups": counts[n][0], "of_groups": counts[n][1],
          **{k: statistics.median(r[k] for r in rs) for k in ("speedup", "efficiency", "overhead_s")},
          "speedups": sorted(r["speedup"] for r in rs), "overheads_s": sorted(r["overhead_s"] for r in rs)}
         for n, rs in sorted(by_n.items())

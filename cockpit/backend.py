@@ -138,7 +138,7 @@ class Backend(ABC):
         directory and its log files. final_states, cancel and read_file then work on it like on any job."""
         raise UnsupportedAction(f"{self.label} cannot run a preflight")
 
-    async def qos_limits(self) -> tuple[dict[str, int], str]:
+    async def qos_limits(self) -> tuple[dict[str, int | None], str]:
         """The longest wall time (minutes) each QOS allows, and where that came from; none by default."""
         return {}, ""
 

@@ -367,17 +367,17 @@ class SlurmClient:
             raise SlurmError(f"squeue failed: {_slurm_message(result.stderr) or result.exit_status}")
         return parse_squeue(result.stdout, name_prefix=name_prefix, comment=comment)
 
-    async def qos_limits(self) -> dict[str, int]:
-        """MaxWall of every QOS in minutes (QOSs without one are left out), from one ``sacctmgr``; raises
-        SlurmError where accounting cannot be asked."""
+    async def qos_limits(self) -> dict[str, int | None]:
+        """MaxWall of every QOS in minutes (None: no MaxWall), from one ``sacctmgr``; raises SlurmError
+        where accounting cannot be asked."""
         res = await self._run("sacctmgr", ["-n", "-P", "show", "qos", "format=Name,MaxWall"])
         if res.exit_status != 0:
             raise SlurmError(f"sacctmgr failed: {_slurm_message(res.stderr) or res.exit_status}")
-        out = {}
+        out: dict[str, int | None] = {}
         for line in res.stdout.splitlines():
             name, _, wall = line.strip().partition("|")
-            if name and wall.strip():
-                out[name] = wall_minutes(wall.strip())
+            if name:
+                out[name] = wall_minutes(wall.strip()) if wall.strip() else None
         return out
 
     async def final_states(self, job_ids: Iterable[str]) -> Parsed:

@@ -93,11 +93,14 @@ class SlurmBackend(Backend):
 
     async def submit_preflight(self, job: PreflightJob, config: dict[str, Any]) -> tuple[str, str, list[str]]:
         directory = preflight_dir(await self.study_dir(), job)
+        made = await self.connection.run(f"mkdir -p {shlex.quote(directory)}")  # SFTP would only say "No such file"
+        if made.exit_status != 0:
+            raise SlurmError(f"cannot create {directory} on the cluster: {made.stderr.strip() or made.exit_status}")
         script = render_preflight_script(self.study, job, config, directory)
         job_id = await self.slurm.submit(script, f"{directory}/{rundir.JOB_SCRIPT_FILE}")
         return job_id, directory, [f"{directory}/{name}" for name in rundir.slurm_log_files(job_id)]
 
-    async def qos_limits(self) -> tuple[dict[str, int], str]:
+    async def qos_limits(self) -> tuple[dict[str, int | None], str]:
         """sacctmgr's MaxWall per QOS; the site profile's qos_max_minutes where accounting cannot be asked."""
         try:
             return await self.slurm.qos_limits(), "sacctmgr"

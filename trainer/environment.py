@@ -11,6 +11,7 @@ from typing import Any
 
 SLURM_VARIABLES = {
     "job_id": "SLURM_JOB_ID",
+    "node_name": "SLURMD_NODENAME",  # the node as Slurm names it (several slurmd may share one host)
     "nodes": "SLURM_NNODES",
     "nodelist": "SLURM_JOB_NODELIST",
     "cpus_per_task": "SLURM_CPUS_PER_TASK",

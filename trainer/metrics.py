@@ -18,11 +18,15 @@ from trainer.timing import peak_memory_bytes
 class IntervalMeter:
     """Sums step phases until the interval has passed, then writes one record and starts over."""
 
-    def __init__(self, path: Path, rank: int, interval_s: float, device: torch.device) -> None:
+    def __init__(self, path: Path, rank: int, interval_s: float, device: torch.device,
+                 total_steps: int | None = None) -> None:
+        """`total_steps`: the steps the run will take, known once its data is loaded (from `steps`, or from
+        `epochs` and the steps per epoch); written in every record so the cockpit shows progress and an eta."""
         self.path = path
         self.rank = rank
         self.interval_s = interval_s
         self.device = device
+        self.total_steps = total_steps
         self.last_interval_loss: float | None = None
         self._reset()
 
@@ -47,7 +51,7 @@ class IntervalMeter:
 
     def maybe_emit(self, **fields: object) -> None:
         if time.perf_counter() - self.started >= self.interval_s:
-            self.emit(**fields)
+            self.emit(False, **fields)
 
     def emit(self, final: bool = False, **fields: object) -> None:
         """Write the interval's record (also with zero steps when `final`, so every rank ends with one)."""
@@ -62,6 +66,7 @@ class IntervalMeter:
             "t": time.time(),
             "rank": self.rank,
             **fields,
+            **({"total_steps": self.total_steps} if self.total_steps is not None else {}),
             "loss": loss,
             "interval_s": wall,
             "steps_in_interval": self.steps,

@@ -43,6 +43,7 @@ def rank_facts(d: distributed.Dist) -> dict[str, Any]:
         "rank": d.rank,
         "local_rank": d.local_rank,
         "host": socket.gethostname(),
+        "node": environment.slurm_allocation().get("node_name") or socket.gethostname(),
         "device": str(d.device),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "cuda_device_count": torch.cuda.device_count() if torch.cuda.is_available() else 0,

@@ -34,7 +34,7 @@ from trainer.metrics import IntervalMeter
 from trainer.model import HeartLanguageModel, ModelConfig, load_encoder
 from trainer.nvml import NvmlSampler
 from trainer.settings import ConfigError, Settings
-from trainer.timing import Breakdown, Clock, CommMeter, comm_hook, peak_memory_bytes
+from trainer.timing import Breakdown, Clock, CommMeter, Mark, comm_hook, peak_memory_bytes
 from trainer.validation import Validator
 
 log = logging.getLogger("hlm.train")
@@ -247,18 +247,19 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
     prog = Progress()
     prog.prepare_s = data.prepare_s
 
-    model, init_note = _build_model(s, data, fresh=state is None)
-    raw = model.to(d.device)
+    built, init_note = _build_model(s, data, fresh=state is None)
+    raw = built.to(d.device)
     raw.set_class_weights(data.class_weights, d.device)
+    model: torch.nn.Module = raw
     if s.compile:
+        # torch.compile is annotated as returning a plain callable; given a Module it returns an OptimizedModule
         model = torch.compile(raw)  # type: ignore[assignment]
     clock = Clock(d.device)
     comm = CommMeter(clock)
     if d.enabled:
-        model = DDP(model, device_ids=[d.device.index] if d.device.type == "cuda" else None,
-                    gradient_as_bucket_view=True,
-                    **({"bucket_cap_mb": s.bucket_cap_mb} if s.bucket_cap_mb else {}))
-        model.register_comm_hook(comm, comm_hook)
+        model = ddp = DDP(model, device_ids=[d.device.index] if d.device.type == "cuda" else None,
+                          gradient_as_bucket_view=True, bucket_cap_mb=s.bucket_cap_mb or None)
+        ddp.register_comm_hook(comm, comm_hook)
     optimizer, opt_kind = _optimizer(raw, s, d.device)
     nbytes = probe.grad_bytes(list(raw.parameters()))
     link_probe = probe.all_reduce_probe(d, nbytes, s.nodes)  # start-up time, outside T
@@ -276,7 +277,8 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
     steps_per_epoch = batches_per_epoch // s.grad_accum
     if steps_per_epoch < 1:
         raise ConfigError(f"batch_size {s.batch_size} x grad_accum {s.grad_accum} x world size {d.world} needs "
-                          f"more windows than the training split has ({len(data.train)})")  # type: ignore[arg-type]
+                          f"more windows than the training split has ({len(data.train)})")  # type: ignore[arg-type]  # Dataset: no __len__
+    # settings.py requires exactly one of steps and epochs
     total_steps = s.steps if s.steps is not None else max(1, math.ceil(s.epochs * steps_per_epoch))  # type: ignore[operator]
     tokens_per_sample = data.seq_len or s.window
     validator = Validator(s, data, d, autocast, state)
@@ -286,14 +288,14 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
         prog.prepare_s += data.prepare_s
         log.info("resumed from %s at step %d/%d (T so far %.3f s)", ckpt_path, prog.step, total_steps,
                  prog.train_time_s)
-    hostnames = sorted(set(distributed.gather_objects(d, socket.gethostname())))  # type: ignore[type-var]
+    hostnames = sorted(set(distributed.gather_objects(d, socket.gethostname())))
     nvml = NvmlSampler(s.run_dir / rundir.GPU_FILE, s.nvml_interval_ms).start() if d.is_local_main else None
     if d.is_main:
         log.info("world %d on %s, device %s, backend %s, %d loader workers, %d threads, %s AdamW, "
                  "%d parameters, %d steps (%d per epoch)", d.world, ",".join(hostnames), d.device, d.backend,
                  workers, threads, opt_kind, raw.num_parameters(), total_steps, steps_per_epoch)
 
-    meter = IntervalMeter(s.run_dir / rundir.METRICS_FILE, d.rank, s.metrics_interval_s, d.device)
+    meter = IntervalMeter(s.run_dir / rundir.METRICS_FILE, d.rank, s.metrics_interval_s, d.device, total_steps)
     breakdown = Breakdown()
     vote = StopVote(d)
     params = [p for p in raw.parameters() if p.requires_grad]
@@ -313,7 +315,7 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
             for group in optimizer.param_groups:
                 group["lr"] = lr
             data_s = 0.0
-            marks: list[tuple[object, object, object | None]] = []  # per micro-batch: start, end, comm
+            marks: list[tuple[Mark, Mark, Mark | None]] = []  # per micro-batch: start, end, comm
             loss_sum = torch.zeros((), device=d.device)
             for micro in range(s.grad_accum):
                 t_data = time.perf_counter()
@@ -329,7 +331,7 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
                 last_micro = micro == s.grad_accum - 1
                 comm.reset()
                 c0 = clock.mark()
-                with contextlib.nullcontext() if last_micro or not d.enabled else model.no_sync():
+                with contextlib.nullcontext() if last_micro or not isinstance(model, DDP) else model.no_sync():
                     with autocast():
                         loss = model(inputs, targets) / s.grad_accum
                     if slow_s:
@@ -430,7 +432,7 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
     if d.is_main:
         T = prog.train_time_s
         tokens = prog.samples * tokens_per_sample
-        result = {
+        result: dict[str, Any] = {
             "status": "completed",
             "study": s.study, "config_id": s.config_id, "group_id": s.group_id,
             "config": s.config or s.as_dict(),

@@ -44,7 +44,7 @@ class JobFindings:
     env: dict[str, Any] | None = None
     facts: dict[str, Any] | None = None
     log_tail: str = ""
-    qos_minutes: dict[str, int] = field(default_factory=dict)
+    qos_minutes: dict[str, int | None] = field(default_factory=dict)  # None: no MaxWall
     qos_source: str = ""
 
 
@@ -116,10 +116,16 @@ def _time_limit(study: Study, found: JobFindings) -> list[Check]:
     c = study.cluster
     if not c.qos:
         return [Check("qos wall time", NOT_RUN, "the study sets no [cluster].qos")]
-    cap = found.qos_minutes.get(c.qos)
-    caps = ", ".join(f"{q} {m} min" for q, m in sorted(found.qos_minutes.items())) or "none known"
+    caps = ", ".join(f"{q} {m} min" if m else f"{q} unlimited" for q, m in sorted(found.qos_minutes.items()))
+    if c.qos not in found.qos_minutes:
+        if found.qos_source == "sacctmgr":  # accounting knows every QOS: sbatch will refuse this one
+            return [Check("qos wall time", FAIL, f"QOS {c.qos!r} does not exist (known: {caps or 'none'})",
+                          "a QOS of the cluster", "set [cluster].qos to one of the known QOSs")]
+        return [Check("qos wall time", NOT_RUN, f"no MaxWall known for QOS {c.qos!r} "
+                      f"({caps or 'none known'}; {found.qos_source or 'no source'})")]
+    cap = found.qos_minutes[c.qos]
     if cap is None:
-        return [Check("qos wall time", NOT_RUN, f"no MaxWall known for QOS {c.qos!r} ({caps}; {found.qos_source or 'no source'})")]
+        return [Check("qos wall time", PASS, f"QOS {c.qos} sets no MaxWall (from {found.qos_source})")]
     where = f"{c.time_limit_minutes} min for QOS {c.qos} (caps: {caps}; from {found.qos_source})"
     if c.time_limit_minutes > cap:
         return [Check("qos wall time", FAIL, where, f"<= {cap} min",
@@ -155,10 +161,11 @@ def _base(version: str) -> str:
 
 def _devices(study: Study, job: PreflightJob, ranks: list[dict[str, Any]], expect_gpus: bool) -> list[Check]:
     want = job.nodes * job.gpus_per_node
-    hosts = sorted({str(r.get("host")) for r in ranks})
-    workers = Check("workers", PASS if len(ranks) == want else FAIL,
-                    f"{len(ranks)} ranks on {len(hosts)} node(s) ({', '.join(hosts)})", f"{want} on {job.nodes}",
-                    "" if len(ranks) == want else "check [cluster].gpus_per_node and the launcher's log")
+    nodes = sorted({str(r.get("node") or r.get("host")) for r in ranks})
+    ok = len(ranks) == want and len(nodes) == job.nodes
+    workers = Check("workers", PASS if ok else FAIL,
+                    f"{len(ranks)} ranks on {len(nodes)} node(s) ({', '.join(nodes)})", f"{want} on {job.nodes}",
+                    "" if ok else "check [cluster].gpus_per_node and the launcher's log")
     if not expect_gpus:
         need = job.gpus_per_node * job.cfg.cpus_per_task
         cores = min((int(r.get("cores") or 0) for r in ranks), default=0)

@@ -1,9 +1,11 @@
 """The study's figures as PNG files (matplotlib, Agg backend: no display needed).
 
 The four figures of the published study draw the series of cockpit.series (the TUI's plots tab draws the
-same ones); each axis says what is drawn, the ideal is drawn rather than written, and a note under a
-figure flags medians over fewer groups than the study has. One waterfall per group shows, for each
-N-worker run, how T1/N grows term by term into T at the baseline's work.
+same ones): medians over groups, titled so in words, with each group's own value beside the median where
+it is a bar; each axis says what is drawn, worker counts are integer ticks, the ideal is drawn rather
+than written, and a note under a figure flags medians over fewer groups than have a configuration there.
+One waterfall per group shows, for each N-worker run, how T1/N grows term by term into T at the
+baseline's work. Axis limits are set from what is drawn, so no bar or label is cut off.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cockpit import explain, series
+from cockpit import explain, labels, series
 
-FIGURES = series.TITLES
+FIGURES = series.TITLES  # the figure names (and a GPU study's titles); write_figures titles by the study's device
 COLORS = {"data_wait": "#8064a2", "compute": "#c0504d", "comm": "#f79646", "optimizer": "#4bacc6",
           "other": "#9bbb59", "unaccounted": "#7f7f7f"}
+LABEL_ROOM = 0.25  # share of an axis' span left beside the largest bar for its value label
 
 
 class Drawn(NamedTuple):
@@ -33,29 +36,52 @@ def write_figures(rows: list[dict[str, Any]], out: Path, pending: list[dict[str,
 
     pending = pending or []
     paths: dict[str, Drawn] = {}
-    for name, title in FIGURES.items():
-        fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=100)
-        ax.set_title(title, fontsize=10)
-        note = DRAW[name](ax, rows, pending) if any(series.finished(r) for r in rows) else "no finished runs yet"
-        if note:
-            fig.text(0.01, 0.01, note, fontsize=7, color="#a33", wrap=True)
-        fig.tight_layout(rect=(0, 0.05 if note else 0, 1, 1))
-        paths[name] = Drawn(_save(fig, out / f"fig_{name}.png", plt), title)
+    titles = series.titles(labels.device_of_rows(rows))
+    for name in series.NAMES:
+        fig, ax = draw_figure(name, rows, pending)
+        paths[name] = Drawn(_save(fig, out / f"fig_{name}.png", plt), titles[name])
     for group, runs in _groups(rows).items():
-        bars = _waterfall_rows(runs)
-        fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.28 * len(bars)), dpi=100)
-        _waterfall(ax, bars)
-        title = f"Where the time went: {_group_label(runs[0])}"
-        ax.set_title(title, fontsize=10)
-        fig.tight_layout()
-        paths[f"waterfall_{group}"] = Drawn(_save(fig, out / f"fig_waterfall_{group}.png", plt), title)
+        fig, ax = draw_waterfall(runs)
+        paths[f"waterfall_{group}"] = Drawn(_save(fig, out / f"fig_waterfall_{group}.png", plt), ax.get_title())
     return paths
+
+
+def draw_figure(name: str, rows: list[dict[str, Any]], pending: list[dict[str, Any]]):  # noqa: ANN201
+    """(figure, axes) of one of the four figures, titled and with its note; the caller saves or inspects it."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=100)
+    ax.set_title(series.titles(labels.device_of_rows(rows))[name], fontsize=10)
+    note = DRAW[name](ax, rows, pending) if any(series.usable(r) for r in rows) else "no finished runs yet"
+    if note:
+        fig.text(0.01, 0.01, note, fontsize=7, color="#a33", wrap=True)
+    fig.tight_layout(rect=(0, 0.05 if note else 0, 1, 1))
+    return fig, ax
+
+
+def draw_waterfall(runs: list[dict[str, Any]]):  # noqa: ANN201
+    """(figure, axes) of one group's waterfall."""
+    import matplotlib.pyplot as plt
+
+    bars = _waterfall_rows(runs)
+    fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.28 * len(bars)), dpi=100)
+    _waterfall(ax, bars)
+    ax.set_title(f"Where the time went: {_group_label(runs[0])}", fontsize=10)
+    fig.tight_layout()
+    return fig, ax
 
 
 def _save(fig, path: Path, plt) -> Path:  # noqa: ANN001
     fig.savefig(path, metadata={"Software": None})
     plt.close(fig)
     return path
+
+
+def _worker_axis(ax, xs: list[float], device: str) -> None:  # noqa: ANN001
+    """Ticks at the worker counts drawn, written as integers (never 1.2 workers)."""
+    ax.set_xticks(xs, [f"{int(x)}" for x in xs])
+    ax.minorticks_off()
+    ax.set_xlabel(f"{labels.worker_word(device)} N")
 
 
 def _time_vs_cpus(ax, rows, pending) -> str:  # noqa: ANN001
@@ -68,46 +94,64 @@ def _time_vs_cpus(ax, rows, pending) -> str:  # noqa: ANN001
     ax.minorticks_off()
     ax.set_xlabel("CPUs per task")
     ax.set_ylabel(series.T_LABEL)
-    ax.legend()
+    ax.set_ylim(0, max((y for s in lines for y in s.y), default=1.0) * 1.15)
+    ax.legend(loc="lower left", fontsize=8)
     return lines[0].note if lines else ""
 
 
 def _time_bars(ax, rows, pending) -> str:  # noqa: ANN001
+    """Median bars, each group's own value as a dot on its bar, the ideal (1-worker bar / N) dashed, and
+    S = 1-worker bar / this bar above each bar: everything written on the figure follows from what is drawn."""
+    device = labels.device_of_rows(rows)
     bars = series.time_bars(rows, pending)
     xs = list(range(len(bars.x)))
-    drawn = ax.bar(xs, bars.y, color="#4878a8", width=0.6, label="measured T/work")
+    drawn = ax.bar(xs, bars.y, color="#4878a8", width=0.6, label=f"measured: {bars.label}")
+    for x, values in zip(xs, bars.groups, strict=True):
+        ax.plot([x] * len(values), values, "o", color="black", markersize=3,
+                label="each group" if x == 0 else None)
     for x, ideal in zip(xs, bars.ideal, strict=True):
         if ideal == ideal:
             ax.hlines(ideal, x - 0.3, x + 0.3, colors="black", linestyles="--", linewidth=1.5,
-                      label="ideal T1/N" if x == 0 else None)
-    for bar, n, s in zip(drawn, bars.x, bars.speedup, strict=True):
-        label = f"S = {s:.2f}x (ideal {n:g}x)" if s == s else "no baseline"
-        ax.annotate(label, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
-                    fontsize=8)
-    ax.set_xticks(xs, [f"{n:g}" for n in bars.x])
-    ax.set_xlabel("workers N (nodes × GPUs per node)")
+                      label="ideal: 1-worker bar / N".replace("worker", labels.worker_word(device, 1))
+                      if x == 0 else None)
+    for bar, n, s, values in zip(drawn, bars.x, bars.speedup, bars.groups, strict=True):
+        label = f"S = {s:.2f}x (ideal {n:g}x)" if s == s else "no 1-worker bar".replace(
+            "worker", labels.worker_word(device, 1))
+        ax.annotate(label, (bar.get_x() + bar.get_width() / 2, max([bar.get_height(), *values])),
+                    textcoords="offset points", xytext=(0, 4), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(xs, [f"{int(n)}" for n in bars.x])
+    ax.set_xlabel(f"{labels.worker_word(device)} N")
     ax.set_ylabel(series.T_LABEL)
+    top = max([*bars.y, *(v for vs in bars.groups for v in vs)], default=1.0)
+    ax.set_ylim(0, top * 1.3)  # room for the S labels and the legend above the tallest bar
     ax.legend(loc="upper right", fontsize=8)
     return bars.note
 
 
 def _efficiency(ax, rows, pending) -> str:  # noqa: ANN001
+    device = labels.device_of_rows(rows)
     s = series.efficiency(rows, pending)
     ax.plot(s.x, s.y, marker="o", label="measured")
     ax.axhline(1.0, color="grey", linestyle="--", label="ideal")
-    ax.set_ylim(0, 1.1)
-    ax.set_xlabel("workers N")
-    ax.set_ylabel("efficiency E = S/N")
+    for x, y in zip(s.x, s.y, strict=True):
+        ax.annotate(f"{y:.2f}", (x, y), textcoords="offset points", xytext=(0, -12), ha="center", fontsize=8)
+    ax.set_ylim(0, max([1.0, *s.y]) * 1.1)
+    _worker_axis(ax, s.x, device)
+    ax.set_ylabel(f"efficiency E = speedup / {labels.worker_word(device)}")
     ax.legend(loc="lower left")
     return s.note
 
 
 def _overhead(ax, rows, pending) -> str:  # noqa: ANN001
+    device = labels.device_of_rows(rows)
     s = series.overhead(rows, pending)
     ax.plot(s.x, s.y, marker="o", color="#c0504d", label="measured")
     ax.axhline(0.0, color="grey", linestyle="--", label="ideal")
-    ax.set_xlabel("workers N")
-    ax.set_ylabel("overhead T/work - T1/N (s)")
+    _worker_axis(ax, s.x, device)
+    ax.set_ylabel("overhead: T/work minus T1/N (s)")
+    lo, hi = min([0.0, *s.y]), max([0.0, *s.y])
+    pad = (hi - lo) * 0.15 or 1.0
+    ax.set_ylim(lo - pad, hi + pad)
     ax.legend(loc="upper left")
     return s.note
 
@@ -135,12 +179,13 @@ def _waterfall_rows(runs: list[dict[str, Any]]) -> list[tuple[str, float, float,
     for r in runs:
         start = r["t1_over_n_s"]
         bars.append((f"N={r['workers']} ({_scale(r)}): T1/N", 0.0, start, "#bfbfbf"))
-        for term in (*explain.PARTS, "unaccounted"):
-            v = r.get(f"loss_{term}_s", 0.0)
-            if v == v and abs(v) >= 0.0005:
-                bars.append((f"{explain.TERM_LABELS[term]} {v:+.2f} s", start, v, COLORS[term]))
-                start += v
-        bars.append((f"= T/work (O {r['overhead_s']:+.2f} s)", 0.0, r["t_same_work_s"], "#4878a8"))
+        terms = [(t, v) for t in (*explain.PARTS, "unaccounted")
+                 if (v := r.get(f"loss_{t}_s", 0.0)) == v and abs(v) >= 0.0005]
+        o, shown = explain.shown_split(r["overhead_s"], terms)  # labels that add up to the label's O
+        for (term, v), (_, label_v) in zip(terms, shown, strict=True):
+            bars.append((f"{explain.TERM_LABELS[term]} {label_v:+.2f} s", start, v, COLORS[term]))
+            start += v
+        bars.append((f"= T/work (O {o:+.2f} s)", 0.0, r["t_same_work_s"], "#4878a8"))
     return bars
 
 
@@ -154,7 +199,11 @@ def _waterfall(ax, bars: list[tuple[str, float, float, str]]) -> None:  # noqa: 
     ax.set_yticks(range(len(bars)), [b[0] for b in bars], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("seconds")
-    ax.margins(x=0.15)
+    # explicit limits: autoscaling stops at a bar's edge (matplotlib's sticky edges), which clipped the
+    # bars that end furthest right and their labels
+    ends = [x for _, left, width, _ in bars for x in (left, left + width)]
+    lo, hi = min([0.0, *ends]), max([0.0, *ends])
+    ax.set_xlim(lo - (hi - lo) * 0.02, hi + (hi - lo) * LABEL_ROOM)
 
 
 def _scale(r: dict[str, Any]) -> str:

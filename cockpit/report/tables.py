@@ -10,7 +10,7 @@ import html
 import math
 from typing import Any
 
-from cockpit import explain
+from cockpit import explain, labels
 
 Body = tuple[list[str], list[list[str]]]
 
@@ -64,7 +64,16 @@ def _ident(r: dict[str, Any]) -> list[str]:
             str(r["precision"]), cell(r["batch_size"], "d")]
 
 
-IDENT = ["dataset", "mode", "window", "nodes×GPUs", "cpus/task", "precision", "batch"]
+def ident_headers(device: str = "gpu") -> list[str]:
+    """The headers of the configuration's axes; `nodes×workers` in a CPU study (cockpit.labels)."""
+    return ["dataset", "mode", "window", labels.scale_label(device), "cpus/task", "precision", "batch"]
+
+
+def _ident_of(rows: list[dict[str, Any]]) -> list[str]:
+    return ident_headers(labels.device_of_rows(rows))
+
+
+IDENT = ident_headers()
 
 
 def markdown_table(headers: list[str], body: list[list[str]]) -> str:
@@ -84,7 +93,8 @@ def html_table(headers: list[str], body: list[list[str]], css_class: str = "") -
 
 
 def scaling_body(rows: list[dict[str, Any]]) -> Body:
-    headers = [h for _, h, _ in COLUMNS]
+    scale = labels.scale_label(labels.device_of_rows(rows))
+    headers = [scale if key == "scale" else h for key, h, _ in COLUMNS]
     body = []
     for r in rows:
         rec = {**r, "scale": _scale(r)}
@@ -97,22 +107,26 @@ def scaling_body(rows: list[dict[str, Any]]) -> Body:
 
 
 def attribution_body(rows: list[dict[str, Any]]) -> Body:
-    """Per N-worker run: T1/N, T/work and the overhead split into seconds per term (they add up to O)."""
-    headers = [*IDENT, "N", "T1/N (s)", "T/work (s)", "O (s)",
+    """Per N-worker run: T1/N, T/work and the overhead split into seconds per term (printed, they add up to
+    the printed O: explain.shown_split)."""
+    headers = [*_ident_of(rows), "N", "T1/N (s)", "T/work (s)", "O (s)",
                *[f"{explain.TERM_LABELS[t]} (s)" for t in TERMS], "explanation"]
     body = []
     for r in rows:
         if r.get("baseline") or r.get("status") != "completed" or r.get("overhead_s") != r.get("overhead_s"):
             continue
+        terms = [(t, v) for t in TERMS if (v := r.get(f"loss_{t}_s")) is not None and v == v]
+        o, shown = explain.shown_split(r["overhead_s"], terms)  # printed terms that add up to the printed O
+        shown_by_term = dict(shown)
         body.append([*_ident(r), cell(r["workers"], "d"), cell(r["t1_over_n_s"], ".2f"),
-                     cell(r["t_same_work_s"], ".2f"), cell(r["overhead_s"], "+.2f"),
-                     *[cell(r.get(f"loss_{t}_s"), "+.2f") for t in TERMS], r.get("explanation", "")])
+                     cell(r["t_same_work_s"], ".2f"), cell(o, "+.2f"),
+                     *[cell(shown_by_term.get(t), "+.2f") for t in TERMS], r.get("explanation", "")])
     return headers, body
 
 
 def prediction_body(rows: list[dict[str, Any]]) -> Body:
     """Per N-worker run: what cockpit.prediction predicted from the baseline alone, beside what was measured."""
-    headers = [*IDENT, "N", "predicted T/work (s)", "measured T/work (s)", "error", "predicted S", "measured S",
+    headers = [*_ident_of(rows), "N", "predicted T/work (s)", "measured T/work (s)", "error", "predicted S", "measured S",
                "from"]
     body = []
     for r in rows:
@@ -126,7 +140,7 @@ def prediction_body(rows: list[dict[str, Any]]) -> Body:
 
 def breakdown_body(rows: list[dict[str, Any]]) -> Body:
     """Seconds per part of T (rank 0), and the costs outside T that also take node-hours."""
-    headers = [*IDENT, "T (s)", *[f"{explain.SHORT_LABELS[p]} (s)" for p in explain.PARTS],
+    headers = [*_ident_of(rows), "T (s)", *[f"{explain.SHORT_LABELS[p]} (s)" for p in explain.PARTS],
                *[c.removesuffix("_s") + " (s)" for c in explain.FIXED_COSTS]]
     body = [[*_ident(r), cell(r["train_time_s"], ".2f"), *[cell(r.get(f"{p}_s"), ".2f") for p in explain.PARTS],
              *[cell(r.get(c), ".2f") for c in explain.FIXED_COSTS]]
@@ -136,7 +150,7 @@ def breakdown_body(rows: list[dict[str, Any]]) -> Body:
 
 def ranks_body(rows: list[dict[str, Any]]) -> Body:
     """Each rank's breakdown of every multi-worker run, the straggler marked (the rank the others wait for)."""
-    headers = [*IDENT, "rank", "host", *[f"{explain.SHORT_LABELS[p]} (s)" for p in explain.PARTS], "total (s)", ""]
+    headers = [*_ident_of(rows), "rank", "host", *[f"{explain.SHORT_LABELS[p]} (s)" for p in explain.PARTS], "total (s)", ""]
     body = []
     for r in rows:
         for rank in r.get("ranks") or []:
@@ -150,23 +164,25 @@ def ranks_body(rows: list[dict[str, Any]]) -> Body:
     return headers, body
 
 
-def headline_body(rows: list[dict[str, Any]]) -> Body:
-    """Median speedup/efficiency/overhead per worker count, over the groups that have both runs."""
+def headline_body(rows: list[dict[str, Any]], pending: list[dict[str, Any]] | None = None) -> Body:
+    """Median speedup/efficiency/overhead per worker count, over the groups that have both runs, of the
+    groups with a configuration of that many workers (`pending`: those without a result yet)."""
     from cockpit.analysis import summary_by_workers
 
-    headers = ["N", "groups", "speedup", "efficiency", "overhead (s)", "S of each group", "O of each group (s)"]
+    headers = [f"N ({labels.worker_word(labels.device_of_rows(rows))})", "groups", "speedup", "efficiency",
+               "overhead (s)", "S of each group", "O of each group (s)"]
     body = [
         [str(s["workers"]), f"{s['groups']} of {s['of_groups']}", cell(s["speedup"], ".3f"),
          cell(s["efficiency"], ".3f"), cell(s["overhead_s"], ".2f"),
          ", ".join(cell(v, ".3f") for v in s["speedups"]), ", ".join(cell(v, ".2f") for v in s["overheads_s"])]
-        for s in summary_by_workers(rows)
+        for s in summary_by_workers(rows, pending or [])
     ]
     return headers, body
 
 
 def quality_body(rows: list[dict[str, Any]]) -> Body:
     """Per scored run: its quality figure with the inputs it is the mean of, beside its group's baseline."""
-    headers = [*IDENT, "N", "metric", "value", "from", "1×1 value", "change"]
+    headers = [*_ident_of(rows), "N", "metric", "value", "from", "1×1 value", "change"]
     body = [[*_ident(r), cell(r.get("workers"), "d"), r["quality_metric"], cell(r["quality"], ".3f"),
              r.get("quality_inputs", ""), cell(r.get("quality_1"), ".3f"), cell(r.get("quality_change"), "+.3f")]
             for r in rows if r.get("quality_metric")]
@@ -176,7 +192,7 @@ def quality_body(rows: list[dict[str, Any]]) -> Body:
 def class_body(rows: list[dict[str, Any]]) -> Body:
     """Per fine-tune run and class: support, sensitivity (Se), positive predictivity (+P) and F1, from the
     confusion matrix of its test split."""
-    headers = [*IDENT, "class", "support", "Se", "+P", "F1"]
+    headers = [*_ident_of(rows), "class", "support", "Se", "+P", "F1"]
     body = []
     for r in rows:
         q = r.get("quality_detail")

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from cockpit import labels
 from cockpit.report import figures, tables
 from cockpit.report.source import ReportInput
 
@@ -34,11 +35,12 @@ class ReportFiles:
 def write_report(inp: ReportInput, out: str | Path, now: float | None = None) -> ReportFiles:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    from cockpit.analysis import scaling_table
+    from cockpit.analysis import write_scaling_csv
 
     rows = tables.scaling(inp.results)
     csv_path = out / "scaling.csv"
-    scaling_table(inp.results).to_csv(csv_path, index=False)
+    with csv_path.open("w", newline="", encoding="utf-8") as f:
+        write_scaling_csv(rows, f)
     figs = figures.write_figures(rows, out, inp.pending)
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(time.time() if now is None else now))
     sections = _sections(inp, rows)
@@ -51,20 +53,23 @@ def write_report(inp: ReportInput, out: str | Path, now: float | None = None) ->
 
 def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[str], list[list[str]]]]:
     """(title, intro, headers, body) for each table of the report."""
+    device = labels.device_of_rows(rows)
+    words = labels.worker_word(device)
     out = [
         (
             "Headline",
-            "Median over groups, per worker count N, of speedup S, efficiency E = S/N and overhead O, beside "
-            "each group's S and O (from 'Scaling per configuration'); 'groups' says how many groups have both "
-            "the N-worker run and their baseline.",
-            *tables.headline_body(rows),
+            f"Median over groups, per number of {words} N, of speedup S, efficiency E = S/N and overhead O, "
+            "beside each group's S and O (from 'Scaling per configuration'); 'groups' says how many groups "
+            f"have both the N-{labels.worker_word(device, 1)} run and their baseline, of those with an "
+            f"N-{labels.worker_word(device, 1)} configuration (as the figures' notes count them).",
+            *tables.headline_body(rows, inp.pending),
         ),
         (
             "Scaling per configuration",
             "T is the training time of result.json (first step start to last step end; the run with the median "
             "T represents repeats). work = samples / the baseline's samples, so T/work is T at the baseline's "
-            "work; T1 is the group's 1 node × 1 GPU run. S = T1/(T/work), E = S/N, O = T/work - T1/N, "
-            "Karp-Flatt e = (1/S - 1/N)/(1 - 1/N).",
+            f"work; T1 is the group's {labels.baseline_label(device)} run; N is the number of {words}. "
+            "S = T1/(T/work), E = S/N, O = T/work - T1/N, Karp-Flatt e = (1/S - 1/N)/(1 - 1/N).",
             *tables.scaling_body(rows),
         ),
         (
@@ -143,7 +148,7 @@ def _counts(inp: ReportInput) -> str:
     return text
 
 
-def _markdown(inp: ReportInput, stamp: str, sections, figs: dict[str, Path]) -> str:
+def _markdown(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Drawn]) -> str:
     parts = [
         f"# Scaling report: {inp.study}",
         "",
@@ -159,7 +164,7 @@ def _markdown(inp: ReportInput, stamp: str, sections, figs: dict[str, Path]) -> 
     return "\n".join(parts)
 
 
-def _html(inp: ReportInput, stamp: str, sections, figs: dict[str, Path]) -> str:
+def _html(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Drawn]) -> str:
     body = [
         f"<h1>Scaling report: {html.escape(inp.study)}</h1>",
         f'<p class="meta">Cluster: {html.escape(inp.cluster)} · {html.escape(_counts(inp))} · '

@@ -415,7 +415,11 @@ class CockpitApp(App):
         from cockpit.runner import PreflightFailed
 
         preflight = PreflightScreen()
-        if self.controller.preflight_pending(lambda line: self.call_later(preflight.add_line, line)):
+
+        def show(line: str) -> None:
+            self.call_later(preflight.add_line, line)
+
+        if self.controller.preflight_pending(show):
             await self.push_screen(preflight)
         self.notify("running the study…")
         try:

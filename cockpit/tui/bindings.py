@@ -54,13 +54,36 @@ COMPARE_BINDINGS = [
     Binding("x", "swap", "Swap sides"),
 ]
 
-HELP_SECTIONS = (
-    ("Everywhere", APP_BINDINGS + [Binding("ctrl+p", "command_palette", "Command palette")]),
+PALETTE = Binding("ctrl+p", "command_palette", "Command palette")
+HELP_SECTIONS = (  # every key there is (the help screen shows those of the screen it was opened from)
+    ("Everywhere", APP_BINDINGS + [PALETTE]),
     ("Scaling view", SCALING_BINDINGS),
     ("Queue view", QUEUE_BINDINGS),
     ("Run detail", DETAIL_BINDINGS),
     ("Compare", COMPARE_BINDINGS),
 )
+TAB_SECTIONS = {"scaling": ("Scaling view", SCALING_BINDINGS), "queue": ("Queue view", QUEUE_BINDINGS)}
+SCREEN_SECTIONS = {"detail": ("Run detail", DETAIL_BINDINGS), "compare": ("Compare", COMPARE_BINDINGS)}
+
+
+def help_sections(context: str = "scaling", *, live: bool = True, can_submit: bool = True
+                  ) -> list[tuple[str, list[Binding]]]:
+    """The keys that do something where help was asked for: `context` is the main screen's tab (scaling,
+    queue, gpus, plots) or a screen over it (detail, compare). A recording (`live` False) has no job
+    actions; `p` is listed only where there is a plan to submit (`can_submit`)."""
+    if context in SCREEN_SECTIONS:  # a screen over the tabs: its own keys, and help and ctrl+c
+        title, keys = SCREEN_SECTIONS[context]
+        return [(title, list(keys)), ("Also here", [b for b in APP_BINDINGS if b.action in ("help",) or
+                                                    b.key == "ctrl+c"])]
+    everywhere = [b for b in APP_BINDINGS if b.action != "plan" or can_submit] + [PALETTE]
+    sections = [("Everywhere", everywhere)]
+    if context in TAB_SECTIONS:
+        title, keys = TAB_SECTIONS[context]
+        if context == "queue" and not live:
+            keys = []  # a recording sends nothing: cancel, requeue, hold and release are not offered
+        if keys:
+            sections.insert(0, (title, list(keys)))
+    return sections
 
 
 def key_label(binding: Binding) -> str:

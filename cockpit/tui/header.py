@@ -39,10 +39,15 @@ def status_text(snapshot: StudySnapshot | None, now: float, *, live: bool = True
         parts.append((8, ["  ", (f"{mark} {snapshot.connection.value}", style)]))
         if snapshot.connection_detail:
             parts.append((3, [" ", (f"({snapshot.connection_detail})", "dim")]))
-        age = None if snapshot.last_poll_at is None else now - snapshot.last_poll_at
-        stale = age is not None and age > STALE_POLL_S
-        parts.append((6, ["  poll ", (fmt.ago(now, snapshot.last_poll_at) + (" (stale)" if stale else ""),
-                                      "bold yellow" if stale else "")]))
+        active = c.running + c.pending
+        if not active and not c.not_submitted and c.done + c.failed:
+            # every configuration ended: nothing is polled any more, so the poll's age says nothing
+            parts.append((6, ["  ", ("✓ finished", "bold green" if not c.failed else "bold")]))
+        else:
+            age = None if snapshot.last_poll_at is None else now - snapshot.last_poll_at
+            stale = active > 0 and age is not None and age > STALE_POLL_S  # only what is still running goes stale
+            parts.append((6, ["  poll ", (fmt.ago(now, snapshot.last_poll_at) + (" (stale)" if stale else ""),
+                                          "bold yellow" if stale else "")]))
     else:
         age = None if snapshot.last_poll_at is None else now - snapshot.last_poll_at
         when = "recorded, never polled" if age is None else f"recorded {fmt.duration(age)} ago"

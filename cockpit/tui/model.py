@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import cast
 
 from rich.text import Text
 
+from cockpit import explain, labels
 from cockpit.snapshot import DONE_STATES, FAILED_STATES, ConfigRow, GpuSeries, JobRow, StudySnapshot
 from cockpit.spec import config_label  # noqa: F401  (the views name it model.config_label)
 from cockpit.tui import format as fmt
@@ -82,7 +84,7 @@ class Layout:
 
     @property
     def worker_word(self) -> str:
-        return "workers" if self.device == "cpu" else "GPUs"
+        return labels.worker_word(self.device)
 
     def subtitle(self) -> str:
         """The folded axes in words, e.g. "all runs: synthetic · foundation · fp32 · batch 8"."""
@@ -119,12 +121,10 @@ def short_label(values: dict[str, object], folded: frozenset[str] = frozenset())
 
 
 def study_device(snapshot: StudySnapshot, hint: str | None = None) -> str:
-    """"cpu" when the study trains on CPUs (its results say so, or the study file), else "gpu"."""
-    for row in snapshot.configs:
-        device = (row.analysis or {}).get("device") or (row.result or {}).get("device")
-        if device:
-            return "cpu" if str(device).startswith("cpu") else "gpu"
-    return "cpu" if hint == "cpu" else "gpu"
+    """"cpu" when the study trains on CPUs (its results say so, or the study file), else "gpu"
+    (cockpit.labels, which the report's words come from too)."""
+    return labels.device_of(((row.analysis or {}).get("device") or (row.result or {}).get("device")
+                             for row in snapshot.configs), hint)
 
 
 def scaling_layout(snapshot: StudySnapshot, device_hint: str | None = None) -> Layout:
@@ -136,8 +136,8 @@ def scaling_layout(snapshot: StudySnapshot, device_hint: str | None = None) -> L
     columns = [SCALING_COLUMN["mark"]]
     for axis in identity:
         col = SCALING_COLUMN[axis]
-        if axis == "scale" and device == "cpu":
-            col = Column("scale", "nodes×workers")
+        if axis == "scale":
+            col = Column("scale", labels.scale_label(device))
         columns.append(col)
     columns += [SCALING_COLUMN[k] for k in FIGURES]
     metrics = {r.quality_metric for r in snapshot.configs if r.quality_metric}
@@ -267,6 +267,7 @@ STATE_SETS = {
     "running": frozenset(RUNNING), "pending": frozenset({"pending", "submitting", "requeued", "suspended", "held"}),
     "not submitted": frozenset({"not_submitted"}), "not_submitted": frozenset({"not_submitted"}),
 }
+TERM_TEXT_FIELDS = frozenset({"verdict", "explanation"})  # where verdict~comm also finds "all-reduce"
 OPERATORS = ("<=", ">=", "!=", "!~", "=", "<", ">", "~")
 _TERM = re.compile(r"^([^\s<>=!~]+)\s*(<=|>=|!=|!~|=|<|>|~)\s*(.*)$")
 
@@ -355,10 +356,10 @@ def _number(raw: str, percent: bool = False) -> float | None:
 
 
 def term_matches(row: ConfigRow, term: Term) -> bool:
-    if term.field is None:
+    if term.field is None:  # a bare word; a term's word finds its other names too (comm: all-reduce)
         haystack = " ".join([config_label(row.values), row.state, state_word(row.state), row.verdict,
                              row.config_id]).lower()
-        return term.text.lower() in haystack
+        return any(word in haystack for word in explain.term_words(term.text))
     if term.field == "state" and term.op in ("=", "!="):
         want = str(term.value).lower()
         states = STATE_SETS.get(want, frozenset({want.replace(" ", "_")}))
@@ -380,7 +381,10 @@ def term_matches(row: ConfigRow, term: Term) -> bool:
 
 
 def _text_op(have: str, term: Term) -> bool:
-    found = str(term.value).lower() in have.lower()
+    """`~` / `!~`: on the verdict and the explanation a term's word stands for all its names
+    (explain.TERM_WORDS: verdict~comm finds "all-reduce", verdict!~data leaves out "data wait")."""
+    words = explain.term_words(str(term.value)) if term.field in TERM_TEXT_FIELDS else (str(term.value).lower(),)
+    found = any(word in have.lower() for word in words)
     return found if term.op == "~" else not found
 
 
@@ -507,22 +511,11 @@ def status_line(row: ConfigRow | None, live: bool = True, job: JobRow | None = N
 
 
 def csv_table(rows: list[ConfigRow]) -> tuple[list[str], list[list[object]]]:
-    """The rows shown, at full precision, for a CSV export (the analysis' numbers, not their rounding)."""
-    axes = list(GROUP_AXES)
-    header = ["config_id", *axes, "workers", "baseline", "state", "train_time_s", "work_ratio", "t_same_work_s",
-              "speedup", "efficiency", "overhead_s", "tokens_per_s", "verdict", "explanation", "quality_metric",
-              "quality", "quality_change"]
-    body = []
-    for r in rows:
-        body.append([r.config_id, *(r.values.get(a) for a in axes), r.workers, r.is_baseline, r.state,
-                     *(_blank(getattr(r, a)) for a in ("train_time_s", "work_ratio", "t_same_work_s", "speedup",
-                                                        "efficiency", "overhead_s", "tokens_per_s")),
-                     r.verdict, r.explanation, r.quality_metric or "", _blank(r.quality), _blank(r.quality_change)])
-    return header, body
+    """The rows shown that have a result, as the report's scaling.csv has them (cockpit.analysis'
+    scaling_csv_rows: every figure of the analysis at full precision, the same columns)."""
+    from cockpit.analysis import scaling_csv_rows
 
-
-def _blank(value: object) -> object:
-    return "" if value is None or (isinstance(value, float) and value != value) else value
+    return scaling_csv_rows([r.analysis for r in rows if r.analysis])
 
 
 def _natural(value: str) -> tuple:
@@ -659,7 +652,7 @@ def gpu_rows(series: list[GpuSeries], running: bool) -> list[Row]:
 
 
 def workers_of(row: ConfigRow) -> int:
-    return int(row.values.get("nodes", 1) or 1) * int(row.values.get("gpus_per_node", 1) or 1)
+    return int(cast("int | None", row.values.get("nodes", 1)) or 1) * int(cast("int | None", row.values.get("gpus_per_node", 1)) or 1)
 
 
 def analysis_rows(snapshot: StudySnapshot) -> tuple[list[dict], list[dict]]:

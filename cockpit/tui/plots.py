@@ -1,7 +1,9 @@
 """The study's four figures as terminal plots: the series of cockpit.series, which the PNGs of
 `cockpit report` draw too, so both show the same numbers (a note under a figure flags medians over
-fewer groups than the study has). Each series has a fixed colour and the legend is a line under its
-figure: plotext would draw it over the data."""
+fewer groups than have a configuration there). Each series has a fixed colour and the legend is a line
+under its figure: plotext would draw it over the data. Efficiency and overhead give their values in the
+legend, and their y limits keep the measured line and the ideal on different character rows even
+at 80x24."""
 
 from __future__ import annotations
 
@@ -9,9 +11,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Grid, Vertical
 from textual.widgets import Static
-from textual_plotext import PlotextPlot
+from textual_plotext import Plot, PlotextPlot
 
-from cockpit import series
+from cockpit import labels, series
 from cockpit.snapshot import StudySnapshot
 from cockpit.tui import model
 
@@ -29,7 +31,7 @@ def legend(entries: list[tuple[str, str]]) -> Text:
     return out
 
 
-def _start(plot: PlotextPlot, title: str) -> object:
+def _start(plot: PlotextPlot, title: str) -> Plot:
     plt = plot.plt
     plt.clear_data()
     plt.clear_figure()
@@ -37,16 +39,36 @@ def _start(plot: PlotextPlot, title: str) -> object:
     return plt
 
 
-def _note(plt, note: str) -> None:  # noqa: ANN001 - plotext's module-like object
+def _note(plt: Plot, note: str) -> None:
     if note:
         plt.xlabel(note)
 
 
+def separated_limits(values: list[float], ideal: float) -> tuple[float, float]:
+    """y limits around the measured values and the ideal that keep them on different character rows even
+    when the plot is 4 rows high (80x24): the span between them is 2/3 of the axis, so any two values
+    that differ by more than a row's worth (a sixth of the span at 4 rows) land on different rows."""
+    lo, hi = min([*values, ideal]), max([*values, ideal])
+    span = hi - lo
+    pad = span * 0.25 if span > 0 else max(abs(ideal) * 0.1, 0.1)
+    return lo - pad, hi + pad
+
+
+def _values(ys: list[float]) -> str:
+    """The measured numbers for the legend, so a reader need not estimate them from the character rows."""
+    return ", ".join(f"{y:.2f}" for y in ys)
+
+
+def _device(rows: list[dict]) -> str:
+    return labels.device_of_rows(rows)
+
+
 def draw_time_vs_cpus(plot: PlotextPlot, snapshot: StudySnapshot) -> Text:
-    plt = _start(plot, series.TITLES["time_vs_cpus"])
+    rows, pending = model.analysis_rows(snapshot)
+    plt = _start(plot, series.short_titles(_device(rows))["time_vs_cpus"])
     plt.xlabel("CPUs per task")
     plt.ylabel(series.T_LABEL)
-    lines = series.time_vs_cpus(*model.analysis_rows(snapshot))
+    lines = series.time_vs_cpus(rows, pending)
     for s, color in zip(lines, COLORS * 4, strict=False):
         plt.plot(s.x, s.y, marker=MARKER, color=color)
     if lines:
@@ -58,46 +80,55 @@ def draw_time_vs_cpus(plot: PlotextPlot, snapshot: StudySnapshot) -> Text:
 
 
 def draw_time_bars(plot: PlotextPlot, snapshot: StudySnapshot) -> Text:
-    """Bars: T at the baseline's work (what S = T1/T divides); the ideal T1/N as a second bar beside it."""
-    plt = _start(plot, series.TITLES["time_bars"])
+    """Bars: the median over groups of T at the baseline's work (what S = T1/T divides); the ideal (the
+    1-worker bar / N) as a second bar beside it; S = the 1-worker bar / this bar under each pair."""
+    rows, pending = model.analysis_rows(snapshot)
+    plt = _start(plot, series.short_titles(_device(rows))["time_bars"])
     plt.ylabel(series.T_LABEL)
-    bars = series.time_bars(*model.analysis_rows(snapshot))
+    bars = series.time_bars(rows, pending)
     if bars.x:
-        labels = [f"{int(n)}: S={s:.2f}x/{int(n)}x" if s == s else f"{int(n)}: no baseline"
-                  for n, s in zip(bars.x, bars.speedup, strict=True)]
+        labels_ = [f"{int(n)}: S={s:.2f}x/{int(n)}x" if s == s else f"{int(n)}: no 1x1"
+                   for n, s in zip(bars.x, bars.speedup, strict=True)]
         ideal = [i if i == i else 0.0 for i in bars.ideal]
-        plt.multiple_bar(labels, [bars.y, ideal], width=0.4, color=[COLORS[0], IDEAL])
+        # textual-plotext annotates one colour; plotext's multiple_bar takes one per series (color[i])
+        plt.multiple_bar(labels_, [bars.y, ideal], width=0.4, color=[COLORS[0], IDEAL])  # type: ignore[arg-type]
         _note(plt, bars.note)
     plot.refresh()
-    return legend([("measured", COLORS[0]), ("ideal T1/N", IDEAL)])
+    return legend([(bars.label.replace("median over", "median of") if bars.x else "median", COLORS[0]),
+                   ("ideal T1/N", IDEAL)])
 
 
 def draw_efficiency(plot: PlotextPlot, snapshot: StudySnapshot) -> Text:
-    plt = _start(plot, series.TITLES["efficiency"])
-    plt.xlabel("workers")
-    s = series.efficiency(*model.analysis_rows(snapshot))
+    rows, pending = model.analysis_rows(snapshot)
+    device = _device(rows)
+    plt = _start(plot, series.short_titles(device)["efficiency"])
+    plt.xlabel(labels.worker_word(device))
+    s = series.efficiency(rows, pending)
     if s.x:
-        plt.plot(s.x, s.y, marker=MARKER, color=COLORS[0])
         plt.plot(s.x, [1.0] * len(s.x), marker=MARKER, color=IDEAL)
+        plt.plot(s.x, s.y, marker=MARKER, color=COLORS[0])
         plt.xticks(s.x, [str(int(x)) for x in s.x])
-        plt.ylim(0, 1.1)
+        plt.ylim(*separated_limits(s.y, 1.0))
         _note(plt, s.note)
     plot.refresh()
-    return legend([("measured", COLORS[0]), ("ideal 1", IDEAL)])
+    return legend([(f"measured {_values(s.y)}".strip(), COLORS[0]), ("ideal 1", IDEAL)])
 
 
 def draw_overhead(plot: PlotextPlot, snapshot: StudySnapshot) -> Text:
-    plt = _start(plot, series.TITLES["overhead"])
-    plt.xlabel("workers")
+    rows, pending = model.analysis_rows(snapshot)
+    device = _device(rows)
+    plt = _start(plot, series.short_titles(device)["overhead"])
+    plt.xlabel(labels.worker_word(device))
     plt.ylabel("s")
-    s = series.overhead(*model.analysis_rows(snapshot))
+    s = series.overhead(rows, pending)
     if s.x:
-        plt.plot(s.x, s.y, marker=MARKER, color=COLORS[0])
         plt.plot(s.x, [0.0] * len(s.x), marker=MARKER, color=IDEAL)
+        plt.plot(s.x, s.y, marker=MARKER, color=COLORS[0])
         plt.xticks(s.x, [str(int(x)) for x in s.x])
+        plt.ylim(*separated_limits(s.y, 0.0))
         _note(plt, s.note)
     plot.refresh()
-    return legend([("overhead", COLORS[0]), ("ideal 0", IDEAL)])
+    return legend([(f"overhead {_values(s.y)} s" if s.y else "overhead", COLORS[0]), ("ideal 0", IDEAL)])
 
 
 FIGURES = (
@@ -129,5 +160,5 @@ class PlotsView(Grid):
             return
         self._drawn_key = key
         for fig_id, draw in FIGURES:
-            key = draw(self.query_one(f"#{fig_id}", PlotextPlot), snapshot)
-            self.query_one(f"#{fig_id}-legend", Static).update(key)
+            caption = draw(self.query_one(f"#{fig_id}", PlotextPlot), snapshot)
+            self.query_one(f"#{fig_id}-legend", Static).update(caption)

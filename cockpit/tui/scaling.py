@@ -22,7 +22,7 @@ from cockpit.tui.table import RowTable
 class ScalingView(Vertical):
     """Subtitle + table + status line + caption + a filter input that appears on `/`."""
 
-    BINDINGS = SCALING_BINDINGS
+    BINDINGS = [*SCALING_BINDINGS]  # a copy, typed as the list of BindingType textual declares
 
     class OpenDetail(Message):
         def __init__(self, config_id: str) -> None:
@@ -65,7 +65,7 @@ class ScalingView(Vertical):
         yield RowTable(model.SCALING_COLUMNS, id="scaling-table")
         yield Static(id="scaling-status")
         yield Static(id="scaling-caption", classes="caption")
-        yield Input(placeholder="filter: eff<0.6 verdict~comm state=running window=256 (Enter; Esc clears)",
+        yield Input(placeholder="filter: eff<0.6 verdict~comm state=done (Enter; Esc clears)",
                     id="filter")
 
     def on_mount(self) -> None:
