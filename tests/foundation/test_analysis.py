@@ -159,13 +159,56 @@ def test_figure_series_draw_the_speedup_inputs_and_flag_incomplete_medians():
     rows = analyse([result(1, 100, samples=1000), result(2, 110, samples=2000),
                     result(1, 80, window=256)])
     bars = series.time_bars(rows)
-    assert bars.x == [1.0, 2.0] and bars.y == [pytest.approx(90), pytest.approx(55)]  # T at the baseline's work
-    assert bars.ideal == [pytest.approx(90), pytest.approx(50)]
-    assert bars.speedup[1] == pytest.approx(100 / 55)
-    assert bars.note == ""  # no configuration of the w256 group is known to have 2 workers
+    # only the w128 group has both worker counts: every bar is a median over the same groups
+    assert bars.x == [1.0, 2.0] and bars.y == [pytest.approx(100), pytest.approx(55)]  # T at the baseline's work
+    assert bars.ideal == [pytest.approx(100), pytest.approx(50)]  # the 1-worker bar / N
+    assert bars.speedup == [pytest.approx(1), pytest.approx(100 / 55)]  # the 1-worker bar / this bar
+    assert bars.label == "median over 1 group"
+    assert bars.note == ("median over 1 of 2 groups: those with a finished run at 1 worker, 2 workers "
+                         "(the others have not finished)")
+    assert series.efficiency(rows).note == ""  # no configuration of the w256 group is known to have 2 workers
     pending = [{"group_id": rows[-1]["group_id"], "workers": 2, "cpus_per_task": 16, "status": "pending"}]
-    assert series.time_bars(rows, pending).note == "median over 2 workers: 1 of 2 groups (the others have not finished)"
-    assert "2 workers: 1 of 2 groups" in series.efficiency(rows, pending).note
+    assert series.efficiency(rows, pending).note == "median over 2 workers: 1 of 2 groups (the others have not finished)"
+    assert "2 workers: 1 of 2 groups" in series.overhead(rows, pending).note
+
+
+def test_time_bars_speedup_is_the_ratio_of_the_bars_drawn():
+    """Two groups with different windows: the bars are medians (the mean of two middles is no run), so the
+    S written on each bar is its bar's ratio to the 1-worker bar, not the median of the groups' own S."""
+    rows = analyse([result(1, 6.76, window=128), result(2, 4.10, window=128),
+                    result(1, 13.93, window=256), result(2, 8.00, window=256)])
+    bars = series.time_bars(rows)
+    assert bars.y == [pytest.approx((6.76 + 13.93) / 2), pytest.approx((4.10 + 8.00) / 2)]
+    assert bars.groups == [[6.76, 13.93], [4.10, 8.00]]  # each group's own value, drawn beside the median
+    for y, s, ideal, n in zip(bars.y, bars.speedup, bars.ideal, bars.x, strict=True):
+        assert s == pytest.approx(bars.y[0] / y) and ideal == pytest.approx(bars.y[0] / n)
+    own = sorted(r["speedup"] for r in rows if r["workers"] == 2)
+    assert bars.speedup[1] != pytest.approx(sum(own) / 2)  # what the figure used to print
+    assert bars.label == "median over 2 groups" and bars.note == ""
+
+
+def test_headline_and_figures_count_groups_with_one_function():
+    from cockpit.analysis import summary_by_workers
+
+    rows = analyse([result(1, 100), result(2, 60), result(1, 80, window=256), result(2, 50, window=256)])
+    pending = [{"group_id": "g-w512", "workers": n, "cpus_per_task": 16, "status": "pending"} for n in (1, 2)]
+    headline = {s["workers"]: (s["groups"], s["of_groups"]) for s in summary_by_workers(rows, pending)}
+    assert headline == {1: (2, 3), 2: (2, 3)} == series.group_counts(rows, pending)
+    for figure in (series.efficiency, series.overhead):
+        assert figure(rows, pending).note == ("median over 1 worker: 2 of 3 groups; 2 workers: 2 of 3 groups "
+                                              "(the others have not finished)")
+    assert series.time_bars(rows, pending).note.startswith("median over 2 of 3 groups")
+
+
+def test_figure_titles_are_words_that_say_median():
+    for device in ("cpu", "gpu"):
+        for titles in (series.titles(device), series.short_titles(device)):
+            for title in titles.values():
+                assert "'" not in title.replace("baseline's", "")  # no TN' or other prime notation
+                assert "Median" in title
+                assert "T1/N" not in title and "S/N" not in title
+    assert "GPUs" in series.titles("gpu")["efficiency"] and "workers" in series.titles("cpu")["efficiency"]
+    assert all(len(t) <= 32 for t in series.short_titles("cpu").values())  # a quarter of 80 columns
 
 
 def test_each_n_worker_row_carries_its_prediction_and_error():

@@ -94,7 +94,7 @@ async def test_scaling_table_and_run_detail_show_the_same_quality(scored_study) 
         assert {r.key for r in model.scaling_rows(snapshot, query=f"quality<={lower}", layout=layout)} == lowest
         assert model.scaling_rows(snapshot, sort_key="quality", layout=layout)[0].key in lowest
         header, body = model.csv_table(snapshot.configs)  # the table's export (`e`), at full precision
-        exported = {line[0]: dict(zip(header, line, strict=True)) for line in body}
+        exported = {d["config_id"]: d for d in (dict(zip(header, line, strict=True)) for line in body)}
         for row in rows.values():
             got = exported[row["config_id"]]
             assert (got["quality_metric"], got["quality"], got["quality_change"]) == (

@@ -253,7 +253,9 @@ async def test_export_copy_and_pager_fallback(recorded, tmp_path):
         assert {r["config_id"]: float(r["speedup"]) for r in rows} == {k: c.speedup for k, c in done.items()}
         await pilot.press("y")
         selected = app.query_one(ScalingView).selected_row()
-        assert app.clipboard == recorded.store.configs(recorded.store.study_key("recorded"))[0]["run_dir"]
+        stored = recorded.store.configs(recorded.store.study_key("recorded"))[0]["run_dir"]  # "runs/<id>"
+        assert app.clipboard == str(recorded.store.path.resolve().parent / stored)  # absolute: usable anywhere
+        assert os.path.isabs(app.clipboard)
         path = app.log_path(selected.config_id)  # the recording's run dir is not here: its followed log
         assert path.read_text().splitlines() == app.snapshot.log_tail(selected.config_id, 100_000)
         os.unlink(path)
@@ -298,3 +300,124 @@ def test_cockpit_open_exits_non_zero_after_a_crash_without_local_variables(tmp_p
     assert "RuntimeError" in out.stderr and "boom in the app" in out.stderr
     assert "do-not-print-me" not in out.stderr and "locals" not in out.stderr
     assert "cockpit open: the cockpit stopped on an error" in out.stderr
+
+
+# --- keys and words a daily user relies on ------------------------------------------------------------------
+
+async def test_four_shows_the_plots_from_every_view(recorded):
+    """`4` from the GPUs view used to show the GPUs again: focus left in the hidden tab pulled it back."""
+    from textual.widgets import TabbedContent
+
+    app = recorded.app()
+    async with app.run_test(size=SMALL) as pilot:
+        for start in ("1", "2", "3", "4"):
+            await pilot.press(start)
+            await pilot.pause()
+            await pilot.press("4")
+            await pilot.pause()
+            await pilot.pause()
+            assert app.query_one(TabbedContent).active == "plots", f"{start} then 4"
+        for key, tab in (("3", "gpus"), ("1", "scaling"), ("2", "queue")):  # and back out of the plots
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.query_one(TabbedContent).active == tab
+
+
+def _help_keys(app) -> set[str]:
+    from cockpit.tui.help import HelpScreen
+
+    assert isinstance(app.screen, HelpScreen)
+    return {b.description for _, keys in app.screen.sections for b in keys}
+
+
+async def test_help_lists_only_the_keys_that_work_here(recorded):
+    app = recorded.app()  # a recording without a plan: `p` has nothing behind it
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        keys = _help_keys(app)
+        assert {"Filter", "Sort", "Export table to CSV", "Help", "Quit"} <= keys
+        assert "Plan/submit" not in keys and "Cancel job" not in keys and "Auto-scroll" not in keys
+        await pilot.press("escape", "2", "question_mark")
+        await pilot.pause()
+        keys = _help_keys(app)
+        assert "Cancel job" not in keys and "Requeue" not in keys and "Filter" not in keys  # a recording's queue
+        await pilot.press("escape", "1", "enter")
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        keys = _help_keys(app)  # the run detail: its own keys, not the tabs' (they act under it)
+        assert {"Auto-scroll", "Search log", "Back", "Help"} <= keys and "Sort" not in keys and "Plots" not in keys
+    live = recorded.controller(with_plan=True)
+    live.live = True
+    app = CockpitApp(live, clock=lambda: recorded.now, poll_interval=None, offer_plan=False)
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("2", "question_mark")
+        await pilot.pause()
+        assert {"Cancel job", "Requeue", "Hold", "Release", "Plan/submit"} <= _help_keys(app)
+
+
+def test_a_finished_study_says_finished_not_stale(recorded):
+    snap = recorded.snapshot()
+    counts = snap.counts
+    later = snap.last_poll_at + 69
+    running = status_text(snap, later, live=True, width=120).plain
+    assert "poll 1m09s ago (stale)" in running  # jobs still running and no poll for a minute: stale
+    ended = replace(snap, counts=replace(counts, running=0, pending=0, done=counts.done + 2))
+    text = status_text(ended, later, live=True, width=80).plain
+    assert "finished" in text and "stale" not in text and "poll" not in text
+    waiting = replace(ended, counts=replace(ended.counts, not_submitted=2))  # nothing running, some not sent
+    assert "stale" not in status_text(waiting, later, live=True, width=120).plain
+
+
+async def test_export_is_the_reports_scaling_csv(recorded, tmp_path):
+    from cockpit.report.source import load_input
+    from cockpit.report.write import write_report
+
+    app = recorded.app(export_dir=tmp_path)
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("e")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+    exported = app.exports[0].read_text().splitlines()
+    report = write_report(load_input(recorded.store.path), tmp_path / "report").csv.read_text().splitlines()
+    assert exported[0] == report[0]  # the same columns, Karp-Flatt and every overhead term among them
+    assert {"karp_flatt", "loss_comm_s", "loss_compute_s", "loss_unaccounted_s"} <= set(exported[0].split(","))
+    assert sorted(exported[1:]) == sorted(report[1:]) and len(exported) == 7  # the 6 results, cell for cell
+
+
+def test_one_word_for_workers_in_the_tui_and_the_report(recorded):
+    from cockpit import labels
+    from cockpit.report import tables
+
+    snap = recorded.snapshot()
+    rows, _ = model.analysis_rows(snap)
+    layout = model.scaling_layout(snap)
+    scale = next(c.label for c in layout.columns if c.key == "scale")
+    assert scale == tables.scaling_body(rows)[0][3] == labels.scale_label("cpu") == "nodes×workers"
+    assert layout.worker_word == "workers" and tables.headline_body(rows)[0][0] == "N (workers)"
+    gpu = [dict(r, device="cuda") for r in rows]
+    assert tables.scaling_body(gpu)[0][3] == "nodes×GPUs" == labels.scale_label(labels.device_of_rows(gpu))
+
+
+def _plot_rows(widget) -> list[str]:
+    """The data rows of a plotext figure as rendered: the text between `┤` and the right frame."""
+    lines = [strip.text for strip in widget.render_lines(widget.region.reset_offset)]
+    return [line.split("┤", 1)[1].rstrip().rstrip("│") for line in lines if "┤" in line]
+
+
+async def test_plots_at_80x24_keep_measured_and_ideal_apart_and_give_the_numbers(recorded):
+    from textual_plotext import PlotextPlot
+
+    app = recorded.app()
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("4")
+        await pilot.pause()
+        await pilot.pause()
+        for fig, values in (("fig-efficiency", "measured 1.00, 0.86"), ("fig-overhead", "overhead 0.00, 0.38 s")):
+            rows = _plot_rows(app.query_one(f"#{fig}", PlotextPlot))
+            assert 2 <= len(rows) <= 6  # a quarter of 80x24
+            # at 2 workers (the right edge) the measured line and the ideal are on two different rows
+            drawn = [i for i, row in enumerate(rows) if row and "\u2800" < row[-1] <= "\u28ff"]
+            assert len(drawn) == 2, (fig, rows)
+            assert values in plain(app.query_one(f"#{fig}-legend"))
