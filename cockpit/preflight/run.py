@@ -67,12 +67,13 @@ async def _wait(backend: Backend, wanted: list[jobs.PreflightJob], found: dict[i
     while pending:
         states: dict[str, JobInfo] = await backend.final_states(list(pending))
         for job_id, info in states.items():
-            if info.state.is_final:
-                found[pending.pop(job_id)].state = str(info.state)
-                say(f"preflight {names[found_nodes(found, job_id)]}: job {job_id} {info.state}")
-            elif seen.get(job_id) != str(info.state):
+            nodes = pending[job_id]
+            if seen.get(job_id) != str(info.state):  # one line per change of state
                 seen[job_id] = str(info.state)
-                say(f"preflight {names[found_nodes(found, job_id)]}: job {job_id} {info.state}")
+                say(f"preflight {names[nodes]}: job {job_id} {info.state}")
+            if info.state.is_final:
+                found[nodes].state = str(info.state)
+                del pending[job_id]
         if not pending:
             return
         if deadline is not None and time.monotonic() > deadline:
@@ -81,10 +82,6 @@ async def _wait(backend: Backend, wanted: list[jobs.PreflightJob], found: dict[i
             raise PreflightTimeout(f"preflight jobs {', '.join(pending)} did not end within {timeout_s:g} s "
                                    "(cancelled); the queue may be long: run `cockpit preflight` again later")
         await asyncio.sleep(poll_s)
-
-
-def found_nodes(found: dict[int, JobFindings], job_id: str) -> int:
-    return next(n for n, f in found.items() if f.job_id == job_id)
 
 
 async def _collect(backend: Backend, f: JobFindings) -> None:
