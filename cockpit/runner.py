@@ -113,7 +113,8 @@ class StudyRunner:
         self.follow = follow
         self.hooks = hooks or {}
         self.preflight = preflight  # start() submits only once this study file's preflight has passed
-        self.preflight_listeners: list[Callable[[str], None]] = []
+        self.preflight_listeners: list[Callable[[str], None]] = []  # its progress lines
+        self.preflight_report_listeners: list[Callable[[PreflightReport], None]] = []  # each one it runs
         self.preflight_report: PreflightReport | None = None
         self.key = 0
         self.configs: dict[str, Configuration] = {c.config_id: c for c in study.runnable()}
@@ -167,10 +168,8 @@ class StudyRunner:
         report = await run_preflight(self.study, self.backend, on_event=self._preflight_event)
         record.save(self.store, self.key, report)
         self.preflight_report = report
-        from cockpit.preflight.table import report_lines
-
-        for line in report_lines(report):
-            self._preflight_event(line)
+        for show in self.preflight_report_listeners:
+            show(report)
         if not report.passed:
             raise PreflightFailed(report)
 

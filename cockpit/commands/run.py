@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 from cockpit.quality import quality_words
 
 if TYPE_CHECKING:
+    from cockpit.preflight.checks import PreflightReport
     from cockpit.session import StudySession
     from cockpit.snapshot import Counts
 
@@ -34,6 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline-first", action="store_true",
                         help="submit each group's 1x1 run first, the rest once its result predicts their cost")
     parser.add_argument("--timeout", type=float, metavar="S", help="give up (exit 1) after S seconds")
+    parser.add_argument("--json", action="store_true",
+                        help="with --headless: one JSON object per event on stdout (docs/json-events.md)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -48,6 +51,9 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_REFUSED
     session = open_session(study, force=args.force, resubmit_failed=args.resubmit_failed,
                            baseline_first=args.baseline_first, preflight=not args.skip_preflight)
+    if args.json and not args.headless:
+        print("cockpit run: --json needs --headless (the screen has no JSON form)", file=sys.stderr)
+        return EXIT_REFUSED
     if not args.headless:
         from cockpit.tui.app import CockpitApp
         from cockpit.tui.live import LiveController
@@ -57,7 +63,7 @@ def main(args: argparse.Namespace) -> int:
         session.store.close()
         return EXIT_FAILED if failed else 0
     out = Path(args.out) if args.out else default_report_dir(session)
-    return asyncio.run(run_headless(session, out, timeout_s=args.timeout))
+    return asyncio.run(run_headless(session, out, timeout_s=args.timeout, as_json=args.json))
 
 
 def default_report_dir(session: StudySession) -> Path:
@@ -68,23 +74,22 @@ def default_report_dir(session: StudySession) -> Path:
 
 
 async def run_headless(session: StudySession, out: Path, *, timeout_s: float | None = None,
-                       stream: TextIO | None = None) -> int:
-    """Run the study to the end with progress lines, write the report; 0 ok, 1 failures, 2 refused."""
-    from cockpit.preflight.table import report_lines
+                       stream: TextIO | None = None, as_json: bool = False) -> int:
+    """Run the study to the end with progress lines (JSON lines with ``as_json``), write the report;
+    0 ok, 1 failures, 2 refused."""
     from cockpit.runner import BudgetExceeded, PreflightFailed
     from cockpit.slurm import SlurmError
     from cockpit.ssh import SshError
 
     stream = stream or sys.stdout
-    progress = make_progress(session, stream)
+    progress = make_progress(session, stream, as_json=as_json)
     session.runner.preflight_listeners.append(progress.say)
+    session.runner.preflight_report_listeners.append(progress.preflight)
     try:
         try:
             await session.runner.start()
         except PreflightFailed as exc:
             progress.close()
-            for line in report_lines(exc.report):
-                print(line, file=stream)
             print(f"cockpit run: {exc} (fix the study file and run again, or --skip-preflight)", file=sys.stderr)
             return EXIT_REFUSED
         except BudgetExceeded as exc:
@@ -103,19 +108,24 @@ async def run_headless(session: StudySession, out: Path, *, timeout_s: float | N
         progress.close()
     finally:
         await session.runner.close()
-    return finish(session, out, stream)
+    return finish(session, out, progress)
 
 
-def finish(session: StudySession, out: Path, stream: TextIO) -> int:
+def finish(session: StudySession, out: Path, progress: PlainProgress) -> int:
     """Write the report and say how the study ended."""
     from cockpit.report.source import from_store
     from cockpit.report.write import write_report
+    from cockpit.snapshot import ACTIVE_STATES
 
     snap = session.store.snapshot(session.study.name)
     files = write_report(from_store(session.store.path, session.study.name), out)
-    from cockpit.snapshot import ACTIVE_STATES
-
     failed = [c for c in snap.configs if c.state not in ("completed", "not_submitted", *ACTIVE_STATES)]
+    progress.ending(snap, files, failed)
+    return EXIT_FAILED if failed else 0
+
+
+def _ending_lines(session: StudySession, snap, files, failed: list, stream: TextIO) -> None:  # noqa: ANN001
+    """The plain ending: each finished configuration with its figures' inputs, the report, the failures."""
     for c in snap.configs:
         if c.analysis and c.state == "completed":
             print(explained_line(_label(c.values), c.analysis), file=stream)
@@ -125,9 +135,8 @@ def finish(session: StudySession, out: Path, stream: TextIO) -> int:
             print(f"FAILED {c.config_id} ({c.state}): {_label(c.values)}: {failure_reason(snap, c)}", file=stream)
         print(f"{session.study.name}: {len(failed)} of {len(snap.configs)} configurations failed; once the cause "
               "is fixed, run again with --resubmit-failed to submit them again", file=stream)
-        return EXIT_FAILED
+        return
     print(f"{session.study.name}: all {snap.counts.done} configurations completed", file=stream)
-    return 0
 
 
 def failure_reason(snap, row) -> str:  # noqa: ANN001 - StudySnapshot, ConfigRow
@@ -210,6 +219,16 @@ class PlainProgress:
             line += " · " + ", ".join(events)
         print(line, file=self.stream, flush=True)
 
+    def preflight(self, report: PreflightReport) -> None:
+        """The tables of a preflight the runner has just run."""
+        from cockpit.preflight.table import report_lines
+
+        for line in report_lines(report):
+            self.say(line)
+
+    def ending(self, snap, files, failed: list) -> None:  # noqa: ANN001 - StudySnapshot, ReportFiles
+        _ending_lines(self.session, snap, files, failed, self.stream)
+
     def close(self) -> None:
         return None
 
@@ -244,5 +263,9 @@ class RichProgress(PlainProgress):
         self.progress.stop()
 
 
-def make_progress(session: StudySession, stream: TextIO) -> PlainProgress:
+def make_progress(session: StudySession, stream: TextIO, *, as_json: bool = False) -> PlainProgress:
+    if as_json:
+        from cockpit.commands.json_events import JsonProgress
+
+        return JsonProgress(session, stream)
     return RichProgress(session, stream) if stream.isatty() else PlainProgress(session, stream)

@@ -12,6 +12,7 @@ from cockpit.snapshot import ConfigRow, ConnectionState, GpuSeries, StudySnapsho
 from cockpit.tui.controller import JOB_ACTIONS, downsample
 
 if TYPE_CHECKING:
+    from cockpit.preflight.checks import PreflightReport
     from cockpit.session import StudySession
     from cockpit.spec import Study
 
@@ -67,7 +68,14 @@ class LiveController:
 
         if self._registered() and record.passed(self.session.store, self.study.name, jobs.study_digest(self.study)):
             return False
+        from cockpit.preflight.table import report_lines
+
+        def tables(report: PreflightReport) -> None:
+            for line in report_lines(report):
+                listener(line)
+
         runner.preflight_listeners.append(listener)
+        runner.preflight_report_listeners.append(tables)
         return True
 
     async def submit(self) -> str:

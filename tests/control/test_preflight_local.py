@@ -83,10 +83,11 @@ async def test_runner_submits_only_after_the_files_preflight_passed_and_runs_it_
     lines: list[str] = []
     session = open_session(good, preflight=True)
     session.runner.preflight_listeners.append(lines.append)
+    session.runner.preflight_report_listeners.append(lambda report: lines.append(f"report {report.passed}"))
     try:
         await session.runner.start()
         assert record.passed(session.store, good.name, study_digest(good))
-        assert any(line.startswith("preflight of pf") and line.endswith("passed") for line in lines)
+        assert lines[-2:] == ["preflight passed: 1 job(s)", "report True"]
         lines.clear()
         await session.runner.start()  # the same file again: the kept preflight holds
         assert lines == [f"preflight of this study file ({study_digest(good)}) passed before: not run again"]

@@ -1,0 +1,98 @@
+"""`cockpit run --headless --json`: one JSON object per line per event, for CI pipelines and scripts.
+
+Every object has `v` (EVENTS_VERSION), `event`, `t` (Unix seconds) and `study`; docs/json-events.md lists
+each event's fields. The figures are the analysis row's (the same function as every other view), with the
+overhead terms as printed elsewhere (cockpit.explain.shown_terms: they add up to the shown O).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any, TextIO
+
+from cockpit.commands.run import PlainProgress, failure_reason
+from cockpit.explain import shown_terms
+
+if TYPE_CHECKING:
+    from cockpit.preflight.checks import PreflightReport
+    from cockpit.session import StudySession
+
+EVENTS_VERSION = 1
+
+
+class JsonProgress(PlainProgress):
+    """The headless run's progress as JSON lines instead of sentences."""
+
+    def __init__(self, session: StudySession, stream: TextIO) -> None:
+        super().__init__(session, stream)
+        self._states: dict[str, str] = {}
+        self._steps: dict[str, int | None] = {}
+
+    def emit(self, event: str, **fields: Any) -> None:
+        record = {"v": EVENTS_VERSION, "event": event, "t": round(time.time(), 3), "study": self.session.study.name,
+                  **fields}
+        print(json.dumps(record, allow_nan=False, default=str), file=self.stream, flush=True)
+
+    def say(self, line: str) -> None:
+        """Free-text lines (the preflight's progress) become `message` events."""
+        self.emit("message", text=line)
+
+    def _on_connection(self, state, detail: str) -> None:  # noqa: ANN001 - ConnectionState
+        self.emit("connection", state=str(state), detail=detail)
+
+    def preflight(self, report: PreflightReport) -> None:
+        self.emit("preflight", passed=report.passed, digest=report.digest, jobs=[j.to_json() for j in report.jobs])
+
+    def tick(self, report) -> None:  # noqa: ANN001 - TickReport
+        snap = self.session.store.snapshot(self.session.study.name)
+        for cid in report.submitted if report is not None else []:
+            row = snap.config(cid)
+            self.emit("submitted", config_id=cid, label=_label(row.values) if row else cid,
+                      job_id=row.job_id if row else None)
+        for row in snap.configs:
+            if self._states.get(row.config_id) != row.state:
+                self._states[row.config_id] = row.state
+                self._changed(snap, row)
+            if row.state == "running" and row.last_step is not None and self._steps.get(row.config_id) != row.last_step:
+                self._steps[row.config_id] = row.last_step
+                self.emit("progress", config_id=row.config_id, step=row.last_step, fraction=_num(row.progress),
+                          eta_s=_num(row.eta_s), loss=_num(row.last_loss))
+
+    def _changed(self, snap, row) -> None:  # noqa: ANN001 - StudySnapshot, ConfigRow
+        label = _label(row.values)
+        if row.state == "completed" and row.analysis:
+            self.emit("finished", config_id=row.config_id, label=label, **figures(row.analysis))
+        elif row.state in ("failed", "cancelled", "timeout", "out-of-memory", "node-fail", "preempted"):
+            self.emit("failed", config_id=row.config_id, label=label, state=row.state,
+                      reason=failure_reason(snap, row))
+        elif row.state != "not_submitted":
+            self.emit("state", config_id=row.config_id, label=label, state=row.state, job_id=row.job_id)
+
+
+    def ending(self, snap, files, failed: list) -> None:  # noqa: ANN001 - StudySnapshot, ReportFiles
+        self.emit("study_end", done=snap.counts.done, failed=len(failed), total=len(snap.configs),
+                  report={"markdown": str(files.markdown), "html": str(files.html), "csv": str(files.csv)})
+
+
+def figures(a: dict[str, Any]) -> dict[str, Any]:
+    """T, the work it covers, the baseline's T1, N, S, E, O, Karp-Flatt and the printed terms of O."""
+    out = {"T_s": _num(a.get("train_time_s")), "workers": a.get("workers"), "baseline": bool(a.get("baseline"))}
+    if a.get("baseline"):
+        return out
+    shown_o, terms = shown_terms(a)
+    return {**out, "work_ratio": _num(a.get("work_ratio")), "T_same_work_s": _num(a.get("t_same_work_s")),
+            "T1_s": _num(a.get("t1_s")), "S": _num(a.get("speedup")), "E": _num(a.get("efficiency")),
+            "O_s": _num(shown_o), "karp_flatt": _num(a.get("karp_flatt")), "verdict": a.get("verdict", ""),
+            "terms_s": {name: value for name, value in terms}}
+
+
+def _num(value: Any) -> float | None:
+    """JSON has no NaN: a figure that is not a number is null."""
+    return float(value) if isinstance(value, int | float) and value == value else None
+
+
+def _label(values: dict) -> str:
+    from cockpit.spec import config_label
+
+    return config_label(values)

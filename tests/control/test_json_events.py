@@ -1,0 +1,62 @@
+"""`cockpit run --headless --json`: every stdout line is one JSON object of a documented event; the
+finished figures are the analysis row's, and their printed terms add up to the printed O. On this machine
+and on the real test Slurm over SSH."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cockpit.commands.json_events import EVENTS_VERSION
+from tests.studies import REPO, write_study
+
+EVENTS = {"message", "connection", "preflight", "submitted", "state", "progress", "finished", "failed", "study_end"}
+
+
+def _run_json(study: Path, *extra: str) -> tuple[int, list[dict], str]:
+    res = subprocess.run([sys.executable, "-m", "cockpit", "run", "--headless", "--json", str(study), *extra],
+                         capture_output=True, text=True, timeout=600, cwd=study.parent,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    events = [json.loads(line) for line in res.stdout.splitlines()]  # every line parses, or this fails
+    return res.returncode, events, res.stderr
+
+
+def _check(events: list[dict], name: str) -> None:
+    assert events and all(e["v"] == EVENTS_VERSION and e["event"] in EVENTS and e["study"] == name for e in events)
+    (pre,) = [e for e in events if e["event"] == "preflight"]
+    assert pre["passed"] and pre["jobs"][0]["checks"]
+    end = events[-1]
+    assert end["event"] == "study_end" and end["failed"] == 0 and end["report"]["csv"].endswith("scaling.csv")
+    finished = {e["config_id"]: e for e in events if e["event"] == "finished"}
+    assert set(finished) == {e["config_id"] for e in events if e["event"] == "submitted"}
+    for e in finished.values():
+        assert e["T_s"] > 0
+        if not e["baseline"]:
+            assert e["S"] == pytest.approx(e["T1_s"] / e["T_same_work_s"])
+            assert e["E"] == pytest.approx(e["S"] / e["workers"])
+            assert round(sum(e["terms_s"].values()), 2) == e["O_s"]
+
+
+def test_json_lines_of_a_local_study(tmp_path: Path):
+    study = write_study(tmp_path / "json.toml", "json-local", tmp_path / "work", cluster={"gpus_per_node": 2},
+                        train={"steps": 6})
+    code, events, err = _run_json(study)
+    assert code == 0, err
+    _check(events, "json-local")
+    assert {e["event"] for e in events} >= {"message", "preflight", "submitted", "finished", "study_end"}
+
+
+@pytest.mark.slurm
+@pytest.mark.sshd
+def test_json_lines_on_the_real_slurm(make_study):
+    study = make_study("json-slurm", "gpus_per_node = [1]")
+    code, events, err = _run_json(study, "--timeout", "400")
+    assert code == 0, err
+    _check(events, "json-slurm")
+    states = [e["state"] for e in events if e["event"] == "state"]
+    assert "pending" in states or "running" in states
