@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # A real Slurm on loopback for the launch and control-plane tests (this host, plus extra slurmd "nodes").
 #
-#   tests/infra/slurm.sh up      start munged + slurmctld + one slurmd per node (no-op when already up)
+#   tests/infra/slurm.sh up      start munged, MariaDB, slurmdbd, slurmctld and one slurmd per node (no-op
+#                                when already up)
 #   tests/infra/slurm.sh down    stop them by their pid files
-#   tests/infra/slurm.sh status  exit 0 when every daemon runs and every node is usable, else 1
+#   tests/infra/slurm.sh status  exit 0 when every daemon runs, accounting answers and every node is
+#                                usable, else 1
 #   tests/infra/slurm.sh env     print the KEY=VALUE lines a client needs (SLURM_CONF, user, ...)
 #
-# Installs nothing: the Debian packages slurmctld slurmd slurm-client munge must already be there.
+# Installs nothing: the Debian packages slurmctld slurmd slurm-client slurmdbd munge mariadb-server must
+# already be there (tests/infra/install.sh).
 # Must run as root. Everything lives under $HLM_SLURM_DIR (default /tmp/hlm-slurm, see env.sh).
 #
 # Changes it makes outside that directory, so that jobs can run as an unprivileged user:
@@ -25,6 +28,17 @@
 # HLM_SLURM_NODES=N > 1 (default 2) nodes <host>-2..N run as extra slurmd daemons on this host (ports
 # $HLM_SLURM_D_PORT+i) and partition $HLM_SLURM_MULTI_PARTITION holds all of them, for multi-node jobs.
 #
+# Site-shaped nodes (MeluXina, sbatch_templates/sites/meluxina.toml), more slurmd daemons on this host that
+# declare what the site's nodes have (SlurmdParameters=config_overrides lets a node declare more than the
+# host has): partition `gpu` = HLM_SLURM_GPU_NODES (default 2) nodes mel2001.. of 64 cores (2 sockets x 32,
+# 2 threads each: 128 CPUs), 512 GB and gpu:4; partition `cpu` = HLM_SLURM_CPU_NODES (default 1) nodes
+# mel0001.. of 128 cores (256 CPUs), 512 GB, no GPU. Both MaxTime=2-00:00:00. The first nodes keep this
+# host's real CPU count, so jobs there are scheduled as before.
+#
+# Accounting (tests/infra/accounting.sh): slurmdbd on a MariaDB, AccountingStorageEnforce=associations,limits,
+# qos: a job's account and QOS must exist and be the user's, and a --time over the QOS's MaxWall is refused
+# by sbatch. Jobs without -A/-q get account hlm and QOS normal (no limit).
+#
 # Fake GPUs: gres.conf lists character devices made with `mknod c 1 3` (clones of /dev/null); Slurm then
 # sets CUDA_VISIBLE_DEVICES for --gpus-per-node / --gres=gpu:N jobs and refuses more than exist at submit.
 set -euo pipefail
@@ -40,6 +54,8 @@ source "$here/env.sh"
 : "${HLM_SLURM_D_PORT:=6818}"     # first node's slurmd port; node i uses this + i - 1
 : "${HLM_SLURM_NODES:=2}"         # slurmd daemons (nodes) on this host
 : "${HLM_SLURM_MULTI_PARTITION:=multi}"
+: "${HLM_SLURM_GPU_NODES:=2}"     # site-shaped GPU nodes (partition gpu)
+: "${HLM_SLURM_CPU_NODES:=1}"     # site-shaped CPU nodes (partition cpu)
 
 dir=$HLM_SLURM_DIR
 user=$HLM_TEST_USER
@@ -48,6 +64,9 @@ conf=$dir/etc/slurm.conf
 die() { echo "slurm.sh: $*" >&2; exit "${2:-1}"; }
 
 pid_alive() { [[ -s "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# shellcheck source=accounting.sh
+source "$here/accounting.sh"
 
 python_bin_dir() {
     # The directory of the interpreter that runs the tests, as it was started: a virtual environment's
@@ -68,8 +87,8 @@ python_real_dir() {
 status() {
     local n
     pid_alive "$dir/run/munged.pid" && pid_alive "$dir/run/slurmctld.pid" || return 1
-    for n in $(node_names); do pid_alive "$dir/run/slurmd-$n.pid" || return 1; done
-    all_nodes_up
+    for n in $(all_node_names); do pid_alive "$dir/run/slurmd-$n.pid" || return 1; done
+    db_alive && dbd_alive && all_nodes_up
 }
 
 print_env() {
@@ -80,6 +99,8 @@ print_env() {
     echo "HLM_SLURM_MULTI_PARTITION=$( (( HLM_SLURM_NODES > 1 )) && echo "$HLM_SLURM_MULTI_PARTITION")"
     echo "HLM_SLURM_NODES=$HLM_SLURM_NODES"
     echo "HLM_SLURM_GPUS=$HLM_SLURM_GPUS"
+    echo "HLM_SLURM_ACCOUNTING=slurmdbd"
+    echo "HLM_SLURM_SITE_PARTITIONS=$(site_partitions)"
     echo "HLM_PYTHON_BIN=$(python_bin_dir)"
 }
 
@@ -91,17 +112,35 @@ node_names() {
     for ((i = 2; i <= HLM_SLURM_NODES; i++)); do echo "$host-$i"; done
 }
 
+site_node_names() {
+    # The site-shaped nodes: MeluXina's GPU nodes are mel2001.., its CPU nodes mel0001..
+    local i
+    [[ "$HLM_SLURM_GPU_NODES" =~ ^[0-9]+$ && "$HLM_SLURM_CPU_NODES" =~ ^[0-9]+$ ]] \
+        || die "HLM_SLURM_GPU_NODES and HLM_SLURM_CPU_NODES must be numbers" 2
+    for ((i = 1; i <= HLM_SLURM_GPU_NODES; i++)); do printf 'mel%04d\n' $((2000 + i)); done
+    for ((i = 1; i <= HLM_SLURM_CPU_NODES; i++)); do printf 'mel%04d\n' "$i"; done
+}
+
+all_node_names() { node_names; site_node_names; }
+
+site_partitions() {
+    local p=()
+    if ((HLM_SLURM_CPU_NODES > 0)); then p+=(cpu); fi
+    if ((HLM_SLURM_GPU_NODES > 0)); then p+=(gpu); fi
+    (IFS=,; echo "${p[*]}")
+}
+
 all_nodes_up() {
     # Every node answers and is usable (idle, mixed or allocated), none down or still unknown.
     local states
     states=$(SLURM_CONF=$conf sinfo -h -N -o '%N %t' 2>/dev/null | sort -u) || return 1
-    [[ $(grep -cE ' (idle|mix|alloc)$' <<<"$states") -eq $HLM_SLURM_NODES ]]
+    [[ $(grep -cE ' (idle|mix|alloc)$' <<<"$states") -eq $(all_node_names | wc -l) ]]
 }
 
 down() {
     # SIGTERM to every daemon first, then wait for each (they shut down in parallel); SIGKILL after 10 s.
     local f pid pids=()
-    for f in "$dir"/run/slurmd*.pid "$dir/run/slurmctld.pid" "$dir/run/munged.pid"; do
+    for f in "$dir"/run/slurmd-*.pid "$dir/run/slurmctld.pid" $(stop_accounting_pids) "$dir/run/munged.pid"; do
         [[ -s "$f" ]] || continue
         pid=$(cat "$f")
         if kill -0 "$pid" 2>/dev/null; then
@@ -189,15 +228,18 @@ write_config() {
         cpus=$(sed -n 's/.*\(CPUs=.*ThreadsPerCore=[0-9]*\).*/\1/p' <<<"$layout")
     fi
     mkdir -p "$dir"/{etc,run,log,state,spool,munge,dev}
+    chown root: "$dir/etc"
     chmod 755 "$dir" "$dir/etc" "$dir/run" "$dir/log" "$dir/dev"
     chmod 711 "$dir/munge"           # clients must reach the socket inside
     chmod 700 "$dir/state"
     chmod 755 "$dir/spool"
-    for ((g = 0; g < HLM_SLURM_GPUS; g++)); do
+    local site_gpus=4
+    for ((g = 0; g < (HLM_SLURM_GPUS > site_gpus ? HLM_SLURM_GPUS : site_gpus); g++)); do
         [[ -c "$dir/dev/gpu$g" ]] || mknod -m 666 "$dir/dev/gpu$g" c 1 3
     done
     cat > "$conf.new" <<EOF
-# Generated by tests/infra/slurm.sh: single-node test cluster on loopback.
+# Generated by tests/infra/slurm.sh: test cluster on loopback (this host, extra slurmd nodes, MeluXina-shaped
+# nodes and accounting).
 ClusterName=hlmtest
 SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=$HLM_SLURM_CTLD_PORT
@@ -226,26 +268,53 @@ EnforcePartLimits=ALL
 SlurmdParameters=config_overrides
 JobCompType=jobcomp/filetxt
 JobCompLoc=$dir/log/jobcomp.txt
-AccountingStorageType=accounting_storage/none
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=127.0.0.1
+AccountingStoragePort=$HLM_SLURM_DBD_PORT
+AccountingStoragePass=socket=$dir/munge/munge.socket
+AccountingStorageEnforce=associations,limits,qos
+AccountingStorageTRES=gres/gpu
 JobAcctGatherType=jobacct_gather/none
 MinJobAge=3600
 KillWait=5
 GresTypes=gpu
 EOF
-    local i=0 n
+    local i=0 n shape gres gpu_nodes=() cpu_nodes=()
     for n in $(node_names); do
         echo "NodeName=$n NodeHostname=$host NodeAddr=127.0.0.1 Port=$((HLM_SLURM_D_PORT + i)) $cpus RealMemory=$mem Gres=gpu:$HLM_SLURM_GPUS State=UNKNOWN" >> "$conf.new"
         i=$((i + 1))
     done
+    for n in $(site_node_names); do
+        if [[ $n == mel2* ]]; then  # MeluXina GPU node: 2x AMD EPYC 7452, 4x A100
+            shape="CPUs=128 Boards=1 SocketsPerBoard=2 CoresPerSocket=32 ThreadsPerCore=2" gres=" Gres=gpu:$site_gpus"
+            gpu_nodes+=("$n")
+        else                        # MeluXina CPU node: 2x AMD EPYC 7H12
+            shape="CPUs=256 Boards=1 SocketsPerBoard=2 CoresPerSocket=64 ThreadsPerCore=2" gres=""
+            cpu_nodes+=("$n")
+        fi
+        echo "NodeName=$n NodeHostname=$host NodeAddr=127.0.0.1 Port=$((HLM_SLURM_D_PORT + i)) $shape RealMemory=512000$gres State=UNKNOWN" >> "$conf.new"
+        i=$((i + 1))
+    done
     echo "PartitionName=$HLM_SLURM_PARTITION Nodes=$host Default=YES MaxTime=INFINITE State=UP" >> "$conf.new"
     if (( HLM_SLURM_NODES > 1 )); then
-        echo "PartitionName=$HLM_SLURM_MULTI_PARTITION Nodes=ALL MaxTime=INFINITE State=UP" >> "$conf.new"
+        echo "PartitionName=$HLM_SLURM_MULTI_PARTITION Nodes=$(node_names | paste -sd,) MaxTime=INFINITE State=UP" >> "$conf.new"
+    fi
+    if ((${#cpu_nodes[@]})); then
+        echo "PartitionName=cpu Nodes=$(IFS=,; echo "${cpu_nodes[*]}") MaxTime=2-00:00:00 State=UP" >> "$conf.new"
+    fi
+    if ((${#gpu_nodes[@]})); then
+        echo "PartitionName=gpu Nodes=$(IFS=,; echo "${gpu_nodes[*]}") MaxTime=2-00:00:00 State=UP" >> "$conf.new"
     fi
     mv "$conf.new" "$conf"
     {
         echo "AutoDetect=off"
         for n in $(node_names); do
             for ((g = 0; g < HLM_SLURM_GPUS; g++)); do
+                echo "NodeName=$n Name=gpu File=$dir/dev/gpu$g"
+            done
+        done
+        for n in $(site_node_names | grep '^mel2'); do
+            for ((g = 0; g < site_gpus; g++)); do
                 echo "NodeName=$n Name=gpu File=$dir/dev/gpu$g"
             done
         done
@@ -263,15 +332,15 @@ start_munge() {
     pid_alive "$dir/run/munged.pid" && return 0
     [[ -s "$dir/munge/munge.key" ]] || mungekey --create --keyfile="$dir/munge/munge.key"
     chmod 600 "$dir/munge/munge.key"
-    munged --force --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
+    munged --force --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" 9>&- \
         --pid-file="$dir/run/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/munge/munged.seed"
 }
 
 up() {
     [[ $EUID -eq 0 ]] || die "must run as root (it starts slurmd and creates the test user)" 2
     local b
-    for b in munged mungekey slurmctld slurmd sbatch sinfo; do
-        command -v "$b" >/dev/null || die "$b not found: apt-get install --no-install-recommends slurmctld slurmd slurm-client munge" 3
+    for b in munged mungekey slurmctld slurmd sbatch sinfo slurmdbd sacctmgr mariadbd mariadb-install-db; do
+        command -v "$b" >/dev/null || die "$b not found: bash tests/infra/install.sh (Debian packages slurmctld slurmd slurm-client slurmdbd munge mariadb-server)" 3
     done
     ensure_user
     expose_python
@@ -283,11 +352,14 @@ up() {
     write_config
     start_munge
     export SLURM_CONF=$conf
-    slurmctld -f "$conf"
+    start_db
+    start_dbd
+    init_accounting
+    slurmctld -f "$conf" 9>&-
     local n
-    for n in $(node_names); do
+    for n in $(all_node_names); do
         mkdir -p "$dir/spool/$n"
-        slurmd -f "$conf" -N "$n"
+        slurmd -f "$conf" -N "$n" 9>&-
     done
     for _ in $(seq 200); do
         if all_nodes_up; then
@@ -299,9 +371,20 @@ up() {
     die "the nodes did not become idle within 10 s; see $dir/log/slurmctld.log and $dir/log/slurmd-*.log" 4
 }
 
+locked() {
+    # One `up` or `down` at a time: test sessions running in parallel share this cluster, and a second `up`
+    # waits for the first, then finds everything running. Every daemon starts with the lock's descriptor
+    # closed (9>&-), so the lock ends with this script.
+    [[ $EUID -eq 0 ]] || die "must run as root" 2
+    mkdir -p "$dir"
+    exec 9>>"$dir/.lock"
+    flock -w 180 9 || die "another tests/infra/slurm.sh held $dir/.lock for 3 minutes" 4
+    "$@"
+}
+
 case "${1:-}" in
-    up) up ;;
-    down) down ;;
+    up) locked up ;;
+    down) locked down ;;
     status) status ;;
     env) print_env ;;
     *) die "usage: slurm.sh up|down|status|env" 2 ;;

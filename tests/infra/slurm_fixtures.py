@@ -1,4 +1,6 @@
-"""Pytest plugin: a real single-node Slurm (tests/infra/slurm.sh) as the session fixture `slurm_cluster`.
+"""Pytest plugin: a real Slurm on loopback (tests/infra/slurm.sh) as the session fixture `slurm_cluster`: this
+host's nodes, MeluXina-shaped nodes in partitions cpu and gpu, and accounting through slurmdbd that refuses
+a wrong account, a wrong QOS or a --time over the QOS's limit (tests/infra/accounting.sh).
 
 Jobs are submitted and run as the unprivileged test user named in tests/infra/env.sh. The cluster is left
 running after the session (other test sessions on the same machine may share it); set HLM_SLURM_DOWN=1 to
@@ -37,6 +39,8 @@ class SlurmCluster:
     nodes: int
     gpus: int
     python_bin: str
+    site_partitions: tuple[str, ...] = ()  # MeluXina-shaped partitions (cpu, gpu)
+    accounting: str = ""  # "slurmdbd" when accounts and QOSs are enforced
 
     @property
     def env(self) -> dict[str, str]:
@@ -110,10 +114,11 @@ def _env_lines(text: str) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def slurm_cluster() -> Iterator[SlurmCluster]:
-    """The real Slurm on loopback, brought up once per session (about 1 s; a no-op when already up)."""
-    missing = [b for b in ("slurmctld", "slurmd", "sbatch", "munged") if not shutil.which(b)]
+    """The real Slurm on loopback, brought up once per session (about 2.5 s, 10 s the first time on a machine;
+    a no-op when already up)."""
+    missing = [b for b in ("slurmctld", "slurmd", "sbatch", "munged", "slurmdbd", "mariadbd") if not shutil.which(b)]
     if missing:
-        pytest.skip(f"Slurm is not installed ({', '.join(missing)} missing; .ci/run installs it)")
+        pytest.skip(f"Slurm is not installed ({', '.join(missing)} missing; tests/infra/install.sh installs it)")
     was_up = subprocess.run(["bash", str(SLURM_SH), "status"], capture_output=True).returncode == 0
     if not was_up and os.geteuid() != 0:
         pytest.skip("the test Slurm is not running and starting it needs root (tests/infra/slurm.sh up)")
@@ -130,6 +135,8 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
         nodes=int(env.get("HLM_SLURM_NODES", "1")),
         gpus=int(env["HLM_SLURM_GPUS"]),
         python_bin=env["HLM_PYTHON_BIN"],
+        site_partitions=tuple(p for p in env.get("HLM_SLURM_SITE_PARTITIONS", "").split(",") if p),
+        accounting=env.get("HLM_SLURM_ACCOUNTING", ""),
     )
     yield cluster
     if not was_up and os.environ.get("HLM_SLURM_DOWN") == "1":
