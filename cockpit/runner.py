@@ -54,6 +54,7 @@ class TickReport:
     """What one tick did (for headless progress lines and tests)."""
 
     submitted: list[str] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (config id, why) of submits refused this tick
     finished: list[str] = field(default_factory=list)
     changed: bool = False
     polled: int = 0
@@ -317,8 +318,8 @@ class StudyRunner:
             report.changed |= bool(report.finished)
             if self.follow:
                 report.ingested_metrics = await self._follow()
-            report.submitted = await self._submit_more()
-            report.changed |= bool(report.submitted)
+            report.submitted = await self._submit_more(report.refused)
+            report.changed |= bool(report.submitted or report.refused)
             self._record_problems()
         except (SshError, OSError) as exc:
             self.store.add_problem(self.key, "connection", str(exc))
@@ -369,7 +370,9 @@ class StudyRunner:
             finished.append(cid)
         return finished
 
-    async def _submit_more(self) -> list[str]:
+    async def _submit_more(self, refused: list[tuple[str, str]]) -> list[str]:
+        """Submit what the plan and the limits allow; returns the submitted config ids and appends each
+        refused one with its reason to ``refused``."""
         cap = self.study.cluster.max_concurrent_jobs
         active = len(self.store.active_jobs(self.key))
         plan = self.plan()
@@ -404,6 +407,7 @@ class StudyRunner:
                 # sbatch refused, or the upload failed before sbatch ran: nothing was queued
                 self.store.record_submit_failed(row, str(exc))
                 self.store.add_problem(self.key, "submit", f"{cfg.config_id}: {exc}")
+                refused.append((cfg.config_id, str(exc)))
                 continue
             self._hook("after_submit", cfg, job_id)
             self.store.record_submitted(row, job_id)

@@ -50,6 +50,9 @@ class JsonProgress(PlainProgress):
             row = snap.config(cid)
             self.emit("submitted", config_id=cid, label=_label(row.values) if row else cid,
                       job_id=row.job_id if row else None)
+        for cid, why in report.refused if report is not None else []:
+            row = snap.config(cid)
+            self.emit("refused", config_id=cid, label=_label(row.values) if row else cid, reason=why)
         for row in snap.configs:
             if self._states.get(row.config_id) != row.state:
                 self._states[row.config_id] = row.state

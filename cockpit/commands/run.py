@@ -193,6 +193,7 @@ class PlainProgress:
             return []
         snap = self.session.store.snapshot(self.session.study.name)
         out = [f"submitted {cid}" for cid in report.submitted]
+        out += [f"REFUSED {cid} ({why})" for cid, why in report.refused]
         for cid in report.finished:
             row = snap.config(cid)
             state = row.state.replace("_", " ") if row else "ended"

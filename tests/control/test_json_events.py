@@ -15,13 +15,15 @@ import pytest
 from cockpit.commands.json_events import EVENTS_VERSION
 from tests.studies import REPO, write_study
 
-EVENTS = {"message", "connection", "preflight", "submitted", "state", "progress", "finished", "failed", "study_end"}
+EVENTS = {"message", "connection", "preflight", "submitted", "refused", "state", "progress", "finished", "failed",
+          "study_end"}
 
 
 def _run_json(study: Path, *extra: str) -> tuple[int, list[dict], str]:
+    # a Slurm study's store lives in the XDG data directory: one of its own, so a second run starts afresh
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_DATA_HOME": str(study.parent / "xdg")}
     res = subprocess.run([sys.executable, "-m", "cockpit", "run", "--headless", "--json", str(study), *extra],
-                         capture_output=True, text=True, timeout=600, cwd=study.parent,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
+                         capture_output=True, text=True, timeout=600, cwd=study.parent, env=env)
     events = [json.loads(line) for line in res.stdout.splitlines()]  # every line parses, or this fails
     return res.returncode, events, res.stderr
 

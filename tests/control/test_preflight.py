@@ -22,6 +22,12 @@ from cockpit.store import StudyStore
 pytestmark = [pytest.mark.slurm, pytest.mark.sshd]
 
 
+@pytest.fixture(autouse=True)
+def own_store_dir(tmp_path, monkeypatch):
+    """A Slurm study's store lives in the XDG data directory: one per test, so reruns start afresh."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+
+
 def _preflight(capsys, study: Path) -> tuple[int, str]:
     code = cockpit(["preflight", str(study), "--timeout", "240"])
     out = capsys.readouterr()

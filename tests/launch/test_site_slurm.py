@@ -181,8 +181,9 @@ def test_a_refused_configuration_shows_slurms_reason_while_the_rest_of_the_study
     assert len(failed) == 1 and two.config_id in failed[0], out
     assert "QOSMaxNodePerJobLimit" in failed[0] and OVER_POLICY in failed[0], failed[0]
     assert f"{name}: 1 of 2 configurations failed" in out, out
-    # The refusal is counted at once, and the 1-node run goes on to complete after it.
+    # The refusal is named with Slurm's reason at once, and the 1-node run goes on to complete after it.
     lines = out.splitlines()
     refused_at = next(i for i, line in enumerate(lines) if "(0 ok, 1 failed)" in line)
+    assert f"REFUSED {two.config_id} (" in lines[refused_at] and "QOSMaxNodePerJobLimit" in lines[refused_at], out
     done_at = next(i for i, line in enumerate(lines) if f"completed {one.config_id}" in line)
     assert refused_at < done_at and "2/2 finished (1 ok, 1 failed)" in lines[done_at], out
