@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainer.config_keys import MODES, PRECISIONS, section_keys
+from trainer.config_keys import BY_NAME, MODES, PRECISIONS, section_keys
+from trainer.data.errors import DataError
+from trainer.data.tokenizer_keys import canonical
 from trainer.rundir import MODEL_FILE
 
 AXES = ("dataset", "mode", "window", "precision", "batch_size", "cpus_per_task", "gpus_per_node", "nodes")
 SCALE_AXES = ("gpus_per_node", "nodes")
-TOKENIZERS = ("samples", "beats")
 SYNTHETIC = "synthetic"
 
 
@@ -99,21 +100,22 @@ SECTIONS: dict[str, dict[str, Key]] = {
     "train": _table_keys("train"),
     "sweep": {axis: Key((list,)) for axis in AXES},
 }
-# Defaults live in the trainer's tokenizers (one source of truth); the spec only checks names and types.
+# Defaults, bounds and choices live in the trainer's tokenizer table (trainer/data/tokenizer_keys.py, whose
+# validators the spec runs on every dataset's table); here only the names and TOML types.
 TOKENIZER_KEYS = {
-    "name": Key((str,), "samples", choices=TOKENIZERS),
-    "vocab": Key((int,), minimum=2),
-    "quantizer": Key((str,), choices=("uniform", "mulaw")),
-    "mu": Key(_NUM, minimum=0),
+    "name": Key((str,), "samples"),
+    "vocab": Key((int,)),
+    "quantizer": Key((str,)),
+    "mu": Key(_NUM),
     "lead": Key((int, str)),
-    "fs": Key(_NUM, minimum=0),  # 0 keeps each record's own rate
-    "clip_percentile": Key(_NUM, minimum=0),
-    "margin": Key(_NUM, minimum=0),
-    "highpass_hz": Key(_NUM, minimum=0),  # 0 = keep the baseline wander
+    "fs": Key(_NUM),  # 0 keeps each record's own rate
+    "clip_percentile": Key(_NUM),
+    "margin": Key(_NUM),
+    "highpass_hz": Key(_NUM),  # 0 = keep the baseline wander
     "annotator": Key((str,)),
-    "rr_bins": Key((int,), minimum=2),
-    "rr_min_ms": Key(_NUM, minimum=0),
-    "rr_max_ms": Key(_NUM, minimum=0),
+    "rr_bins": Key((int,)),
+    "rr_min_ms": Key(_NUM),
+    "rr_max_ms": Key(_NUM),
     "records": Key((list,)),
 }
 DATASET_KEYS = {
@@ -540,6 +542,10 @@ def _datasets(where: str, data: dict[str, Any], path: Path, kind: str) -> tuple[
         # [data.tokenizer] applies to every dataset; the dataset's own table overrides single keys.
         tok = {"name": "samples", **default_tok,
                **_given_keys(where, f"{prefix}.tokenizer", d["tokenizer"], TOKENIZER_KEYS)}
+        try:  # the tokenizer's own validators, so the study refuses what prepare would, in its words
+            canonical(tok)
+        except DataError as exc:
+            raise SpecError(f"{where}: {prefix}: {exc}") from None
         split = _split(where, prefix, d) or default_split
         skip = data["skip_bad_records"] if d["skip_bad_records"] is None else d["skip_bad_records"]
         synthetic = d["synthetic"] or (name == SYNTHETIC and not d["path"])
@@ -589,10 +595,14 @@ def _check_axis_values(where: str, axes: dict[str, list[Any]], datasets: dict[st
             raise SpecError(
                 f"{where}: [sweep].cpus_per_task contains {value} but [cluster].cores_per_node is {cluster.cores_per_node}"
             )
-    for axis in ("nodes", "window", "batch_size"):
+    for value in axes["nodes"]:
+        if value < 1:
+            raise SpecError(f"{where}: [sweep].nodes contains {value}; expected a positive integer")
+    for axis in ("window", "batch_size"):  # the trainer's own bounds (trainer/config_keys.py), its words
+        least = BY_NAME[axis].minimum
         for value in axes[axis]:
-            if value < 1:
-                raise SpecError(f"{where}: [sweep].{axis} contains {value}; expected a positive integer")
+            if least is not None and value < least:
+                raise SpecError(f"{where}: [sweep].{axis} contains {value}; expected an integer >= {least:g}")
     if cluster.kind == "local" and any(n > 1 for n in axes["nodes"]):
         raise SpecError(f"{where}: [sweep].nodes asks for several nodes but [cluster].kind is \"local\" (one machine)")
     for value in axes["mode"]:
