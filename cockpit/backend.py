@@ -6,16 +6,34 @@ One base class so the runner, the TUI and the headless mode never care which one
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from cockpit.follow import Follower
     from cockpit.preflight.jobs import PreflightJob
-    from cockpit.slurm import ParseProblem
     from cockpit.spec import Configuration, Study
-    from cockpit.ssh import SshConnection
+
+
+class ConnectionState(StrEnum):
+    """Where the cockpit's link to the cluster stands (``local`` for the local executor)."""
+
+    LOCAL = "local"
+    DISCONNECTED = "disconnected"
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    RECONNECTING = "reconnecting"
+    FAILED = "failed"  # gave up or refused (e.g. host key): needs the user
+
+
+class Connection(Protocol):
+    """What the runner and the screens follow of a backend's connection (cockpit.ssh.SshConnection)."""
+
+    state: ConnectionState
+    detail: str
+    listeners: list[Callable[[ConnectionState, str], None]]
 
 
 class JobState(StrEnum):
@@ -77,6 +95,35 @@ class JobInfo:
 JOB_ACTIONS = ("cancel", "requeue", "hold", "release")
 
 
+class BackendError(Exception):
+    """The backend could not do what was asked; the message carries the scheduler's or the connection's
+    own words. Every backend's errors derive from these, so the runner and the commands need no other."""
+
+
+class ConnectionLost(BackendError):
+    """The way to the jobs failed (network, authentication, host key): nothing was done."""
+
+
+class SubmitRefused(BackendError):
+    """The scheduler refused a job (account, QOS, partition, limits, resources beyond a node)."""
+
+
+class OutcomeUnknown(BackendError):
+    """The connection dropped while a non-idempotent action was in flight: its outcome is unknown."""
+
+
+@dataclass(frozen=True)
+class ParseProblem:
+    """One line of a scheduler's output that could not be understood (kept, shown, never fatal)."""
+
+    source: str  # "squeue", "sacct", "scontrol", "sbatch"
+    line: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.message}: {self.line[:200]!r}"
+
+
 class UnsupportedAction(Exception):
     """The backend cannot do this to a job (e.g. requeue on the local executor)."""
 
@@ -92,7 +139,7 @@ class Backend(ABC):
     label: str
     study: Study
     #: the SSH connection whose state the UI shows; None for a backend on this machine
-    connection: SshConnection | None = None
+    connection: Connection | None = None
     #: the job actions this backend can carry out (see JOB_ACTIONS)
     actions: frozenset[str] = frozenset({"cancel"})
     #: cores one node really has when the backend knows better than [cluster].cores_per_node (the local
@@ -185,3 +232,25 @@ class Backend(ABC):
             raise UnsupportedAction(f"{self.label} cannot {action} jobs")
         do = {"cancel": self.cancel, "requeue": self.requeue, "hold": self.hold_job, "release": self.release}
         await do[action](job_id)
+
+
+class AdaptiveInterval:
+    """Poll fast while jobs start or change, slowly when everything is pending and nothing moves."""
+
+    def __init__(self, fast_s: float = 2.0, running_s: float = 10.0, slow_s: float = 60.0) -> None:
+        self.fast_s, self.running_s, self.slow_s = fast_s, running_s, slow_s
+        self._quiet = 0
+
+    def next(self, jobs: Sequence[JobInfo], changed: bool) -> float:
+        if changed or any(j.state in (JobState.COMPLETING, JobState.REQUEUED) for j in jobs):
+            self._quiet = 0
+            return self.fast_s
+        self._quiet += 1
+        if any(j.state is JobState.RUNNING for j in jobs):
+            base = self.running_s
+        elif jobs:
+            base = self.slow_s
+        else:
+            return self.fast_s
+        # ease from fast to the base over a few quiet polls so a just-started job is caught quickly
+        return min(base, self.fast_s * (1.5 ** self._quiet))

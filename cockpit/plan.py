@@ -150,7 +150,7 @@ def _is_baseline(result: dict[str, Any]) -> bool:
 
 def _site(study: Study) -> Any:
     """The study's site profile, for its link figures (None where it has none that loads)."""
-    from cockpit.launch.sites import SiteError, site_for
+    from cockpit.launch.slurm.sites import SiteError, site_for
 
     try:
         return site_for(study)

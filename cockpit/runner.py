@@ -18,12 +18,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cockpit.backend import Backend, JobInfo
+from cockpit.backend import (
+    AdaptiveInterval,
+    Backend,
+    BackendError,
+    ConnectionLost,
+    ConnectionState,
+    JobInfo,
+    OutcomeUnknown,
+)
 from cockpit.follow import Chunk, FileCursor, Follower, FollowSpec
 from cockpit.plan import Plan, study_plan
-from cockpit.slurm import AdaptiveInterval, SlurmError, SubmitRefused
-from cockpit.snapshot import ACTIVE_STATES, ConnectionState
-from cockpit.ssh import ConnectionInterrupted, SshError
+from cockpit.snapshot import ACTIVE_STATES
 from cockpit.store import JobRecord, LiveStatus, StudyStore
 from trainer import rundir
 
@@ -321,11 +327,11 @@ class StudyRunner:
             report.submitted = await self._submit_more(report.refused)
             report.changed |= bool(report.submitted or report.refused)
             self._record_problems()
-        except (SshError, OSError) as exc:
+        except (ConnectionLost, OSError) as exc:
             self.store.add_problem(self.key, "connection", str(exc))
             report.changed = True
-        except SlurmError as exc:  # e.g. the controller does not answer: try again next tick
-            self.store.add_problem(self.key, "slurm", str(exc))
+        except BackendError as exc:  # e.g. the controller does not answer: try again next tick
+            self.store.add_problem(self.key, "scheduler", str(exc))
             report.changed = True
         self.interval_s = self.interval.next(list(seen.values()), report.changed)
         return report
@@ -396,14 +402,14 @@ class StudyRunner:
             self._hook("before_submit", cfg)
             try:
                 job_id = await self.backend.submit(cfg)
-            except ConnectionInterrupted as exc:
+            except OutcomeUnknown as exc:
                 # outcome unknown: leave the intent; reconcile() resolves it by job name
                 self.store.add_problem(self.key, "submit", f"{cfg.config_id}: {exc}")
                 await self.reconcile()
                 active = len(self.store.active_jobs(self.key))
                 committed += line.node_hours  # it may be queued: count it
                 continue
-            except (SubmitRefused, SlurmError, SshError, ValueError) as exc:
+            except (BackendError, ValueError) as exc:
                 # sbatch refused, or the upload failed before sbatch ran: nothing was queued
                 self.store.record_submit_failed(row, str(exc))
                 self.store.add_problem(self.key, "submit", f"{cfg.config_id}: {exc}")

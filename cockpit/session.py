@@ -23,7 +23,7 @@ def backend_for(study: Study, **kwargs: Any) -> Backend:
         from cockpit.launch.local import LocalExecutor
 
         return LocalExecutor(study, **kwargs)
-    from cockpit.slurm_backend import SlurmBackend
+    from cockpit.launch.slurm.backend import SlurmBackend
 
     return SlurmBackend.from_study(study, **kwargs)
 

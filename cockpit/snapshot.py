@@ -9,27 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 
-
-class ConnectionState(StrEnum):
-    """Where the cockpit's link to the cluster stands (``local`` for the local executor)."""
-
-    LOCAL = "local"
-    DISCONNECTED = "disconnected"
-    CONNECTING = "connecting"
-    CONNECTED = "connected"
-    RECONNECTING = "reconnecting"
-    FAILED = "failed"  # gave up or refused (e.g. host key): needs the user
-
+from cockpit.backend import FINAL_STATES, ConnectionState, JobState
 
 # Job states as the snapshot shows them: the values of cockpit.backend.JobState, plus "submitting" (intent
 # recorded, sbatch not answered yet), "lost" (gone from the cluster without a trace) and "not_submitted".
-ACTIVE_STATES = frozenset({"submitting", "pending", "running", "completing", "requeued", "suspended"})
-DONE_STATES = frozenset({"completed"})
-FAILED_STATES = frozenset(
-    {"failed", "cancelled", "timeout", "preempted", "out-of-memory", "node-fail", "lost"}
-)
+ACTIVE_STATES = frozenset({"submitting", *(state.value for state in JobState if state.is_active)})
+DONE_STATES = frozenset({JobState.COMPLETED.value})
+FAILED_STATES = frozenset({"lost", *(state.value for state in FINAL_STATES if state is not JobState.COMPLETED)})
 
 
 @dataclass(frozen=True)

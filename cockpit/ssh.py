@@ -24,7 +24,7 @@ from typing import cast
 import asyncssh
 from asyncssh.config import SSHClientConfig
 
-from cockpit.snapshot import ConnectionState
+from cockpit.backend import ConnectionLost, ConnectionState, OutcomeUnknown
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ DEFAULT_SSH_CONFIG = Path("~/.ssh/config")
 DEFAULT_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
 
 
-class SshError(Exception):
+class SshError(ConnectionLost):
     """A connection problem the user has to act on (bad target, refused key, auth failure)."""
 
 
@@ -40,7 +40,7 @@ class HostKeyError(SshError):
     """The server's host key is unknown or differs from the one on record: never retried."""
 
 
-class ConnectionInterrupted(SshError):
+class ConnectionInterrupted(SshError, OutcomeUnknown):
     """The connection dropped while a non-idempotent action was in flight: its outcome is unknown."""
 
 
@@ -394,11 +394,6 @@ class SshConnection:
         conn = await self.connection()
         self.round_trips += 1
         return await conn.create_process(command, encoding=None)
-
-    def kill_transport(self) -> None:
-        """Drop the TCP connection abruptly (tests and the UI's 'reconnect now')."""
-        if self._conn is not None:
-            self._dropped(ConnectionResetError("closed by the cockpit"))
 
     async def close(self) -> None:
         if self._conn is not None:

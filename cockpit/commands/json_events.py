@@ -11,7 +11,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-from cockpit.commands.run import PlainProgress, failure_reason
+from cockpit.commands.progress import PlainProgress, failure_reason
 from cockpit.explain import shown_terms
 
 if TYPE_CHECKING:

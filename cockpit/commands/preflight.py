@@ -36,17 +36,16 @@ def main(args: argparse.Namespace) -> int:
 
 
 async def _preflight(session, timeout_s: float | None) -> int:  # noqa: ANN001 - a StudySession
+    from cockpit.backend import BackendError
     from cockpit.preflight import record
     from cockpit.preflight.run import PreflightTimeout, run_preflight
     from cockpit.preflight.table import report_lines
-    from cockpit.slurm import SlurmError
-    from cockpit.ssh import SshError
 
     study, store = session.study, session.store
     try:
         report = await run_preflight(study, session.backend, on_event=lambda line: print(line, flush=True),
                                      timeout_s=timeout_s)
-    except (SshError, SlurmError, PreflightTimeout) as exc:
+    except (BackendError, PreflightTimeout) as exc:
         print(f"cockpit preflight: {exc}", file=sys.stderr)
         return EXIT_REFUSED
     finally:

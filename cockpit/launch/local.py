@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import sbatch_templates
 from cockpit.backend import Backend, JobInfo, JobState
-from cockpit.launch.render import job_comment, job_name
+from cockpit.launch.slurm.render import job_comment, job_name
 from cockpit.preflight.jobs import preflight_dir
 from trainer import rundir
 

@@ -71,19 +71,6 @@ def study_digest(study: Study) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def expects_gpus(study: Study) -> bool:
-    """Whether the study's workers are GPUs: [train].device says so, or "auto" on a GPU partition."""
-    device = study.train.get("device", "auto")
-    if device in ("cpu", "cuda"):
-        return device == "cuda"
-    if study.cluster.kind != "slurm":
-        return False
-    from cockpit.launch.sites import site_for
-
-    site = site_for(study)
-    return (study.cluster.partition or site.default_partition or "") in site.gpu_partitions
-
-
 def laptop_versions() -> dict[str, str]:
     """What this machine has installed, for the job's versions to be compared with (torch is looked up,
     never imported)."""

@@ -50,7 +50,7 @@ async def run_preflight(study: Study, backend: Backend, *, on_event: Callable[[s
         f = found[job.nodes]
         if f.job_id and f.directory:
             await _collect(backend, f)
-        rows = checks.evaluate(study, job, f, expect_gpus=jobs.expects_gpus(study), laptop=jobs.laptop_versions(),
+        rows = checks.evaluate(study, job, f, expect_gpus=expects_gpus(study), laptop=jobs.laptop_versions(),
                                link_figures=_site_figures(study))
         outcomes.append(JobOutcome(job.name, job.nodes, job.gpus_per_node, f.job_id, f.state, f.log_paths, rows))
     report = PreflightReport(study.name, jobs.study_digest(study), time.time(), outcomes, _links(found))
@@ -96,11 +96,24 @@ async def _collect(backend: Backend, f: JobFindings) -> None:
     f.log_tail = " / ".join(tails[-LOG_TAIL_LINES:])
 
 
+def expects_gpus(study: Study) -> bool:
+    """Whether the study's workers are GPUs: [train].device says so, or "auto" on a GPU partition."""
+    device = study.train.get("device", "auto")
+    if device in ("cpu", "cuda"):
+        return device == "cuda"
+    if study.cluster.kind != "slurm":
+        return False
+    from cockpit.launch.slurm.sites import site_for
+
+    site = site_for(study)
+    return (study.cluster.partition or site.default_partition or "") in site.gpu_partitions
+
+
 def _site_figures(study: Study) -> dict[str, float]:
     """The site profile's bus bandwidth per link kind in GB/s (0 where the profile has none)."""
     if study.cluster.kind != "slurm":
         return {}
-    from cockpit.launch.sites import site_for
+    from cockpit.launch.slurm.sites import site_for
 
     site = site_for(study)
     return {"intra_node": site.intra_node_busbw_gbs, "inter_node": site.inter_node_busbw_gbs}

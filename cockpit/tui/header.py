@@ -9,7 +9,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from cockpit.snapshot import ConnectionState, StudySnapshot
+from cockpit.backend import ConnectionState
+from cockpit.snapshot import StudySnapshot
 from cockpit.tui import format as fmt
 
 CONNECTION_STYLE = {

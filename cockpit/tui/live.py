@@ -7,8 +7,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from cockpit.backend import ConnectionState
 from cockpit.plan import Plan, study_plan
-from cockpit.snapshot import ConfigRow, ConnectionState, GpuSeries, StudySnapshot, count_states
+from cockpit.snapshot import ConfigRow, GpuSeries, StudySnapshot, count_states
 from cockpit.tui.controller import JOB_ACTIONS, downsample
 
 if TYPE_CHECKING:

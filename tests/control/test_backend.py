@@ -10,8 +10,8 @@ import pytest
 
 from cockpit.backend import JOB_ACTIONS, Backend, UnsupportedAction
 from cockpit.launch.local import LocalExecutor
+from cockpit.launch.slurm.backend import SlurmBackend
 from cockpit.session import backend_for, open_session
-from cockpit.slurm_backend import SlurmBackend
 from cockpit.spec import load_study
 from cockpit.ssh import SshConnection, SshTarget
 from cockpit.tui.live import LiveController

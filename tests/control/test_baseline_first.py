@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from cockpit.backend import AdaptiveInterval
 from cockpit.launch.local import LocalExecutor
 from cockpit.runner import StudyRunner
-from cockpit.slurm import AdaptiveInterval
 from cockpit.spec import load_study
 from cockpit.store import StudyStore
 from tests.studies import write_study

@@ -6,10 +6,9 @@ import random
 
 import pytest
 
-from cockpit.backend import JobState
-from cockpit.slurm import (
+from cockpit.backend import AdaptiveInterval, JobState
+from cockpit.launch.slurm.client import (
     SQUEUE_FIELDS,
-    AdaptiveInterval,
     SubmitRefused,
     parse_duration,
     parse_sacct,

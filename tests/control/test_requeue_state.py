@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+from cockpit.backend import AdaptiveInterval
+from cockpit.launch.slurm.backend import SlurmBackend
 from cockpit.runner import StudyRunner
-from cockpit.slurm import AdaptiveInterval
-from cockpit.slurm_backend import SlurmBackend
 from cockpit.spec import load_study
 from cockpit.store import StudyStore
 

@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from cockpit.backend import JobState
-from cockpit.slurm import SlurmClient, SlurmError, SubmitRefused
+from cockpit.launch.slurm.client import SlurmClient, SlurmError, SubmitRefused
 from cockpit.ssh import SshConnection
 
 
@@ -59,9 +59,10 @@ async def test_submit_poll_control_and_final_states(sshd_server, slurm_env, remo
 
         before = dict(client.calls)
         finals = await client.final_states([ok, bad, slow])
-        # no accounting here: sacct is tried once, then ONE round trip of scontrol for all three
+        # one sacct for all three (the test cluster keeps accounting, as the site does); a job accounting has
+        # not recorded yet is asked of scontrol in at most ONE more round trip
         assert client.calls["sacct"] == before.get("sacct", 0) + 1
-        assert client.calls["scontrol"] == before.get("scontrol", 0) + 1
+        assert client.calls.get("scontrol", 0) <= before.get("scontrol", 0) + 1
         got = {j.job_id: (j.state, j.exit_code) for j in finals.jobs}
         assert got[ok] == (JobState.COMPLETED, 0)
         assert got[bad] == (JobState.FAILED, 3)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from cockpit.backend import ConnectionState
 from cockpit.follow import FileCursor, FollowSpec, RemoteFollower
-from cockpit.snapshot import ConnectionState
 from cockpit.ssh import ConnectionInterrupted, HostKeyError, SshConnection, SshError, resolve_target
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cockpit.snapshot import ConnectionState
+from cockpit.backend import ConnectionState
 from cockpit.ssh import SshConnection, SshError, resolve_target
 
 

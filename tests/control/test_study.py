@@ -20,10 +20,9 @@ from pathlib import Path
 import pytest
 
 from cockpit.analysis import scaling_table
+from cockpit.backend import AdaptiveInterval, ConnectionState
+from cockpit.launch.slurm.backend import SlurmBackend
 from cockpit.runner import BudgetExceeded, StudyRunner
-from cockpit.slurm import AdaptiveInterval
-from cockpit.slurm_backend import SlurmBackend
-from cockpit.snapshot import ConnectionState
 from cockpit.spec import load_study
 from cockpit.store import StudyStore
 from trainer.rundir import read_jsonl, read_result
@@ -103,8 +102,8 @@ import asyncio, sys, time
 sys.path.insert(0, {repo!r})
 from pathlib import Path
 from cockpit.runner import StudyRunner
-from cockpit.slurm_backend import SlurmBackend
-from cockpit.snapshot import ConnectionState
+from cockpit.launch.slurm.backend import SlurmBackend
+from cockpit.backend import ConnectionState
 from cockpit.spec import load_study
 from cockpit.store import StudyStore
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cockpit.launch.sites import load_site
+from cockpit.launch.slurm.sites import load_site
 from cockpit.prediction import (
     Link,
     Links,

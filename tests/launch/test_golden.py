@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.launch.render import job_comment, job_name, render_script, render_study_scripts
+from cockpit.launch.slurm.render import job_comment, job_name, render_script, render_study_scripts
 from cockpit.spec import load_study
 
 HERE = Path(__file__).parent

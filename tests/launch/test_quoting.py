@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.launch.quoting import UnsafeValueError, path_expr, sbatch_value, shell_quote
-from cockpit.launch.render import render_script
+from cockpit.launch.slurm.quoting import UnsafeValueError, path_expr, sbatch_value, shell_quote
+from cockpit.launch.slurm.render import render_script
 from cockpit.spec import parse_study
 
 HOSTILE = [

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from cockpit.cli import main as cockpit_main
-from cockpit.launch.render import render_script, submit_command
-from cockpit.launch.sites import SiteError, site_for
-from cockpit.slurm import SubmitRefused, parse_sbatch
+from cockpit.launch.slurm.client import SubmitRefused, parse_sbatch
+from cockpit.launch.slurm.render import render_script, submit_command
+from cockpit.launch.slurm.sites import SiteError, site_for
 from cockpit.spec import load_study
 from cockpit.ssh import CommandResult
 from tests.control.conftest import make_study, remote_workdir, slurm_env  # noqa: F401 - fixtures

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.launch.render import render_script
-from cockpit.launch.sites import SiteError, builtin_sites, load_site, parse_site
+from cockpit.launch.slurm.render import render_script
+from cockpit.launch.slurm.sites import SiteError, builtin_sites, load_site, parse_site
 from cockpit.spec import parse_study
 
 HERE = Path(__file__).parent

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.launch.render import render_script, submit_command
+from cockpit.launch.slurm.render import render_script, submit_command
 from cockpit.spec import load_study
 from tests.studies import write_study
 from trainer import rundir

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cockpit.analysis import analyse
 from cockpit.cli import main as cli
-from cockpit.commands.run import explained_line
+from cockpit.commands.progress import explained_line
 from cockpit.spec import load_study
 from trainer.rundir import read_result
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cockpit import explain
-from cockpit.commands.run import explained_line
+from cockpit.commands.progress import explained_line
 from cockpit.report import figures, tables
 from cockpit.store import StudyStore
 from cockpit.tui import compare, explain_panel

@@ -12,7 +12,7 @@ import pytest
 
 from cockpit.analysis import analyse
 from cockpit.cli import main as cli
-from cockpit.commands.run import explained_line
+from cockpit.commands.progress import explained_line
 from cockpit.quality import MACRO_F1_NSVF, quality_words
 from cockpit.spec import load_study
 from cockpit.store import StudyStore, default_store_path

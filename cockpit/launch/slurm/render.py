@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 
 import sbatch_templates
-from cockpit.launch.quoting import (
+from cockpit.launch.slurm.quoting import (
     UnsafeValueError,
     check_text,
     env_name,
@@ -23,7 +23,7 @@ from cockpit.launch.quoting import (
     sbatch_value,
     shell_quote,
 )
-from cockpit.launch.sites import Site, SiteError, check_cluster, site_for
+from cockpit.launch.slurm.sites import Site, SiteError, check_cluster, site_for
 from trainer import rundir
 from trainer.rundir import SCHEMA_VERSION, SLURM_STDERR_FILE, SLURM_STDOUT_FILE
 

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from cockpit.backend import JobInfo, JobState
+from cockpit import backend
+from cockpit.backend import BackendError, JobInfo, JobState, ParseProblem
 from cockpit.ssh import CommandResult
 
 # squeue: free-text fields (name, comment) go last so a stray separator in them cannot shift the others.
@@ -79,22 +80,12 @@ class CommandRunner(Protocol):
     async def write_file(self, remote_path: str, data: bytes, mode: int = 0o644) -> None: ...
 
 
-class SlurmError(Exception):
+class SlurmError(BackendError):
     """A Slurm command failed; the message carries Slurm's own words."""
 
 
-class SubmitRefused(SlurmError):
+class SubmitRefused(SlurmError, backend.SubmitRefused):
     """``sbatch`` refused the job (bad QOS/account/partition, limits, resources beyond the node)."""
-
-
-@dataclass(frozen=True)
-class ParseProblem:
-    source: str  # "squeue", "sacct", "scontrol", "sbatch"
-    line: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.source}: {self.message}: {self.line[:200]!r}"
 
 
 @dataclass
@@ -430,26 +421,3 @@ class SlurmClient:
         ids = _ids(job_ids)
         if ids:
             await self._control("scontrol", ["release", ",".join(ids)], "release")
-
-
-class AdaptiveInterval:
-    """Poll fast while jobs start or change, slowly when everything is pending and nothing moves."""
-
-    def __init__(self, fast_s: float = 2.0, running_s: float = 10.0, slow_s: float = 60.0) -> None:
-        self.fast_s, self.running_s, self.slow_s = fast_s, running_s, slow_s
-        self._quiet = 0
-
-    def next(self, jobs: Sequence[JobInfo], changed: bool) -> float:
-        if changed or any(j.state in (JobState.COMPLETING, JobState.REQUEUED) for j in jobs):
-            self._quiet = 0
-            return self.fast_s
-        self._quiet += 1
-        if any(j.state is JobState.RUNNING for j in jobs):
-            base = self.running_s
-        elif jobs:
-            base = self.slow_s
-        else:
-            return self.fast_s
-        # ease from fast to the base over a few quiet polls so a just-started job is caught quickly
-        return min(base, self.fast_s * (1.5 ** self._quiet))
-

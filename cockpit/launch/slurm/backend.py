@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from cockpit.backend import JOB_ACTIONS, Backend, JobInfo
 from cockpit.follow import RemoteFollower
-from cockpit.launch.quoting import path_expr
-from cockpit.launch.render import job_comment, job_name, render_preflight_script, render_script
-from cockpit.launch.sites import site_for
+from cockpit.launch.slurm.client import ParseProblem, SlurmClient, SlurmError
+from cockpit.launch.slurm.quoting import path_expr
+from cockpit.launch.slurm.render import job_comment, job_name, render_preflight_script, render_script
+from cockpit.launch.slurm.sites import site_for
 from cockpit.preflight.jobs import preflight_dir
-from cockpit.slurm import ParseProblem, SlurmClient, SlurmError
 from cockpit.ssh import SshConnection, resolve_target
 from trainer import rundir
 
