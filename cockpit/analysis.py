@@ -17,7 +17,7 @@ so the terminal UI, the report, the CSV and the headless lines all call the same
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import IO, TYPE_CHECKING, Any
 
 from cockpit import explain, labels, prediction
@@ -189,6 +189,22 @@ def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def by_config(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {r["config_id"]: r for r in rows}
+
+
+class AnalysisCache:
+    """by_config(analyse(results)) per study, recomputed only when its results change (the caller's stamp:
+    StudyStore.results_stamp). The snapshot asks on every poll; a study is analysed once per new result.
+    Nothing derived is stored, so an older store (which kept an `analysis` table) shows the same numbers."""
+
+    def __init__(self) -> None:
+        self._rows: dict[Hashable, tuple[Hashable, dict[str, dict[str, Any]]]] = {}
+
+    def rows(self, key: Hashable, stamp: Hashable,
+             results: Callable[[], Iterable[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+        cached = self._rows.get(key)
+        if cached is None or cached[0] != stamp:
+            cached = self._rows[key] = (stamp, by_config(analyse(results())))
+        return cached[1]
 
 
 # columns of scaling.csv: everything of a row but the per-rank list, which gets its own table, and the

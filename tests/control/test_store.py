@@ -152,7 +152,7 @@ def test_snapshot_for_rendering(store: StudyStore):
 
 
 def test_log_lines_are_bounded(store: StudyStore, monkeypatch):
-    import cockpit.store as mod
+    import cockpit.store.telemetry as mod
 
     monkeypatch.setattr(mod, "LOG_LINES_KEPT", 10)
     key = store.ensure_study("s", "x")
@@ -207,7 +207,7 @@ def test_snapshots_from_another_thread_while_ingesting(store: StudyStore):
 
 
 def test_an_older_store_is_migrated_in_place(tmp_path: Path, monkeypatch):
-    import cockpit.store as mod
+    import cockpit.store.database as mod
 
     path = tmp_path / "old.sqlite"
     old = StudyStore(path)

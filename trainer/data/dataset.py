@@ -68,14 +68,6 @@ class Manifest(dict):
         return int(self["special_tokens"]["mask"])
 
     @property
-    def cls_id(self) -> int:
-        return int(self["special_tokens"]["cls"])
-
-    @property
-    def sep_id(self) -> int:
-        return int(self["special_tokens"]["sep"])
-
-    @property
     def n_classes(self) -> int:
         return int(self["n_classes"])
 

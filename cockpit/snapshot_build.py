@@ -1,0 +1,127 @@
+"""Building a study's snapshot from its store: what each configuration's state, progress and ETA read.
+
+The rules, in one place:
+- state: "completed" when a valid result exists; a result that is not completed reads "failed" unless a
+  newer job is active; else the latest job's state, or "not_submitted";
+- progress: the latest metrics step over the run's total steps (1.0 once completed);
+- ETA: the steps left times the run's seconds per step so far (train_time_s / step);
+- a result row that does not parse keeps its row, with a verdict pointing at the problems line.
+The numbers (speedup, efficiency, verdicts) are cockpit.analysis over the results, cached here until a
+result is added or replaced (nothing derived is stored).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+from cockpit.analysis import AnalysisCache
+from cockpit.snapshot import (
+    ACTIVE_STATES,
+    ConfigRow,
+    GpuSeries,
+    JobRow,
+    MetricPoint,
+    StudySnapshot,
+    count_states,
+)
+from cockpit.store import JobRecord, LiveStatus, StudyStore
+from cockpit.store.telemetry import finite as _f
+
+UNREADABLE_VERDICT = "result row is not valid JSON; see the problems line to re-collect it"
+
+
+class SnapshotBuilder:
+    """Builds snapshots of one store's studies, keeping the analysis of their results between builds."""
+
+    def __init__(self) -> None:
+        self.analysis = AnalysisCache()
+
+    def build(self, store: StudyStore, study_name: str, *, metrics_points: int = 200,
+              gpu_window_s: float = 300.0, now: float | None = None) -> StudySnapshot:
+        """Everything the screens draw, as plain dataclasses (see cockpit.snapshot), from one look at the
+        store (a browsed file is read as it is now, and every query sees the same state)."""
+        now = time.time() if now is None else now
+        with store.reading():
+            key = store.study_key(study_name)
+            cluster, budget, last_poll, _ = store.study_settings(key)
+            configs = store.configs(key)
+            jobs = store.jobs(key)
+            results = store.results(key)
+            bad = store.unreadable_results(key)
+            analysis = self.analysis.rows(key, store.results_stamp(key), results.values)
+            latest = {j.config_id: j for j in jobs}
+            metrics: dict[str, list[MetricPoint]] = {}
+            gpus: list[GpuSeries] = []
+            rows: list[ConfigRow] = []
+            for c in configs:
+                cid = c["config_id"]
+                job = latest.get(cid)
+                points = store.curve(key, cid, metrics_points) if job is not None else []
+                if points:
+                    metrics[cid] = points
+                if job is not None and job.state in ("running", "completing"):
+                    gpus.extend(store.gpu_series(key, cid, since=now - gpu_window_s))
+                row = config_row(c, job, results.get(cid), analysis.get(cid, {}), points)
+                rows.append(replace(row, verdict=UNREADABLE_VERDICT) if cid in bad else row)
+            problems = store.result_problems(key) + store.problems(key)
+            used = store.node_hours_used(key)
+        live = store.live.get(study_name, LiveStatus())
+        return StudySnapshot(
+            study=study_name,
+            cluster=live.cluster or cluster,
+            connection=live.connection,
+            connection_detail=live.detail,
+            taken_at=now,
+            last_poll_at=last_poll,
+            configs=rows,
+            jobs=[job_row(j) for j in jobs],
+            metrics=metrics,
+            gpus=gpus,
+            counts=count_states(rows),
+            node_hours_used=used,
+            node_hours_budget=budget,
+            problems=problems,
+            log_reader=lambda cid, n: store.log_tail(key, cid, n),
+        )
+
+
+def job_row(j: JobRecord) -> JobRow:
+    return JobRow(
+        config_id=j.config_id, job_id=j.job_id, state=j.state, submitted_at=j.submitted_at,
+        started_at=j.started_at, ended_at=j.ended_at, elapsed_s=j.elapsed_s, time_limit_s=j.time_limit_s,
+        nodes=j.nodes, node_list=j.nodelist, reason=j.reason, exit_code=j.exit_code, attempt=j.attempt,
+        held=bool(j.held),
+    )
+
+
+def config_row(c: dict[str, Any], job: JobRecord | None, res: dict[str, Any] | None, an: dict[str, Any],
+               points: list[MetricPoint]) -> ConfigRow:
+    """One configuration's row: its state, progress and ETA by the rules above, its result's figures."""
+    completed = res is not None and res.get("status") == "completed"
+    state = "completed" if completed else (job.state if job else "not_submitted")
+    if res is not None and not completed and (job is None or job.state not in ACTIVE_STATES):
+        state = "failed"
+    timing = (res or {}).get("timing") or {}
+    throughput = (res or {}).get("throughput") or {}
+    last = points[-1] if points else None
+    progress = eta = None
+    total = c.get("total_steps")
+    if last is not None and total and not completed:
+        progress = min(1.0, last.step / total)
+        if last.train_time_s and last.step > 0:
+            eta = max(0.0, (total - last.step) * last.train_time_s / last.step)
+    return ConfigRow(
+        config_id=c["config_id"], group_id=c["group_id"], is_baseline=c["is_baseline"], values=c["values"],
+        state=state, job_id=job.job_id if job else None, workers=c["workers"],
+        train_time_s=_f(timing.get("train_time_s")), tokens_per_s=_f(throughput.get("tokens_per_s")),
+        speedup=_f(an.get("speedup")), efficiency=_f(an.get("efficiency")), overhead_s=_f(an.get("overhead_s")),
+        work_ratio=_f(an.get("work_ratio")), t_same_work_s=_f(an.get("t_same_work_s")),
+        verdict=an.get("verdict") or an.get("note") or "", explanation=an.get("explanation") or "",
+        quality_metric=an.get("quality_metric"), quality=_f(an.get("quality")),
+        quality_change=_f(an.get("quality_change")),
+        progress=1.0 if completed else progress, eta_s=eta,
+        last_step=last.step if last else None, last_loss=last.loss if last else None, result=res,
+        analysis=an or None,
+    )

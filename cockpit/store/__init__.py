@@ -1,0 +1,78 @@
+"""The cockpit's crash-safe memory: one sqlite3 file (WAL) per study, and `StudyStore`, the one object
+callers use. Each part has one job and keeps its own transactions:
+
+- database.py   the file: schema and migrations, the connection, `tx()`, read-only opening
+- browse.py     reading a store without ever writing it (immutable, a live writer's WAL, a private copy)
+- ledger.py     studies, configurations, jobs and their state history, node-hours, problems
+- telemetry.py  metrics, GPU samples, log lines and follow offsets (`ingest`), downsampled curves
+- results.py    collected result.json files
+The snapshot the screens draw is built by cockpit.snapshot_build; the analysis over the results is cached
+by cockpit.analysis.AnalysisCache: nothing derived is stored.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from cockpit.backend import ConnectionState
+from cockpit.snapshot import StudySnapshot
+from cockpit.store.browse import SIDE_FILES, writer_live
+from cockpit.store.database import (
+    MIGRATIONS,
+    READABLE_SCHEMA,
+    SCHEMA_VERSION,
+    STORE_FILE,
+    StoreError,
+    default_store_path,
+    xdg_data_dir,
+)
+from cockpit.store.ledger import JobRecord
+from cockpit.store.results import Results
+from cockpit.store.telemetry import LOG_LINES_KEPT, Telemetry
+
+if TYPE_CHECKING:
+    from cockpit.snapshot_build import SnapshotBuilder
+
+__all__ = [
+    "LOG_LINES_KEPT", "MIGRATIONS", "READABLE_SCHEMA", "SCHEMA_VERSION", "SIDE_FILES", "STORE_FILE", "JobRecord",
+    "LiveStatus", "StoreError", "StudyStore", "default_store_path", "writer_live", "xdg_data_dir",
+]
+
+
+@dataclass
+class LiveStatus:
+    """In-memory facts the snapshot shows but that need not survive a restart."""
+
+    connection: ConnectionState = ConnectionState.DISCONNECTED
+    detail: str = ""
+    cluster: str = ""
+
+
+class StudyStore(Results, Telemetry):
+    """All persistent state of the studies driven from this file. Safe to share between threads.
+
+    Mixins, not composition: the ledger, results and telemetry are views of one database file that must
+    share one connection, one lock and one transaction depth (a runner tick joins hundreds of job updates
+    in one `tx()`; `ingest` commits a chunk's records with its offset), and callers use one flat API
+    (`store.jobs(...)`, `store.ingest(...)`) that composition would have to forward method by method. Each
+    part is a subclass of `Database` with only its own tables' methods and caches.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False) -> None:
+        """`read_only` browses a store without ever writing it (SQLite `mode=ro`): a recording, a copy, a
+        store in a read-only directory. It must already be a cockpit store of this schema."""
+        self.live: dict[str, LiveStatus] = {}
+        self._snapshots: SnapshotBuilder | None = None
+        super().__init__(path, read_only=read_only)
+
+    def snapshot(self, study_name: str, *, metrics_points: int = 200, gpu_window_s: float = 300.0,
+                 now: float | None = None) -> StudySnapshot:
+        """Everything the screens draw, as plain dataclasses (cockpit.snapshot, built by cockpit.snapshot_build)."""
+        if self._snapshots is None:
+            from cockpit.snapshot_build import SnapshotBuilder  # it imports cockpit.analysis: only when drawn
+
+            self._snapshots = SnapshotBuilder()
+        return self._snapshots.build(self, study_name, metrics_points=metrics_points,
+                                     gpu_window_s=gpu_window_s, now=now)
