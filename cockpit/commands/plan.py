@@ -31,8 +31,8 @@ def main(args: argparse.Namespace) -> int:
     except SpecError as exc:
         err.print(f"error: {exc}", style="bold red", markup=False, highlight=False, soft_wrap=True)
         return 2
-    from cockpit.launch.render import check_scripts
-    from cockpit.launch.sites import SiteError
+    from cockpit.launch.slurm.render import check_scripts
+    from cockpit.launch.slurm.sites import SiteError
     from cockpit.store import StoreError
 
     try:
@@ -45,7 +45,7 @@ def main(args: argparse.Namespace) -> int:
     console.print(plan_table(study, args.limit, plan, console=console))
     console.print(plan_summary(study, plan, store_path), highlight=False)
     if args.render:
-        from cockpit.launch.render import render_study_scripts
+        from cockpit.launch.slurm.render import render_study_scripts
 
         try:
             paths = render_study_scripts(study, args.render)
