@@ -22,6 +22,9 @@ class ReportInput:
     pending: list[dict[str, Any]] = field(default_factory=list)
     # what could not be read, one line each naming the run and what to do (a result row that does not parse)
     problems: list[str] = field(default_factory=list)
+    # where the runs' curves are: the store read (from_store), else the runs/ folder read (from_run_dirs)
+    store: Path | None = None
+    runs: Path | None = None
 
 
 def load_input(path: str | Path, study_name: str | None = None) -> ReportInput:
@@ -75,7 +78,7 @@ def from_run_dirs(runs: Path, study: str, cluster: str) -> ReportInput:
             raise ReportError(str(exc)) from exc
         if res is not None:
             results.append(res)
-    return ReportInput(study, cluster, results, str(runs))
+    return ReportInput(study, cluster, results, str(runs), runs=runs)
 
 
 def from_store(path: Path, study_name: str | None = None) -> ReportInput:
@@ -115,4 +118,4 @@ def from_store(path: Path, study_name: str | None = None) -> ReportInput:
                 "cpus_per_task": c.values.get("cpus_per_task"),
                 "status": "result row not valid JSON" if c.config_id in unreadable else c.state.replace("_", " ")}
                for c in snap.configs if c.config_id not in with_result]
-    return ReportInput(study_name, snap.cluster, results, str(path), failed, pending, problems)
+    return ReportInput(study_name, snap.cluster, results, str(path), failed, pending, problems, store=path)
