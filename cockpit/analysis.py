@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Hashable, Iterable
 from typing import IO, TYPE_CHECKING, Any
 
-from cockpit import explain, labels, prediction
+from cockpit import advice, explain, labels, prediction
 from cockpit.quality import quality_of
 from cockpit.spec import AXES, SCALE_AXES, Configuration
 
@@ -104,6 +104,7 @@ def analyse(results: Iterable[dict[str, Any]], links: prediction.Links | None = 
     results = list(results)
     links = prediction.merge(prediction.measured_links(results), links or prediction.Links())
     rows = [run_row(r) for r in results]
+    recorded = advice.Recorded(results)
     done: dict[tuple, list[dict[str, Any]]] = {}
     failed: list[dict[str, Any]] = []
     for row in rows:
@@ -113,7 +114,7 @@ def analyse(results: Iterable[dict[str, Any]], links: prediction.Links | None = 
             failed.append(row)
     chosen = {key: _median_run(runs) | {"runs": len(runs)} for key, runs in done.items()}
     baselines = {tuple(r[a] for a in GROUP_AXES): r for r in chosen.values() if r["nodes"] == 1 and r["gpus_per_node"] == 1}
-    out = [_analysed(r, baselines.get(tuple(r[a] for a in GROUP_AXES)), links) for r in chosen.values()]
+    out = [_analysed(r, baselines.get(tuple(r[a] for a in GROUP_AXES)), links, recorded) for r in chosen.values()]
     out += [_failed(r) for r in failed if tuple(r[a] for a in AXES) not in done]
     out.sort(key=lambda r: (*(_sortable(r[a]) for a in GROUP_AXES), _sortable(r["nodes"]),
                             _sortable(r["gpus_per_node"])))
@@ -130,7 +131,8 @@ def _identity(run: dict[str, Any]) -> dict[str, Any]:
             "workers": cfg.workers, "baseline": cfg.is_baseline}
 
 
-def _analysed(run: dict[str, Any], base: dict[str, Any] | None, links: prediction.Links) -> dict[str, Any]:
+def _analysed(run: dict[str, Any], base: dict[str, Any] | None, links: prediction.Links,
+              recorded: advice.Recorded) -> dict[str, Any]:
     rec = {**run, **_identity(run)}
     n = rec["workers"]
     rec["fixed_s"] = sum(run[c] for c in explain.FIXED_COSTS if run[c] == run[c])
@@ -159,6 +161,8 @@ def _analysed(run: dict[str, Any], base: dict[str, Any] | None, links: predictio
     rec.update(quality_1=baseline_quality.value if baseline_quality else NAN,
                quality_change=rec["quality_detail"].change(baseline_quality) if rec["quality_detail"] else NAN)
     rec["verdict"], rec["explanation"] = explain.verdicts({**rec, "status": "completed"})
+    rec["advice_items"] = advice.advise(rec, recorded, links) if base is not None else []
+    rec["advice"] = advice.advice_text(rec["advice_items"])  # the one advice text every view prints
     return rec
 
 
@@ -209,7 +213,7 @@ class AnalysisCache:
 
 # columns of scaling.csv: everything of a row but the per-rank list, which gets its own table, and the
 # objects the run detail reads
-CSV_SKIP = ("ranks", "result", "quality_detail")
+CSV_SKIP = ("ranks", "result", "quality_detail", "advice_items")
 
 
 def scaling_table(results: Iterable[dict[str, Any]]) -> pd.DataFrame:

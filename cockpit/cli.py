@@ -15,6 +15,7 @@ COMMANDS = {
     "open": "open a study in the terminal cockpit (plan, submit, follow)",
     "run": "run a study to the end (use --headless for plain progress lines)",
     "report": "write Markdown, CSV, HTML and PNG reports of a study",
+    "compare": "compare two studies configuration by configuration, with B as predicted from A",
     "export": "export a study to TensorBoard and/or Weights & Biases (one run per configuration)",
     "scores": "print what a run or an ensemble learned (confusion matrix, per-class Se/+P/F1)",
     "demo": "run a small real study on this machine and show it live",

@@ -29,6 +29,7 @@ from typing import Any
 from cockpit.explain import FIXED_COSTS, PARTS
 
 BACKWARD_SHARE = 2.0 / 3.0  # backward is ~2x the forward's FLOPs
+BATCH_PARTS = ("data_wait", "compute")  # the parts of a step that grow with the samples in it
 
 
 @dataclass(frozen=True)
@@ -112,9 +113,14 @@ def merge(first: Links, fallback: Links) -> Links:
     return Links(first.intra_node or fallback.intra_node, first.inter_node or fallback.inter_node)
 
 
-def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, links: Links
-            ) -> Prediction | NoPrediction:
-    """T of the configuration with `nodes` x `gpus_per_node` workers doing `work` x the baseline's samples."""
+def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, links: Links, *,
+            batch_factor: float = 1.0, buckets: int | None = None) -> Prediction | NoPrediction:
+    """T of the configuration with `nodes` x `gpus_per_node` workers doing `work` x the baseline's samples.
+
+    ``batch_factor``: samples per worker and optimizer step over the baseline's (batch_size x grad_accum):
+    data wait and compute per step scale with it, the optimizer, other loop time and the all-reduce per step
+    do not, and there are that many times fewer steps. ``buckets``: DDP's gradient buckets, when not the
+    baseline's (a what-if of bucket_cap_mb; cockpit.advice.buckets_for)."""
     timing = base.get("timing") or {}
     steps_1 = timing.get("steps")
     parts_1 = base.get("breakdown_s") or {}
@@ -122,8 +128,10 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
     if not steps_1 or not t1 or not parts_1:
         return NoPrediction("the baseline's result.json has no steps, T or breakdown")
     n = nodes * gpus_per_node
-    steps_n = steps_1 * work / n
+    steps_n = steps_1 * work / (n * batch_factor)
     per_step = {p: float(parts_1.get(p, 0.0)) / steps_1 for p in PARTS}
+    for scaled in BATCH_PARTS:
+        per_step[scaled] *= batch_factor
     per_step["comm"] = 0.0
     link_name = "inter_node" if nodes > 1 else "intra_node"
     if n > 1:
@@ -135,7 +143,7 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
                                 f"this study, or set {link_name}_busbw_gbs in the site profile")
         if not grad:
             return NoPrediction("the baseline's result.json has no comm.grad_bytes (an older trainer)")
-        buckets = max(1, int(comm.get("buckets") or 1))
+        buckets = max(1, int(buckets or comm.get("buckets") or 1))
         t_ar = 2 * (n - 1) / n * grad / link.busbw + 2 * (n - 1) * buckets * link.latency_s
         backward = BACKWARD_SHARE * per_step["compute"]
         per_step["comm"] = max(t_ar / buckets, t_ar - backward)

@@ -17,6 +17,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baselines", type=Path, metavar="DIR",
                         help="predict from the result.json files under DIR (baselines recorded elsewhere), "
                              "besides the study's own store")
+    parser.add_argument("--what-if", dest="what_if", action="extend", nargs="+", metavar="KEY=VALUE", default=[],
+                        help="predict the study with KEY (train.bucket_cap_mb, sweep.gpus_per_node, ...) set to "
+                             "VALUE (a TOML literal) from its recorded runs, beside the study as recorded")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -35,6 +38,10 @@ def main(args: argparse.Namespace) -> int:
     from cockpit.launch.slurm.sites import SiteError
     from cockpit.store import StoreError
 
+    if args.what_if:  # the changed study predicted from the recorded one (cockpit.whatif)
+        from cockpit.commands._whatif import main as what_if_main
+
+        return what_if_main(study, args, console, err, lambda: baseline_results(args.baselines))
     try:
         if study.cluster.kind == "slurm":
             check_scripts(study)  # what `cockpit run` would refuse, refused now (the error names the key)

@@ -138,6 +138,23 @@ def prediction_body(rows: list[dict[str, Any]]) -> Body:
     return headers, body
 
 
+def advice_body(rows: list[dict[str, Any]]) -> Body:
+    """Per N-worker run and loss term, largest first: the advice (cockpit.advice: the study key to change,
+    the value, the T and E the prediction model expects), its gain and what it rests on; the other keys
+    acting on the same term as "or" rows."""
+    headers = [*_ident_of(rows), "N", "loss", "advice", "predicted gain (s)", "from"]
+    body = []
+    for r in rows:
+        for item in r.get("advice_items") or []:
+            for k, a in enumerate((item, *item.alternatives)):
+                p = a.predicted
+                basis = "not predicted" if p is None else f"{p.basis}; link: {p.link or 'none needed'}" + (
+                    f"; extrapolated: {', '.join(p.extrapolated)}" if p.extrapolated else "")
+                body.append([*_ident(r), cell(r["workers"], "d"), explain.TERM_LABELS[a.term] if k == 0 else "or",
+                             a.text(head=k == 0), cell(a.gain_s, "+.2f"), basis])
+    return headers, body
+
+
 def breakdown_body(rows: list[dict[str, Any]]) -> Body:
     """Seconds per part of T (rank 0), and the costs outside T that also take node-hours."""
     headers = [*_ident_of(rows), "T (s)", *[f"{explain.SHORT_LABELS[p]} (s)" for p in explain.PARTS],

@@ -79,6 +79,14 @@ def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[s
             *tables.attribution_body(rows),
         ),
         (
+            "Advice",
+            "For each loss of an N-worker run, largest first: the study key that acts on it, the value to try, "
+            "and what the prediction model expects: T and E = T1'/(T'/work)/N after the change (T1' the "
+            "baseline after it), from the measured run with each part of T changed as the model changes it "
+            "(docs/prediction.md). Where the model has no formula for a key it says so instead of a figure.",
+            *tables.advice_body(rows),
+        ),
+        (
             "Predicted vs measured",
             "T/work and S each N-worker run should have achieved, predicted from its group's baseline and the "
             "link bandwidth (the study's start-up probes, else the site profile; docs/prediction.md), beside the "

@@ -67,6 +67,21 @@ def waterfall(a: dict[str, Any]) -> Text:
         out.append(f"  No prediction: {a['prediction_note']}\n", style="dim")
     if a.get("explanation"):
         out.append(f"  {a['explanation']}\n", style="italic")
+    out.append_text(advice_lines(a))
+    return out
+
+
+def advice_lines(a: dict[str, Any]) -> Text:
+    """Each loss term's advice (cockpit.advice: the key, the value, the predicted T and E), largest first,
+    with the other keys that act on it."""
+    items = a.get("advice_items") or []
+    out = Text()
+    if items:
+        out.append("  Advice (predicted from the baseline, docs/prediction.md):\n", style="bold")
+    for item in items:
+        out.append(f"    {item.text()}\n")
+        for other in item.alternatives:
+            out.append(f"      or {other.text(head=False)}\n", style="dim")
     return out
 
 

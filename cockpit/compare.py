@@ -1,0 +1,168 @@
+"""Two studies side by side, configuration by configuration (`cockpit compare STUDY_A STUDY_B`).
+
+Configurations are matched by their axes; an axis each study holds at one value, different in each (the
+batch size of an advised change), is left out of the match and listed as a key that differs. Per match:
+the keys that differ (from the runs' config.json in result.json), T/work, S, E, O and every overhead term
+of A and of B with the change, and B as predicted from A's recorded runs (cockpit.advice.forecast, the
+advice's own function) against B as measured. Unmatched configurations are listed, not dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from cockpit import advice, explain, prediction
+
+NAN = math.nan
+TERMS = (*explain.PARTS, "unaccounted")
+
+
+@dataclass
+class Pair:
+    """A configuration of A and its match in B, with B as predicted from A."""
+
+    a: dict[str, Any]  # cockpit.analysis rows
+    b: dict[str, Any]
+    differs: list[tuple[str, Any, Any]]  # config keys that differ (advice.diff_keys)
+    predicted: advice.Forecast | prediction.NoPrediction | None = None
+
+
+@dataclass
+class Comparison:
+    a_name: str
+    b_name: str
+    changed_axes: dict[str, tuple[Any, Any]]  # axes left out of the match: (A's value, B's value)
+    pairs: list[Pair] = field(default_factory=list)
+    only_a: list[dict[str, Any]] = field(default_factory=list)
+    only_b: list[dict[str, Any]] = field(default_factory=list)
+    links: prediction.Links = field(default_factory=prediction.Links)
+
+
+def compare(a_name: str, a_results: list[dict[str, Any]], b_name: str, b_results: list[dict[str, Any]],
+            links: prediction.Links | None = None) -> Comparison:
+    """Match the configurations of two studies' results and predict each of B's from A's runs."""
+    from cockpit.analysis import analyse
+    from cockpit.spec import AXES
+
+    rows_a, rows_b = analyse(a_results), analyse(b_results)
+    values_a = {ax: {r.get(ax) for r in rows_a} for ax in AXES}
+    values_b = {ax: {r.get(ax) for r in rows_b} for ax in AXES}
+    changed = {ax: (next(iter(values_a[ax])), next(iter(values_b[ax]))) for ax in AXES
+               if len(values_a[ax]) == 1 and len(values_b[ax]) == 1 and values_a[ax] != values_b[ax]}
+    matched = [ax for ax in AXES if ax not in changed]
+
+    def key(r: dict[str, Any]) -> tuple:
+        return tuple(r.get(ax) for ax in matched)
+
+    links = prediction.merge(prediction.measured_links(a_results), links or prediction.Links())
+    recorded = advice.Recorded(a_results)
+    by_b = {key(r): r for r in rows_b}
+    out = Comparison(a_name, b_name, changed, links=links)
+    for a in rows_a:
+        b = by_b.pop(key(a), None)
+        if b is None:
+            out.only_a.append(a)
+            continue
+        cfg_a, cfg_b = _config(a), _config(b)
+        differs = advice.diff_keys(cfg_a, cfg_b) if cfg_a and cfg_b else []
+        differs = [d for d in differs if d[0] != "train.init_checkpoint"]
+        predicted = advice.forecast(cfg_b, recorded, links, differs) if cfg_b else None
+        out.pairs.append(Pair(a, b, differs, predicted))
+    out.only_b = list(by_b.values())
+    return out
+
+
+def _config(row: dict[str, Any]) -> dict[str, Any]:
+    result = row.get("result")
+    return advice.config_of(result) if isinstance(result, dict) else {}
+
+
+# --- printing ---------------------------------------------------------------------------------------------------
+
+def _f(value: Any, spec: str = ".2f") -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "-"
+    return format(value, spec)
+
+
+def label(r: dict[str, Any]) -> str:
+    from cockpit.spec import config_label
+
+    return config_label(r)
+
+
+def figure_rows(pair: Pair) -> list[tuple[str, str, str, str]]:
+    """(figure, A, B, change) with the inputs above what is derived from them: T and work, T/work, T1, N, then
+    S = T1/(T/work), E = S/N, O = T/work - T1/N and each overhead term (printed, they add up to O)."""
+    a, b = pair.a, pair.b
+
+    def num(r: dict[str, Any], k: str) -> float:
+        v = r.get(k)
+        return float(v) if isinstance(v, int | float) else NAN
+
+    def change(k: str, spec: str = "+.2f") -> str:
+        return _f(num(b, k) - num(a, k), spec)
+
+    rows = [
+        ("T s", _f(num(a, "train_time_s")), _f(num(b, "train_time_s")), change("train_time_s")),
+        ("work (samples / the baseline's)", _f(num(a, "work_ratio"), "g"), _f(num(b, "work_ratio"), "g"), ""),
+        ("T/work s", _f(num(a, "t_same_work_s")), _f(num(b, "t_same_work_s")), change("t_same_work_s")),
+        ("T1 s (the group's baseline)", _f(num(a, "t1_s")), _f(num(b, "t1_s")), change("t1_s")),
+        ("N", _f(a.get("workers"), "d") if a.get("workers") else "-", _f(b.get("workers"), "d") if b.get("workers") else "-", ""),
+        ("S = T1/(T/work)", _f(num(a, "speedup"), ".3f"), _f(num(b, "speedup"), ".3f"), change("speedup", "+.3f")),
+        ("E = S/N", _f(num(a, "efficiency"), ".3f"), _f(num(b, "efficiency"), ".3f"), change("efficiency", "+.3f")),
+    ]
+    if not a.get("baseline"):
+        shown_a, shown_b = _shown(a), _shown(b)
+        rows.append(("O = T/work - T1/N s", _f(shown_a.get("O"), "+.2f"), _f(shown_b.get("O"), "+.2f"),
+                     _f(shown_b.get("O", NAN) - shown_a.get("O", NAN), "+.2f")))
+        for t in TERMS:
+            va, vb = shown_a.get(t), shown_b.get(t)
+            if va is None and vb is None:
+                continue
+            rows.append((f"  {explain.TERM_LABELS[t]} s", _f(va, "+.2f"), _f(vb, "+.2f"),
+                         _f((vb if vb is not None else 0.0) - (va if va is not None else 0.0), "+.2f")))
+    return rows
+
+
+def _shown(r: dict[str, Any]) -> dict[str, float]:
+    """O and its terms as every view prints them (explain.shown_split: the shown terms add up to O)."""
+    o = r.get("overhead_s")
+    if not isinstance(o, int | float) or o != o:
+        return {}
+    terms = [(t, v) for t in TERMS if isinstance(v := r.get(f"loss_{t}_s"), int | float) and v == v]
+    shown_o, shown = explain.shown_split(o, terms)
+    return {"O": shown_o, **dict(shown)}
+
+
+def prediction_line(pair: Pair) -> str:
+    """B as predicted from A against B as measured, and the change's gain each way (T of A - T of B)."""
+    p, a, b = pair.predicted, pair.a, pair.b
+    if p is None:
+        return "B predicted from A: no config.json in B's result"
+    if isinstance(p, prediction.NoPrediction):
+        return f"B predicted from A: not predicted ({p.reason})"
+    t_a, t_b = a.get("train_time_s", NAN), b.get("train_time_s", NAN)
+    gain_p, gain_m = t_a - p.t_s, t_a - t_b
+    ratio = gain_m / gain_p if abs(gain_p) > 1e-9 else NAN
+    text = (f"B predicted from A: T {p.t_s:.2f} s (work {p.work:g}, T1 {p.t1_s:.2f} s, E {p.efficiency:.3f}), "
+            f"measured T {t_b:.2f} s (E {_f(b.get('efficiency'), '.3f')}): error {t_b / p.t_s - 1:+.1%}; "
+            f"gain T_A - T_B: predicted {gain_p:+.2f} s, measured {gain_m:+.2f} s"
+            + (f" ({ratio:.2f}x the predicted)" if ratio == ratio else ""))
+    text += f". From: {p.basis}" + (f"; link {p.link}" if p.link else "")
+    if p.extrapolated:
+        text += "; extrapolated: " + ", ".join(p.extrapolated)
+    return text
+
+
+def _word(value: Any) -> str:
+    return "unset" if value is None else advice.toml_value(value)
+
+
+def differs_words(differs: list[tuple[str, Any, Any]]) -> str:
+    """`train.bucket_cap_mb unset -> 0.01; batch_size 16 -> 32`, or `none`."""
+    return "; ".join(f"{k} {_word(x)} -> {_word(y)}" for k, x, y in differs) or "none"
+
+

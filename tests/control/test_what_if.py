@@ -1,0 +1,206 @@
+"""Advice with a number and `cockpit plan --what-if`, on the store the real `cockpit demo` recorded
+(tests/fixtures/demo-store: 1 and 2 CPU workers, windows 128 and 256, 40 fixed steps, with the trainer's
+gradient bytes, buckets and start-up probes).
+
+The predictions are recomputed here from the model's formulas (docs/prediction.md) on the recorded
+result.json files, written out by hand, and must equal what the cockpit prints and returns."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import statistics
+from pathlib import Path
+
+import pytest
+
+from cockpit import advice, explain, prediction
+from cockpit.analysis import analyse
+from cockpit.cli import main as cli
+from cockpit.report.source import from_store
+from cockpit.spec import load_study
+from cockpit.whatif import WhatIfError, links_for, parse_assignment, variant_of, what_if
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "tests" / "fixtures" / "demo-store"
+STORE = Path("local-demo") / "cockpit.sqlite"
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Path:
+    """A copy of the demo store and its study file; returns the study file."""
+    (tmp_path / "local-demo").mkdir()
+    shutil.copyfile(FIXTURE / "study.toml", tmp_path / "study.toml")
+    shutil.copyfile(FIXTURE / STORE, tmp_path / STORE)
+    return tmp_path / "study.toml"
+
+
+@pytest.fixture
+def results(demo: Path) -> list[dict]:
+    return from_store(demo.parent / STORE, "local-demo").results
+
+
+def by_scale(results: list[dict], window: int, workers: int) -> dict:
+    return next(r for r in results if r["config"]["window"] == window and r["config"]["gpus_per_node"] == workers)
+
+
+def busbw(results: list[dict]) -> float:
+    """The median intra-node bus bandwidth of the runs' own start-up probes."""
+    return statistics.median(r["comm"]["probe"]["links"]["intra_node"]["busbw_bytes_per_s"]
+                             for r in results if (r["comm"].get("probe") or {}).get("links"))
+
+
+def exposed(base: dict, n: int, buckets: int, bw: float, batch_factor: float = 1.0) -> float:
+    """Exposed all-reduce per step: max(t_ar / buckets, t_ar - backward), the ring all-reduce of G bytes."""
+    t_ar = 2 * (n - 1) / n * base["comm"]["grad_bytes"] / bw  # measured links carry no latency
+    backward = 2 / 3 * base["breakdown_s"]["compute"] / base["timing"]["steps"] * batch_factor
+    return max(t_ar / buckets, t_ar - backward)
+
+
+def wait(run: dict) -> float:
+    """Rank 0's straggler wait: its exposed all-reduce minus the least any rank waited."""
+    return run["breakdown_s"]["comm"] - min(r["comm"] for r in run["breakdown_by_rank"])
+
+
+def test_bucket_what_if_is_the_models_formula_on_the_recorded_runs(demo, results):
+    study = load_study(demo)
+    variant = variant_of(study, [parse_assignment("train.bucket_cap_mb=0.1")])
+    links = links_for(variant, results, None)
+    w = what_if(study, variant, results, links, [("train.bucket_cap_mb", 0.1)])
+    bw = busbw(results)
+    for window in (128, 256):
+        base, run = by_scale(results, window, 1), by_scale(results, window, 2)
+        k = math.ceil(base["comm"]["grad_bytes"] / (0.1 * 2**20))  # an explicit cap sizes every bucket
+        assert k == advice.buckets_for(base["comm"]["grad_bytes"], 0.1) == {128: 5, 256: 6}[window]
+        steps = base["timing"]["steps"]  # fixed steps: 2 workers run as many steps, each on its own batch
+        ratio = exposed(base, 2, k, bw) / exposed(base, 2, run["comm"]["buckets"], bw)
+        expected = run["timing"]["train_time_s"] - (run["breakdown_s"]["comm"] - wait(run)) * (1 - ratio)
+        lines = {line.workers: line for line in w.lines if f"w{window} " in line.label}
+        two, one = lines[2].predicted, lines[1].predicted
+        assert isinstance(two, advice.Forecast) and isinstance(one, advice.Forecast)
+        assert two.t_s == pytest.approx(expected, rel=1e-9)
+        assert one.t_s == pytest.approx(base["timing"]["train_time_s"], rel=1e-9)  # no all-reduce at N = 1
+        assert two.work == 2 and two.speedup == pytest.approx(one.t_s / (two.t_s / 2))
+        assert two.efficiency == pytest.approx(two.speedup / 2)
+        assert lines[2].recorded.how == "measured" and lines[2].recorded.t_s == run["timing"]["train_time_s"]
+        assert steps == 40 and not two.extrapolated and "measured" in two.basis
+
+
+def test_an_axis_value_never_run_is_the_model_alone_and_marked_extrapolated(demo, results):
+    study = load_study(demo)
+    assignments = [parse_assignment("sweep.gpus_per_node=[1, 2, 4]"), parse_assignment("cluster.gpus_per_node=4")]
+    variant = variant_of(study, assignments)
+    w = what_if(study, variant, results, links_for(variant, results, None), assignments)
+    bw = busbw(results)
+    base = by_scale(results, 256, 1)
+    four = next(line for line in w.lines if "w256 1x4" in line.label)
+    assert four.recorded is None and isinstance(four.predicted, advice.Forecast)
+    steps_1 = base["timing"]["steps"]
+    per_step = sum(base["breakdown_s"][p] for p in explain.PARTS) / steps_1 + exposed(base, 4, 1, bw)
+    # fixed steps and a per-worker batch: 4 workers do 4x the samples in as many steps as the baseline
+    assert four.predicted.t_s == pytest.approx(steps_1 * per_step, rel=1e-9)
+    assert "gpus_per_node = 4 never ran" in four.predicted.extrapolated
+    assert four.predicted.link == "intra_node (measured by 2 run(s) of this study)"
+
+
+def test_a_batch_what_if_scales_each_measured_part_as_the_model_does(demo, results):
+    study = load_study(demo)
+    assignments = [parse_assignment("sweep.batch_size=[32]"), parse_assignment("train.steps=20")]
+    variant = variant_of(study, assignments)
+    w = what_if(study, variant, results, links_for(variant, results, None), assignments)
+    bw = busbw(results)
+    base, run = by_scale(results, 128, 1), by_scale(results, 128, 2)
+    parts = run["breakdown_s"]
+    # half the steps, each twice the samples: data wait and compute the same, optimizer and other halved,
+    # the all-reduce once per step (backward twice as long to hide it behind)
+    ratio_comm = 20 * exposed(base, 2, 1, bw, 2.0) / (40 * exposed(base, 2, 1, bw))
+    expected = (parts["data_wait"] + parts["compute"] + 0.5 * (parts["optimizer"] + parts["other"])
+                + (parts["comm"] - wait(run)) * ratio_comm + wait(run)
+                + run["timing"]["train_time_s"] - sum(parts.values()))
+    line = next(line for line in w.lines if "w128 1x2" in line.label)
+    assert line.predicted.t_s == pytest.approx(expected, rel=1e-9)
+    assert line.recorded is not None and line.recorded.t_s == run["timing"]["train_time_s"]  # against b16
+    assert "batch_size 32 scaled from the b16 baseline" in line.predicted.extrapolated
+    assert not w.dropped  # each b32 configuration stands against the b16 one it replaces
+
+
+def test_advice_names_a_key_and_a_figure_for_every_loss_the_model_covers(results):
+    rows = [r for r in analyse(results) if not r.get("baseline")]
+    assert len(rows) == 2
+    covered = {t for e in advice.EFFECTS.values() if e.model == "formula" for t in e.terms}
+    assert covered == {"comm", "optimizer", "other"}
+    for row in rows:
+        _, shown = explain.shown_terms(row)
+        losses = [t for t, v in shown if v > 0]
+        assert [a.term for a in row["advice_items"]] == losses  # one advice per loss, largest first
+        for item in row["advice_items"]:
+            assert item.keys, item
+            if item.term in covered:
+                assert item.predicted is not None and item.gain_s == item.gain_s, item.text()
+                assert "→ predicted T" in item.text() and f"E {row['efficiency']:.2f} → " in item.text()
+            else:  # CPU workers: cores per task, which the model cannot price without a baseline at that value
+                assert item.predicted is None and "not predicted" in item.text()
+        assert row["advice"] == advice.advice_text(row["advice_items"])
+        assert "→ predicted T" in row["advice"]  # the demo's every N-worker row has a predicted gain
+
+
+def test_the_advices_keys_are_what_if_arguments_the_study_accepts(demo, results):
+    study = load_study(demo)
+    for row in analyse(results):
+        for item in row.get("advice_items") or []:
+            for option in (item, *item.alternatives):
+                variant = variant_of(study, [parse_assignment(a) for a in option.what_if])
+                assert variant.name == study.name
+
+
+def test_without_gradient_bytes_the_advice_names_the_key_and_says_why_not(tmp_path):
+    rec = from_store(ROOT / "tests" / "fixtures" / "recorded-store" / "store.sqlite", "recorded").results
+    rows = [r for r in analyse(rec) if not r.get("baseline")]
+    for row in rows:
+        first = row["advice_items"][0]
+        assert first.term == "comm" and first.keys[0][0] == "train.bucket_cap_mb"
+        assert first.predicted is None and "no comm.grad_bytes" in first.reason
+
+
+def test_cockpit_plan_what_if_prints_the_prediction_and_the_links_used(demo, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    assert cli(["plan", str(demo), "--what-if", "train.bucket_cap_mb=0.1"]) == 0
+    out = capsys.readouterr().out
+    assert "what-if: [train] bucket_cap_mb unset -> 0.1" in out
+    assert "link figures: intra_node 0.322 GB/s: measured by 2 run(s) of this study" in out
+    assert "4 of 4 configurations predicted" in out and "m+Δ" in out
+    assert cli(["plan", str(demo), "--what-if", "sweep.gpus_per_node=[1, 2, 4]", "cluster.gpus_per_node=4"]) == 0
+    assert "extrapolated (2): gpus_per_node = 4 never ran" in capsys.readouterr().out
+
+
+def test_what_if_refuses_unknown_keys_in_the_specs_own_words(demo, capsys):
+    assert cli(["plan", str(demo), "--what-if", "train.bucket_cap_mbb=1"]) == 2
+    assert "[train].bucket_cap_mbb is not a known key; expected one of" in capsys.readouterr().err
+    assert cli(["plan", str(demo), "--what-if", "sweep.gpus_per_node=[1, 4]"]) == 2
+    assert "[sweep].gpus_per_node contains 4 but [cluster].gpus_per_node is 2" in capsys.readouterr().err
+    with pytest.raises(WhatIfError, match="is not a TOML value"):
+        parse_assignment("train.device=cpu")
+    with pytest.raises(WhatIfError, match="a section and a key"):
+        parse_assignment("steps=10")
+    assert parse_assignment('train.device="cpu"') == ("train.device", "cpu")
+
+
+def test_a_key_the_model_has_no_formula_for_is_not_predicted(demo, results):
+    study = load_study(demo)
+    assignments = [parse_assignment("model.d_model=128")]
+    variant = variant_of(study, assignments)
+    w = what_if(study, variant, results, prediction.Links(), assignments)
+    for line in w.lines:
+        assert isinstance(line.predicted, prediction.NoPrediction)
+        assert "the model has no formula for model.d_model (64 -> 128)" in line.predicted.reason
+
+
+def test_the_demos_report_gives_every_n_worker_row_advice_with_a_key_a_value_and_a_gain(demo, tmp_path):
+    from cockpit.report.write import write_report
+    from tests.report.test_report import markdown_rows
+
+    files = write_report(from_store(demo.parent / STORE, "local-demo"), tmp_path / "report")
+    rows = markdown_rows(files.markdown.read_text(), "Advice")
+    windows = {r[2] for r in rows if "→ predicted T" in r[9] and r[10].startswith("+")}
+    assert windows == {"128", "256"}  # both 2-worker rows: a key, a value and a positive predicted gain
+    assert all(r[7] == "2" for r in rows)
