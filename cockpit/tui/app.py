@@ -2,32 +2,32 @@
 screens.
 
 The app only renders snapshots and forwards actions to its Controller; polling runs in a thread worker
-guarded so that a slow poll is never overlapped by the next one (the GPU history loader likewise).
+guarded so that a slow poll is never overlapped by the next one (the GPU history loader likewise). Views and
+screens get every snapshot through one channel (cockpit.tui.channel: `apply(snapshot)`) and ask for what
+they cannot do themselves with messages: the run's files (cockpit.tui.files), detail, compare, job actions.
+No TUI module imports this one; the commands that start the cockpit do.
 """
 
 from __future__ import annotations
 
-import os
-import shlex
-import subprocess
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, cast
 
 import rich
 from rich.segment import Segments
 from textual import work
-from textual.app import App, ComposeResult, SuspendNotSupported
+from textual.app import App, ComposeResult
 from textual.notifications import SeverityLevel
 from textual.widgets import Footer, TabbedContent, TabPane
 
 from cockpit.snapshot import GpuSeries, StudySnapshot
 from cockpit.tui.bindings import APP_BINDINGS, help_sections
+from cockpit.tui.channel import SnapshotView
 from cockpit.tui.commands import CockpitCommands
 from cockpit.tui.confirm import ConfirmScreen
 from cockpit.tui.controller import Controller
+from cockpit.tui.files import CopyRunDir, ExportCsv, OpenPager, RunFiles
 from cockpit.tui.gpus import GpuView
 from cockpit.tui.header import StatusBar
 from cockpit.tui.help import HelpScreen
@@ -37,18 +37,7 @@ from cockpit.tui.queue import QueueView
 from cockpit.tui.scaling import ScalingView
 from cockpit.tui.table import RowTable
 
-if TYPE_CHECKING:
-    from cockpit.tui.plots import PlotsView  # imported when the tab is first shown (plotext is slow to load)
-
-
-class _FollowsSnapshots(Protocol):
-    """A screen with `follows_snapshots = True` (run detail, compare): the app hands it every snapshot."""
-
-    def apply(self, snap: StudySnapshot) -> None: ...
-
-
 TABS = ("scaling", "queue", "gpus", "plots")
-LOG_FILE = "train.log"
 
 
 class CockpitApp(App):
@@ -81,18 +70,22 @@ class CockpitApp(App):
         self.offer_plan = offer_plan
         self.auto_submit = auto_submit
         self.initial_tab = initial_tab
-        self.export_dir = export_dir
+        self.files = RunFiles(self, controller.run_dir, export_dir)
         self.snapshot: StudySnapshot | None = None
         self.polls = 0
         self._polling = False
         self._loading_history = False
         self._seen_problems: set[str] = set()
         self._notices: dict[tuple[str, str], float] = {}
-        self.exports: list[Path] = []
 
     @property
     def live(self) -> bool:
         return self.controller.live
+
+    @property
+    def exports(self) -> list[Path]:
+        """The CSV files `e` wrote, in order."""
+        return self.files.exports
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status", live=self.live)
@@ -178,28 +171,19 @@ class CockpitApp(App):
         self.polls += 1
         self.query_one(StatusBar).show(snap, self.clock())
         self._apply_tab(self.query_one(TabbedContent).active, snap)
-        if getattr(self.screen, "follows_snapshots", False):
-            cast(_FollowsSnapshots, self.screen).apply(snap)
+        if isinstance(self.screen, SnapshotView):  # a run detail or a comparison follows the study too
+            self.screen.apply(snap)
         for problem in snap.problems[:5]:
             if problem not in self._seen_problems:
                 self._seen_problems.add(problem)
                 self.notify(problem, severity="warning", timeout=8)
 
     def _apply_tab(self, tab: str, snap: StudySnapshot) -> None:
-        """Only the visible tab is updated; the others catch up when they are shown."""
-        if tab == "scaling":
-            self.query_one(ScalingView).apply(snap)
-        elif tab == "queue":
-            self.query_one(QueueView).apply(snap)
-        elif tab == "gpus":
-            self.query_one(GpuView).apply(snap)
-        elif tab == "plots":
-            self._plots_apply(snap)
-
-    def _plots_apply(self, snap: StudySnapshot) -> None:
-        views = self.query("#plots-view")
-        if views:
-            cast("PlotsView", views.first()).apply(snap)
+        """Only the visible tab's view is updated; the others catch up when they are shown (the plots' view
+        is not there before its first visit)."""
+        for view in self.query_one(TabbedContent).get_pane(tab).children:
+            if isinstance(view, SnapshotView):
+                view.apply(snap)
 
     async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if self.focused is not None and event.pane not in self.focused.ancestors:
@@ -236,7 +220,7 @@ class CockpitApp(App):
     def open_detail(self, config_id: str) -> None:
         from cockpit.tui.detail import RunDetailScreen
 
-        self.push_screen(RunDetailScreen(config_id, live=self.live))
+        self.push_screen(RunDetailScreen(config_id, live=self.live, snapshot=self.snapshot))
 
     def on_scaling_view_open_detail(self, message: ScalingView.OpenDetail) -> None:
         self.open_detail(message.config_id)
@@ -244,87 +228,23 @@ class CockpitApp(App):
     def on_scaling_view_compare(self, message: ScalingView.Compare) -> None:
         from cockpit.tui.compare import CompareScreen
 
-        self.push_screen(CompareScreen(message.left, message.right))
+        self.push_screen(CompareScreen(message.left, message.right, snapshot=self.snapshot))
 
-    def on_scaling_view_row_action(self, message: ScalingView.RowAction) -> None:
-        if message.action == "export":
-            self.export_csv()
-        elif message.config_id is None:
-            self.notify("select a configuration first", severity="warning")
-        elif message.action == "pager":
-            self.open_pager(message.config_id)
-        elif message.action == "copy":
-            self.copy_run_dir(message.config_id)
+    # -- a run's files and the table, outside the cockpit (cockpit.tui.files) ----------------------
 
-    # -- a run's files and the table, outside the cockpit ----------------------------------------
+    def on_open_pager(self, message: OpenPager) -> None:
+        self.files.open_pager(message.config_id, self.snapshot)
+
+    def on_copy_run_dir(self, message: CopyRunDir) -> None:
+        self.files.copy_run_dir(message.config_id)
+
+    def on_export_csv(self, message: ExportCsv) -> None:
+        if self.snapshot is not None:
+            self.files.export_csv(self.snapshot.study, message.rows)
 
     def log_path(self, config_id: str) -> Path:
-        """The run's train.log when it is on this machine; else the followed log written to a temporary file
-        (a Slurm run's files are on the cluster; a recording keeps the last lines it followed)."""
-        run_dir = self.controller.run_dir(config_id)
-        if run_dir and (Path(run_dir) / LOG_FILE).is_file():
-            return Path(run_dir) / LOG_FILE
-        lines = self.snapshot.log_tail(config_id, 100_000) if self.snapshot is not None else []
-        handle = tempfile.NamedTemporaryFile("w", prefix=f"{config_id}-", suffix=".log", delete=False)
-        with handle:
-            handle.write("\n".join(lines) + ("\n" if lines else "(nothing of this log was followed)\n"))
-        return Path(handle.name)
-
-    def open_pager(self, config_id: str) -> None:
-        """The run's log in $PAGER (less by default); the cockpit is suspended meanwhile."""
-        path = self.log_path(config_id)
-        pager = shlex.split(os.environ.get("PAGER") or "less")
-        try:
-            with self.suspend():
-                subprocess.run([*pager, str(path)], check=False)
-            if path.name != LOG_FILE:  # a copy of the followed log, written for the pager
-                path.unlink(missing_ok=True)
-        except SuspendNotSupported:
-            self.notify(f"cannot hand the terminal to a pager here; the log is {path}", severity="warning")
-        except OSError as exc:
-            self.notify(f"{pager[0]}: {exc} (set $PAGER); the log is {path}", severity="error")
-
-    def copy_run_dir(self, config_id: str) -> None:
-        """The run directory's absolute path to the clipboard (a cluster's path as the cluster names it)."""
-        run_dir = self.controller.run_dir(config_id)
-        if not run_dir:
-            self.notify("this configuration has no run directory recorded", severity="warning")
-            return
-        if not run_dir.startswith(("/", "~", "$")):  # a relative path means nothing outside this process
-            run_dir = os.path.abspath(run_dir)
-        self.copy_to_clipboard(run_dir)
-        self.notify(f"copied {run_dir}")
-
-    def export_csv(self) -> None:
-        """The scaling table as filtered and sorted now, every figure at full precision."""
-        if self.snapshot is None:
-            return
-        rows = self.query_one(ScalingView).shown_rows()
-        self._write_csv(self.snapshot.study, rows)
-
-    @work(thread=True, group="export")
-    def _write_csv(self, study: str, rows: list) -> None:
-        """What the report's scaling.csv holds (the same function writes both), for the rows shown that
-        have a result, in the table's order."""
-        from cockpit.analysis import write_scaling_csv
-
-        analysed = [r.analysis for r in rows if r.analysis]
-        folder = self.export_dir or Path.cwd()
-        path = folder / f"{study}-scaling.csv"
-        n = 2
-        while path.exists():
-            path = folder / f"{study}-scaling-{n}.csv"
-            n += 1
-        try:
-            with path.open("w", newline="", encoding="utf-8") as f:
-                written = write_scaling_csv(analysed, f)
-        except OSError as exc:
-            self.call_from_thread(self.notify, f"export failed: {exc}", severity="error")
-            return
-        self.exports.append(path)
-        left = len(rows) - written
-        extra = f" ({left} shown without a result left out)" if left else ""
-        self.call_from_thread(self.notify, f"wrote {written} configurations to {path}{extra}")
+        """What `o` shows for a run (its train.log, or the followed log in a temporary file)."""
+        return self.files.log_path(config_id, self.snapshot)
 
     # -- GPU history of ended jobs ---------------------------------------------------------------
 

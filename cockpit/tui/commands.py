@@ -8,6 +8,7 @@ from functools import partial
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from cockpit.tui import model
+from cockpit.tui.columns import SCALING_COLUMN, SORTABLE
 
 
 def palette_commands(app) -> list[tuple[str, Callable[[], object], str]]:
@@ -41,8 +42,8 @@ def palette_commands(app) -> list[tuple[str, Callable[[], object], str]]:
         ]
     for axis in model.GROUP_AXES:
         cmds.append((f"Group by {axis}", partial(app.action_group_by, axis), "header row per value"))
-    for key in model.SORTABLE:
-        label = model.SCALING_COLUMN[key].label
+    for key in SORTABLE:
+        label = SCALING_COLUMN[key].label
         cmds.append((f"Sort by {label}", partial(app.action_sort_by, key), "again to reverse"))
     return cmds
 

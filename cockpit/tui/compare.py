@@ -19,6 +19,8 @@ from cockpit.snapshot import ConfigRow, StudySnapshot
 from cockpit.tui import explain_panel, model
 from cockpit.tui import format as fmt
 from cockpit.tui.bindings import COMPARE_BINDINGS
+from cockpit.tui.channel import SnapshotView
+from cockpit.tui.columns import state_word
 from cockpit.tui.detail import rank0
 
 COLORS = ("cyan", "magenta")  # left run, right run: the plots and the legend use the same two
@@ -84,7 +86,7 @@ def figures_table(left: ConfigRow, right: ConfigRow) -> Table:
     folded = frozenset(a for a in model.FOLDABLE if left.values.get(a) == right.values.get(a))
     table.add_column(Text(model.short_label(left.values, folded), style=f"bold {COLORS[0]}"), justify="right")
     table.add_column(Text(model.short_label(right.values, folded), style=f"bold {COLORS[1]}"), justify="right")
-    table.add_row("state", model.state_word(left.state), model.state_word(right.state))
+    table.add_row("state", state_word(left.state), state_word(right.state))
     if not a and not b:
         table.add_row("", "no result yet", "no result yet")
         return table
@@ -103,19 +105,20 @@ def verdicts(left: ConfigRow, right: ConfigRow) -> Text:
     out = Text()
     for row, color in zip((left, right), COLORS, strict=True):
         out.append(f"{model.config_label(row.values)}: ", style=f"bold {color}")
-        out.append((row.explanation or row.verdict or model.state_word(row.state)) + "\n")
+        out.append((row.explanation or row.verdict or state_word(row.state)) + "\n")
     return out
 
 
-class CompareScreen(Screen):
-    """`c` on the scaling view: the marked run (or the group's baseline) against the selected one."""
+class CompareScreen(Screen, SnapshotView):
+    """`c` on the scaling view: the marked run (or the group's baseline) against the selected one. It opens
+    on the snapshot current then and the app hands it every new one (apply)."""
 
     BINDINGS = [*COMPARE_BINDINGS]  # a copy, typed as the list of BindingType textual declares
-    follows_snapshots = True
 
-    def __init__(self, left: str, right: str) -> None:
+    def __init__(self, left: str, right: str, snapshot: StudySnapshot | None = None) -> None:
         super().__init__()
         self.left, self.right = left, right
+        self._snapshot = snapshot
         self._drawn: tuple | None = None
 
     def compose(self) -> ComposeResult:
@@ -133,18 +136,17 @@ class CompareScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        snapshot = getattr(self.app, "snapshot", None)
-        if snapshot is not None:
-            self.apply(snapshot)
+        if self._snapshot is not None:
+            self.apply(self._snapshot)
 
     def action_swap(self) -> None:
         self.left, self.right = self.right, self.left
         self._drawn = None
-        snapshot = getattr(self.app, "snapshot", None)
-        if snapshot is not None:
-            self.apply(snapshot)
+        if self._snapshot is not None:
+            self.apply(self._snapshot)
 
     def apply(self, snapshot: StudySnapshot) -> None:
+        self._snapshot = snapshot
         left, right = snapshot.config(self.left), snapshot.config(self.right)
         if left is None or right is None:
             self.query_one("#compare-title", Static).update("one of these configurations is not in the study")

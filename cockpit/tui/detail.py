@@ -5,8 +5,6 @@ Two throughputs exist for a run and both are labelled: the run average (result.j
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
 from rich.highlighter import Highlighter
 from rich.text import Text
 from textual.app import ComposeResult
@@ -19,9 +17,9 @@ from cockpit.snapshot import MetricPoint, StudySnapshot
 from cockpit.tui import explain_panel, model, quality_panel
 from cockpit.tui import format as fmt
 from cockpit.tui.bindings import DETAIL_BINDINGS
-
-if TYPE_CHECKING:
-    from cockpit.tui.app import CockpitApp  # which imports this module when it opens a run
+from cockpit.tui.channel import SnapshotView
+from cockpit.tui.columns import RUNNING, state_word
+from cockpit.tui.files import CopyRunDir, OpenPager
 
 LOG_LINES = 2000  # bounded buffer: the screen never holds more of a log than this
 LOG_TAIL = 500  # lines asked of the snapshot per refresh
@@ -38,9 +36,9 @@ def summary_text(snapshot: StudySnapshot, config_id: str, live: bool = True) -> 
     ]
     if row.job_id:
         parts += [f"  job {row.job_id}"]
-    if row.progress is not None and row.state in model.RUNNING and live:
+    if row.progress is not None and row.state in RUNNING and live:
         parts += [f"  {row.progress * 100:.0f}% done, eta {fmt.duration(row.eta_s)}"]
-    elif row.state in model.RUNNING and not live:
+    elif row.state in RUNNING and not live:
         parts += [("  (running when recorded)", "dim")]
     if row.train_time_s is not None:
         parts += [f"  T = {row.train_time_s:.2f} s"]
@@ -112,14 +110,16 @@ def breakdown_series(points: list[MetricPoint]) -> list[tuple[str, str, list[tup
     return out
 
 
-class RunDetailScreen(Screen):
-    BINDINGS = [*DETAIL_BINDINGS]  # a copy, typed as the list of BindingType textual declares
-    follows_snapshots = True  # the app hands every new snapshot to this screen
+class RunDetailScreen(Screen, SnapshotView):
+    """One run; it opens on the snapshot current then and the app hands it every new one (apply)."""
 
-    def __init__(self, config_id: str, live: bool = True) -> None:
+    BINDINGS = [*DETAIL_BINDINGS]  # a copy, typed as the list of BindingType textual declares
+
+    def __init__(self, config_id: str, live: bool = True, snapshot: StudySnapshot | None = None) -> None:
         super().__init__()
         self.config_id = config_id
         self.live = live
+        self._snapshot = snapshot
         self.auto_scroll = True
         self._tail: list[str] = []
         self._metrics_key: tuple | None = None
@@ -148,12 +148,12 @@ class RunDetailScreen(Screen):
     def on_mount(self) -> None:
         self.query_one("#log-search", Input).cursor_blink = False
         self._caption()
-        snapshot = getattr(self.app, "snapshot", None)
-        if snapshot is not None:
-            self.apply(snapshot)
+        if self._snapshot is not None:
+            self.apply(self._snapshot)
         self.query_one("#log", Log).focus()
 
     def apply(self, snapshot: StudySnapshot) -> None:
+        self._snapshot = snapshot
         self.query_one("#detail-summary", Static).update(summary_text(snapshot, self.config_id, self.live))
         row = snapshot.config(self.config_id)
         self.query_one("#detail-explain", Static).update(explain_panel.panel(row.analysis if row else None))
@@ -181,7 +181,7 @@ class RunDetailScreen(Screen):
         notice = self.query_one("#no-metrics", Static)
         notice.display = empty
         if empty:
-            notice.update(f"no metrics yet: the run is {model.state_word(state) or 'unknown'}; the loss, the step "
+            notice.update(f"no metrics yet: the run is {state_word(state) or 'unknown'}; the loss, the step "
                           "time breakdown and tokens/s appear with its first metrics record")
             return
         loss = self.query_one("#loss-plot", PlotextPlot)
@@ -260,10 +260,10 @@ class RunDetailScreen(Screen):
         self._caption()
 
     def action_pager(self) -> None:
-        cast("CockpitApp", self.app).open_pager(self.config_id)
+        self.post_message(OpenPager(self.config_id))
 
     def action_copy_path(self) -> None:
-        cast("CockpitApp", self.app).copy_run_dir(self.config_id)
+        self.post_message(CopyRunDir(self.config_id))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "log-search":

@@ -15,10 +15,12 @@ from textual.widgets import DataTable, Static
 
 from cockpit.snapshot import GpuSeries, StudySnapshot
 from cockpit.tui import model
+from cockpit.tui.channel import SnapshotView
+from cockpit.tui.columns import GPU_COLUMNS, GPU_JOB_COLUMNS, RUNNING
 from cockpit.tui.table import RowTable
 
 
-class GpuView(Vertical):
+class GpuView(Vertical, SnapshotView):
     class NeedHistory(Message):
         """The selected job has ended and its GPU history is not loaded yet."""
 
@@ -34,9 +36,9 @@ class GpuView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="gpu-budget", classes="caption")
-        yield RowTable(model.GPU_JOB_COLUMNS, id="gpu-jobs")
+        yield RowTable(GPU_JOB_COLUMNS, id="gpu-jobs")
         yield Static(id="gpu-title", classes="caption")
-        yield RowTable(model.GPU_COLUMNS, id="gpu-table")
+        yield RowTable(GPU_COLUMNS, id="gpu-table")
         yield Static(id="gpu-caption", classes="caption")
 
     @property
@@ -74,7 +76,7 @@ class GpuView(Vertical):
             caption.update("")
             return
         label = model.config_label(row.values)
-        running = row.state in model.RUNNING
+        running = row.state in RUNNING
         if running:
             series = [g for g in snap.gpus if g.config_id == row.config_id]
             title.update(Text.assemble(("GPUs of ", "bold"), (label, "bold"), " (running: recent samples)"))

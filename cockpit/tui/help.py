@@ -13,8 +13,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from cockpit import explain
-from cockpit.tui import model
 from cockpit.tui.bindings import HELP_SECTIONS, key_label
+from cockpit.tui.filter import filter_names
 
 FILTER_HELP = (
     "Filter (/): space-separated terms that must all match, with the screen's names, e.g. "
@@ -24,7 +24,7 @@ FILTER_HELP = (
     "verdict!~data). On the verdict and the explanation a term's usual names are one: "
     + "; ".join(" = ".join(words[:4]) for words in explain.TERM_WORDS.values())
     + ". Any other word matches anywhere in the row. "
-    "Fields: " + ", ".join(model.filter_names()) + ". An unknown field is reported under the table and "
+    "Fields: " + ", ".join(filter_names()) + ". An unknown field is reported under the table and "
     "left out of the filter."
 )
 

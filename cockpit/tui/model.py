@@ -1,67 +1,38 @@
 """Pure view-models: a StudySnapshot in, table rows and plot series out.
 
 No Textual here, so the same functions drive the widgets, the benchmarks and the unit tests, and a
-1000-configuration refresh costs only list building.
+1000-configuration refresh costs only list building. The columns these rows fill are cockpit.tui.columns;
+the scaling table's filter language is cockpit.tui.filter.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import cast
 
 from rich.text import Text
 
-from cockpit import explain, labels
-from cockpit.snapshot import DONE_STATES, FAILED_STATES, ConfigRow, GpuSeries, JobRow, StudySnapshot
-from cockpit.spec import config_label  # noqa: F401  (the views name it model.config_label)
+from cockpit import labels
+from cockpit.snapshot import ConfigRow, GpuSeries, JobRow, StudySnapshot
+from cockpit.spec import config_label
 from cockpit.tui import format as fmt
+from cockpit.tui.columns import (
+    FIGURES,
+    RUNNING,
+    SCALING_COLUMN,
+    SCALING_COLUMNS,
+    Column,
+    sort_value,
+    state_word,
+)
+from cockpit.tui.filter import Filter, matches, parse_filter
 
 GROUP_AXES = ("dataset", "mode", "window", "precision", "batch_size", "cpus_per_task", "gpus_per_node", "nodes")
 # the axes a row is told apart by, in the order the frozen identity columns show them ("scale" = nodes x GPUs)
 IDENTITY_AXES = ("dataset", "mode", "window", "scale", "cpus_per_task", "precision", "batch_size")
 FOLDABLE = ("dataset", "mode", "window", "cpus_per_task", "precision", "batch_size")
-RUNNING = ("running", "completing")
 IDLE_UTIL_PCT = 5.0
 IDLE_SAMPLES = 5
-
-
-@dataclass(frozen=True)
-class Column:
-    """A table column; a fixed width for columns whose values change live (no re-measuring per update)."""
-
-    key: str
-    label: str
-    width: int | None = None
-
-
-# every column the scaling table can show, by key; labels carry the unit where the cells do not
-SCALING_COLUMN = {
-    "mark": Column("mark", " ", 1),
-    "dataset": Column("dataset", "dataset"),
-    "mode": Column("mode", "mode"),
-    "window": Column("window", "window"),
-    "scale": Column("scale", "nodes×GPUs"),
-    "cpus_per_task": Column("cpus_per_task", "CPUs/task"),
-    "precision": Column("precision", "precision"),
-    "batch_size": Column("batch_size", "batch"),
-    "state": Column("state", "state", 14),
-    "time": Column("time", "T s", 6),
-    "work": Column("work", "work", 5),
-    "t_same_work": Column("t_same_work", "T/work s", 8),
-    "speedup": Column("speedup", "speedup", 7),
-    "efficiency": Column("efficiency", "eff", 4),
-    "overhead": Column("overhead", "overhead s", 10),
-    "tokens": Column("tokens", "tok/s avg", 9),
-    "verdict": Column("verdict", "where the time went"),
-    "quality": Column("quality", "quality Δ1×1", 14),
-}
-FIGURES = ("state", "speedup", "efficiency", "time", "t_same_work", "work", "overhead", "tokens", "verdict")
-# every column in the historical order (headless consumers and the report's cross-check index cells by it)
-SCALING_COLUMNS = tuple(SCALING_COLUMN[k] for k in (
-    "mark", "dataset", "mode", "window", "scale", "cpus_per_task", "precision", "state", "time", "work",
-    "t_same_work", "speedup", "efficiency", "overhead", "tokens", "verdict"))
-SORTABLE = tuple(k for k in SCALING_COLUMN if k != "mark")
 
 AXIS_WORDS = {"dataset": "{}", "mode": "{}", "window": "window {}", "cpus_per_task": "{} CPUs/task",
               "precision": "{}", "batch_size": "batch {}"}
@@ -147,40 +118,6 @@ def scaling_layout(snapshot: StudySnapshot, device_hint: str | None = None) -> L
     return Layout(tuple(columns), fixed=1 + len(identity), constant=tuple(constant), device=device)
 
 
-QUEUE_COLUMNS = (
-    Column("config", "configuration"),
-    Column("job", "job"),
-    Column("state", "state", 13),
-    Column("elapsed", "elapsed / limit", 15),
-    Column("nodes", "nodes"),
-    Column("nodelist", "node list"),
-    Column("reason", "reason"),
-    Column("attempt", "try"),
-)
-
-GPU_JOB_COLUMNS = (
-    Column("config", "configuration"),
-    Column("job", "job"),
-    Column("state", "state", 13),
-    Column("allocated", "allocated / limit", 17),
-    Column("nodes", "nodes"),
-    Column("time", "T s", 8),
-    Column("outside", "outside T s", 11),
-)
-
-GPU_COLUMNS = (
-    Column("host", "host"),
-    Column("gpu", "gpu"),
-    Column("util", "util", 5),
-    Column("util_spark", "utilisation over time", 24),
-    Column("mem", "memory", 14),
-    Column("mem_spark", "memory over time", 16),
-    Column("power", "power", 7),
-    Column("temp", "temp", 7),
-    Column("flag", "flag", 10),
-)
-
-
 @dataclass(frozen=True)
 class Row:
     """One table row: a stable key (config or job id) and its rendered cells."""
@@ -190,208 +127,12 @@ class Row:
     header: bool = False
 
 
-STATE_WORDS = {"completed": "done", "not_submitted": "not submitted"}
-
-
-def state_word(state: str) -> str:
-    """A configuration's state in the header's words ("done", not "completed")."""
-    return STATE_WORDS.get(state, state.replace("_", " "))
-
-
 def _state_cell(row: ConfigRow, live: bool) -> Text:
     """The state; a running row of a live study shows its progress and eta (a recording has none to show)."""
     if live and row.state in RUNNING and row.progress is not None:
         eta = f" eta {fmt.duration(row.eta_s)}" if row.eta_s is not None else ""
         return Text(f"▶{row.progress * 100:.0f}%{eta}", style="bold cyan")
     return Text(state_word(row.state), style=fmt.state_style(row.state))
-
-
-def _sort_value(row: ConfigRow, key: str) -> tuple:
-    """Sort key that puts missing numbers last whatever the direction."""
-    value = field_value(row, key)
-    if value is None or (isinstance(value, float) and value != value):
-        return (1, "")
-    return (0, value) if isinstance(value, int | float) else (0, str(value))
-
-
-def field_value(row: ConfigRow, key: str) -> object:
-    """The value a column (or filter field) of a row stands for, as recorded (no arithmetic)."""
-    v = row.values
-    if key == "scale":
-        return row.workers
-    if key in FIELD_ATTRS:
-        return getattr(row, FIELD_ATTRS[key])
-    if key == "id":
-        return row.config_id
-    return v.get(key)
-
-
-FIELD_ATTRS = {"time": "train_time_s", "work": "work_ratio", "t_same_work": "t_same_work_s", "speedup": "speedup",
-               "efficiency": "efficiency", "overhead": "overhead_s", "tokens": "tokens_per_s", "state": "state",
-               "verdict": "verdict", "workers": "workers", "explanation": "explanation",
-               "quality": "quality"}
-
-# --- the filter -------------------------------------------------------------------------------------------
-
-# the names the filter accepts for each field: the screen's own words first (headers, the header bar's states)
-FILTER_FIELDS: dict[str, tuple[str, ...]] = {
-    "dataset": ("dataset",),
-    "mode": ("mode",),
-    "window": ("window", "w"),
-    "cpus_per_task": ("cpus", "cpus/task", "cpus_per_task", "cpu"),
-    "precision": ("prec", "precision"),
-    "batch_size": ("batch", "batch_size"),
-    "nodes": ("nodes",),
-    "gpus_per_node": ("gpus", "gpus_per_node", "gpus/node"),
-    "workers": ("workers", "N"),
-    "scale": ("nodes×GPUs", "nodes×workers", "nodesxgpus", "scale"),
-    "state": ("state",),
-    "time": ("T", "time", "train_time"),
-    "t_same_work": ("T/work", "t_same_work"),
-    "work": ("work",),
-    "speedup": ("speedup", "S"),
-    "efficiency": ("eff", "efficiency", "E"),
-    "overhead": ("overhead", "O"),
-    "tokens": ("tokens", "tokens/s", "tok/s"),
-    "verdict": ("verdict", "why"),
-    "quality": ("quality", "F1", "macro-F1"),
-    "explanation": ("explanation",),
-    "id": ("id", "config_id"),
-}
-FIELD_BY_NAME = {name.lower(): key for key, names in FILTER_FIELDS.items() for name in names}
-NUMERIC_FIELDS = frozenset({"window", "cpus_per_task", "batch_size", "nodes", "gpus_per_node", "workers", "time",
-                            "t_same_work", "work", "speedup", "efficiency", "overhead", "tokens", "quality"})
-# the header's counters and the table say "done", "failed", "pending": each names a set of states
-STATE_SETS = {
-    "done": DONE_STATES, "completed": DONE_STATES, "failed": FAILED_STATES,
-    "running": frozenset(RUNNING), "pending": frozenset({"pending", "submitting", "requeued", "suspended", "held"}),
-    "not submitted": frozenset({"not_submitted"}), "not_submitted": frozenset({"not_submitted"}),
-}
-TERM_TEXT_FIELDS = frozenset({"verdict", "explanation"})  # where verdict~comm also finds "all-reduce"
-OPERATORS = ("<=", ">=", "!=", "!~", "=", "<", ">", "~")
-_TERM = re.compile(r"^([^\s<>=!~]+)\s*(<=|>=|!=|!~|=|<|>|~)\s*(.*)$")
-
-
-@dataclass(frozen=True)
-class Term:
-    """One filter term: `field op value`, or a bare word (field None) matched anywhere in the row's text."""
-
-    text: str
-    field: str | None = None
-    op: str = "~"
-    value: object = ""
-
-
-@dataclass(frozen=True)
-class Filter:
-    terms: tuple[Term, ...] = ()
-    errors: tuple[str, ...] = ()  # one message per term that was not understood (and is not applied)
-
-
-def parse_filter(text: str) -> Filter:
-    """`eff<0.6 verdict~comm state=running window=256 fast`: every term must match. Fields use the screen's
-    names (`cpus`, `prec`, `eff`, `T`, `T/work`, `tokens`, `state=done`); `=` `!=` compare, `<` `<=` `>` `>=`
-    compare numbers (`eff<60%` = `eff<0.6`), `~` `!~` match text; a bare word matches anywhere. A term
-    naming an unknown field or a number that is not one is reported and left out."""
-    terms: list[Term] = []
-    errors: list[str] = []
-    for word in _split(text):
-        m = _TERM.match(word)
-        if not m:
-            terms.append(Term(word))
-            continue
-        name, op, raw = m.group(1).lower(), m.group(2), m.group(3).strip().strip('"').strip("'")
-        key = FIELD_BY_NAME.get(name)
-        if key is None:
-            errors.append(f"unknown field {name!r} in {word!r} (left out): try window, cpus, state, eff, speedup, "
-                          "T, verdict; ? lists every field")
-            continue
-        value: object = raw
-        if op not in ("~", "!~") and (key in NUMERIC_FIELDS or op in ("<", "<=", ">", ">=")):
-            number = _number(raw, percent=key == "efficiency")
-            if number is None:
-                errors.append(f"{word!r}: {raw!r} is not a number")
-                continue
-            value = number
-        terms.append(Term(word, key, op, value))
-    return Filter(tuple(terms), tuple(errors))
-
-
-def filter_names() -> list[str]:
-    """The first name of every filter field, for help and error messages."""
-    return [names[0] for names in FILTER_FIELDS.values()]
-
-
-def _split(text: str) -> list[str]:
-    """Words, keeping `verdict~"exposed all-reduce"` in one piece."""
-    out, quote, cur = [], "", ""
-    for ch in text:
-        if ch in "\"'" and (not quote or ch == quote):
-            quote = "" if quote else ch
-            cur += ch
-        elif ch.isspace() and not quote:
-            if cur:
-                out.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    if cur:
-        out.append(cur)
-    return out
-
-
-def _number(raw: str, percent: bool = False) -> float | None:
-    """A number as typed: `0.6`, `60%` (for eff), `1.5x`, `10s`, `50k`, `1.2M`."""
-    text = raw.strip().lower().rstrip("x×s")
-    scale = {"k": 1e3, "m": 1e6}.get(text[-1:], 1.0)
-    text = text.rstrip("km")
-    is_pct = text.endswith("%")
-    try:
-        value = float(text.rstrip("%")) * scale
-    except ValueError:
-        return None
-    if percent and (is_pct or value > 1.5):  # eff<60% and eff<60 mean what eff<0.6 means
-        return value / 100.0
-    return value
-
-
-def term_matches(row: ConfigRow, term: Term) -> bool:
-    if term.field is None:  # a bare word; a term's word finds its other names too (comm: all-reduce)
-        haystack = " ".join([config_label(row.values), row.state, state_word(row.state), row.verdict,
-                             row.config_id]).lower()
-        return any(word in haystack for word in explain.term_words(term.text))
-    if term.field == "state" and term.op in ("=", "!="):
-        want = str(term.value).lower()
-        states = STATE_SETS.get(want, frozenset({want.replace(" ", "_")}))
-        return (row.state in states) == (term.op == "=")
-    have = field_value(row, term.field)
-    if term.field == "scale" and isinstance(term.value, str):
-        have = f"{row.values.get('nodes', 1)}x{row.values.get('gpus_per_node', 1)}"
-        want = term.value.replace("×", "x")
-        return (have == want) == (term.op == "=") if term.op in ("=", "!=") else _text_op(have, term)
-    if term.op in ("~", "!~"):
-        return _text_op("" if have is None else str(have), term)
-    if isinstance(term.value, float):
-        if not isinstance(have, int | float) or isinstance(have, bool) or have != have:
-            return term.op == "!="
-        return {"=": have == term.value, "!=": have != term.value, "<": have < term.value,
-                "<=": have <= term.value, ">": have > term.value, ">=": have >= term.value}[term.op]
-    equal = str(have).lower() == str(term.value).lower()
-    return equal if term.op == "=" else not equal
-
-
-def _text_op(have: str, term: Term) -> bool:
-    """`~` / `!~`: on the verdict and the explanation a term's word stands for all its names
-    (explain.TERM_WORDS: verdict~comm finds "all-reduce", verdict!~data leaves out "data wait")."""
-    words = explain.term_words(str(term.value)) if term.field in TERM_TEXT_FIELDS else (str(term.value).lower(),)
-    found = any(word in have.lower() for word in words)
-    return found if term.op == "~" else not found
-
-
-def matches(row: ConfigRow, terms: list[str] | Filter) -> bool:
-    """Whether a row passes a filter (a parsed Filter, or words as typed)."""
-    flt = terms if isinstance(terms, Filter) else parse_filter(" ".join(terms))
-    return all(term_matches(row, t) for t in flt.terms)
 
 
 # --- cells ------------------------------------------------------------------------------------------------
@@ -461,9 +202,9 @@ def scaling_rows(
     flt = query if isinstance(query, Filter) else parse_filter(query)
     rows = [r for r in snapshot.configs if matches(r, flt)]
     if sort_key:
-        ok = [r for r in rows if _sort_value(r, sort_key)[0] == 0]
-        absent = [r for r in rows if _sort_value(r, sort_key)[0] == 1]
-        ok.sort(key=lambda r: _sort_value(r, sort_key), reverse=reverse)
+        ok = [r for r in rows if sort_value(r, sort_key)[0] == 0]
+        absent = [r for r in rows if sort_value(r, sort_key)[0] == 1]
+        ok.sort(key=lambda r: sort_value(r, sort_key), reverse=reverse)
         rows = ok + absent
     if not group_by:
         return [Row(r.config_id, scaling_cells(r, layout, live)) for r in rows]

@@ -16,6 +16,7 @@ from textual_plotext import Plot, PlotextPlot
 from cockpit import labels, series
 from cockpit.snapshot import StudySnapshot
 from cockpit.tui import model
+from cockpit.tui.channel import SnapshotView
 
 MARKER = "braille"
 COLORS = ("cyan", "magenta", "yellow", "green", "red", "blue")
@@ -139,7 +140,7 @@ FIGURES = (
 )
 
 
-class PlotsView(Grid):
+class PlotsView(Grid, SnapshotView):
     """A 2x2 grid of the four figures; redrawn only when the finished results change."""
 
     def __init__(self, **kwargs) -> None:

@@ -10,6 +10,8 @@ from textual.widgets import Static
 from cockpit.snapshot import ACTIVE_STATES, StudySnapshot
 from cockpit.tui import model
 from cockpit.tui.bindings import QUEUE_BINDINGS
+from cockpit.tui.channel import SnapshotView
+from cockpit.tui.columns import QUEUE_COLUMNS
 from cockpit.tui.table import RowTable
 
 # Which states each action makes sense in (the backend has the final word).
@@ -21,7 +23,7 @@ ACTION_STATES = {
 }
 
 
-class QueueView(Vertical):
+class QueueView(Vertical, SnapshotView):
     BINDINGS = [*QUEUE_BINDINGS]  # a copy, typed as the list of BindingType textual declares
 
     class JobAction(Message):
@@ -39,7 +41,7 @@ class QueueView(Vertical):
         self._snapshot: StudySnapshot | None = None
 
     def compose(self) -> ComposeResult:
-        yield RowTable(model.QUEUE_COLUMNS, id="queue-table")
+        yield RowTable(QUEUE_COLUMNS, id="queue-table")
         text = ("c cancel · r requeue · h hold · u release (each asks first)" if self.live else
                 "a recording: jobs cannot be cancelled, requeued, held or released from here")
         yield Static(text, classes="caption")

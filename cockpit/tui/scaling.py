@@ -16,10 +16,14 @@ from textual.widgets import DataTable, Input, Static
 from cockpit.snapshot import ConfigRow, StudySnapshot
 from cockpit.tui import model
 from cockpit.tui.bindings import SCALING_BINDINGS
+from cockpit.tui.channel import SnapshotView
+from cockpit.tui.columns import SCALING_COLUMN, SCALING_COLUMNS, SORTABLE
+from cockpit.tui.files import CopyRunDir, ExportCsv, OpenPager
+from cockpit.tui.filter import Filter, parse_filter
 from cockpit.tui.table import RowTable
 
 
-class ScalingView(Vertical):
+class ScalingView(Vertical, SnapshotView):
     """Subtitle + table + status line + caption + a filter input that appears on `/`."""
 
     BINDINGS = [*SCALING_BINDINGS]  # a copy, typed as the list of BindingType textual declares
@@ -37,14 +41,6 @@ class ScalingView(Vertical):
             self.left = left
             self.right = right
 
-    class RowAction(Message):
-        """A key that acts on the selected run (pager, copy path) or on the rows shown (export)."""
-
-        def __init__(self, action: str, config_id: str | None) -> None:
-            super().__init__()
-            self.action = action
-            self.config_id = config_id
-
     def __init__(self, *, live: bool = True, device_hint: str | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self.live = live
@@ -52,7 +48,7 @@ class ScalingView(Vertical):
         self.sort_key: str | None = None
         self.reverse = False
         self.query_text = ""
-        self.filter_spec = model.Filter()
+        self.filter_spec = Filter()
         self.group_by: str | None = None
         self.marked: str | None = None  # the run `c` compares the selected one with
         self.table_layout = model.FULL_LAYOUT
@@ -62,7 +58,7 @@ class ScalingView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="scaling-subtitle", classes="caption")
-        yield RowTable(model.SCALING_COLUMNS, id="scaling-table")
+        yield RowTable(SCALING_COLUMNS, id="scaling-table")
         yield Static(id="scaling-status")
         yield Static(id="scaling-caption", classes="caption")
         yield Input(placeholder="filter: eff<0.6 verdict~comm state=done (Enter; Esc clears)",
@@ -141,7 +137,7 @@ class ScalingView(Vertical):
             shown = sum(1 for r in self.table.shown if not r.header)
             parts.append(f"{shown}/{len(self._snapshot.configs)} configurations")
         if self.sort_key:
-            label = model.SCALING_COLUMN[self.sort_key].label
+            label = SCALING_COLUMN[self.sort_key].label
             parts.append(f"sorted by {label} {'↓' if self.reverse else '↑'}")
         if self.group_by:
             parts.append(f"grouped by {self.group_by}")
@@ -158,8 +154,8 @@ class ScalingView(Vertical):
     # -- actions ---------------------------------------------------------------------------------
 
     def sort_by(self, key: str, reverse: bool | None = None) -> None:
-        if key not in model.SORTABLE:
-            raise ValueError(f"cannot sort by {key!r}; expected one of {', '.join(model.SORTABLE)}")
+        if key not in SORTABLE:
+            raise ValueError(f"cannot sort by {key!r}; expected one of {', '.join(SORTABLE)}")
         if reverse is None:
             reverse = not self.reverse if key == self.sort_key else False
         self.sort_key, self.reverse = key, reverse
@@ -167,7 +163,7 @@ class ScalingView(Vertical):
 
     def _sortable(self) -> tuple[str, ...]:
         """The columns on screen, in screen order (s cycles through what the user sees)."""
-        return tuple(k for k in self.table_layout.keys if k in model.SORTABLE)
+        return tuple(k for k in self.table_layout.keys if k in SORTABLE)
 
     def action_sort(self) -> None:
         keys = self._sortable()
@@ -196,7 +192,7 @@ class ScalingView(Vertical):
 
     def set_filter(self, text: str) -> None:
         self.query_text = text.strip()
-        self.filter_spec = model.parse_filter(self.query_text)
+        self.filter_spec = parse_filter(self.query_text)
         self._redraw()
 
     def action_filter(self) -> None:
@@ -240,8 +236,18 @@ class ScalingView(Vertical):
         self.post_message(self.Compare(left, row.config_id))
 
     def action_row(self, action: str) -> None:
+        """A key that acts on the selected run (pager, copy path) or on the rows shown (export): a message
+        the app hands to cockpit.tui.files."""
+        if action == "export":
+            self.post_message(ExportCsv(self.shown_rows()))
+            return
         row = self.selected_row()
-        self.post_message(self.RowAction(action, row.config_id if row else None))
+        if row is None:
+            self.notify("select a configuration first", severity="warning")
+        elif action == "pager":
+            self.post_message(OpenPager(row.config_id))
+        elif action == "copy":
+            self.post_message(CopyRunDir(row.config_id))
 
     # -- events ----------------------------------------------------------------------------------
 
@@ -268,5 +274,5 @@ class ScalingView(Vertical):
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         event.stop()
         key = event.column_key.value
-        if key in model.SORTABLE:
+        if key in SORTABLE:
             self.sort_by(key)

@@ -20,7 +20,8 @@ from textual.cache import LRUCache
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
 
-from cockpit.tui.model import Column, Row
+from cockpit.tui.columns import Column
+from cockpit.tui.model import Row
 
 
 def same(a: object, b: object) -> bool:

@@ -19,6 +19,7 @@ from cockpit.tui import model
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.compare import CompareScreen, figure_rows
 from cockpit.tui.detail import RunDetailScreen
+from cockpit.tui.filter import parse_filter
 from cockpit.tui.gpus import GpuView
 from cockpit.tui.header import status_text
 from cockpit.tui.queue import QueueView
@@ -40,15 +41,15 @@ def plain(widget) -> str:
 # --- the filter ---------------------------------------------------------------------------------------------
 
 def test_filter_grammar_uses_the_screens_names():
-    f = model.parse_filter('eff<0.6 verdict~comm state=done cpus=2 prec=fp32 T/work>=2 verdict~"all-reduce" fast')
+    f = parse_filter('eff<0.6 verdict~comm state=done cpus=2 prec=fp32 T/work>=2 verdict~"all-reduce" fast')
     assert not f.errors
     assert [(t.field, t.op, t.value) for t in f.terms] == [
         ("efficiency", "<", 0.6), ("verdict", "~", "comm"), ("state", "=", "done"), ("cpus_per_task", "=", 2.0),
         ("precision", "=", "fp32"), ("t_same_work", ">=", 2.0), ("verdict", "~", "all-reduce"), (None, "~", ""),
     ]
-    assert model.parse_filter("eff<60%").terms[0].value == pytest.approx(0.6)
-    assert model.parse_filter("tokens>50k").terms[0].value == 50_000 and model.parse_filter("T<10s").terms[0].value == 10
-    bad = model.parse_filter("foo=bar eff<abc window=256")
+    assert parse_filter("eff<60%").terms[0].value == pytest.approx(0.6)
+    assert parse_filter("tokens>50k").terms[0].value == 50_000 and parse_filter("T<10s").terms[0].value == 10
+    bad = parse_filter("foo=bar eff<abc window=256")
     assert [t.text for t in bad.terms] == ["window=256"]
     assert bad.errors[0].startswith("unknown field 'foo'") and "cpus" in bad.errors[0] and "? lists" in bad.errors[0]
     assert "'abc' is not a number" in bad.errors[1]

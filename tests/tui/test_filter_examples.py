@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cockpit.tui import model
+from cockpit.tui.filter import parse_filter
 from cockpit.tui.help import FILTER_HELP
 
 REPO = Path(__file__).resolve().parents[2]
@@ -19,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def is_example(text: str) -> bool:
     """A filter example: it parses without an error and has at least one `field op value` term."""
-    flt = model.parse_filter(text)
+    flt = parse_filter(text)
     return bool(flt.terms) and not flt.errors and any(t.field is not None for t in flt.terms)
 
 

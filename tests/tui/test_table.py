@@ -7,7 +7,8 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
-from cockpit.tui.model import Column, Row
+from cockpit.tui.columns import Column
+from cockpit.tui.model import Row
 from cockpit.tui.table import RowTable, content_key
 
 COLUMNS = (Column("mark", " ", 1), Column("name", "name"), Column("progress", "progress", 10), Column("eff", "eff", 4))
