@@ -13,8 +13,10 @@ result is added or replaced (nothing derived is stored).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from cockpit.analysis import AnalysisCache
 from cockpit.snapshot import (
@@ -26,10 +28,32 @@ from cockpit.snapshot import (
     StudySnapshot,
     count_states,
 )
-from cockpit.store import JobRecord, LiveStatus, StudyStore
+from cockpit.store.ledger import JobRecord, LiveStatus
 from cockpit.store.telemetry import finite as _f
 
 UNREADABLE_VERDICT = "result row is not valid JSON; see the problems line to re-collect it"
+
+
+class SnapshotSource(Protocol):
+    """What building a snapshot reads of a store (cockpit.store.StudyStore has all of it; named here so
+    this module needs no import of the store, which builds its snapshots through it)."""
+
+    live: dict[str, LiveStatus]
+
+    def reading(self) -> AbstractContextManager[None]: ...
+    def study_key(self, name: str) -> int: ...
+    def study_settings(self, study: int) -> tuple[str, float | None, float | None, str]: ...
+    def configs(self, study: int) -> list[dict[str, Any]]: ...
+    def jobs(self, study: int, *, where: str = "", args: Sequence[Any] = ()) -> list[JobRecord]: ...
+    def results(self, study: int) -> dict[str, dict[str, Any]]: ...
+    def results_stamp(self, study: int) -> tuple: ...
+    def unreadable_results(self, study: int) -> dict[str, str]: ...
+    def result_problems(self, study: int) -> list[str]: ...
+    def problems(self, study: int, limit: int = 50) -> list[str]: ...
+    def node_hours_used(self, study: int) -> float: ...
+    def curve(self, study: int, config_id: str, limit: int) -> list[MetricPoint]: ...
+    def gpu_series(self, study: int, config_id: str, *, since: float) -> list[GpuSeries]: ...
+    def log_tail(self, study: int, config_id: str, max_lines: int = 200) -> list[str]: ...
 
 
 class SnapshotBuilder:
@@ -38,7 +62,7 @@ class SnapshotBuilder:
     def __init__(self) -> None:
         self.analysis = AnalysisCache()
 
-    def build(self, store: StudyStore, study_name: str, *, metrics_points: int = 200,
+    def build(self, store: SnapshotSource, study_name: str, *, metrics_points: int = 200,
               gpu_window_s: float = 300.0, now: float | None = None) -> StudySnapshot:
         """Everything the screens draw, as plain dataclasses (see cockpit.snapshot), from one look at the
         store (a browsed file is read as it is now, and every query sees the same state)."""

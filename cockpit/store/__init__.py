@@ -13,10 +13,8 @@ by cockpit.analysis.AnalysisCache: nothing derived is stored.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cockpit.backend import ConnectionState
 from cockpit.snapshot import StudySnapshot
 from cockpit.store.browse import SIDE_FILES, writer_live
 from cockpit.store.database import (
@@ -28,7 +26,7 @@ from cockpit.store.database import (
     default_store_path,
     xdg_data_dir,
 )
-from cockpit.store.ledger import JobRecord
+from cockpit.store.ledger import JobRecord, LiveStatus
 from cockpit.store.results import Results
 from cockpit.store.telemetry import LOG_LINES_KEPT, Telemetry
 
@@ -39,15 +37,6 @@ __all__ = [
     "LOG_LINES_KEPT", "MIGRATIONS", "READABLE_SCHEMA", "SCHEMA_VERSION", "SIDE_FILES", "STORE_FILE", "JobRecord",
     "LiveStatus", "StoreError", "StudyStore", "default_store_path", "writer_live", "xdg_data_dir",
 ]
-
-
-@dataclass
-class LiveStatus:
-    """In-memory facts the snapshot shows but that need not survive a restart."""
-
-    connection: ConnectionState = ConnectionState.DISCONNECTED
-    detail: str = ""
-    cluster: str = ""
 
 
 class StudyStore(Results, Telemetry):

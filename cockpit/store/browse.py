@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from cockpit.store.database import Rows, StoreError
+from cockpit.store.rows import Rows, StoreError
 
 SIDE_FILES = ("-wal", "-shm", "-journal")  # what SQLite keeps beside a store while it is open (or after a crash)
 

@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cockpit.store.rows import Rows, StoreError
+
 if TYPE_CHECKING:
     from cockpit.store.browse import FollowedFile
 
@@ -131,10 +133,6 @@ SCHEMA_VERSION = len(MIGRATIONS)
 READABLE_SCHEMA = 1
 
 
-class StoreError(Exception):
-    """The store file cannot be used (newer schema, corrupt, unknown study)."""
-
-
 def xdg_data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "hlm-cockpit"
@@ -145,18 +143,6 @@ def default_store_path(study_name: str, local_study_dir: str | None = None) -> P
     if local_study_dir:
         return Path(local_study_dir) / STORE_FILE
     return xdg_data_dir() / f"{study_name}.sqlite"
-
-
-class Rows(list):
-    """A fully fetched result (so no cursor outlives the lock), with the cursor's lastrowid."""
-
-    lastrowid: int | None = None
-
-    def fetchone(self) -> Any:
-        return self[0] if self else None
-
-    def fetchall(self) -> list[Any]:
-        return list(self)
 
 
 class LockedConnection:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cockpit.backend import ConnectionState
 from cockpit.snapshot import ACTIVE_STATES
 from cockpit.store.database import Database, StoreError
 
@@ -212,3 +213,12 @@ class Ledger(Database):
             "SELECT source, message FROM problems WHERE study=? ORDER BY id DESC LIMIT ?", (study, limit)
         ).fetchall()
         return [f"{s}: {m}" for s, m in rows]
+
+
+@dataclass
+class LiveStatus:
+    """In-memory facts the snapshot shows but that need not survive a restart."""
+
+    connection: ConnectionState = ConnectionState.DISCONNECTED
+    detail: str = ""
+    cluster: str = ""

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.snapshot import ConnectionState, StudySnapshot
+from cockpit.backend import ConnectionState
+from cockpit.snapshot import StudySnapshot
 from cockpit.store import SCHEMA_VERSION, StoreError, StudyStore, default_store_path
 from trainer.rundir import parse_jsonl_bytes
 

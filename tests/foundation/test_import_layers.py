@@ -1,0 +1,123 @@
+"""The structure docs/architecture.md draws, enforced: no import circle between modules of cockpit/ and
+trainer/ (module-level, function-level and type-checking imports all count), and no import upwards
+between the layers (a lower layer never names a higher one), and the cockpit never imports torch."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Lowest first. A module may import its own layer and the ones below; the first prefix that matches wins.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("shared contract", ("trainer.rundir", "trainer.config_keys", "trainer.scores", "trainer.data.errors",
+                         "trainer.data.tokenizer_keys", "trainer.environment", "sbatch_templates")),
+    ("study and backend base", ("cockpit.spec", "cockpit.backend", "cockpit.follow", "cockpit.snapshot",
+                                "cockpit.labels", "cockpit.preflight.jobs", "cockpit.preflight.checks",
+                                "cockpit.preflight.table")),
+    ("figures of a study", ("cockpit.prediction", "cockpit.explain", "cockpit.quality", "cockpit.analysis",
+                            "cockpit.series", "cockpit.advice", "cockpit.traces")),
+    ("backends and state", ("cockpit.ssh", "cockpit.launch", "cockpit.store", "cockpit.snapshot_build",
+                            "cockpit.plan", "cockpit.whatif", "cockpit.compare", "cockpit.preflight")),
+    ("orchestration", ("cockpit.runner", "cockpit.session")),
+    ("presentation", ("cockpit.report", "cockpit.tui", "cockpit.notebook", "cockpit.export")),
+    ("commands", ("cockpit.commands", "cockpit.cli", "cockpit.__main__")),
+]
+TRAINER = "trainer"  # the cluster side: may import the shared contract and itself, nothing of the cockpit
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for top in ("cockpit", "trainer"):
+        for path in (REPO / top).rglob("*.py"):
+            name = ".".join(path.relative_to(REPO).with_suffix("").parts)
+            out[name.removesuffix(".__init__")] = path
+    return out
+
+
+def imports(path: Path, known: dict[str, Path]) -> set[str]:
+    """Every project module `path` imports anywhere in it (resolved to the deepest known module)."""
+    def resolve(name: str) -> str | None:
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                found.add(resolve(f"{node.module}.{alias.name}") or resolve(node.module))
+        elif isinstance(node, ast.Import):
+            found.update(resolve(alias.name) for alias in node.names)
+    return {m for m in found if m}
+
+
+def layer_of(module: str) -> int | None:
+    if module in ("cockpit", "trainer"):  # the packages themselves: a version string, no imports
+        return 0
+    for rank, (_, prefixes) in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return rank
+    return None
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: imports(path, known) - {name} for name, path in known.items()}
+
+
+def test_no_import_circle():
+    edges = graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for v in edges:
+        if v not in index:
+            visit(v)
+    assert circles == []
+
+
+def test_no_upward_import_between_the_layers():
+    upward = []
+    for module, targets in graph().items():
+        if module.startswith("trainer"):
+            bad = [t for t in targets if not (t.startswith(TRAINER) or layer_of(t) == 0)]
+            upward += [f"{module} -> {t} (the trainer never imports the cockpit)" for t in bad]
+            continue
+        mine = layer_of(module)
+        assert mine is not None, f"{module} is in no layer: add it to LAYERS (and docs/architecture.md)"
+        for target in targets:
+            theirs = layer_of(target)
+            if theirs is not None and theirs > mine:
+                upward.append(f"{module} ({LAYERS[mine][0]}) -> {target} ({LAYERS[theirs][0]})")
+    assert upward == []
+
+
+def test_the_cockpit_never_imports_torch():
+    for path in (REPO / "cockpit").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            assert not any(n == "torch" or n.startswith("torch.") for n in names), path
