@@ -192,6 +192,10 @@ class Recorded:
                 self.values[a].add(ax[a])
         self.runs = {key: _median(rs) for key, rs in runs.items()}
         self.baselines = {key[:len(GROUP_AXES)]: r for key, r in self.runs.items() if key[-2:] == (1, 1)}
+        self.by_batch: dict[tuple, dict[Any, dict[str, Any]]] = {}  # baselines by their group without batch
+        for key, r in self.baselines.items():
+            self.by_batch.setdefault(_without_batch(key), {})[key[_BATCH]] = r
+        self.baseline_values = {a: {key[i] for key in self.baselines} for i, a in enumerate(GROUP_AXES)}
 
     def run(self, group: tuple, nodes: int, gpus_per_node: int) -> dict[str, Any] | None:
         """The recorded run (median T of repeats) of a group at a scale (AXES order: gpus_per_node, nodes)."""
@@ -200,6 +204,13 @@ class Recorded:
 
 def _group(ax: dict[str, Any]) -> tuple:
     return tuple(ax[a] for a in GROUP_AXES)
+
+
+_BATCH = GROUP_AXES.index("batch_size")
+
+
+def _without_batch(group: tuple) -> tuple:
+    return group[:_BATCH] + group[_BATCH + 1:]
 
 
 # --- the forecast ---------------------------------------------------------------------------------------------
@@ -333,6 +344,9 @@ def carried_parts(run: dict[str, Any], as_run: prediction.Prediction, changed: p
 
 def straggler_wait(run: dict[str, Any]) -> float:
     """Seconds rank 0 waited in all-reduce beyond the least any rank waited (0 with one rank)."""
+    by_rank = run.get("breakdown_by_rank")
+    if not isinstance(by_rank, list) or len(by_rank) < 2:
+        return 0.0
     ranks = explain.ranks_of(run)
     if not ranks or len(ranks) < 2:
         return 0.0
@@ -349,16 +363,17 @@ def _source(rec: Recorded, ax: dict[str, Any]) -> tuple[dict[str, Any] | None, s
         return rec.baselines[group], ""
     if not rec.baselines:
         return None, "no finished 1x1 baseline recorded"
-    i = GROUP_AXES.index("batch_size")
-    near = [(key, r) for key, r in rec.baselines.items() if key[:i] + key[i + 1:] == group[:i] + group[i + 1:]]
+    near = rec.by_batch.get(_without_batch(group))
     if near:
         b = ax["batch_size"]
-        key, r = min(near, key=lambda kr: (abs(math.log(kr[0][i] / b)), -kr[0][i]))
-        return r, f"batch_size {b} scaled from the b{key[i]} baseline"
-    diffs = min(([(a, v) for a, v, w in zip(GROUP_AXES, group, key, strict=True) if v != w]
-                 for key in rec.baselines), key=len)
-    words = ", ".join(f"{a} = {v}" for a, v in diffs)
-    axes = " or ".join(a for a, _ in diffs)
+        batch = min(near, key=lambda x: (abs(math.log(x / b)), -x))
+        return near[batch], f"batch_size {b} scaled from the b{batch} baseline"
+    missing = [(a, v) for a, v in zip(GROUP_AXES, group, strict=True)
+               if a != "batch_size" and v not in rec.baseline_values[a]]
+    if not missing:
+        return None, "no recorded baseline of this group (each value ran, not this combination)"
+    words = ", ".join(f"{a} = {v}" for a, v in missing)
+    axes = " or ".join(a for a, _ in missing)
     return None, f"no recorded baseline with {words}, and the model has no formula across {axes}"
 
 
@@ -478,10 +493,17 @@ def _option(term: str, loss: float, keys: tuple[tuple[str, Any], ...], cfg: dict
     if reason:
         return Advice(term, loss, keys, t, e, reason=reason)
     target = changed(cfg, keys)
-    p = forecast(target, recorded, links, diff_keys(cfg, target))
+    p = forecast(target, recorded, links, [(k, _get(cfg, k), v) for k, v in keys])
     if isinstance(p, prediction.NoPrediction):
         return Advice(term, loss, keys, t, e, reason=p.reason)
     return Advice(term, loss, keys, t, e, p)
+
+
+def _get(cfg: dict[str, Any], key: str) -> Any:
+    if key in AXES:
+        return cfg.get(key)
+    section, _, name = key.partition(".")
+    return (cfg.get(section) or {}).get(name)
 
 
 def changed(cfg: dict[str, Any], keys: Iterable[tuple[str, Any]]) -> dict[str, Any]:
@@ -542,13 +564,24 @@ def _bucket_options(cfg: dict[str, Any], run: dict[str, Any], recorded: Recorded
     if not caps:
         return [((("train.bucket_cap_mb", _cap(cfg) or DDP_DEFAULT_BUCKET_MB),),
                  f"already {now} buckets: the advice goes to at most {MAX_BUCKETS}")]
+    # the model's exposed all-reduce alone tells the candidates apart (every other part is the same)
+    ax = axes_of(run)
+    base = recorded.baselines.get(_group(ax))
+    work = float(rec_work) if (rec_work := run_work(run, base)) else 1.0
     scored = []
-    for cap in caps.values():
-        target = changed(cfg, [("train.bucket_cap_mb", cap)])
-        p = forecast(target, recorded, links)
-        scored.append((p.t_s if isinstance(p, Forecast) else math.inf, -cap, cap))
+    for k, cap in caps.items():
+        p = prediction.predict(base, int(ax["nodes"]), int(ax["gpus_per_node"]), work, links, buckets=k) if base else None
+        scored.append((p.parts["comm"] if isinstance(p, prediction.Prediction) else math.inf, -cap, cap))
     best = min(scored)[2]
     return [((("train.bucket_cap_mb", best),), "")]
+
+
+def run_work(run: dict[str, Any], base: dict[str, Any] | None) -> float | None:
+    """A run's samples over its baseline's."""
+    if base is None:
+        return None
+    a, b = (run.get("timing") or {}).get("samples"), (base.get("timing") or {}).get("samples")
+    return float(a) / float(b) if a and b else None
 
 
 def advice_text(items: Sequence[Advice]) -> str:
