@@ -22,3 +22,12 @@ def physionet() -> Path:
     if not (PHYSIONET / "mitdb" / "100.hea").exists():
         pytest.fail(f"real PhysioNet data not found at {PHYSIONET}; the tests need ../shared beside the repository")
     return PHYSIONET
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Two pytest-xdist workers (`-n 2 --dist loadgroup`, pyproject's addopts): everything that uses the one
+    test Slurm or the sshd in front of it runs on one worker, in order, as the cluster has two small nodes;
+    every other module runs whole on one worker, so its module-scoped trainings run once."""
+    for item in items:
+        cluster = item.get_closest_marker("slurm") or item.get_closest_marker("sshd")
+        item.add_marker(pytest.mark.xdist_group("test-cluster" if cluster else item.nodeid.split("::")[0]))

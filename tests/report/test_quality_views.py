@@ -60,7 +60,8 @@ def test_headless_lines_and_report_carry_the_trainers_macro_f1(scored_study) -> 
         assert row["quality"] == pytest.approx(ev["macro_f1_nsvf"], abs=1e-12)  # the trainer's own figure
         assert row["quality_inputs"] == "mean F1 of " + ", ".join(f"{c} {ev['f1'][c]:.3f}" for c in "NSVF")
         line = next(x for x in out.splitlines() if x.startswith(f"mitdb finetune w64 1x{n} "))
-        assert line == explained_line(line.split(":")[0], row) and line.endswith(quality_words(row))
+        # the quality words close the figures; an N-worker line's advice follows them
+        assert line == explained_line(line.split(":")[0], row) and f"; {quality_words(row)}" in line
     two, one = rows[2], rows[1]
     assert two["quality_1"] == one["quality"] and two["quality_change"] == pytest.approx(two["quality"] - one["quality"])
     assert f"1x1: {one['quality']:.3f}, {two['quality_change']:+.3f} " in out
