@@ -18,6 +18,7 @@ COMMANDS = {
     "compare": "compare two studies configuration by configuration, with B as predicted from A",
     "export": "export a study to TensorBoard and/or Weights & Biases (one run per configuration)",
     "scores": "print what a run or an ensemble learned (confusion matrix, per-class Se/+P/F1)",
+    "trace": "summarise a profiled run's torch.profiler traces per rank (top operations, all-reduce spans)",
     "demo": "run a small real study on this machine and show it live",
 }
 

@@ -5,9 +5,10 @@ import os
 import sys
 
 from trainer.cli import main
+from trainer.environment import layout
 
 code = main()
-if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+if layout().world > 1:
     # A torchrun rank has left its process group and written its files by now. Skipping the interpreter's
     # teardown keeps gloo/NCCL threads from aborting a finished run during finalisation.
     sys.stdout.flush()

@@ -8,15 +8,50 @@ temporary file, fsynced and renamed: a run killed while saving keeps its previou
 from __future__ import annotations
 
 import random
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
+from trainer import rundir
 from trainer.rundir import atomic_write
 
+if TYPE_CHECKING:
+    from trainer.distributed import Dist
+    from trainer.model import HeartLanguageModel
+    from trainer.settings import Settings
+
 FORMAT = "hlm-checkpoint-1"
+
+# Settings a checkpoint can only be resumed with (they fix the data order, the model or the schedule).
+RESUME_KEYS = ("mode", "window", "batch_size", "grad_accum", "layers", "d_model", "heads", "seed", "steps",
+               "epochs", "lr", "warmup_steps", "task", "mask_ratio", "mask_span", "context", "waveform", "pool", "val_fraction",
+               "val_every")
+
+
+@dataclass
+class Progress:
+    """Position and time accounting that survives a restart (saved in checkpoint.pt)."""
+
+    step: int = 0
+    epoch: int = 0
+    batch_in_epoch: int = 0  # micro-batches of this rank consumed in the current epoch
+    train_time_s: float = 0.0
+    startup_s: float = 0.0
+    prepare_s: float = 0.0
+    checkpoint_s: float = 0.0
+    samples: int = 0  # global
+    resumes: int = 0
+    first_step_s: float = 0.0  # includes loader start and, with train.compile, compilation
+    val_s: float = 0.0  # fine-tune validation during training: outside T, recorded beside it
+    validations: list[dict[str, Any]] = field(default_factory=list)  # step, macro_f1, accuracy, seconds
+    best_step: int = 0  # the step whose weights scored best on validation (0: none yet)
+    started_at: float = field(default_factory=time.time)
+    breakdown: dict[str, float] = field(default_factory=dict)
+    profile: dict[str, Any] = field(default_factory=dict)  # profiled steps and traces (trainer.profiling)
 
 
 def rng_state() -> dict[str, Any]:
@@ -54,3 +89,44 @@ def load(path: Path) -> dict[str, Any]:
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise ValueError(f"{path}: not an HLM checkpoint (expected format {FORMAT!r})")
     return payload
+
+
+def save_resumable(path: Path, d: Dist, raw: HeartLanguageModel, optimizer: torch.optim.Optimizer,
+                   scaler: torch.amp.GradScaler, prog: Progress, s: Settings,
+                   best_model: dict[str, torch.Tensor] | None) -> float:
+    """After a stop signal: every rank's RNG state to rank 0, which writes checkpoint.pt; all ranks then meet.
+    Returns the seconds it took (exit.json `checkpoint_save_s`)."""
+    from trainer import distributed
+
+    t0 = time.perf_counter()
+    rngs = distributed.gather_objects(d, rng_state())
+    if d.is_main:
+        save(path, {"model": raw.state_dict(), "optimizer": optimizer.state_dict(), "scaler": scaler.state_dict(),
+                    "progress": prog.__dict__, "rng": rngs, "model_config": raw.cfg.to_dict(),
+                    "settings": s.as_dict(), "best_model": best_model})
+    distributed.barrier(d)
+    return time.perf_counter() - t0
+
+
+def restore(state: dict[str, Any], path: Path, s: Settings, d: Dist, raw: torch.nn.Module,
+            optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler) -> Progress:
+    """Load a checkpoint into the model, optimizer, scaler and RNGs; refuse one from another layout."""
+    from trainer.settings import ConfigError
+
+    if len(state["rng"]) != d.world:
+        raise ConfigError(f"{path} was written by {len(state['rng'])} processes, this run has {d.world}: "
+                          "resume with the same layout, or delete the checkpoint to start over")
+    saved = state.get("settings", {})
+    for key in RESUME_KEYS:
+        if key in saved and saved[key] != getattr(s, key):
+            raise ConfigError(f"{path} was written with {key} = {saved[key]!r}, config.json now says "
+                              f"{getattr(s, key)!r}: restore it, or delete the checkpoint to start over")
+    raw.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    scaler.load_state_dict(state["scaler"])
+    set_rng_state(state["rng"][d.rank])
+    prog = Progress(**state["progress"])
+    prog.resumes += 1
+    previous = rundir.read_exit(s.run_dir) or {}  # the interrupted segment recorded its save time there
+    prog.checkpoint_s += float(previous.get("checkpoint_save_s", 0.0))
+    return prog

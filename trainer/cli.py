@@ -8,13 +8,13 @@ rerun of the same directory (resume) sees exactly the same configuration.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from trainer import rundir
 from trainer.config_keys import BY_NAME, KEYS
+from trainer.environment import is_main_rank
 
 # flag -> (section or None for top level, key, type): the data flags (named as in `hlm-train prepare`),
 # then every model and training key of trainer.config_keys, the table the study file uses too.
@@ -124,10 +124,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         settings = from_config(args.run_dir, config, str(args.run_dir / rundir.CONFIG_FILE))
     except (ConfigError, UsageError, rundir.RunDirError) as exc:
         print(f"hlm-train train: {exc}", file=sys.stderr)
-        if os.environ.get("RANK", "0") == "0":
+        if is_main_rank():
             rundir.write_exit(args.run_dir, rundir.EXIT_USAGE, str(exc))
         return rundir.EXIT_USAGE
-    if fresh and os.environ.get("RANK", "0") == "0":
+    if fresh and is_main_rank():
         rundir.write_config(args.run_dir, config)
     from trainer.train import run
 

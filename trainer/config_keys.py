@@ -97,6 +97,16 @@ KEYS: tuple[ConfigKey, ...] = (
     _k("train", "patience", int, 0, "fine-tune: stop after this many validations without a better macro-F1 "
        "(0 = never)", minimum=0),
     _k("train", "bucket_cap_mb", float, None, "DDP gradient bucket size in MB (default: DDP's 25)", minimum=0),
+    # torch.profiler, torchtitan-style: cycles of wait, warmup and active steps (torch.profiler.schedule), each
+    # recorded into traces/ per rank; unset profile_active = no profiler at all (docs/training.md, "Profiling")
+    _k("train", "profile_active", int, None, "torch.profiler: steps recorded per cycle into traces/ of the run "
+       "directory, one Chrome trace per rank (default: no profiling)", minimum=1),
+    _k("train", "profile_wait", int, None, "torch.profiler: steps left alone before each cycle (default 1: the "
+       "first step holds loader start and compilation)", minimum=0),
+    _k("train", "profile_warmup", int, None, "torch.profiler: steps run under the profiler and discarded before "
+       "the recorded ones (default 1)", minimum=0),
+    _k("train", "profile_repeat", int, None, "torch.profiler: cycles to record (default 1; 0 = until the run "
+       "ends)", minimum=0),
     # test hooks: make one rank slower by a host sleep inside each step's compute (a known straggler)
     _k("train", "test_slow_rank", int, None, "test only: the rank that sleeps", study=False, flag=False),
     _k("train", "test_slow_step_s", float, 0.0, "test only: its sleep per step", minimum=0, study=False,

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import torch
 import torch.distributed as dist
 
-from trainer.environment import env_int
+from trainer import environment
 
 log = logging.getLogger("hlm.train")
 
@@ -59,10 +59,8 @@ def pick_device(requested: str, local_rank: int) -> torch.device:
 
 def setup(requested_device: str, timeout_s: float = 1800.0) -> Dist:
     """Join the process group torchrun describes (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT)."""
-    world = env_int("WORLD_SIZE", 1)
-    rank = env_int("RANK", 0)
-    local_rank = env_int("LOCAL_RANK", 0)
-    local_world = env_int("LOCAL_WORLD_SIZE", world)
+    where = environment.layout()
+    rank, world, local_rank, local_world = where.rank, where.world, where.local_rank, where.local_world
     device = pick_device(requested_device, local_rank)
     if world <= 1:
         return Dist(device=device)

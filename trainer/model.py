@@ -14,8 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from trainer.config_keys import DEFAULTS, POOLS
+
 IGNORE_INDEX = -100
-POOLS = ("mean", "centre")
 
 
 @dataclass(frozen=True)
@@ -24,12 +25,13 @@ class ModelConfig:
 
     vocab_size: int
     max_len: int
-    layers: int = 4
-    d_model: int = 256
-    heads: int = 4
-    dropout: float = 0.0
+    # the architecture keys' defaults are the key table's (trainer/config_keys.py), never a second copy
+    layers: int = DEFAULTS["layers"]
+    d_model: int = DEFAULTS["d_model"]
+    heads: int = DEFAULTS["heads"]
+    dropout: float = DEFAULTS["dropout"]
     num_classes: int = 0  # 0 = no classification head (foundation)
-    pool: str = "mean"  # what feeds the class head: "mean" of every position, or "centre" (one position)
+    pool: str = DEFAULTS["pool"]  # what feeds the class head: "mean" of every position, or "centre" (one position)
     centre: int = 0  # the position "centre" pooling reads: the classified beat's own token
 
     def __post_init__(self) -> None:

@@ -12,7 +12,6 @@ fields.
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess
@@ -45,7 +44,7 @@ def rank_facts(d: distributed.Dist) -> dict[str, Any]:
         "host": socket.gethostname(),
         "node": environment.slurm_allocation().get("node_name") or socket.gethostname(),
         "device": str(d.device),
-        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "cuda_visible_devices": environment.cuda_visible_devices(),
         "cuda_device_count": torch.cuda.device_count() if torch.cuda.is_available() else 0,
         "devices": devices,
         "bf16_supported": bf16,

@@ -11,6 +11,8 @@ from typing import Any
 
 import torch
 
+from trainer import environment
+
 
 def launch_time() -> tuple[float, str]:
     """Epoch seconds the run was launched and where that figure came from.
@@ -18,12 +20,9 @@ def launch_time() -> tuple[float, str]:
     HLM_LAUNCH_TIME (set by the batch script before `srun`/`torchrun`) covers scheduler-to-process start-up
     too; without it, the process's own start time from /proc (interpreter start and imports included).
     """
-    env = os.environ.get("HLM_LAUNCH_TIME", "").strip()
-    if env:
-        try:
-            return float(env), "HLM_LAUNCH_TIME"
-        except ValueError:
-            pass
+    launched = environment.launch_time()
+    if launched is not None:
+        return launched, environment.LAUNCH_TIME
     try:
         ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
         boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
@@ -54,7 +53,7 @@ def versions() -> dict[str, Any]:
 
 def git_sha() -> str | None:
     """HLM_GIT_SHA if set (containers have no .git), else `git rev-parse HEAD` of the source tree."""
-    env = os.environ.get("HLM_GIT_SHA")
+    env = environment.git_sha()
     if env:
         return env
     try:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypedDict
 
 SCHEMA_VERSION = 1
 
@@ -57,6 +57,99 @@ EXIT_REASONS = {
 }
 
 RESULT_STATUSES = ("completed", "failed")
+
+# The parts of T, in the order every table shows them: result.json breakdown_s, metrics.jsonl `<part>_s`, the
+# cockpit's overhead terms, and the trainer's torch.profiler ranges (`hlm:<part>`, see trace_range).
+BREAKDOWN_PARTS = ("data_wait", "compute", "comm", "optimizer", "other")
+
+# torch.profiler traces (train.profile_active): one Chrome-trace JSON per rank and profiling cycle.
+TRACES_DIR = "traces"
+TRACE_INDEX_FILE = f"{TRACES_DIR}/index.json"  # rank 0: every cycle's steps and every rank's file
+TRACE_RANGE_PREFIX = "hlm:"
+STEP_RANGE_PREFIX = "ProfilerStep#"  # torch.profiler's own range around each step; the number is the run's step
+
+
+def trace_range(part: str) -> str:
+    """The record_function name of one step part in a trace: `hlm:data_wait`, `hlm:compute`, ..."""
+    if part not in BREAKDOWN_PARTS:
+        raise ValueError(f"{part!r} is not a part of T ({', '.join(BREAKDOWN_PARTS)})")
+    return TRACE_RANGE_PREFIX + part
+
+
+def trace_file(rank: int, first_step: int, last_step: int) -> str:
+    """One rank's trace of one profiling cycle, relative to the run directory."""
+    return f"{TRACES_DIR}/rank{rank}-steps{first_step}-{last_step}.json"
+
+
+class ResultTiming(TypedDict, total=False):
+    """result.json `timing` (docs/run-directory.md; docs/training.md says what T contains)."""
+
+    train_time_s: float  # T, first step start to last step end, summed over resumed segments
+    startup_s: float
+    prepare_s: float
+    eval_s: float
+    checkpoint_s: float
+    wall_s: float
+    steps: int
+    epochs: float
+    samples: int
+    tokens: int
+    resumes: int
+    launch_time_source: str
+    steps_per_epoch: int
+    first_step_s: float
+    val_s: float
+    profiled_steps: int  # steps inside T that ran under torch.profiler (warm-up and recorded); 0 without
+    profile_s: float  # starting, stopping and exporting the profiler: outside T
+
+
+class ResultProfile(TypedDict):
+    """result.json `profile` when train.profile_active is set (null otherwise)."""
+
+    schedule: dict[str, int]  # wait, warmup, active, repeat as the run used them
+    steps: list[int]  # the recorded steps (in the traces); their wall time is inside T
+    warmup_steps: list[int]  # steps the profiler ran but discarded (its warm-up); inside T too
+    traced_s: float  # rank 0's wall time of those steps (warm-up and recorded), part of T
+    traces: list[str]  # every rank's trace files, relative to the run directory
+    ranges: dict[str, str]  # step part -> record_function name in the traces
+
+
+class Result(TypedDict, total=False):
+    """result.json as the trainer writes it (every field: docs/run-directory.md). `write_result` adds
+    `schema_version` and `kind`; readers get a plain dict and must tolerate fields they do not know."""
+
+    status: str
+    study: str
+    config_id: str
+    group_id: str
+    config: dict[str, Any]
+    mode: str
+    world_size: int
+    nodes: int
+    gpus_per_node: int
+    hostnames: list[str]
+    device: str
+    backend: str
+    versions: dict[str, Any]
+    git_sha: str | None
+    synthetic: bool
+    timing: ResultTiming
+    breakdown_s: dict[str, float]  # BREAKDOWN_PARTS -> seconds of T on rank 0
+    breakdown_by_rank: list[dict[str, Any]]
+    throughput: dict[str, float | None]
+    peak_memory_bytes: int
+    final_loss: float | None
+    model: dict[str, Any]
+    loader: dict[str, Any]
+    optimizer: dict[str, Any]
+    comm: dict[str, Any]
+    data: dict[str, Any]
+    profile: ResultProfile | None
+    eval: dict[str, Any]
+    validation: dict[str, Any]
+    init: str | None
+    started_at: float
+    finished_at: float
 
 
 class RunDirError(ValueError):
@@ -123,7 +216,7 @@ def read_config(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     return data
 
 
-def write_result(run_dir: str | os.PathLike[str], result: dict[str, Any]) -> Path:
+def write_result(run_dir: str | os.PathLike[str], result: Mapping[str, Any]) -> Path:
     """Write result.json once, at the end of a run, by rank 0."""
     missing = [key for key in ("status", "config_id", "timing") if key not in result]
     if missing:

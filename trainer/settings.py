@@ -7,13 +7,13 @@ checked, and a bad one is reported with its dotted path and what was expected (e
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trainer.config_keys import DEFAULTS as _D
 from trainer.config_keys import KEYS
+from trainer.environment import slurm_cpus_per_task
 
 
 class ConfigError(ValueError):
@@ -72,6 +72,10 @@ class Settings:
     val_every: int = _D["val_every"]
     patience: int = _D["patience"]
     bucket_cap_mb: float | None = _D["bucket_cap_mb"]
+    profile_active: int | None = _D["profile_active"]
+    profile_wait: int | None = _D["profile_wait"]
+    profile_warmup: int | None = _D["profile_warmup"]
+    profile_repeat: int | None = _D["profile_repeat"]
     test_slow_rank: int | None = _D["test_slow_rank"]
     test_slow_step_s: float = _D["test_slow_step_s"]
     synthetic_params: dict[str, Any] | None = None
@@ -89,8 +93,7 @@ class Settings:
         """CPU cores of this process: the config, else SLURM_CPUS_PER_TASK, else 1."""
         if self.cpus_per_task:
             return self.cpus_per_task
-        env = os.environ.get("SLURM_CPUS_PER_TASK", "")
-        return int(env) if env.isdigit() and int(env) > 0 else 1
+        return slurm_cpus_per_task() or 1
 
     @property
     def loader_workers(self) -> int:
@@ -98,6 +101,11 @@ class Settings:
         if self.num_workers is not None:
             return self.num_workers
         return max(0, self.cpus - 1)
+
+    @property
+    def threads(self) -> int:
+        """Intra-op threads of the training process: the cores of the task not given to loader workers."""
+        return max(1, self.cpus - self.loader_workers)
 
 
 def _get(section: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str, default: Any) -> Any:

@@ -5,15 +5,22 @@ CUDA events on the current stream and resolved after the step's final synchronis
 (waiting for the DataLoader) stay on the host clock. docs/training.md explains the method.
 """
 
+import contextlib
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.distributed as dist
+from torch.autograd.profiler import record_function
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-PHASES = ("data_wait", "compute", "comm", "optimizer", "other")
+from trainer.rundir import BREAKDOWN_PARTS, trace_range
+
+PHASES = BREAKDOWN_PARTS  # the one table of part names (trainer/rundir.py), also the profiler ranges' names
 Mark = torch.cuda.Event | float  # what Clock.mark() returns: a recorded CUDA event, or perf_counter()
+_NO_RANGE = contextlib.nullcontext()
 
 
 class Clock:
@@ -42,6 +49,40 @@ class Clock:
             torch.cuda.synchronize()
 
 
+class PartRanges:
+    """torch.profiler ranges named after the parts of T (`hlm:data_wait`, `hlm:compute`, `hlm:comm`,
+    `hlm:optimizer`), entered and left where the loop's marks for those parts are taken, so a trace shows
+    the same intervals the breakdown sums. Disabled (a shared no-op context) unless the run is profiled.
+
+    `hlm:comm` is the exposed all-reduce wait: it opens in the comm hook of the last gradient bucket, right
+    after CommMeter's mark, and closes when backward() returns, inside `hlm:compute` (compute proper is the
+    compute range minus it). It opens inside autograd's own range of that gradient and outlives it, so the
+    trace writer moves it to a track of its own (profiling.StepProfiler). CPU only: on CUDA the hook runs
+    on autograd's device thread, and the host returns long before the device is done; the GPU kernels in
+    the trace show the wait there.
+    """
+
+    def __init__(self, enabled: bool = False, comm: bool = False) -> None:
+        self.enabled = enabled
+        self.comm = enabled and comm
+        self._comm_range: Any = None
+
+    def part(self, name: str) -> AbstractContextManager[Any]:
+        return record_function(trace_range(name)) if self.enabled else _NO_RANGE
+
+    def last_bucket_ready(self) -> None:
+        """From the comm hook of the last gradient bucket: the exposed wait starts."""
+        if self.comm and self._comm_range is None:
+            self._comm_range = record_function(trace_range("comm"))
+            self._comm_range.__enter__()
+
+    def backward_done(self) -> None:
+        """Right after backward() returned: close `hlm:comm` if it was opened."""
+        if self._comm_range is not None:
+            self._comm_range.__exit__(None, None, None)
+            self._comm_range = None
+
+
 class CommMeter:
     """DDP comm hook state: all-reduce each gradient bucket (averaging, as DDP's default) and mark times.
 
@@ -51,9 +92,10 @@ class CommMeter:
     `busy_s` additionally sums each bucket's launch-to-completion time on CPU (it overlaps compute).
     """
 
-    def __init__(self, clock: Clock, group: dist.ProcessGroup | None = None) -> None:
+    def __init__(self, clock: Clock, group: dist.ProcessGroup | None = None, ranges: PartRanges | None = None) -> None:
         self.clock = clock
         self.group = group
+        self.ranges = ranges or PartRanges()
         self.last_ready: Mark | None = None
         self.buckets = 0
         self.busy_s = 0.0
@@ -65,6 +107,8 @@ class CommMeter:
     def hook(self, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
         self.last_ready = self.clock.mark()
         self.buckets += 1
+        if self.ranges.comm and bucket.is_last():
+            self.ranges.last_bucket_ready()
         # torch annotates process_group without None, which the hook takes as the default group
         fut = default_hooks.allreduce_hook(self.group, bucket)  # type: ignore[arg-type]
         if self.clock.cuda:

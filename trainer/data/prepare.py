@@ -7,13 +7,16 @@ fails (a bad record) or is killed leaves the previous manifest and every file it
 manifest replaces it last. Nothing is dropped silently: a bad record is an error naming the file and
 the numbers, or, with `skip_bad_records`, a skipped record listed with its reason. Parallel over
 records (`--workers`), serialised per shard folder by a file lock.
+
+Longer than the ~400 lines a module here keeps to, on purpose: the plan, the job pool and the manifest share
+one idempotence rule (the input digests), which reads best in one file; the command line (from
+`add_arguments` on) is the part that could move out if it grows.
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing
-import os
 import sys
 import threading
 import time
@@ -31,6 +34,7 @@ from trainer.data.labels import BEAT_CLASSES, RHYTHM_CLASSES, TOKEN_CLASS_NAMES
 from trainer.data.splits import check_options, plan_split, record_names
 from trainer.data.summary import SKIP_HINT, describe
 from trainer.data.tokenizers import SPECIAL_TOKENS, canonical, tokenize, vocab_size
+from trainer.environment import slurm_cpus_per_task
 from trainer.rundir import write_json
 
 # Bump when the tokenizers' output changes for the same inputs: every shard is then rebuilt.
@@ -471,6 +475,6 @@ def _from_run_dir(run_dir: Path) -> dict[str, Any]:
     if not isinstance(skip, bool):
         raise _UsageError(f"{where}: 'skip_bad_records' must be true or false, found {skip!r}")
     return {"data_path": data_path, "tokenizer": config["tokenizer"], "cache_root": config["token_cache"],
-            "workers": int(config.get("prepare_workers") or os.environ.get("SLURM_CPUS_PER_TASK") or 1),
+            "workers": int(config.get("prepare_workers") or slurm_cpus_per_task() or 1),
             "dataset": config.get("dataset"), "synthetic_params": config.get("synthetic_params") or None,
             "skip_bad_records": skip, "split": config.get("split")}

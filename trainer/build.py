@@ -1,0 +1,192 @@
+"""Building one rank's training: threads, data, model, DDP, optimizer, loader, the resumed position.
+
+Everything here happens before T starts (it is in `timing.startup_s`). `build` returns a `Trainer`, the
+object `train_step` and the loop work on; a checkpoint.pt in the run directory is restored into it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import random
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader
+
+from trainer import checkpoint, distributed, probe, profiling, rundir, sources
+from trainer.batches import ResumableSampler
+from trainer.checkpoint import Progress
+from trainer.distributed import Dist
+from trainer.model import HeartLanguageModel, ModelConfig, load_encoder
+from trainer.settings import ConfigError, Settings
+from trainer.timing import Clock, CommMeter, PartRanges, comm_hook
+from trainer.validation import Validator
+
+log = logging.getLogger("hlm.train")
+
+
+@dataclass
+class Trainer:
+    """One rank's training as built: what the step and the loop use, and what result.json reports."""
+
+    s: Settings
+    d: Dist
+    data: sources.Data
+    prog: Progress
+    raw: HeartLanguageModel  # the model itself (state dicts, evaluation)
+    model: torch.nn.Module  # what the step calls: raw, compiled and/or wrapped in DDP
+    params: list[torch.nn.Parameter]  # trainable parameters (gradient clipping)
+    optimizer: torch.optim.Optimizer
+    opt_kind: str  # "fused" or "foreach"
+    scaler: torch.amp.GradScaler
+    autocast: Callable[[], Any]
+    loader: DataLoader
+    sampler: ResumableSampler
+    workers: int  # DataLoader worker processes
+    threads: int  # intra-op threads of this process
+    clock: Clock
+    comm: CommMeter
+    ranges: PartRanges  # profiler ranges of the step parts (no-ops unless profiled)
+    profile: dict[str, int] | None  # the profiler's schedule, None when not profiled
+    grad_bytes: int
+    link_probe: dict[str, Any] | None
+    steps_per_epoch: int
+    total_steps: int
+    tokens_per_sample: int
+    validator: Validator
+    init_note: str | None
+    hostnames: list[str]
+    ckpt_path: Path
+
+
+def build(s: Settings, d: Dist, data: sources.Data | None) -> Trainer:
+    """Set up everything the loop needs (outside T); restores checkpoint.pt when there is one."""
+    threads = _set_threads(s)
+    _seed_everything(s.seed)
+    if data is None:
+        data = sources.load(s, d)
+    ckpt_path = s.run_dir / rundir.CHECKPOINT_FILE
+    try:
+        state = checkpoint.load(ckpt_path) if ckpt_path.exists() else None
+    except ValueError as exc:
+        raise ConfigError(f"{exc}; delete it to start the run over") from exc
+    prog = Progress()
+    prog.prepare_s = data.prepare_s
+
+    built, init_note = _build_model(s, data, fresh=state is None)
+    raw = built.to(d.device)
+    raw.set_class_weights(data.class_weights, d.device)
+    model: torch.nn.Module = raw
+    if s.compile:
+        # torch.compile is annotated as returning a plain callable; given a Module it returns an OptimizedModule
+        model = torch.compile(raw)  # type: ignore[assignment]
+    schedule = profiling.schedule_of(s)
+    ranges = PartRanges(enabled=schedule is not None, comm=d.device.type == "cpu")
+    clock = Clock(d.device)
+    comm = CommMeter(clock, ranges=ranges)
+    if d.enabled:
+        model = ddp = DDP(model, device_ids=[d.device.index] if d.device.type == "cuda" else None,
+                          gradient_as_bucket_view=True, bucket_cap_mb=s.bucket_cap_mb or None)
+        ddp.register_comm_hook(comm, comm_hook)
+    optimizer, opt_kind = _optimizer(raw, s)
+    nbytes = probe.grad_bytes(list(raw.parameters()))
+    link_probe = probe.all_reduce_probe(d, nbytes, s.nodes)  # start-up time, outside T
+    scaler = torch.amp.GradScaler(d.device.type, enabled=s.precision == "fp16")
+    autocast = _autocast(s, d.device)
+
+    sampler = ResumableSampler(data.train, d.world, d.rank, s.seed)
+    workers = s.loader_workers
+    loader = DataLoader(data.train, batch_size=s.batch_size, sampler=sampler, drop_last=True,
+                        num_workers=workers, pin_memory=d.device.type == "cuda",
+                        persistent_workers=workers > 0, prefetch_factor=4 if workers else None,
+                        worker_init_fn=_worker_init if workers else None,
+                        generator=torch.Generator().manual_seed(s.seed + d.rank))  # keeps the global RNG for dropout
+    batches_per_epoch = sampler.num_samples // s.batch_size
+    steps_per_epoch = batches_per_epoch // s.grad_accum
+    if steps_per_epoch < 1:
+        raise ConfigError(f"batch_size {s.batch_size} x grad_accum {s.grad_accum} x world size {d.world} needs "
+                          f"more windows than the training split has ({len(data.train)})")  # type: ignore[arg-type]  # Dataset: no __len__
+    # settings.py requires exactly one of steps and epochs
+    total_steps = s.steps if s.steps is not None else max(1, math.ceil(s.epochs * steps_per_epoch))  # type: ignore[operator]
+    validator = Validator(s, data, d, autocast, state)
+
+    if state is not None:
+        prog = checkpoint.restore(state, ckpt_path, s, d, raw, optimizer, scaler)
+        prog.prepare_s += data.prepare_s
+        log.info("resumed from %s at step %d/%d (T so far %.3f s)", ckpt_path, prog.step, total_steps,
+                 prog.train_time_s)
+    hostnames = sorted(set(distributed.gather_objects(d, socket.gethostname())))
+    return Trainer(s=s, d=d, data=data, prog=prog, raw=raw, model=model,
+                   params=[p for p in raw.parameters() if p.requires_grad], optimizer=optimizer, opt_kind=opt_kind,
+                   scaler=scaler, autocast=autocast, loader=loader, sampler=sampler, workers=workers,
+                   threads=threads, clock=clock, comm=comm, ranges=ranges, profile=schedule, grad_bytes=nbytes,
+                   link_probe=link_probe, steps_per_epoch=steps_per_epoch, total_steps=total_steps,
+                   tokens_per_sample=data.seq_len or s.window, validator=validator, init_note=init_note,
+                   hostnames=hostnames, ckpt_path=ckpt_path)
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _set_threads(s: Settings) -> int:
+    """Intra-op threads for this process: the cores of the task not given to DataLoader workers
+    (OMP_NUM_THREADS for the same count is set by train.run through trainer.environment)."""
+    torch.set_num_threads(s.threads)
+    with contextlib.suppress(RuntimeError):  # only settable before the first parallel region
+        torch.set_num_interop_threads(1)
+    return s.threads
+
+
+def _worker_init(_worker_id: int) -> None:
+    torch.set_num_threads(1)
+
+
+def _autocast(s: Settings, device: torch.device) -> Callable[[], Any]:
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(s.precision)
+    return lambda: torch.autocast(device.type, dtype=dtype, enabled=dtype is not None)
+
+
+def _optimizer(model: torch.nn.Module, s: Settings) -> tuple[torch.optim.Optimizer, str]:
+    """AdamW with weight decay on matrices only; the fused kernel where this torch has one."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": s.weight_decay},
+              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    try:
+        return torch.optim.AdamW(groups, lr=s.lr, betas=(0.9, 0.95), fused=True), "fused"
+    except (RuntimeError, TypeError, ValueError):
+        return torch.optim.AdamW(groups, lr=s.lr, betas=(0.9, 0.95), foreach=True), "foreach"
+
+
+def _build_model(s: Settings, data: sources.Data, fresh: bool) -> tuple[HeartLanguageModel, str | None]:
+    """The model; a fresh fine-tune run copies the encoder of `init_checkpoint` (or says why not)."""
+    seq_len = data.seq_len or s.window  # context tokens (model.context) come before the window
+    cfg = ModelConfig(vocab_size=data.vocab_size, max_len=seq_len, layers=s.layers, d_model=s.d_model,
+                      heads=s.heads, dropout=s.dropout, num_classes=len(data.classes), pool=s.pool,
+                      centre=seq_len - s.window + s.window // 2)
+    model = HeartLanguageModel(cfg)
+    if s.mode != "finetune":
+        return model, None
+    if not s.init_checkpoint:
+        return model, "random: no init_checkpoint configured"
+    path = Path(s.init_checkpoint)
+    if not path.exists():
+        return model, f"random: {path} does not exist"
+    if not fresh:
+        return model, f"{path} (at the run's start; resumed from checkpoint.pt)"
+    try:
+        payload = checkpoint.load(path)
+        notes = load_encoder(model, payload["model"], str(path))
+    except (ValueError, KeyError) as exc:
+        raise ConfigError(f"train.init_checkpoint: {exc}") from exc
+    return model, str(path) + (f" ({'; '.join(notes)})" if notes else "")

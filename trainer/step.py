@@ -1,0 +1,138 @@
+"""One optimizer step, as torchtitan splits it: `forward_backward_step` (one micro-batch) and `train_step`
+(grad_accum micro-batches, clipping, the AdamW update), timed into the parts of T.
+
+The marks are where docs/training.md says: data wait from asking the loader for a batch to its copy being
+issued; forward and backward from the mark before forward to the mark after backward returns, of which the
+stretch after the last gradient bucket was handed to DDP is the exposed all-reduce wait (timing.CommMeter);
+optimizer from before unscaling to after zeroing the gradients. The profiler's ranges (timing.PartRanges)
+sit inside the same marks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from trainer.settings import Settings
+from trainer.timing import Mark
+
+if TYPE_CHECKING:
+    from trainer.build import Trainer
+    from trainer.checkpoint import Progress
+
+
+class NonFiniteLoss(RuntimeError):
+    """The loss or gradient norm became NaN/inf; continuing would only waste node-hours."""
+
+
+def lr_at(step: int, total: int, s: Settings) -> float:
+    """Linear warm-up, then cosine decay to a tenth of the peak at the last step."""
+    if step < s.warmup_steps:
+        return s.lr * (step + 1) / s.warmup_steps
+    progress = (step - s.warmup_steps) / max(1, total - s.warmup_steps)
+    return s.lr * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress))))
+
+
+@dataclass
+class StepTimes:
+    """One optimizer step of this rank: seconds per measured part, its mean loss and gradient norm."""
+
+    data_wait: float
+    compute: float
+    comm: float
+    optimizer: float
+    loss: float
+    grad_norm: float
+
+
+class Batches:
+    """The loader's batches across epochs, resuming mid-epoch; `start` creates the iterator (inside T)."""
+
+    def __init__(self, t: Trainer) -> None:
+        self.t = t
+        self.it: Any = None
+        # The last micro-batch's batch, loss and gradient norm, held until their successors replace them:
+        # releasing them (the loss with the autograd graph it holds) then falls inside the data, compute and
+        # optimizer marks, where the loop has always released them, not in `other`.
+        self.held_batch: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.held_loss: torch.Tensor | None = None
+        self.held_norm: torch.Tensor | None = None
+
+    def start(self) -> None:
+        self.it = iter(self.t.loader)
+
+    def next(self, prog: Progress) -> tuple[torch.Tensor, torch.Tensor]:
+        t = self.t
+        if prog.batch_in_epoch >= t.steps_per_epoch * t.s.grad_accum:
+            prog.epoch, prog.batch_in_epoch = prog.epoch + 1, 0
+            t.sampler.set_position(prog.epoch, 0)
+            self.it = iter(t.loader)
+        inputs, targets = next(self.it)
+        self.held_batch = inputs, targets = (inputs.to(t.d.device, non_blocking=True),
+                                             targets.to(t.d.device, non_blocking=True))
+        prog.batch_in_epoch += 1
+        return inputs, targets
+
+
+def forward_backward_step(t: Trainer, batches: Batches, inputs: torch.Tensor, targets: torch.Tensor,
+                          last_micro: bool) -> tuple[torch.Tensor, tuple[Mark, Mark, Mark | None]]:
+    """Forward, loss and backward of one micro-batch (gradients all-reduced only on the last one).
+    Returns the detached loss and the marks: start, end, and the last bucket's hand-over (or None)."""
+    s, model, comm = t.s, t.model, t.comm
+    comm.reset()
+    c0 = t.clock.mark()
+    with t.ranges.part("compute"):
+        with contextlib.nullcontext() if last_micro or not isinstance(model, DDP) else model.no_sync():
+            with t.autocast():
+                loss = batches.held_loss = model(inputs, targets) / s.grad_accum
+            if s.test_slow_step_s and s.test_slow_rank == t.d.rank:
+                time.sleep(s.test_slow_step_s)
+            t.scaler.scale(loss).backward()
+        t.ranges.backward_done()
+    marks = (c0, t.clock.mark(), comm.last_ready if last_micro and t.d.enabled else None)
+    return loss.detach(), marks
+
+
+def train_step(t: Trainer, batches: Batches, prog: Progress, lr: float) -> StepTimes:
+    """Step prog.step + 1: grad_accum micro-batches, then unscale, clip, AdamW, zero the gradients.
+    Raises NonFiniteLoss on a NaN/inf loss (or gradient norm outside fp16, where the scaler skips it)."""
+    s, clock = t.s, t.clock
+    for group in t.optimizer.param_groups:
+        group["lr"] = lr
+    data_s = 0.0
+    marks: list[tuple[Mark, Mark, Mark | None]] = []  # per micro-batch: start, end, comm
+    loss_sum = torch.zeros((), device=t.d.device)
+    for micro in range(s.grad_accum):
+        t_data = time.perf_counter()
+        with t.ranges.part("data_wait"):
+            inputs, targets = batches.next(prog)
+        data_s += time.perf_counter() - t_data
+        loss, micro_marks = forward_backward_step(t, batches, inputs, targets, last_micro=micro == s.grad_accum - 1)
+        marks.append(micro_marks)
+        loss_sum += loss
+    o0 = clock.mark()
+    with t.ranges.part("optimizer"):
+        t.scaler.unscale_(t.optimizer)
+        grad_norm = batches.held_norm = torch.nn.utils.clip_grad_norm_(t.params,
+                                                                       s.grad_clip if s.grad_clip > 0 else math.inf)
+        t.scaler.step(t.optimizer)
+        t.scaler.update()
+        t.optimizer.zero_grad(set_to_none=True)
+    o1 = clock.mark()
+    last_loss, norm = torch.stack([loss_sum.float(), grad_norm.float()]).tolist()  # one device sync
+    clock.sync()  # CUDA: every event above has completed, so intervals can be read
+    fwd_bwd_s = sum(clock.elapsed(a, b) for a, b, _ in marks)
+    comm_s = sum(clock.elapsed(r, b) for _, b, r in marks if r is not None)
+    bad_grad = s.precision != "fp16" and not math.isfinite(norm)
+    if not math.isfinite(last_loss) or bad_grad:
+        hint = "lower train.lr" + (", use bf16 instead of fp16" if s.precision == "fp16" else "")
+        raise NonFiniteLoss(
+            f"non-finite {'loss' if not math.isfinite(last_loss) else 'gradient norm'} at step "
+            f"{prog.step + 1} (loss {last_loss}, lr {lr:.3g}): stopping; {hint}, or check the input data")
+    return StepTimes(data_s, fwd_bwd_s - comm_s, comm_s, clock.elapsed(o0, o1), last_loss, norm)
