@@ -20,12 +20,23 @@ has no HParams config of its own beyond the same protos).
 Re-exporting never duplicates: the TensorBoard event files of a configuration's run are replaced; a W&B
 run's id is the study id and the configuration id, its offline copy is replaced, and an online re-export
 resumes that run and adds only the history rows it does not have yet.
+
+An offline W&B run is on disk when the export returns: `run.finish()` returns before wandb-core has closed
+the run's stream, and until then the run's transaction log (run-<id>.wandb) holds only the blocks it has
+filled (a small run: its 7-byte header alone). The export waits, for each run, until the log ends with the
+run's exit record; one that does not within a minute is named on stderr (wandb still completes it when this
+process exits, before `wandb sync` can read it).
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 import shutil
+import struct
+import sys
+import time
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -219,6 +230,9 @@ def export_wandb(data: StudyData, out: str | Path = ".", *, online: bool = False
             run.finish(exit_code=1)
             raise
         run.finish()
+        if not online:
+            for run_dir in offline_runs(out, run_id):
+                wait_for_offline_log(run_dir)
         where = (getattr(run, "url", None) or run_id) if online else str(next(iter(offline_runs(out, run_id)), out))
         done.append(Exported(cid, study_data.label(row), where, points))
     return done
@@ -232,6 +246,64 @@ def wandb_run_id(study_id: str, config_id: str) -> str:
 def offline_runs(out: Path, run_id: str) -> list[Path]:
     """The offline run directories of `run_id` that W&B keeps under OUT (wandb/ or .wandb/)."""
     return sorted(p for sub in ("wandb", ".wandb") for p in (out / sub).glob(f"offline-run-*-{run_id}") if p.is_dir())
+
+
+WANDB_HEADER = struct.pack("<4sHB", b":W&B", 0xBEE1, 0)  # a .wandb file's first 7 bytes (wandb 0.31)
+WANDB_BLOCK = 32768  # then LevelDB-style log blocks of chunks (a 7-byte header each: CRC-32, length, type)
+OFFLINE_WAIT_S = 60.0
+
+
+def wait_for_offline_log(run_dir: Path, timeout: float = OFFLINE_WAIT_S) -> bool:
+    """Wait until wandb-core has written RUN_DIR's transaction log to its end (its last record is the run's
+    exit record); False, with a line on stderr naming the file, when it has not after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        logs = sorted(run_dir.glob("*.wandb"))
+        if logs and _ends_with_exit(logs[0]):
+            return True
+        if time.monotonic() >= deadline:
+            where = logs[0] if logs else run_dir / "run-*.wandb"
+            print(f"cockpit export: W&B had not finished writing {where} after {timeout:g} s; it is completed "
+                  "when this process exits, `wandb sync` it after that", file=sys.stderr)
+            return False
+        time.sleep(0.02)
+
+
+def _ends_with_exit(path: Path) -> bool:
+    """Whether the last complete record of a .wandb file is an exit record (read with wandb's own
+    protobuf type; a chunk cut short or failing its checksum means the file is still being written)."""
+    # wandb's own Record type; its module picks the generated code for the protobuf installed (so mypy sees
+    # no Record in it), and protobuf ships no types: both looked up by name.
+    records: Any = importlib.import_module("wandb.proto.wandb_internal_pb2")
+    decode_error: type[Exception] = importlib.import_module("google.protobuf.message").DecodeError
+
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return False
+    if raw[:7] != WANDB_HEADER:
+        return False
+    i, pending, last = 7, b"", None
+    while i + 7 <= len(raw):
+        if WANDB_BLOCK - i % WANDB_BLOCK < 7:  # a block's tail too short for a header is padding
+            i += WANDB_BLOCK - i % WANDB_BLOCK
+            continue
+        crc, length, kind = struct.unpack("<IHB", raw[i:i + 7])
+        chunk = raw[i + 7:i + 7 + length]
+        i += 7 + length
+        if kind == 0 and length == 0:
+            continue
+        if len(chunk) < length or zlib.crc32(chunk, zlib.crc32(bytes([kind]))) & 0xFFFFFFFF != crc:
+            return False
+        pending = chunk if kind in (1, 2) else pending + chunk
+        if kind in (1, 4):
+            last = pending
+    if last is None:
+        return False
+    try:
+        return records.Record.FromString(last).WhichOneof("record_type") == "exit"
+    except decode_error:  # a record that does not parse is not the end
+        return False
 
 
 def history_rows(metrics: list[MetricPoint], gpu: list[GpuSample]) -> Iterator[dict[str, Any]]:

@@ -10,6 +10,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import threading
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +24,7 @@ from cockpit.cli import main as cli
 from cockpit.notebook import TEXT_COLUMNS
 from cockpit.report.source import load_input
 from cockpit.report.study_data import HEADLINE, HPARAMS, label, load_study_data, run_name
-from cockpit.report.trackers import wandb_run_id
+from cockpit.report.trackers import WANDB_HEADER, wait_for_offline_log, wandb_run_id
 from cockpit.report.write import write_report
 from cockpit.store import StudyStore
 
@@ -249,6 +250,44 @@ def test_wandb_offline_carries_the_report_and_the_curves(name: str, reports, tmp
         assert len(wandb_log(run_dir)["history"]) == len(data.metrics(row["config_id"], rank=0))
     assert len(list((tmp_path / "wandb").glob("offline-run-*"))) == len(data.rows)
     data.close()
+
+
+def test_an_offline_run_is_on_disk_when_the_export_returns(tmp_path: Path, monkeypatch):
+    """`run.finish()` returns before wandb-core closes the run's stream, and the run's .wandb log is written
+    out only then (a small run's: just its header). A loaded machine delays that close; here each close is
+    asked for half a second late, and every run's log still ends with its exit record when the export returns."""
+    from wandb.sdk.lib.service.service_connection import ServiceConnection
+
+    inform_finish = ServiceConnection.inform_finish
+    timers: list[threading.Timer] = []
+
+    def late(self: Any, run_id: str) -> None:
+        timers.append(threading.Timer(0.5, inform_finish, (self, run_id)))
+        timers[-1].start()
+
+    monkeypatch.setattr(ServiceConnection, "inform_finish", late)
+    try:
+        assert cli(["export", str(DEMO), "--wandb", "--out", str(tmp_path)]) == 0
+        data = load_study_data(DEMO)
+        for row in data.rows:
+            run_dir = one_offline_run(tmp_path, wandb_run_id(data.study_id, row["config_id"]))
+            (log,) = run_dir.glob("*.wandb")
+            assert [r.WhichOneof("record_type") for r in wandb_records(log)][-1:] == ["exit"]
+            assert len(wandb_log(run_dir)["history"]) == len(data.metrics(row["config_id"], rank=0))
+        data.close()
+    finally:
+        for timer in timers:
+            timer.join()
+    assert len(timers) == 4
+
+
+def test_an_unfinished_offline_run_is_named(tmp_path: Path, capsys):
+    log = tmp_path / "offline-run-x" / "run-x.wandb"
+    log.parent.mkdir()
+    log.write_bytes(WANDB_HEADER)  # what wandb-core has written of a small run until it closes the stream
+    assert wait_for_offline_log(log.parent, timeout=0.1) is False
+    assert capsys.readouterr().err == (f"cockpit export: W&B had not finished writing {log} after 0.1 s; it is "
+                                       "completed when this process exits, `wandb sync` it after that\n")
 
 
 # -- without the extra -------------------------------------------------------------------------------------
