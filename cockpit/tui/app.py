@@ -19,6 +19,7 @@ from rich.segment import Segments
 from textual import work
 from textual.app import App, ComposeResult
 from textual.notifications import SeverityLevel
+from textual.widget import Widget
 from textual.widgets import Footer, TabbedContent, TabPane
 
 from cockpit.snapshot import GpuSeries, StudySnapshot
@@ -172,7 +173,7 @@ class CockpitApp(App):
         self.query_one(StatusBar).show(snap, self.clock())
         self._apply_tab(self.query_one(TabbedContent).active, snap)
         if isinstance(self.screen, SnapshotView):  # a run detail or a comparison follows the study too
-            self.screen.apply(snap)
+            self._hand(self.screen, snap)
         for problem in snap.problems[:5]:
             if problem not in self._seen_problems:
                 self._seen_problems.add(problem)
@@ -183,7 +184,18 @@ class CockpitApp(App):
         is not there before its first visit)."""
         for view in self.query_one(TabbedContent).get_pane(tab).children:
             if isinstance(view, SnapshotView):
-                view.apply(snap)
+                self._hand(view, snap)
+
+    @staticmethod
+    def _hand(view: Widget, snap: StudySnapshot) -> None:
+        """`view.apply(snap)` now when the view is mounted, else queued on the view, to run once it has
+        composed and mounted: a poll's snapshot comes in from its thread while the UI awaits, and can find
+        a run detail pushed or the plots' view mounting on its first visit before their widgets exist."""
+        assert isinstance(view, SnapshotView)
+        if view.is_mounted:
+            view.apply(snap)
+        else:
+            view.call_later(view.apply, snap)
 
     async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if self.focused is not None and event.pane not in self.focused.ancestors:

@@ -10,6 +10,7 @@ read-only directory really refuses writes.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -25,11 +26,21 @@ import pytest
 from cockpit.cli import main as cli
 from cockpit.commands.open import browse
 from cockpit.store import StudyStore, writer_live
+from cockpit.tui.detail import RunDetailScreen
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "demo-store"
 STORE = Path("local-demo") / "cockpit.sqlite"
 STUDY = "local-demo"
+
+
+async def wait_for(pilot, condition, timeout: float = 60.0) -> None:
+    """Let the app run until `condition()` holds (as tests/tui/test_live.py waits for a live study)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "the cockpit did not get there in time"
+        await pilot.pause(0.05)
 
 
 def copy_fixture(target: Path) -> Path:
@@ -98,17 +109,17 @@ async def test_open_report_and_plan_leave_a_read_only_copy_byte_identical(ro_dem
     app, store = browse(ro_demo / STORE, poll=0.05, export_dir=out)  # what `cockpit open STORE` runs
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            for _ in range(100):
-                if app.polls >= 3:
-                    break
-                await pilot.pause(0.05)
-            assert app.polls >= 3 and len(app.snapshot.configs) == 4
+            await wait_for(pilot, lambda: app.polls >= 3)
+            assert len(app.snapshot.configs) == 4
             assert store.db._kind == "immutable"  # nobody writes it: read as it is, no -shm/-wal
             await pilot.press("2", "3", "4", "1", "enter")
-            await pilot.pause()
-            await pilot.press("escape", "e")
-            await app.workers.wait_for_complete()
-            await pilot.pause()
+            await wait_for(pilot, lambda: isinstance(app.screen, RunDetailScreen))
+            # A key goes to the focused widget, and a binding runs when the key has bubbled back up: `e`
+            # pressed before `escape` has closed the run detail would land in the detail, which has no `e`.
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: len(app.screen_stack) == 1)
+            await pilot.press("e")  # the CSV is written by a worker thread the ExportCsv message starts
+            await wait_for(pilot, lambda: app.exports)
             assert [p.parent for p in app.exports] == [out]
             await pilot.press("q")
         assert app.return_code in (0, None)
@@ -120,6 +131,36 @@ async def test_open_report_and_plan_leave_a_read_only_copy_byte_identical(ro_dem
     assert "4 done" in capsys.readouterr().out
     assert tree(ro_demo) == before  # same files, same bytes: nothing written, nothing left beside the store
     assert (out / "report-study" / "report.md").exists() and (out / "report-store" / "report.md").exists()
+
+
+async def test_a_snapshot_that_comes_while_a_view_is_mounted_is_drawn_once_it_is(demo: Path):
+    """A poll's snapshot comes in from its thread while the UI awaits: on a loaded machine it found a run
+    detail just pushed, or the plots' view mounting on its first visit, before their widgets existed, and
+    the cockpit stopped on NoMatches. Here it comes at exactly that moment, every time."""
+    from textual.widgets import TabbedContent
+
+    from cockpit.tui.plots import PlotsView
+
+    app, store = browse(demo / STORE, poll=None)  # one snapshot at mount, no polls: only the ones sent here
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            snap = store.snapshot(STUDY)
+            app.open_detail(snap.configs[-1].config_id)
+            detail = app.screen
+            assert isinstance(detail, RunDetailScreen) and not detail.is_mounted
+            app._apply(snap)
+            plots = PlotsView(id="plots-view")
+            app.query_one(TabbedContent).get_pane("plots").mount(plots)  # as the first visit does, not awaited
+            assert not plots.is_mounted
+            app._apply_tab("plots", snap)
+            await wait_for(pilot, lambda: detail.is_mounted and plots.is_mounted)
+            await pilot.pause()
+            assert detail._snapshot is snap and plots._drawn_key is not None
+            await pilot.press("q")
+        assert app.return_code in (0, None)
+    finally:
+        store.close()
 
 
 def test_a_live_writer_is_followed_and_its_files_left_to_it(demo: Path):
