@@ -30,6 +30,7 @@ process exits, before `wandb sync` can read it).
 
 from __future__ import annotations
 
+import collections
 import importlib
 import math
 import shutil
@@ -269,21 +270,18 @@ def wait_for_offline_log(run_dir: Path, timeout: float = OFFLINE_WAIT_S) -> bool
         time.sleep(0.02)
 
 
-def _ends_with_exit(path: Path) -> bool:
-    """Whether the last complete record of a .wandb file is an exit record (read with wandb's own
-    protobuf type; a chunk cut short or failing its checksum means the file is still being written)."""
-    # wandb's own Record type; its module picks the generated code for the protobuf installed (so mypy sees
-    # no Record in it), and protobuf ships no types: both looked up by name.
-    records: Any = importlib.import_module("wandb.proto.wandb_internal_pb2")
-    decode_error: type[Exception] = importlib.import_module("google.protobuf.message").DecodeError
+class LogCut(ValueError):
+    """A .wandb file that ends inside a chunk or holds a chunk failing its checksum (still being written)."""
 
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        return False
+
+def wandb_log_records(raw: bytes) -> Iterator[bytes]:
+    """The serialized records of a .wandb file's bytes. The file is W&B's LevelDB-style log: a 7-byte header
+    (':W&B', magic 0xBEE1, version 0), then 32 KiB blocks of chunks, each with a 7-byte header (CRC-32 of
+    type and data, length, type: 1 full, 2 first, 3 middle, 4 last). wandb 0.31 keeps its reader in its Go
+    core only. Raises LogCut at a chunk cut short or failing its checksum."""
     if raw[:7] != WANDB_HEADER:
-        return False
-    i, pending, last = 7, b"", None
+        raise LogCut(f"not a .wandb log (header {raw[:7]!r})")
+    i, pending = 7, b""
     while i + 7 <= len(raw):
         if WANDB_BLOCK - i % WANDB_BLOCK < 7:  # a block's tail too short for a header is padding
             i += WANDB_BLOCK - i % WANDB_BLOCK
@@ -294,15 +292,26 @@ def _ends_with_exit(path: Path) -> bool:
         if kind == 0 and length == 0:
             continue
         if len(chunk) < length or zlib.crc32(chunk, zlib.crc32(bytes([kind]))) & 0xFFFFFFFF != crc:
-            return False
+            raise LogCut(f"chunk at byte {i - 7 - length} cut short or failing its checksum")
         pending = chunk if kind in (1, 2) else pending + chunk
         if kind in (1, 4):
-            last = pending
-    if last is None:
-        return False
+            yield pending
+
+
+def wandb_record_type() -> Any:
+    """wandb's own protobuf Record (its module picks the generated code for the protobuf installed, so mypy
+    sees no Record in it, and protobuf ships no types: looked up by name)."""
+    return importlib.import_module("wandb.proto.wandb_internal_pb2").Record
+
+
+def _ends_with_exit(path: Path) -> bool:
+    """Whether the last complete record of a .wandb file is an exit record (a chunk cut short or failing
+    its checksum, or a record that does not parse, means the file is still being written)."""
+    decode_error: type[Exception] = importlib.import_module("google.protobuf.message").DecodeError
     try:
-        return records.Record.FromString(last).WhichOneof("record_type") == "exit"
-    except decode_error:  # a record that does not parse is not the end
+        last = collections.deque(wandb_log_records(path.read_bytes()), maxlen=1)
+        return bool(last) and wandb_record_type().FromString(last[0]).WhichOneof("record_type") == "exit"
+    except (OSError, LogCut, decode_error):
         return False
 
 

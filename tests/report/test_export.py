@@ -7,11 +7,9 @@ import hashlib
 import json
 import math
 import shutil
-import struct
 import subprocess
 import sys
 import threading
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,13 @@ from cockpit.cli import main as cli
 from cockpit.notebook import TEXT_COLUMNS
 from cockpit.report.source import load_input
 from cockpit.report.study_data import HEADLINE, HPARAMS, label, load_study_data, run_name
-from cockpit.report.trackers import WANDB_HEADER, wait_for_offline_log, wandb_run_id
+from cockpit.report.trackers import (
+    WANDB_HEADER,
+    wait_for_offline_log,
+    wandb_log_records,
+    wandb_record_type,
+    wandb_run_id,
+)
 from cockpit.report.write import write_report
 from cockpit.store import StudyStore
 
@@ -163,31 +167,11 @@ def test_gpu_samples_become_curves(store_with_gpus, tmp_path: Path):
 # -- W&B offline, read back from the run's own transaction log (.wandb) --------------------------------
 
 def wandb_records(path: Path) -> Iterator[Any]:
-    """The records of a .wandb file, parsed with wandb's own protobuf types. The file is W&B's LevelDB-style
-    log: a 7-byte header (':W&B', magic 0xBEE1, version 0), then 32 KiB blocks of chunks, each with a
-    7-byte header (CRC-32 of type and data, length, type: 1 full, 2 first, 3 middle, 4 last). wandb 0.31
-    keeps its reader in its Go core only, so the test reads it here, checking every checksum."""
-    from wandb.proto import wandb_internal_pb2
-
-    raw = path.read_bytes()
-    assert struct.unpack("<4sHB", raw[:7]) == (b":W&B", 0xBEE1, 0)
-    i, pending = 7, b""
-    while i + 7 <= len(raw):
-        if 32768 - i % 32768 < 7:  # a block's tail too short for a header is padding
-            i += 32768 - i % 32768
-            continue
-        crc, length, kind = struct.unpack("<IHB", raw[i:i + 7])
-        chunk = raw[i + 7:i + 7 + length]
-        i += 7 + length
-        if kind == 0 and length == 0:
-            continue
-        assert zlib.crc32(chunk, zlib.crc32(bytes([kind]))) & 0xFFFFFFFF == crc
-        if kind in (1, 2):
-            pending = chunk
-        else:
-            pending += chunk
-        if kind in (1, 4):
-            yield wandb_internal_pb2.Record.FromString(pending)
+    """The records of a .wandb file, parsed with wandb's own protobuf types; a chunk failing its checksum or
+    cut short fails the test (trackers.LogCut)."""
+    record = wandb_record_type()
+    for raw in wandb_log_records(path.read_bytes()):
+        yield record.FromString(raw)
 
 
 def wandb_log(run_dir: Path) -> dict[str, Any]:
