@@ -25,7 +25,6 @@ import tempfile
 import time
 import tomllib
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -35,6 +34,7 @@ from cockpit.commands.compare import load as load_study_results  # noqa: E402
 from cockpit.compare import Pair, compare  # noqa: E402
 from cockpit.report.source import load_input  # noqa: E402
 from cockpit.whatif import parse_assignment, variant_of  # noqa: E402
+from tests.studies import to_toml  # noqa: E402 - the one writer of study TOML
 
 TOLERANCE = 0.25  # of the predicted gain
 
@@ -76,22 +76,6 @@ metrics_interval_s = 1.0
 window = [{args.window}]
 gpus_per_node = [1, 2]
 """
-
-
-def to_toml(raw: dict[str, Any]) -> str:
-    """A parsed study file back to TOML (tables, strings, numbers, booleans, lists)."""
-    lines: list[str] = []
-
-    def table(prefix: str, values: dict[str, Any]) -> None:
-        lines.append(f"[{prefix}]")
-        lines.extend(f"{k} = {advice.toml_value(v)}" for k, v in values.items() if not isinstance(v, dict))
-        for k, v in values.items():
-            if isinstance(v, dict):
-                table(f"{prefix}.{k}", v)
-
-    for section, values in raw.items():
-        table(section, values)
-    return "\n".join(lines) + "\n"
 
 
 def run_study(path: Path) -> float:

@@ -131,7 +131,9 @@ def diff_keys(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, 
 
 
 def toml_value(value: Any) -> str:
-    """A value as a study file (and `--what-if`) writes it."""
+    """A value as a study file (and `--what-if`) writes it; "unset" for a key a study does not set."""
+    if value is None:
+        return "unset"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
@@ -252,7 +254,7 @@ def forecast(target: dict[str, Any], recorded: Recorded | Iterable[dict[str, Any
     rec = recorded if isinstance(recorded, Recorded) else Recorded(recorded)
     unknown = [(k, a, b) for k, a, b in changes if k not in AXES and effect_of(k).model in ("none", "recorded")]
     if unknown:
-        words = ", ".join(f"{k} ({_v(a)} -> {_v(b)})" for k, a, b in unknown)
+        words = ", ".join(f"{k} ({toml_value(a)} -> {toml_value(b)})" for k, a, b in unknown)
         return prediction.NoPrediction(f"the model has no formula for {words}")
     ax = axes_of(target)
     nodes, gpus = int(ax["nodes"]), int(ax["gpus_per_node"])
@@ -411,10 +413,6 @@ def _label(ax: dict[str, Any], scale_only: bool = False) -> str:
     if scale_only:
         return scale
     return f"w{ax.get('window')} {scale} c{ax.get('cpus_per_task')} b{ax.get('batch_size')}"
-
-
-def _v(value: Any) -> str:
-    return "unset" if value is None else toml_value(value)
 
 
 # --- advice ---------------------------------------------------------------------------------------------------

@@ -157,12 +157,8 @@ def prediction_line(pair: Pair) -> str:
     return text
 
 
-def _word(value: Any) -> str:
-    return "unset" if value is None else advice.toml_value(value)
-
-
 def differs_words(differs: list[tuple[str, Any, Any]]) -> str:
     """`train.bucket_cap_mb unset -> 0.01; batch_size 16 -> 32`, or `none`."""
-    return "; ".join(f"{k} {_word(x)} -> {_word(y)}" for k, x, y in differs) or "none"
+    return "; ".join(f"{k} {advice.toml_value(x)} -> {advice.toml_value(y)}" for k, x, y in differs) or "none"
 
 

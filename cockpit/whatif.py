@@ -165,16 +165,12 @@ def _changes(study: Study, variant: Study) -> list[str]:
             if key not in AXES and key != "train.init_checkpoint":
                 section, _, name = key.partition(".")
                 where = f"[{section}] {name}" if name else key
-                out.append(f"{where} {_word(before)} -> {_word(after)}")
+                out.append(f"{where} {advice.toml_value(before)} -> {advice.toml_value(after)}")
     for name in ("gpus_per_node", "cores_per_node", "site", "node_hour_budget", "expected_minutes"):
         a, b = getattr(study.cluster, name), getattr(variant.cluster, name)
         if a != b:
-            out.append(f"[cluster] {name} {_word(a)} -> {_word(b)}")
+            out.append(f"[cluster] {name} {advice.toml_value(a)} -> {advice.toml_value(b)}")
     return out
-
-
-def _word(value: Any) -> str:
-    return "unset" if value is None else advice.toml_value(value)
 
 
 def links_for(study: Study, results: list[dict[str, Any]], preflight: prediction.Links | None) -> prediction.Links:

@@ -46,12 +46,12 @@ async def run_preflight(study: Study, backend: Backend, *, on_event: Callable[[s
         found[job.nodes] = f
     await _wait(backend, wanted, found, say, poll_s, timeout_s)
     outcomes = []
+    gpus, laptop, figures = expects_gpus(study), jobs.laptop_versions(), _site_figures(study)  # once for all jobs
     for job in wanted:
         f = found[job.nodes]
         if f.job_id and f.directory:
             await _collect(backend, f)
-        rows = checks.evaluate(study, job, f, expect_gpus=expects_gpus(study), laptop=jobs.laptop_versions(),
-                               link_figures=_site_figures(study))
+        rows = checks.evaluate(study, job, f, expect_gpus=gpus, laptop=laptop, link_figures=figures)
         outcomes.append(JobOutcome(job.name, job.nodes, job.gpus_per_node, f.job_id, f.state, f.log_paths, rows))
     report = PreflightReport(study.name, jobs.study_digest(study), time.time(), outcomes, _links(found))
     say(f"preflight {'passed' if report.passed else 'FAILED'}: {len(outcomes)} job(s)")
