@@ -33,3 +33,17 @@ async def test_a_failed_preflight_stays_on_screen_and_submits_nothing(tmp_path: 
         await pilot.pause(0.5)
         assert app.screen is screen  # it stays open on a failure
         assert session.store.jobs(session.runner.key) == []
+
+
+async def test_lines_that_come_before_the_screen_is_mounted_are_shown(tmp_path: Path):
+    """The runner's first line can reach the screen before it has composed (seen under load)."""
+    spec = write_study(tmp_path / "study.toml", "pf-early", tmp_path / "work", cluster={"gpus_per_node": 2})
+    app = CockpitApp(LiveController(open_session(load_study(spec))), poll_interval=0.3, offer_plan=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = PreflightScreen()
+        screen.add_line("preflight 1 node x 2: submitted job local-1")  # not mounted yet
+        await app.push_screen(screen)
+        await wait_for(pilot, lambda: bool(screen.query("#preflight-log")))
+        await pilot.pause()
+        log = " ".join(strip.text for strip in screen.query_one("#preflight-log").lines)
+        assert "submitted job local-1" in log
