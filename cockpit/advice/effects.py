@@ -1,0 +1,181 @@
+"""The study keys the prediction model prices, and a configuration read as keys.
+
+:data:`EFFECTS` is the one table of keys and their modelled effects (names as trainer/config_keys.py and
+config.json spell them: `batch_size`, `train.bucket_cap_mb`); docs/prediction.md states each formula. The
+rest reads a result's config.json as dotted keys, lists the keys two configurations set differently and
+writes a key and its value as a study file and `--what-if` do, so that every view names a key one way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from cockpit.spec import AXES, SCALE_AXES
+from trainer.config_keys import BY_NAME
+
+GROUP_AXES = tuple(a for a in AXES if a not in SCALE_AXES)
+DDP_FIRST_BUCKET_MB = 1.0  # as trainer/probe.py: DDP's first bucket when bucket_cap_mb is left unset
+DDP_DEFAULT_BUCKET_MB = 25.0
+MAX_BUCKETS = 8  # the bucket advice stays at or below this many buckets (see docs/prediction.md)
+BUCKET_LADDER_MB = (100.0, 50.0, 25.0, 10.0, 5.0, 2.0, 1.0, 0.5, 0.25, 0.1, 0.05, 0.025, 0.01)
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What the prediction model does with one key. ``model``: "formula" (a formula of
+    docs/prediction.md), "recorded" (only from a recorded baseline with the value: the model has no formula
+    across it), "neutral" (assumed not to change the time of a step: it is outside T or only changes
+    numbers) or "none" (not predicted). ``terms``: the loss terms it acts on."""
+
+    model: str
+    terms: tuple[str, ...] = ()
+    effect: str = ""
+
+
+EFFECTS: dict[str, Effect] = {
+    "train.bucket_cap_mb": Effect("formula", ("comm",),
+                                  "DDP buckets k = ceil(G / cap): exposed all-reduce max(t_ar / k, t_ar - backward)"),
+    "batch_size": Effect("formula", ("comm", "optimizer", "other"),
+                         "f = b'/b: data wait and compute per step x f, optimizer, other and all-reduce per step "
+                         "as the baseline's, steps / f"),
+    "train.grad_accum": Effect("formula", ("comm", "optimizer", "other"),
+                               "f = a'/a micro-batches per step: as batch_size"),
+    "train.steps": Effect("formula", (), "samples x steps'/steps"),
+    "train.epochs": Effect("formula", (), "samples x epochs'/epochs"),
+    "gpus_per_node": Effect("formula", ("comm",), "N workers: ring all-reduce over the link the run spans"),
+    "nodes": Effect("formula", ("comm",), "N workers: the inter-node link once nodes > 1"),
+    "cpus_per_task": Effect("recorded", ("compute", "data_wait"),
+                            "only from a recorded baseline with that many cores per task"),
+    "window": Effect("recorded"),
+    "precision": Effect("recorded", ("compute",)),
+    "dataset": Effect("recorded"),
+    "mode": Effect("recorded"),
+    "train.num_workers": Effect("none", ("data_wait",)),
+    **{f"train.{k}": Effect("neutral") for k in ("lr", "weight_decay", "warmup_steps", "seed", "eval",
+                                                 "init_checkpoint", "metrics_interval_s", "nvml_interval_ms")},
+    "prepare_workers": Effect("neutral"),
+}
+# config.json keys that name the run rather than describe it (never a difference between two runs)
+IDENTITY = frozenset({"study", "study_id", "config_id", "group_id", "schema_version", "token_cache"})
+
+
+def effect_of(key: str) -> Effect:
+    return EFFECTS.get(key, Effect("none"))
+
+
+def buckets_for(grad_bytes: float, cap_mb: float | None) -> int:
+    """DDP's gradient buckets for `grad_bytes`: unset, a 1 MB first bucket then 25 MB ones (as
+    trainer.probe.expected_buckets); an explicit cap sizes the first bucket too (torch's DDP)."""
+    if cap_mb is None:
+        first = DDP_FIRST_BUCKET_MB * 2**20
+        rest = DDP_DEFAULT_BUCKET_MB * 2**20
+        return 1 if grad_bytes <= first else 1 + math.ceil((grad_bytes - first) / rest)
+    return max(1, math.ceil(grad_bytes / (cap_mb * 2**20)))
+
+
+# --- reading configurations --------------------------------------------------------------------------------
+
+def axes_of(result: dict[str, Any]) -> dict[str, Any]:
+    """A result's (or a config.json's) axis values."""
+    inner = result.get("config")
+    cfg: dict[str, Any] = inner if isinstance(inner, dict) else result
+    return {a: cfg.get(a, result.get(a)) for a in AXES}
+
+
+def config_of(result: dict[str, Any]) -> dict[str, Any]:
+    """The config.json a result was run from (its axes at the top level, as Study.run_config writes it)."""
+    cfg = dict(result.get("config") or {})
+    for a in AXES:
+        cfg.setdefault(a, result.get(a))
+    return cfg
+
+
+def flat_config(cfg: dict[str, Any]) -> dict[str, Any]:
+    """config.json as dotted keys (`train.lr`, `tokenizer.vocab`), the trainer's defaults filled in for the
+    [model] and [train] keys it leaves out, identity keys left out."""
+    out: dict[str, Any] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        else:
+            out[prefix] = value
+
+    walk("", {k: v for k, v in cfg.items() if k not in IDENTITY})
+    for key in BY_NAME.values():
+        if key.study and not key.top_level:
+            out.setdefault(key.dest, key.default)
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def diff_keys(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(dotted key, value before, value after) of every key two config.json dicts give differently (None:
+    unset)."""
+    a, b = flat_config(before), flat_config(after)
+    return [(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def toml_value(value: Any) -> str:
+    """A value as a study file (and `--what-if`) writes it; "unset" for a key a study does not set."""
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, float):
+        return f"{value:g}" if value == value and not value.is_integer() else f"{value:.1f}"
+    return str(value)
+
+
+def study_key(key: str, value: Any) -> str:
+    """`[train] bucket_cap_mb = 1.0`, `[sweep] batch_size = [32]`: where a study file sets a config key."""
+    if key in AXES:
+        return f"[sweep] {key} = {toml_value([value])}"
+    section, _, name = key.partition(".")
+    return f"[{section}] {name} = {toml_value(value)}"
+
+
+def what_if_arg(key: str, value: Any) -> str:
+    """The `cockpit plan --what-if` argument that sets a config key: `train.bucket_cap_mb=1.0`."""
+    if key in AXES:
+        return f"sweep.{key}={toml_value([value])}"
+    return f"{key}={toml_value(value)}"
+
+
+
+def get_key(cfg: dict[str, Any], key: str) -> Any:
+    if key in AXES:
+        return cfg.get(key)
+    section, _, name = key.partition(".")
+    return (cfg.get(section) or {}).get(name)
+
+
+def changed(cfg: dict[str, Any], keys: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """A config.json dict with config keys set (`batch_size`, `train.steps`)."""
+    out = {**cfg, "train": dict(cfg.get("train") or {}), "model": dict(cfg.get("model") or {})}
+    for key, value in keys:
+        if key in AXES:
+            out[key] = value
+        else:
+            section, _, name = key.partition(".")
+            out[section] = {**(out.get(section) or {}), name: value}
+    return out
+
+
+
+def bucket_cap(cfg: dict[str, Any]) -> float | None:
+    """A config.json's `[train] bucket_cap_mb` (None: DDP's default)."""
+    cap = (cfg.get("train") or {}).get("bucket_cap_mb")
+    return float(cap) if cap is not None else None
+
+
+def group_of(ax: dict[str, Any]) -> tuple:
+    """A configuration's group: its axis values but the scale (GROUP_AXES order)."""
+    return tuple(ax[a] for a in GROUP_AXES)

@@ -1,0 +1,186 @@
+"""Advice with a number: for each loss of an N-worker run, the study key that acts on it, the value to try
+(chosen by rule, docs/prediction.md) and what :func:`cockpit.advice.forecasting.forecast` expects from it,
+written in one line by :meth:`Advice.text` for every view (the report, the run detail, the headless lines).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cockpit import explain, prediction
+from cockpit.advice.effects import (
+    BUCKET_LADDER_MB,
+    DDP_DEFAULT_BUCKET_MB,
+    MAX_BUCKETS,
+    axes_of,
+    bucket_cap,
+    buckets_for,
+    changed,
+    config_of,
+    get_key,
+    group_of,
+    study_key,
+    what_if_arg,
+)
+from cockpit.advice.forecasting import Forecast, Recorded, forecast
+
+
+@dataclass(frozen=True)
+class Advice:
+    """One loss term of an N-worker run: the key(s) to change, the value, and the predicted result (or why
+    there is none)."""
+
+    term: str
+    loss_s: float  # the term as printed (seconds)
+    keys: tuple[tuple[str, Any], ...]  # (config key, value to try)
+    t_s: float  # the run's measured T and E, before the change
+    efficiency: float
+    predicted: Forecast | None = None
+    reason: str = ""  # why it is not predicted
+    alternatives: tuple[Advice, ...] = field(default=(), compare=False)
+
+    @property
+    def gain_s(self) -> float:
+        return self.t_s - self.predicted.t_s if self.predicted is not None else math.nan
+
+    @property
+    def setting(self) -> str:
+        """`[train] bucket_cap_mb = 1.0`, joined with `and` for several keys."""
+        return " and ".join(study_key(k, v) for k, v in self.keys)
+
+    @property
+    def what_if(self) -> list[str]:
+        return [what_if_arg(k, v) for k, v in self.keys]
+
+    def text(self, head: bool = True) -> str:
+        """The advice in one line, e.g. `exposed all-reduce 0.94 s: set [train] bucket_cap_mb = 1.0 →
+        predicted T 4.31 s → 3.72 s, E 0.66 → 0.77`: every view prints this (``head``: the loss first)."""
+        lead = f"{explain.TERM_LABELS[self.term]} {self.loss_s:.2f} s: " if head else ""
+        if not self.keys:
+            return f"{lead}{self.reason}"
+        p = self.predicted
+        if p is None:
+            return f"{lead}try {self.setting}: not predicted ({self.reason})"
+        text = (f"{lead}set {self.setting} → predicted T {self.t_s:.2f} s → {p.t_s:.2f} s, "
+                f"E {self.efficiency:.2f} → {p.efficiency:.2f}")
+        return text + " (extrapolated)" if p.extrapolated else text
+
+
+def advise(rec: dict[str, Any], recorded: Recorded, links: prediction.Links) -> list[Advice]:
+    """For each loss term of an analysed N-worker run (cockpit.analysis row), largest first: the key that
+    acts on it with the value to try and its forecast; the option with the most predicted gain where a term
+    has several. Terms without a loss get none."""
+    run = rec.get("result")
+    if rec.get("baseline") or not isinstance(run, dict) or rec.get("overhead_s") != rec.get("overhead_s"):
+        return []
+    _, shown = explain.shown_terms(rec)
+    cfg = config_of(run)
+    out = []
+    for term, loss in shown:
+        if loss <= 0:
+            continue
+        options = [_option(term, loss, keys, cfg, rec, recorded, links, reason)
+                   for keys, reason in _candidates(term, cfg, run, rec, recorded, links)]
+        if not options:
+            out.append(Advice(term, loss, (), rec["train_time_s"], rec["efficiency"],
+                              reason="no key acts on it: the result's parts do not add up to its T (rerun with "
+                                     "the current trainer)"))
+            continue
+        predicted = [o for o in options if o.predicted is not None]
+        best = min(predicted, key=lambda o: o.predicted.t_s if o.predicted else math.inf, default=options[0])
+        rest = tuple(o for o in options if o is not best)
+        out.append(Advice(best.term, loss, best.keys, best.t_s, best.efficiency, best.predicted, best.reason, rest))
+    return out
+
+
+def _option(term: str, loss: float, keys: tuple[tuple[str, Any], ...], cfg: dict[str, Any], rec: dict[str, Any],
+            recorded: Recorded, links: prediction.Links, reason: str) -> Advice:
+    t, e = rec["train_time_s"], rec["efficiency"]
+    if reason:
+        return Advice(term, loss, keys, t, e, reason=reason)
+    target = changed(cfg, keys)
+    p = forecast(target, recorded, links, [(k, get_key(cfg, k), v) for k, v in keys])
+    if isinstance(p, prediction.NoPrediction):
+        return Advice(term, loss, keys, t, e, reason=p.reason)
+    return Advice(term, loss, keys, t, e, p)
+
+
+def _candidates(term: str, cfg: dict[str, Any], run: dict[str, Any], rec: dict[str, Any], recorded: Recorded,
+                links: prediction.Links) -> list[tuple[tuple[tuple[str, Any], ...], str]]:
+    """(keys to set, reason it cannot be predicted or "") for each key that acts on `term`."""
+    batch = _double_batch(cfg)
+    if term == "comm":
+        return [*_bucket_options(cfg, run, recorded, links), (batch, "")]
+    if term in ("optimizer", "other"):
+        return [(batch, "")]
+    cores = (("cpus_per_task", 2 * int(cfg["cpus_per_task"])),)
+    if term == "data_wait":
+        return [(cores, "")]  # predicted only where a baseline with that many cores is recorded
+    if term == "compute":
+        if rec.get("device") == "cuda":
+            return [(batch, "the model takes per-sample compute as the baseline's, so it cannot price filling "
+                            "the GPU with a larger batch")]
+        return [(cores, "")]
+    return []
+
+
+def _double_batch(cfg: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """Twice the batch; with a fixed number of steps, half the steps too, so that the samples stay the same
+    and T compares."""
+    keys: list[tuple[str, Any]] = [("batch_size", 2 * int(cfg["batch_size"]))]
+    steps = (cfg.get("train") or {}).get("steps")
+    if steps is not None:
+        keys.append(("train.steps", max(1, round(int(steps) / 2))))
+    return tuple(keys)
+
+
+def _bucket_options(cfg: dict[str, Any], run: dict[str, Any], recorded: Recorded, links: prediction.Links
+                    ) -> list[tuple[tuple[tuple[str, Any], ...], str]]:
+    """The cap on the ladder with the least predicted T among those giving more buckets than now and at most
+    MAX_BUCKETS; the largest cap for a bucket count."""
+    grad = (run.get("comm") or {}).get("grad_bytes")
+    if not grad:
+        smaller = next(c for c in BUCKET_LADDER_MB if c <= (bucket_cap(cfg) or DDP_DEFAULT_BUCKET_MB) / 4)
+        return [((("train.bucket_cap_mb", smaller),), "the run's result.json has no comm.grad_bytes (an older trainer)")]
+    now = int((run.get("comm") or {}).get("buckets") or buckets_for(grad, bucket_cap(cfg)))
+    caps: dict[int, float] = {}
+    for cap in BUCKET_LADDER_MB:
+        k = buckets_for(grad, cap)
+        if now < k <= MAX_BUCKETS:
+            caps.setdefault(k, cap)
+    if not caps:
+        return [((("train.bucket_cap_mb", bucket_cap(cfg) or DDP_DEFAULT_BUCKET_MB),),
+                 f"already {now} buckets: the advice goes to at most {MAX_BUCKETS}")]
+    # the model's exposed all-reduce alone tells the candidates apart (every other part is the same)
+    ax = axes_of(run)
+    base = recorded.baselines.get(group_of(ax))
+    work = float(rec_work) if (rec_work := run_work(run, base)) else 1.0
+    scored = []
+    for k, cap in caps.items():
+        p = prediction.predict(base, int(ax["nodes"]), int(ax["gpus_per_node"]), work, links, buckets=k) if base else None
+        scored.append((p.parts["comm"] if isinstance(p, prediction.Prediction) else math.inf, -cap, cap))
+    best = min(scored)[2]
+    return [((("train.bucket_cap_mb", best),), "")]
+
+
+def run_work(run: dict[str, Any], base: dict[str, Any] | None) -> float | None:
+    """A run's samples over its baseline's."""
+    if base is None:
+        return None
+    a, b = (run.get("timing") or {}).get("samples"), (base.get("timing") or {}).get("samples")
+    return float(a) / float(b) if a and b else None
+
+
+def advice_text(items: Sequence[Advice]) -> str:
+    """The advice one line carries (the report, the TUI's explain panel and the headless lines print this):
+    the largest loss's, and, when that one cannot be predicted, the largest predicted one's too."""
+    if not items:
+        return ""
+    first = items[0]
+    if first.predicted is not None:
+        return first.text()
+    other = next((a for a in items[1:] if a.predicted is not None), None)
+    return first.text() + (f"; {other.text()}" if other else "")
