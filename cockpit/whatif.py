@@ -5,14 +5,18 @@ Each configuration of the changed study is predicted by cockpit.advice.forecast 
 docs/prediction.md from the recorded baselines; a measured run of the same scale changed part by part as
 the model changes it), beside the same configuration as recorded (measured, or predicted from the study
 as it stands). Values are TOML literals; the changed study is validated by cockpit.spec, so an unknown key
-or an impossible value is refused in the spec's own words.
+or an impossible value is refused in the spec's own words. `cockpit plan --what-if` and the TUI's plan dialog
+both go through :func:`predict` and print its :func:`table_rows` and :func:`summary_lines`.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cockpit import advice, prediction
@@ -31,6 +35,8 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     key = key.strip()
     if not sep or not key:
         raise WhatIfError(f"--what-if {text}: expected KEY=VALUE, e.g. train.bucket_cap_mb=100")
+    if "." not in key and key in _axes():
+        raise WhatIfError(f"--what-if {text}: {key} is a [sweep] axis, a list: sweep.{key}=[{raw.strip()}]")
     if len(key.split(".")) < 2 or any(not part for part in key.split(".")):
         raise WhatIfError(f"--what-if {text}: KEY is a section and a key, e.g. train.steps or sweep.gpus_per_node")
     try:
@@ -39,6 +45,34 @@ def parse_assignment(text: str) -> tuple[str, Any]:
         raise WhatIfError(f"--what-if {text}: {raw.strip()!r} is not a TOML value (a string needs quotes: "
                           f"{key}=\"{raw.strip()}\", a list brackets: {key}=[1, 2])") from None
     return key, value
+
+
+def _axes() -> tuple[str, ...]:
+    from cockpit.spec import AXES
+
+    return AXES
+
+
+def split_arguments(text: str) -> list[str]:
+    """`train.bucket_cap_mb=0.5 sweep.gpus_per_node=[1, 2]` -> the two KEY=VALUE arguments: split at spaces
+    outside brackets and quotes (what a shell does with `--what-if` arguments quoted as needed)."""
+    out, current, depth, quote = [], "", 0, ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch.isspace() and depth <= 0:
+            if current:
+                out.append(current)
+            current = ""
+            continue
+        current += ch
+    return [*out, current] if current else out
 
 
 def variant_of(study: Study, assignments: list[tuple[str, Any]]) -> Study:
@@ -193,3 +227,149 @@ def link_words(links: prediction.Links) -> list[str]:
         else:
             out.append(f"{kind}: none (set {kind}_busbw_gbs in the site profile or run cockpit preflight)")
     return out
+
+
+# --- what a what-if reads and how it is shown (`cockpit plan --what-if`, the TUI's plan dialog) ----------------
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a study has recorded, read as `cockpit plan` reads it (never written)."""
+
+    results: list[dict[str, Any]]
+    preflight: prediction.Links | None = None  # the link figures its latest preflight measured
+    store_path: Path | None = None  # None: no store yet
+    problems: list[str] = field(default_factory=list)  # one line per result row that does not parse
+
+
+def recorded_inputs(study: Study, store_path: Path | None, baselines: Sequence[dict[str, Any]] = ()) -> Inputs:
+    """The study's results in the store at `store_path` (opened read-only, so a store a running cockpit is
+    writing is read as it is now) plus `baselines`, and the link figures its latest preflight measured."""
+    if store_path is None or not store_path.exists():
+        return Inputs(list(baselines))
+    from cockpit.preflight import record
+    from cockpit.store import StudyStore
+
+    store = StudyStore(store_path, read_only=True)
+    try:
+        with store.reading():
+            if study.name not in store.study_names():
+                return Inputs(list(baselines), None, store_path)
+            key = store.study_key(study.name)
+            results = [*baselines, *store.results(key).values()]
+            problems = [f"{store_path}: {p}" for p in store.result_problems(key)]
+            kept = record.latest(store, study.name)
+    finally:
+        store.close()
+    measured = prediction.preflight_links(kept.links, kept.digest) if kept is not None else None
+    return Inputs(results, measured, store_path, problems)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A what-if asked of a study: the changed study and every configuration of it predicted."""
+
+    study: Study
+    variant: Study
+    what_if: WhatIf
+    inputs: Inputs
+
+
+def predict(study: Study, arguments: Sequence[str], inputs: Inputs) -> Outcome:
+    """`KEY=VALUE` arguments applied to `study` and predicted from what it recorded; WhatIfError names the
+    argument that cannot be applied, or the site profile that cannot be read."""
+    from cockpit.launch.slurm.sites import SiteError
+
+    if not arguments:
+        raise WhatIfError("--what-if: give KEY=VALUE, e.g. train.bucket_cap_mb=0.5 or sweep.gpus_per_node=[1, 2, 4]")
+    assignments = [parse_assignment(a) for a in arguments]
+    variant = variant_of(study, assignments)
+    try:
+        links = links_for(variant, inputs.results, inputs.preflight)
+    except (SiteError, ValueError) as exc:
+        raise WhatIfError(str(exc)) from exc
+    return Outcome(study, variant, what_if(study, variant, inputs.results, links, assignments), inputs)
+
+
+COLUMNS = ("config", "work", "T s", "T1 s", "S", "E", "node-h", "was T", "was E", "ΔT s")
+CAPTION = ("work: samples / the baseline's; S = T1 / (T / work), E = S / N; was: the study as recorded (* predicted, "
+           "else measured); ΔT = T - was T. After the configuration: m = as measured, m+Δ = measured with each part "
+           "changed as the model changes it, model = the model alone, x = extrapolated (below)")
+
+
+def title(o: Outcome) -> str:
+    asked = " ".join(f"{k}={advice.toml_value(v)}" for k, v in o.what_if.assignments)
+    return f"{o.study.name}: what if {asked}"
+
+
+def _f(value: float | None, spec: str) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
+
+
+def _short(cfg_label: str, keep: set[str]) -> str:
+    """The configuration label's words for the axes that vary (config_label's order) and its NxG."""
+    words = cfg_label.split()
+    # config_label: dataset mode w.. NxG c.. precision b..
+    names = ("dataset", "mode", "window", "scale", "cpus_per_task", "precision", "batch_size")
+    return " ".join(w for name, w in zip(names, words, strict=False) if name in keep or name == "scale")
+
+
+def _basis_word(p: advice.Forecast) -> str:
+    word = "m" if p.basis.startswith("measured (") else "m+Δ" if p.basis.startswith("measured") else "model"
+    return word + (" x" if p.extrapolated else "")
+
+
+def table_rows(o: Outcome) -> list[tuple[str, ...]]:
+    """One row of COLUMNS per configuration of the what-if: its prediction with its inputs (work, T, T1:
+    S = T1 / (T / work), E = S / N, node-hours), the study as recorded (T, E: measured or predicted) and ΔT."""
+    from cockpit.plan import hours
+
+    study, variant = o.study, o.variant
+    keep = {a for a in variant.sweep if len(set(study.sweep.get(a, [])) | set(variant.sweep[a])) > 1}
+    rows: list[tuple[str, ...]] = []
+    for line in o.what_if.lines:
+        r, p = line.recorded, line.predicted
+        was = (_f(r.t_s, ".2f") + ("*" if r.how != "measured" else ""), _f(r.efficiency, ".2f")) if r else ("-", "-")
+        if isinstance(p, advice.Forecast):
+            now = (_f(p.work, "g"), _f(p.t_s, ".2f"), _f(p.t1_s, ".2f"), _f(p.speedup, ".2f"), _f(p.efficiency, ".2f"),
+                   hours(p.node_hours))
+            delta = _f(p.t_s - r.t_s, "+.2f") if r else "-"
+            label = f"{_short(line.label, keep)} {_basis_word(p)}"
+        else:
+            now = ("-", "-", "-", "-", "-", hours(line.node_hours))
+            delta = "-"
+            label = f"{_short(line.label, keep)} not predicted"
+        rows.append((label, *now, *was, delta))
+    return rows
+
+
+def summary_lines(o: Outcome) -> list[str]:
+    """What changed, node-hours before and after, the link figures used, what is extrapolated and why some
+    configurations are not predicted."""
+    from cockpit.plan import hours
+
+    w, store_path = o.what_if, o.inputs.store_path
+    lines = ["what-if: " + ("; ".join(w.changes) or "no key differs from the study")]
+    predicted = [line for line in w.lines if isinstance(line.predicted, advice.Forecast)]
+    lines.append(f"{len(predicted)} of {len(w.lines)} configurations predicted from {len(o.inputs.results)} recorded "
+                 "result(s)" + (f" in {store_path}" if store_path else " (no store yet: nothing recorded to predict from)"))
+    lines.append(f"node-hours: {hours(sum(line.node_hours for line in w.lines))} for the what-if "
+                 f"({len(w.lines) - len(predicted)} at the per-run estimate) against "
+                 f"{hours(w.recorded_node_hours)} as recorded ({sum(1 for li in w.lines if li.recorded)} configurations; "
+                 "* = predicted, not measured)")
+    lines.append("link figures: " + "; ".join(w.link_words))
+    extrapolated: dict[str, list[str]] = {}
+    unpredicted: dict[str, list[str]] = {}
+    for line in w.lines:
+        p = line.predicted
+        if isinstance(p, advice.Forecast):
+            for why in p.extrapolated:
+                extrapolated.setdefault(why, []).append(line.label)
+        else:
+            unpredicted.setdefault(p.reason, []).append(line.label)
+    for why, labels in extrapolated.items():
+        lines.append(f"extrapolated ({len(labels)}): {why}")
+    for why, labels in unpredicted.items():
+        lines.append(f"not predicted ({len(labels)}): {why}")
+    if w.dropped:
+        lines.append(f"not in the what-if ({len(w.dropped)}): " + ", ".join(w.dropped))
+    return lines
