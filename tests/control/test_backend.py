@@ -18,7 +18,8 @@ from cockpit.tui.live import LiveController
 from tests.studies import write_study
 
 REPO = Path(__file__).resolve().parents[2]
-USERS = [REPO / "cockpit" / "runner.py", REPO / "cockpit" / "tui" / "live.py", REPO / "cockpit" / "session.py"]
+USERS = [REPO / "cockpit" / "runner.py", *sorted((REPO / "cockpit" / "run").glob("*.py")),
+         REPO / "cockpit" / "tui" / "live.py", REPO / "cockpit" / "session.py"]
 
 
 def _study(tmp_path: Path, **cluster):

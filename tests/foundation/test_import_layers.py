@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                             "cockpit.series", "cockpit.advice", "cockpit.traces")),
     ("backends and state", ("cockpit.ssh", "cockpit.launch", "cockpit.store", "cockpit.snapshot_build",
                             "cockpit.plan", "cockpit.whatif", "cockpit.compare", "cockpit.preflight")),
-    ("orchestration", ("cockpit.runner", "cockpit.session")),
+    ("orchestration", ("cockpit.runner", "cockpit.run", "cockpit.session")),
     ("presentation", ("cockpit.report", "cockpit.tui", "cockpit.notebook", "cockpit.export")),
     ("commands", ("cockpit.commands", "cockpit.cli", "cockpit.__main__")),
 ]

@@ -1,0 +1,109 @@
+"""What the runner submits now: the plan's next configurations within ``max_concurrent_jobs`` and the
+node-hour budget, a fine-tune held until its foundation run ends, and (``--baseline-first``) a group's
+N-worker runs held until its baseline predicts their cost. The order of writes is what makes a restart safe:
+intent committed -> submit -> job id committed."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from cockpit.backend import BackendError, OutcomeUnknown
+from cockpit.snapshot import ACTIVE_STATES
+
+if TYPE_CHECKING:
+    from cockpit.plan import Plan
+    from cockpit.run.scope import RunScope
+    from cockpit.spec import Configuration
+    from cockpit.store import JobRecord
+
+
+class BudgetExceeded(Exception):
+    """The study's estimate exceeds the node-hours left; the message says by how much."""
+
+
+def check_budget(plan: Plan, *, force: bool) -> None:
+    """BudgetExceeded when the plan is over the node-hour budget, unless ``force``."""
+    if plan.over_budget and not force:
+        raise BudgetExceeded(plan.budget_message())
+
+
+async def submit_more(
+    scope: RunScope,
+    plan: Plan,
+    refused: list[tuple[str, str]],
+    *,
+    force: bool,
+    baseline_first: bool,
+    hooks: dict[str, Callable[..., Any]],
+    reconcile: Callable[[], Awaitable[None]],
+) -> list[str]:
+    """Submit what the plan and the limits allow; returns the submitted config ids and appends each
+    refused one with its reason to ``refused``. ``reconcile`` settles a submit whose outcome is unknown."""
+    store, key = scope.store, scope.key
+    cap = scope.study.cluster.max_concurrent_jobs
+    active = len(store.active_jobs(key))
+    budget = plan.budget
+    committed = plan.committed  # spent, plus what the queued and running jobs will spend
+    submitted = []
+    latest = store.latest_jobs(key)
+    for line in plan.to_submit:
+        cfg = scope.configs[line.config_id]
+        if active >= cap:
+            break
+        if foundation_unfinished(scope, cfg, latest):
+            continue  # a fine-tune starts from its foundation run's weights: wait for them
+        if baseline_first and not cfg.is_baseline and unfinished(scope, scope.study.baseline_of(cfg), latest):
+            continue  # --baseline-first: submitted once the baseline's result predicts its cost
+        if budget is not None and not force:
+            if committed + line.node_hours > budget + 1e-9:
+                store.add_problem(key, "budget", f"{cfg.config_id}: not submitted, node-hour budget reached")
+                break
+        row = store.record_intent(key, cfg.config_id)
+        _hook(hooks, "before_submit", cfg)
+        try:
+            job_id = await scope.backend.submit(cfg)
+        except OutcomeUnknown as exc:
+            # outcome unknown: leave the intent; reconcile() resolves it by job name
+            store.add_problem(key, "submit", f"{cfg.config_id}: {exc}")
+            await reconcile()
+            active = len(store.active_jobs(key))
+            committed += line.node_hours  # it may be queued: count it
+            continue
+        except (BackendError, ValueError) as exc:
+            # sbatch refused, or the upload failed before sbatch ran: nothing was queued
+            store.record_submit_failed(row, str(exc))
+            store.add_problem(key, "submit", f"{cfg.config_id}: {exc}")
+            refused.append((cfg.config_id, str(exc)))
+            continue
+        _hook(hooks, "after_submit", cfg, job_id)
+        store.record_submitted(row, job_id)
+        submitted.append(cfg.config_id)
+        active += 1
+        committed += line.node_hours
+    return submitted
+
+
+def foundation_unfinished(scope: RunScope, cfg: Configuration, latest: dict[str, JobRecord]) -> bool:
+    """True while the foundation run this fine-tune initialises from is in the study and still to come.
+
+    A foundation run that ended without a result does not block: the fine-tune then starts from random
+    weights and its result.json says so.
+    """
+    foundation = scope.study.foundation_of(cfg)
+    return foundation is not None and unfinished(scope, foundation, latest)
+
+
+def unfinished(scope: RunScope, cfg: Configuration, latest: dict[str, JobRecord]) -> bool:
+    """True while `cfg` is in the study and still to come (not finished, not ended without a result)."""
+    if cfg.config_id not in scope.configs or scope.store.has_valid_result(scope.key, cfg.config_id):
+        return False
+    job = latest.get(cfg.config_id)
+    return job is None or job.state in ACTIVE_STATES or job.state == "lost"
+
+
+def _hook(hooks: dict[str, Callable[..., Any]], name: str, *args: Any) -> None:
+    """Run the named hook, if the runner was given one (tests stop the runner at these points)."""
+    fn = hooks.get(name)
+    if fn is not None:
+        fn(*args)
