@@ -13,6 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from cockpit.commands._args import not_positive
 from trainer.data.splits import record_names  # the one parser of --records (commas or spaces)
 
 # Shipped inside the package (examples/local-demo.toml links here), so a wheel install finds it too.
@@ -87,9 +88,7 @@ def check(args: argparse.Namespace) -> str | None:
                 record_names(getattr(args, flag), f"--{flag.replace('_', '-')}")
             except ValueError as exc:
                 return str(exc)
-    if args.timeout is not None and args.timeout <= 0:
-        return f"--timeout must be positive, got {args.timeout}"
-    return None
+    return not_positive("--timeout", args.timeout)
 
 
 def main(args: argparse.Namespace) -> int:

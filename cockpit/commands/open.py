@@ -20,12 +20,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from cockpit.commands._args import not_positive
+
     target = Path(args.target)
     if not target.exists():
         print(f"cockpit open: {target}: no such file (expected a study .toml or a store .sqlite)", file=sys.stderr)
         return 2
-    if args.poll <= 0:
-        print(f"cockpit open: --poll must be positive, got {args.poll}", file=sys.stderr)
+    problem = not_positive("--poll", args.poll)
+    if problem:
+        print(f"cockpit open: {problem}", file=sys.stderr)
         return 2
     if target.suffix == ".toml":
         return _open_study(target, args)

@@ -19,14 +19,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from cockpit.commands._args import not_positive
     from cockpit.commands._study import load
     from cockpit.session import open_session
 
     study = load(args.study)
     if study is None:
         return EXIT_REFUSED
-    if args.timeout is not None and args.timeout <= 0:
-        print(f"cockpit preflight: --timeout must be positive, got {args.timeout}", file=sys.stderr)
+    problem = not_positive("--timeout", args.timeout)
+    if problem:
+        print(f"cockpit preflight: {problem}", file=sys.stderr)
         return EXIT_REFUSED
     session = open_session(study)
     try:
