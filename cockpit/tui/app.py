@@ -225,7 +225,8 @@ class CockpitApp(App):
         if isinstance(self.screen, HelpScreen):
             return
         where = type(self.screen).__name__
-        context = {"RunDetailScreen": "detail", "CompareScreen": "compare"}.get(
+        context = {"RunDetailScreen": "detail", "CompareScreen": "compare", "PlanScreen": "plan",
+                   "StudyCompareScreen": "study-compare"}.get(
             where, self.query_one(TabbedContent).active if where == "Screen" else "other")
         self.push_screen(HelpScreen(help_sections(context, live=self.live, can_submit=self.controller.can_submit)))
 
@@ -327,7 +328,7 @@ class CockpitApp(App):
     def _offer_plan(self) -> None:
         plan = self.controller.plan()
         if plan is not None and plan.to_submit:
-            self.push_screen(PlanScreen(plan), self._plan_answered)
+            self.push_screen(PlanScreen(plan, self.controller.what_if), self._plan_answered)
 
     def action_plan(self) -> None:
         if isinstance(self.screen, PlanScreen):
@@ -336,7 +337,7 @@ class CockpitApp(App):
         if plan is None:
             self.notify("nothing to plan: this view has no study file behind it", severity="warning")
             return
-        self.push_screen(PlanScreen(plan), self._plan_answered)
+        self.push_screen(PlanScreen(plan, self.controller.what_if), self._plan_answered)
 
     def _plan_answered(self, yes: bool | None) -> None:
         if yes:

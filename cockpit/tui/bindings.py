@@ -54,6 +54,18 @@ COMPARE_BINDINGS = [
     Binding("x", "swap", "Swap sides"),
 ]
 
+PLAN_BINDINGS = [
+    Binding("y", "answer(True)", "Submit"),
+    Binding("n,escape", "answer(False)", "Not now"),
+    Binding("w", "what_if", "What if KEY=VALUE"),
+]
+
+STUDY_COMPARE_BINDINGS = [
+    Binding("escape,q", "app.pop_screen", "Back"),
+    Binding("o", "other", "Other study"),
+    Binding("x", "swap", "Swap A and B"),
+]
+
 PALETTE = Binding("ctrl+p", "command_palette", "Command palette")
 HELP_SECTIONS = (  # every key there is (the help screen shows those of the screen it was opened from)
     ("Everywhere", APP_BINDINGS + [PALETTE]),
@@ -61,16 +73,19 @@ HELP_SECTIONS = (  # every key there is (the help screen shows those of the scre
     ("Queue view", QUEUE_BINDINGS),
     ("Run detail", DETAIL_BINDINGS),
     ("Compare", COMPARE_BINDINGS),
+    ("Plan", PLAN_BINDINGS),
+    ("Two studies", STUDY_COMPARE_BINDINGS),
 )
 TAB_SECTIONS = {"scaling": ("Scaling view", SCALING_BINDINGS), "queue": ("Queue view", QUEUE_BINDINGS)}
-SCREEN_SECTIONS = {"detail": ("Run detail", DETAIL_BINDINGS), "compare": ("Compare", COMPARE_BINDINGS)}
+SCREEN_SECTIONS = {"detail": ("Run detail", DETAIL_BINDINGS), "compare": ("Compare", COMPARE_BINDINGS),
+                   "plan": ("Plan", PLAN_BINDINGS), "study-compare": ("Two studies", STUDY_COMPARE_BINDINGS)}
 
 
 def help_sections(context: str = "scaling", *, live: bool = True, can_submit: bool = True
                   ) -> list[tuple[str, list[Binding]]]:
     """The keys that do something where help was asked for: `context` is the main screen's tab (scaling,
-    queue, gpus, plots) or a screen over it (detail, compare). A recording (`live` False) has no job
-    actions; `p` is listed only where there is a plan to submit (`can_submit`)."""
+    queue, gpus, plots) or a screen over it (detail, compare, plan, study-compare). A recording (`live`
+    False) has no job actions; `p` is listed only where there is a plan to submit (`can_submit`)."""
     if context in SCREEN_SECTIONS:  # a screen over the tabs: its own keys, and help and ctrl+c
         title, keys = SCREEN_SECTIONS[context]
         return [(title, list(keys)), ("Also here", [b for b in APP_BINDINGS if b.action in ("help",) or

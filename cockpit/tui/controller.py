@@ -17,7 +17,9 @@ from cockpit.plan import Plan, PlanLine  # noqa: F401  (the submit flow's conten
 from cockpit.snapshot import GpuSeries, StudySnapshot
 
 if TYPE_CHECKING:
+    from cockpit.spec import Study
     from cockpit.store import StudyStore
+    from cockpit.whatif import Outcome
 
 GPU_HISTORY_POINTS = 240  # samples kept per GPU for a run's timeline (evenly spread over the run)
 
@@ -63,6 +65,15 @@ class Controller(Protocol):
     def run_dir(self, config_id: str) -> str | None:
         """Where the run's files are (on the cluster for a Slurm study), or None when unknown."""
 
+    @property
+    def origin(self) -> Path | None:
+        """The study file or store the view reads: `cockpit compare`'s first study when it is compared."""
+
+    def what_if(self, text: str) -> Outcome:
+        """The plan's study with `KEY=VALUE ...` applied, predicted from what it recorded (cockpit.whatif,
+        as `cockpit plan --what-if`); raises cockpit.whatif.WhatIfError naming the argument. Called from a
+        worker thread, never concurrently with itself."""
+
 
 @dataclass
 class RecordedController:
@@ -76,6 +87,8 @@ class RecordedController:
     run_dirs: Callable[[], dict[str, str]] | None = None
     device: str | None = None
     live: bool = False
+    origin: Path | None = None
+    study: Study | None = None  # the study file behind the recording, for the plan dialog's what-if
 
     @property
     def can_submit(self) -> bool:
@@ -109,6 +122,21 @@ class RecordedController:
     def run_dir(self, config_id: str) -> str | None:
         return (self.run_dirs() if self.run_dirs is not None else {}).get(config_id)
 
+    def what_if(self, text: str) -> Outcome:
+        from cockpit.whatif import WhatIfError
+
+        if self.study is None:
+            raise WhatIfError("what-if: this view has no study file behind it (open the study's .toml)")
+        return what_if_of(self.study, self.origin, text)
+
+
+def what_if_of(study: Study, store_path: Path | None, text: str) -> Outcome:
+    """`KEY=VALUE ...` typed in the plan dialog, predicted as `cockpit plan --what-if` predicts it from the
+    study's store (read-only)."""
+    from cockpit.whatif import predict, recorded_inputs, split_arguments
+
+    return predict(study, split_arguments(text), recorded_inputs(study, store_path))
+
 
 def downsample(series: list[GpuSeries], points: int = GPU_HISTORY_POINTS) -> list[GpuSeries]:
     """At most `points` samples per GPU, evenly spread, the first and the last always kept."""
@@ -123,8 +151,9 @@ def downsample(series: list[GpuSeries], points: int = GPU_HISTORY_POINTS) -> lis
 
 
 def store_controller(store: StudyStore, name: str, *, now: float | None = None, detail: str = "",
-                     plan: Plan | None = None) -> RecordedController:
-    """A recording read from a store: snapshots, every run's GPU history and run directories."""
+                     plan: Plan | None = None, study: Study | None = None) -> RecordedController:
+    """A recording read from a store: snapshots, every run's GPU history and run directories; `study`: the
+    study file it records, for the plan dialog's what-if."""
     key = store.study_key(name)
 
     def snapshot() -> StudySnapshot:
@@ -140,4 +169,5 @@ def store_controller(store: StudyStore, name: str, *, now: float | None = None, 
         return {c["config_id"]: c["run_dir"] if c["run_dir"].startswith(("/", "~", "$")) else str(here / c["run_dir"])
                 for c in store.configs(key)}
 
-    return RecordedController(snapshot, plan_value=plan, history=history, run_dirs=run_dirs)
+    return RecordedController(snapshot, plan_value=plan, history=history, run_dirs=run_dirs, origin=Path(store.path),
+                              study=study)

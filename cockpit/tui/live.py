@@ -5,17 +5,19 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cockpit.backend import ConnectionState
 from cockpit.plan import Plan, study_plan
 from cockpit.snapshot import ConfigRow, GpuSeries, StudySnapshot, count_states
-from cockpit.tui.controller import JOB_ACTIONS, downsample
+from cockpit.tui.controller import JOB_ACTIONS, downsample, what_if_of
 
 if TYPE_CHECKING:
     from cockpit.preflight.checks import PreflightReport
     from cockpit.session import StudySession
     from cockpit.spec import Study
+    from cockpit.whatif import Outcome
 
 
 def spec_snapshot(study: Study, cluster: str) -> StudySnapshot:
@@ -105,6 +107,13 @@ class LiveController:
     def run_dir(self, config_id: str) -> str | None:
         cfg = next((c for c in self.study.matrix() if c.config_id == config_id), None)
         return self.study.run_dir(cfg) if cfg is not None else None
+
+    @property
+    def origin(self) -> Path | None:
+        return self.study.path
+
+    def what_if(self, text: str) -> Outcome:
+        return what_if_of(self.study, Path(self.session.store.path), text)
 
     async def close(self) -> None:
         """Stop the runner (the local executor stops its jobs; Slurm jobs run on). The store stays open

@@ -1,18 +1,29 @@
-"""The submit flow: the plan (matrix, node-hour estimate, budget left) and a confirmation to submit."""
+"""The submit flow: the plan (matrix, node-hour estimate, budget left) and a confirmation to submit; and, before
+any node-hour is spent, what the study would do with some keys changed (`w`: the what-if of `cockpit plan
+--what-if`, computed and worded by cockpit.whatif)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, DataTable, Static
+from textual.widgets import Button, ContentSwitcher, DataTable, Input, Static
 
 from cockpit.plan import hours
+from cockpit.tui.bindings import PLAN_BINDINGS
 from cockpit.tui.controller import Plan
 
+if TYPE_CHECKING:
+    from cockpit.whatif import Outcome
+
 STATUS_STYLE = {"submit": "bold", "done": "green", "too big": "red"}
+WHAT_IF_EXAMPLE = "train.bucket_cap_mb=0.5 sweep.gpus_per_node=[1, 2]"  # run by tests/tui/test_plan_what_if.py
+WHAT_IF_PLACEHOLDER = f"w: what if KEY=VALUE ..., e.g. {WHAT_IF_EXAMPLE} (enter; empty: the plan)"
 
 
 def plan_summary(plan: Plan) -> Text:
@@ -54,22 +65,34 @@ def shared_words(labels: list[str]) -> str:
 
 
 class PlanScreen(ModalScreen[bool]):
-    """Answers True when the user confirms the submit."""
+    """Answers True when the user confirms the submit. `what_if` (the controller's): a line of KEY=VALUE
+    arguments -> cockpit.whatif.Outcome, or None where there is no study file to change."""
 
-    BINDINGS = [
-        Binding("y", "answer(True)", "Submit"),
-        Binding("n,escape", "answer(False)", "Not now"),
-    ]
+    BINDINGS = [*PLAN_BINDINGS]
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, what_if: Callable[[str], Outcome] | None = None) -> None:
         super().__init__()
         self.plan = plan
+        self._what_if = what_if
+        self._wanted: str | None = None  # the what-if last asked for (None: the plan)
+        self._predicting = False
+        self.outcome: Outcome | None = None  # the what-if shown
+        self.error = ""  # why the last what-if was refused
 
     def compose(self) -> ComposeResult:
         with Vertical(id="plan-dialog"):
             yield Static("Plan", classes="title")
-            yield Static(plan_summary(self.plan), id="plan-summary")
-            yield DataTable(id="plan-table", cursor_type="row", zebra_stripes=True)
+            with ContentSwitcher(initial="plan-view", id="plan-views"):
+                with Vertical(id="plan-view"):
+                    yield Static(plan_summary(self.plan), id="plan-summary")
+                    yield DataTable(id="plan-table", cursor_type="row", zebra_stripes=True)
+                with VerticalScroll(id="whatif-view"):
+                    yield Static(id="whatif-title")
+                    yield DataTable(id="whatif-table", cursor_type="row", zebra_stripes=True)
+                    yield Static(id="whatif-summary")
+            if self._what_if is not None:
+                yield Input(placeholder=WHAT_IF_PLACEHOLDER, id="whatif-input")
+                yield Static(id="whatif-error")
             with Horizontal(id="buttons"):
                 yield Button(
                     f"Submit {len(self.plan.to_submit)} jobs (y)", variant="warning", id="yes",
@@ -91,8 +114,83 @@ class PlanScreen(ModalScreen[bool]):
                           hours(line.node_hours), f"{p.t_s:.1f}" if p else "-", f"{p.speedup:.2f}x" if p else "-")
         self.query_one("#no", Button).focus()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`w` only where there is a study file to change."""
+        return self._what_if is not None if action == "what_if" else True
+
     def action_answer(self, value: bool) -> None:
+        if not value and isinstance(self.focused, Input):  # escape while typing leaves the line, not the dialog
+            self.query_one("#no", Button).focus()
+            return
         self.dismiss(bool(value and self.plan.to_submit))
+
+    def action_what_if(self) -> None:
+        self.query_one("#whatif-input", Input).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
+
+    # -- the what-if ---------------------------------------------------------------------------------
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.ask(event.value)
+
+    def ask(self, text: str) -> None:
+        """Predict `text` (KEY=VALUE ...) in a thread worker, one run at a time: a line entered while one
+        runs is predicted after it (only the latest); an empty line shows the plan again."""
+        text = text.strip()
+        self._wanted = text or None
+        if not text:
+            self._show(None, "")
+            return
+        if self._predicting:
+            return
+        self._predicting = True
+        self._predict(text)
+
+    @work(thread=True, group="what-if")
+    def _predict(self, text: str) -> None:
+        from cockpit.whatif import WhatIfError
+
+        assert self._what_if is not None
+        outcome, error = None, ""
+        try:
+            outcome = self._what_if(text)
+        except WhatIfError as exc:
+            error = str(exc)
+        except Exception as exc:  # a store or a file that cannot be read: said in the dialog, which stays up
+            error = f"what-if {text}: {exc}"
+        self.app.call_from_thread(self._done, text, outcome, error)
+
+    def _done(self, text: str, outcome: Outcome | None, error: str) -> None:
+        self._predicting = False
+        if self._wanted != text:  # asked for something else meanwhile
+            if self._wanted is not None:
+                self.ask(self._wanted)
+            return
+        if outcome is not None:
+            self._show(outcome, "")
+        else:
+            self._show(self.outcome, error)
+
+    def _show(self, outcome: Outcome | None, error: str) -> None:
+        from cockpit.whatif import CAPTION, COLUMNS, summary_lines, table_rows, title
+
+        self.outcome, self.error = outcome, error
+        if self._what_if is not None:
+            line = self.query_one("#whatif-error", Static)
+            line.update(Text(error, style="bold red"))
+            line.display = bool(error)
+        switcher = self.query_one("#plan-views", ContentSwitcher)
+        if outcome is None:
+            switcher.current = "plan-view"
+            return
+        self.query_one("#whatif-title", Static).update(Text(title(outcome), style="bold"))
+        table = self.query_one("#whatif-table", DataTable)
+        table.clear(columns=True)
+        table.add_columns(*COLUMNS)
+        for row in table_rows(outcome):
+            table.add_row(*row)
+        self.query_one("#whatif-summary", Static).update(Text("\n".join([*summary_lines(outcome), CAPTION])))
+        switcher.current = "whatif-view"
