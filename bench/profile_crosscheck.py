@@ -109,9 +109,9 @@ def main() -> None:
         s = traces.summarise(traces.load(path.read_bytes(), str(path)), str(path))
         view = traces.torch_view(s)
         rank = s.rank if s.rank is not None else -1
-        steps = [n for n in s.steps if (rank, n) in per_step]
+        steps = [n for n in s.train.steps if (rank, n) in per_step]
         if sorted(steps) != sorted(profile["steps"]):
-            sys.exit(f"{rel}: steps {s.steps} in the trace, metrics lines for {steps}: expected {profile['steps']}")
+            sys.exit(f"{rel}: steps {s.train.steps} in the trace, metrics lines for {steps}: expected {profile['steps']}")
         sums = {"trainer": {part: sum(per_step[(rank, n)][f"{part}_s"] for n in steps) for part in CHECKED},
                 "ranges": {part: sum(s.parts_s[n][part] for n in steps) for part in CHECKED},
                 "torch": {part: sum(view[n][part] for n in steps) for part in CHECKED}}

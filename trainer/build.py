@@ -70,7 +70,7 @@ class Trainer:
 def build(s: Settings, d: Dist, data: sources.Data | None) -> Trainer:
     """Set up everything the loop needs (outside T); restores checkpoint.pt when there is one."""
     threads = _set_threads(s)
-    _seed_everything(s.seed)
+    _seed_everything(s.train.seed)
     if data is None:
         data = sources.load(s, d)
     ckpt_path = s.run_dir / rundir.CHECKPOINT_FILE
@@ -85,7 +85,7 @@ def build(s: Settings, d: Dist, data: sources.Data | None) -> Trainer:
     raw = built.to(d.device)
     raw.set_class_weights(data.class_weights, d.device)
     model: torch.nn.Module = raw
-    if s.compile:
+    if s.train.compile:
         # torch.compile is annotated as returning a plain callable; given a Module it returns an OptimizedModule
         model = torch.compile(raw)  # type: ignore[assignment]
     schedule = profiling.schedule_of(s)
@@ -94,28 +94,28 @@ def build(s: Settings, d: Dist, data: sources.Data | None) -> Trainer:
     comm = CommMeter(clock, ranges=ranges)
     if d.enabled:
         model = ddp = DDP(model, device_ids=[d.device.index] if d.device.type == "cuda" else None,
-                          gradient_as_bucket_view=True, bucket_cap_mb=s.bucket_cap_mb or None)
+                          gradient_as_bucket_view=True, bucket_cap_mb=s.train.bucket_cap_mb or None)
         ddp.register_comm_hook(comm, comm_hook)
     optimizer, opt_kind = _optimizer(raw, s)
     nbytes = probe.grad_bytes(list(raw.parameters()))
-    link_probe = probe.all_reduce_probe(d, nbytes, s.nodes)  # start-up time, outside T
-    scaler = torch.amp.GradScaler(d.device.type, enabled=s.precision == "fp16")
+    link_probe = probe.all_reduce_probe(d, nbytes, s.axes.nodes)  # start-up time, outside T
+    scaler = torch.amp.GradScaler(d.device.type, enabled=s.axes.precision == "fp16")
     autocast = _autocast(s, d.device)
 
-    sampler = ResumableSampler(data.train, d.world, d.rank, s.seed)
+    sampler = ResumableSampler(data.train, d.world, d.rank, s.train.seed)
     workers = s.loader_workers
-    loader = DataLoader(data.train, batch_size=s.batch_size, sampler=sampler, drop_last=True,
+    loader = DataLoader(data.train, batch_size=s.axes.batch_size, sampler=sampler, drop_last=True,
                         num_workers=workers, pin_memory=d.device.type == "cuda",
                         persistent_workers=workers > 0, prefetch_factor=4 if workers else None,
                         worker_init_fn=_worker_init if workers else None,
-                        generator=torch.Generator().manual_seed(s.seed + d.rank))  # keeps the global RNG for dropout
-    batches_per_epoch = sampler.num_samples // s.batch_size
-    steps_per_epoch = batches_per_epoch // s.grad_accum
+                        generator=torch.Generator().manual_seed(s.train.seed + d.rank))  # keeps the global RNG for dropout
+    batches_per_epoch = sampler.num_samples // s.axes.batch_size
+    steps_per_epoch = batches_per_epoch // s.train.grad_accum
     if steps_per_epoch < 1:
-        raise ConfigError(f"batch_size {s.batch_size} x grad_accum {s.grad_accum} x world size {d.world} needs "
+        raise ConfigError(f"batch_size {s.axes.batch_size} x grad_accum {s.train.grad_accum} x world size {d.world} needs "
                           f"more windows than the training split has ({len(data.train)})")  # type: ignore[arg-type]  # Dataset: no __len__
     # settings.py requires exactly one of steps and epochs
-    total_steps = s.steps if s.steps is not None else max(1, math.ceil(s.epochs * steps_per_epoch))  # type: ignore[operator]
+    total_steps = s.train.steps if s.train.steps is not None else max(1, math.ceil(s.train.epochs * steps_per_epoch))  # type: ignore[operator]
     validator = Validator(s, data, d, autocast, state)
 
     if state is not None:
@@ -129,7 +129,7 @@ def build(s: Settings, d: Dist, data: sources.Data | None) -> Trainer:
                    scaler=scaler, autocast=autocast, loader=loader, sampler=sampler, workers=workers,
                    threads=threads, clock=clock, comm=comm, ranges=ranges, profile=schedule, grad_bytes=nbytes,
                    link_probe=link_probe, steps_per_epoch=steps_per_epoch, total_steps=total_steps,
-                   tokens_per_sample=data.seq_len or s.window, validator=validator, init_note=init_note,
+                   tokens_per_sample=data.seq_len or s.axes.window, validator=validator, init_note=init_note,
                    hostnames=hostnames, ckpt_path=ckpt_path)
 
 
@@ -153,33 +153,33 @@ def _worker_init(_worker_id: int) -> None:
 
 
 def _autocast(s: Settings, device: torch.device) -> Callable[[], Any]:
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(s.precision)
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(s.axes.precision)
     return lambda: torch.autocast(device.type, dtype=dtype, enabled=dtype is not None)
 
 
 def _optimizer(model: torch.nn.Module, s: Settings) -> tuple[torch.optim.Optimizer, str]:
     """AdamW with weight decay on matrices only; the fused kernel where this torch has one."""
     params = [p for p in model.parameters() if p.requires_grad]
-    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": s.weight_decay},
+    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": s.train.weight_decay},
               {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
     try:
-        return torch.optim.AdamW(groups, lr=s.lr, betas=(0.9, 0.95), fused=True), "fused"
+        return torch.optim.AdamW(groups, lr=s.train.lr, betas=(0.9, 0.95), fused=True), "fused"
     except (RuntimeError, TypeError, ValueError):
-        return torch.optim.AdamW(groups, lr=s.lr, betas=(0.9, 0.95), foreach=True), "foreach"
+        return torch.optim.AdamW(groups, lr=s.train.lr, betas=(0.9, 0.95), foreach=True), "foreach"
 
 
 def _build_model(s: Settings, data: sources.Data, fresh: bool) -> tuple[HeartLanguageModel, str | None]:
     """The model; a fresh fine-tune run copies the encoder of `init_checkpoint` (or says why not)."""
-    seq_len = data.seq_len or s.window  # context tokens (model.context) come before the window
-    cfg = ModelConfig(vocab_size=data.vocab_size, max_len=seq_len, layers=s.layers, d_model=s.d_model,
-                      heads=s.heads, dropout=s.dropout, num_classes=len(data.classes), pool=s.pool,
-                      centre=seq_len - s.window + s.window // 2)
+    seq_len = data.seq_len or s.axes.window  # context tokens (model.context) come before the window
+    cfg = ModelConfig(vocab_size=data.vocab_size, max_len=seq_len, layers=s.model.layers, d_model=s.model.d_model,
+                      heads=s.model.heads, dropout=s.model.dropout, num_classes=len(data.classes), pool=s.model.pool,
+                      centre=seq_len - s.axes.window + s.axes.window // 2)
     model = HeartLanguageModel(cfg)
-    if s.mode != "finetune":
+    if s.axes.mode != "finetune":
         return model, None
-    if not s.init_checkpoint:
+    if not s.train.init_checkpoint:
         return model, "random: no init_checkpoint configured"
-    path = Path(s.init_checkpoint)
+    path = Path(s.train.init_checkpoint)
     if not path.exists():
         return model, f"random: {path} does not exist"
     if not fresh:

@@ -103,7 +103,7 @@ def save_resumable(path: Path, d: Dist, raw: HeartLanguageModel, optimizer: torc
     if d.is_main:
         save(path, {"model": raw.state_dict(), "optimizer": optimizer.state_dict(), "scaler": scaler.state_dict(),
                     "progress": prog.__dict__, "rng": rngs, "model_config": raw.cfg.to_dict(),
-                    "settings": s.as_dict(), "best_model": best_model})
+                    "settings": s.flat(), "best_model": best_model})
     distributed.barrier(d)
     return time.perf_counter() - t0
 
@@ -118,9 +118,9 @@ def restore(state: dict[str, Any], path: Path, s: Settings, d: Dist, raw: torch.
                           "resume with the same layout, or delete the checkpoint to start over")
     saved = state.get("settings", {})
     for key in RESUME_KEYS:
-        if key in saved and saved[key] != getattr(s, key):
+        if key in saved and saved[key] != s.value(key):
             raise ConfigError(f"{path} was written with {key} = {saved[key]!r}, config.json now says "
-                              f"{getattr(s, key)!r}: restore it, or delete the checkpoint to start over")
+                              f"{s.value(key)!r}: restore it, or delete the checkpoint to start over")
     raw.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     scaler.load_state_dict(state["scaler"])

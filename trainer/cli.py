@@ -13,55 +13,25 @@ from pathlib import Path
 from typing import Any
 
 from trainer import rundir
-from trainer.config_keys import BY_NAME, KEYS
+from trainer.config_flags import (
+    UsageError,
+    add_data_flags,
+    add_key_flag,
+    split_from_flags,
+    tokenizer_from_flags,
+)
+from trainer.config_keys import KEYS, ConfigKey, DataKeys, keys_of
 from trainer.environment import is_main_rank
 
-# flag -> (section or None for top level, key, type): the data flags (named as in `hlm-train prepare`),
-# then every model and training key of trainer.config_keys, the table the study file uses too.
-TRAIN_FLAGS: dict[str, tuple[str | None, str, type]] = {
-    "data": (None, "data_path", str),
-    "dataset": (None, "dataset", str),
-    "token_cache": (None, "token_cache", str),
-    **{k.name: (None if k.top_level else k.section, k.name, k.kind) for k in KEYS if k.flag},
-}
-
-
-class UsageError(ValueError):
-    """Bad command line; exit code 2."""
-
-
-CHOICES = {k.name: k.choices for k in KEYS if k.choices}
+# every key with a flag: the data keys of config.json, then every model, axis and training key of the registry
+TRAIN_KEYS: tuple[ConfigKey, ...] = tuple(k for k in (*keys_of("data", DataKeys), *KEYS) if k.flag != "")
 
 
 def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-dir", required=True, type=Path, help="run directory (reads config.json if present)")
-    for name, (section, key, kind) in TRAIN_FLAGS.items():
-        where = f"{section}.{key}" if section else key
-        flag = "--" + name.replace("_", "-")
-        known = BY_NAME.get(name)
-        text = f"{known.help} (config key {where}, default {known.default})" if known else f"config key {where}"
-        if kind is bool:  # --compile / --no-compile, --eval / --no-eval
-            p.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
-        else:
-            p.add_argument(flag, dest=name, type=kind, default=None, choices=CHOICES.get(name), help=text)
-    p.add_argument("--tokenizer", choices=("samples", "beats"), default=None, help="tokenizer name")
-    # Data keys, named as in `hlm-train prepare` and the study file ([data.tokenizer], [data]).
-    p.add_argument("--annotator", metavar="EXT", default=None,
-                   help="annotation file extension (atr, ari, qrs, ...; default auto): tokenizer.annotator")
-    p.add_argument("--lead", default=None, help="samples: lead index or name: tokenizer.lead")
-    p.add_argument("--fs", type=float, default=None, metavar="HZ",
-                   help="samples: resample to this rate (default 360; 0 keeps each record's): tokenizer.fs")
-    p.add_argument("--highpass", type=float, default=None, metavar="HZ",
-                   help="samples: remove baseline wander below this frequency (default 0 = off): "
-                        "tokenizer.highpass_hz")
-    p.add_argument("--records", nargs="+", metavar="RECORD", default=None,
-                   help="only these records of the dataset, separated by commas or spaces: tokenizer.records")
-    p.add_argument("--skip-bad-records", action="store_true", default=None,
-                   help="leave out bad records (listed with their reason in the manifest and train.log)")
-    p.add_argument("--test-records", nargs="+", metavar="RECORD", default=None,
-                   help="the test split, explicitly, separated by commas or spaces: split.test_records")
-    p.add_argument("--patient-pattern", metavar="REGEX", default=None,
-                   help="regular expression extracting the patient id from a record name: split.patient_pattern")
+    for k in TRAIN_KEYS:
+        add_key_flag(p, k, f"config key {k.dest}")
+    add_data_flags(p)
 
 
 def build_config(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
@@ -69,51 +39,29 @@ def build_config(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
     path = args.run_dir / rundir.CONFIG_FILE
     fresh = not path.exists()
     config: dict[str, Any] = {} if fresh else rundir.read_config(args.run_dir)
-    for name, (section, key, _kind) in TRAIN_FLAGS.items():
-        value = getattr(args, name)
+    for k in TRAIN_KEYS:
+        value = getattr(args, k.name)
         if value is None:
             continue
+        section, _, name = k.dest.rpartition(".")
         target = config.setdefault(section, {}) if section else config
         if not isinstance(target, dict):
             raise UsageError(f"{path}: {section} must be an object")
-        target[key] = value
-        if name == "steps":
-            target.pop("epochs", None)
-        elif name == "epochs":
-            target.pop("steps", None)
-    if args.tokenizer is not None:
-        config.setdefault("tokenizer", {})["name"] = args.tokenizer
-    _apply_data_flags(args, config)
+        target[name] = value
+        if name in ("steps", "epochs"):  # one of them describes the work
+            target.pop("epochs" if name == "steps" else "steps", None)
+    tokenizer = tokenizer_from_flags(args)
+    if tokenizer:
+        config.setdefault("tokenizer", {}).update(tokenizer)
+    if args.skip_bad_records:
+        config["skip_bad_records"] = True
+    split = split_from_flags(args)
+    if split is not None:
+        config["split"] = split
     train = config.get("train", {})
     if fresh and train.get("steps") is None and train.get("epochs") is None:
         raise UsageError(f"{path} does not exist: give --steps or --epochs (and other flags) to describe the run")
     return config, fresh
-
-
-def _apply_data_flags(args: argparse.Namespace, config: dict[str, Any]) -> None:
-    """--annotator/--lead/--records go to the tokenizer table, --test-records/--patient-pattern to split."""
-    lead = args.lead
-    if lead is not None and lead.isdigit():
-        lead = int(lead)
-    fs = int(args.fs) if args.fs is not None and float(args.fs).is_integer() else args.fs
-    from trainer.data.splits import record_names  # `--records 100,101` and `--records 100 101` alike
-
-    try:
-        records = None if args.records is None else record_names(args.records)
-        test_records = None if args.test_records is None else record_names(args.test_records, "--test-records")
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    for key, value in (("annotator", args.annotator), ("lead", lead), ("records", records), ("fs", fs),
-                       ("highpass_hz", args.highpass)):
-        if value is not None:
-            config.setdefault("tokenizer", {})[key] = value
-    if args.skip_bad_records:
-        config["skip_bad_records"] = True
-    if test_records is not None or args.patient_pattern is not None:
-        if test_records is not None and args.patient_pattern is not None:
-            raise UsageError("--test-records and --patient-pattern exclude each other")
-        config["split"] = ({"test_records": test_records} if test_records is not None
-                           else {"patient_pattern": args.patient_pattern})
 
 
 def cmd_train(args: argparse.Namespace) -> int:

@@ -1,44 +1,25 @@
-"""The trainer's model and training keys, declared once: type, default, allowed values, help.
+"""Every key a study can say, declared once: type, default, bounds, unit, help, and for a sweep axis how it
+shows (table column, filter names, configuration label). torchtitan keeps one JobConfig; this is ours.
 
-The study file's [model] and [train] tables (cockpit.spec), the trainer's reading of config.json
-(trainer.settings) and the flags of `hlm-train train` (trainer.cli) are all built from this table, so a key
-and its default exist in one place. Pure Python (the cockpit imports it; no torch).
+The trainer's own sections ([model], [train] and the sweep axes) are dataclasses whose fields carry their rules
+(`key(...)`): `trainer.settings.Settings` nests them, typed, and `trainer.model.ModelConfig` takes the [model]
+table's defaults. The rest of a study file ([study], [cluster], [data], a dataset's table, a tokenizer table)
+are tables of the same `ConfigKey`. Everything else is derived from here: the study spec (cockpit.spec), the
+plan, config.json (trainer.settings), the flags of `hlm-train train` and `prepare` (trainer.config_flags), the
+configuration label, the TUI's and the report's columns and the filter's field names. A value is judged by
+one function, `ConfigKey.problem`, on the laptop and in the trainer, in the same words. Pure Python (the
+cockpit imports it; no torch).
 
-Data keys (dataset, tokenizer, split, ...) and the run's identity are not here: they have their own tables.
+Long because it is a table, one entry per key; the machinery above the tables is short.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any
-
-
-@dataclass(frozen=True)
-class ConfigKey:
-    """One key. ``kind`` is int, float (any number), str or bool; ``default`` None means unset (optional,
-    or the trainer works it out: see ``help``). ``top_level``: config.json keeps it beside "model" and
-    "train" (a sweep axis), though the study sets its default in [train]."""
-
-    section: str  # "model" or "train": the study table (and config.json section unless top_level)
-    name: str
-    kind: type
-    default: Any = None
-    help: str = ""
-    choices: tuple[str, ...] | None = None
-    minimum: float | None = None
-    top_level: bool = False
-    study: bool = True  # settable in a study file (False: test hooks of the trainer only)
-    flag: bool = True  # `hlm-train train --name` sets it
-
-    @property
-    def dest(self) -> str:
-        """Where config.json holds it: "window" or "train.lr"."""
-        return self.name if self.top_level else f"{self.section}.{self.name}"
-
-
-def _k(section: str, name: str, kind: type, default: Any = None, help: str = "", **kw: Any) -> ConfigKey:
-    return ConfigKey(section, name, kind, default, help, **kw)
-
 
 MODES = ("foundation", "finetune")
 PRECISIONS = ("fp32", "bf16", "fp16")
@@ -48,75 +29,386 @@ CONTEXTS = ("none", "rr")  # tokens before each window: trainer.data.rr_context
 WAVEFORMS = ("raw", "diff")  # what a samples window holds: trainer.data.beat_template
 POOLS = ("mean", "centre")  # trainer.model
 CLASS_WEIGHTS = ("balanced", "sqrt", "none")
+TOKENIZERS = ("samples", "beats")
+N_SPECIAL = 4  # pad, mask, cls, sep: trainer.data.tokenizer_keys.SPECIAL_TOKENS
 
-KEYS: tuple[ConfigKey, ...] = (
-    # the model
-    _k("model", "layers", int, 4, "transformer layers", minimum=1),
-    _k("model", "d_model", int, 128, "width of the model (divisible by heads)", minimum=8),
-    _k("model", "heads", int, 4, "attention heads", minimum=1),
-    _k("model", "dropout", float, 0.0, "dropout probability, in [0, 1)", minimum=0),
-    _k("model", "context", str, "none", "'rr': RR-interval tokens of the centre beat before each window",
-       choices=CONTEXTS),
-    _k("model", "waveform", str, "raw", "samples windows as tokenized ('raw') or minus the patient's template "
-       "beat ('diff')", choices=WAVEFORMS),
-    _k("model", "pool", str, "mean", "fine-tune head input: 'mean' over positions or the 'centre' beat's",
-       choices=POOLS),
-    # sweep axes: defaults for the axes a study does not sweep; top-level keys of config.json
-    _k("train", "mode", str, "foundation", "foundation (masked-span prediction) or finetune (classification)",
-       choices=MODES, top_level=True),
-    _k("train", "window", int, 256, "tokens per training window", minimum=2, top_level=True),
-    _k("train", "precision", str, "fp32", "numeric precision of the forward pass", choices=PRECISIONS,
-       top_level=True),
-    _k("train", "batch_size", int, 32, "windows per worker per step", minimum=1, top_level=True),
-    _k("train", "cpus_per_task", int, None, "CPU cores per worker (default: SLURM_CPUS_PER_TASK, else 1; a "
-       "study's matrix uses 1)", minimum=1, top_level=True),
-    # training
-    _k("train", "steps", int, None, "optimizer steps (give steps or epochs)", minimum=1),
-    _k("train", "epochs", float, None, "passes over the training split (give steps or epochs)", minimum=0),
-    _k("train", "lr", float, 3e-4, "peak learning rate (AdamW)", minimum=0),
-    _k("train", "weight_decay", float, 0.01, "AdamW weight decay", minimum=0),
-    _k("train", "warmup_steps", int, 0, "linear warm-up steps", minimum=0),
-    _k("train", "seed", int, 0, "random seed"),
-    _k("train", "grad_accum", int, 1, "micro-batches per optimizer step", minimum=1),
-    _k("train", "compile", bool, False, "torch.compile the model"),
-    _k("train", "device", str, "auto", "where to train: auto takes a GPU when there is one", choices=DEVICES),
-    _k("train", "metrics_interval_s", float, 5.0, "seconds between metrics.jsonl records", minimum=0),
-    _k("train", "nvml_interval_ms", int, 500, "milliseconds between GPU samples (gpu.jsonl)", minimum=10),
-    _k("train", "eval", bool, True, "evaluate on the test split at the end"),
-    _k("train", "task", str, "beat", "fine-tune labels: beat classes or rhythm classes", choices=TASKS),
-    _k("train", "init_checkpoint", str, None, "weights to start from (a fine-tune: its foundation's model.pt)"),
-    _k("train", "mask_ratio", float, 0.15, "foundation: share of tokens masked, in (0, 1)", minimum=0),
-    _k("train", "mask_span", int, 8, "foundation: tokens per masked span", minimum=1),
-    _k("train", "num_workers", int, None, "DataLoader workers (default: cpus_per_task - 1)", minimum=0),
-    _k("train", "grad_clip", float, 1.0, "gradient norm clip (0 = off)", minimum=0),
-    _k("train", "class_weights", str, "balanced", "fine-tune loss weights per class", choices=CLASS_WEIGHTS),
-    _k("train", "val_fraction", float, 0.0, "fine-tune: share of training patients held out for validation",
-       minimum=0),
-    _k("train", "val_every", int, 200, "fine-tune: validate every this many steps (and after the last)",
-       minimum=1),
-    _k("train", "patience", int, 0, "fine-tune: stop after this many validations without a better macro-F1 "
-       "(0 = never)", minimum=0),
-    _k("train", "bucket_cap_mb", float, None, "DDP gradient bucket size in MB (default: DDP's 25)", minimum=0),
+_WORDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false", list: "a list",
+          dict: "a table"}
+
+
+@dataclass(frozen=True)
+class Axis:
+    """How a sweep axis shows: its column header (unit included), the names the filter takes for it (the
+    header's word first), and its tag in the configuration label ("w{}" -> `w256`)."""
+
+    header: str
+    names: tuple[str, ...]
+    tag: str = "{}"
+    words: str = "{}"  # a value in a sentence: "window 256", "4 CPUs/task"
+    scale: bool = False  # gpus_per_node, nodes: their product is a run's N
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One key. ``kind`` holds the accepted types (a float key takes an integer too); ``default`` None means
+    unset (optional, or worked out: see ``help``). Bounds: ``minimum`` <= value <= ``maximum``, ``above`` <
+    value < ``below``. ``top_level``: config.json keeps it beside "model" and "train" (a sweep axis)."""
+
+    section: str  # the study table: model, train, sweep, study, cluster, data, dataset, tokenizer, run
+    name: str
+    kind: tuple[type, ...]
+    default: Any = None
+    help: str = ""
+    choices: tuple[Any, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    above: float | None = None
+    below: float | None = None
+    unit: str = ""
+    top_level: bool = False
+    study: bool = True  # settable in a study file (False: config.json or test hooks only)
+    flag: str | None = None  # the `hlm-train` flag without "--" ("" : none; None: the name with dashes)
+    required: bool = False
+    axis: Axis | None = None
+    tokenizers: tuple[str, ...] = ()  # a tokenizer key: the tokenizers that read it
+    rule: Callable[[Any], bool] | None = None  # a rule the bounds cannot say; `expected` words it
+    expected_words: str = ""
+
+    @property
+    def dest(self) -> str:
+        """Where config.json holds it: "window" or "train.lr"."""
+        return self.name if self.top_level or self.section in ("sweep", "run", "data") else f"{self.section}.{self.name}"
+
+    @property
+    def flag_name(self) -> str:
+        return self.name.replace("_", "-") if self.flag is None else self.flag
+
+    @property
+    def expected(self) -> str:
+        """What a value must be, in the words every refusal uses: `an integer >= 2`, `a number in [0, 1)`."""
+        if self.expected_words:
+            return self.expected_words
+        if self.choices is not None:
+            return "one of " + ", ".join(map(str, self.choices))
+        what = " or ".join(_WORDS.get(t, t.__name__) for t in self.kind)
+        lo = f"[{self.minimum:g}" if self.minimum is not None else f"({self.above:g}" if self.above is not None else None
+        hi = f"{self.maximum:g}]" if self.maximum is not None else f"{self.below:g})" if self.below is not None else None
+        if lo and hi:
+            return f"{what} in {lo}, {hi}"
+        if lo:
+            return f"{what} {'>=' if lo[0] == '[' else '>'} {lo[1:]}"
+        if hi:
+            return f"{what} {'<=' if hi[-1] == ']' else '<'} {hi[:-1]}"
+        return what
+
+    def accepts_type(self, value: Any) -> bool:
+        if isinstance(value, bool):
+            return bool in self.kind
+        if isinstance(value, int) and float in self.kind:
+            return True
+        return isinstance(value, self.kind)
+
+    def problem(self, value: Any) -> str | None:
+        """None when the value is allowed, else `expected <what>, got <value>` (None is unset: allowed)."""
+        if value is None:
+            return None
+        if not self.accepts_type(value):
+            return f"expected {self.expected}, got {value!r}"
+        ok = True
+        if self.choices is not None:
+            ok = value in self.choices
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            ok = math.isfinite(value) and (
+                (self.minimum is None or value >= self.minimum) and (self.maximum is None or value <= self.maximum)
+                and (self.above is None or value > self.above) and (self.below is None or value < self.below))
+        if ok and self.rule is not None:
+            ok = self.rule(value)
+        return None if ok else f"expected {self.expected}, got {value!r}"
+
+
+def key(default: Any = None, help: str = "", **rules: Any) -> Any:
+    """A field of a section dataclass with its rules (ConfigKey's fields, minus section, name and kind)."""
+    return field(default=default, metadata={"rules": {"help": help, **rules}})
+
+
+def _kind(hint: Any) -> tuple[type, ...]:
+    """`int | None` -> (int,); `int | str` -> (int, str); `float` -> (float,)."""
+    args = typing.get_args(hint)
+    kinds = tuple(a for a in args if a is not type(None)) if args else (hint,)
+    return tuple(typing.get_origin(k) or k for k in kinds)
+
+
+def keys_of(section: str, cls: type, **common: Any) -> tuple[ConfigKey, ...]:
+    """The ConfigKeys of a section dataclass, in field order."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in fields(cls):
+        rules: dict[str, Any] = dict(f.metadata.get("rules", {}))
+        default = None if f.default is MISSING else f.default
+        out.append(ConfigKey(section, f.name, _kind(hints[f.name]), default, **{**common, **rules}))
+    return tuple(out)
+
+
+# --- the trainer's sections: dataclasses that trainer.settings.Settings nests ---------------------------------
+
+@dataclass(frozen=True)
+class ModelKeys:
+    """[model]: the architecture (config.json "model")."""
+
+    layers: int = key(4, "transformer layers", minimum=1)
+    d_model: int = key(128, "width of the model (divisible by heads)", minimum=8)
+    heads: int = key(4, "attention heads", minimum=1)
+    dropout: float = key(0.0, "dropout probability", minimum=0, below=1)
+    context: str = key("none", "'rr': RR-interval tokens of the centre beat before each window", choices=CONTEXTS)
+    waveform: str = key("raw", "samples windows as tokenized ('raw') or minus the patient's template beat "
+                        "('diff')", choices=WAVEFORMS)
+    pool: str = key("mean", "fine-tune head input: 'mean' over positions or the 'centre' beat's", choices=POOLS)
+
+
+@dataclass(frozen=True)
+class AxisKeys:
+    """The sweep axes: a configuration is one value of each. config.json keeps them at its top level; a study
+    sweeps them in [sweep] and sets the default of those in [train] there. The field order is the matrix's."""
+
+    dataset: str = key("synthetic", "the dataset's name in [data.datasets] (standalone: the data folder's name)",
+                       study=False,
+                       axis=Axis("dataset", ("dataset",)))
+    mode: str = key("foundation", "foundation (masked-span prediction) or finetune (classification)",
+                    choices=MODES, axis=Axis("mode", ("mode",)))
+    window: int = key(256, "tokens per training window", minimum=2, unit="tokens",
+                      axis=Axis("window", ("window", "w"), "w{}", "window {}"))
+    precision: str = key("fp32", "numeric precision of the forward pass", choices=PRECISIONS,
+                         axis=Axis("precision", ("prec", "precision")))
+    batch_size: int = key(32, "windows per worker per step", minimum=1, unit="windows",
+                          axis=Axis("batch", ("batch", "batch_size"), "b{}", "batch {}"))
+    cpus_per_task: int | None = key(None, "CPU cores per worker (default: SLURM_CPUS_PER_TASK, else 1; a "
+                                    "study's matrix uses 1)", minimum=1, unit="cores",
+                                    axis=Axis("CPUs/task", ("cpus", "cpus/task", "cpus_per_task", "cpu"), "c{}",
+                                              "{} CPUs/task"))
+    gpus_per_node: int = key(1, "workers (GPUs) per node", minimum=1, study=False, flag="",
+                             axis=Axis("GPUs/node", ("gpus", "gpus_per_node", "gpus/node"), scale=True))
+    nodes: int = key(1, "nodes", minimum=1, study=False, flag="", axis=Axis("nodes", ("nodes",), scale=True))
+
+
+@dataclass(frozen=True)
+class TrainKeys:
+    """[train]: the run (config.json "train")."""
+
+    steps: int | None = key(None, "optimizer steps (give steps or epochs)", minimum=1)
+    epochs: float | None = key(None, "passes over the training split (give steps or epochs)", above=0)
+    lr: float = key(3e-4, "peak learning rate (AdamW)", above=0)
+    weight_decay: float = key(0.01, "AdamW weight decay", minimum=0)
+    warmup_steps: int = key(0, "linear warm-up steps", minimum=0)
+    seed: int = key(0, "random seed")
+    grad_accum: int = key(1, "micro-batches per optimizer step", minimum=1)
+    compile: bool = key(False, "torch.compile the model")
+    device: str = key("auto", "where to train: auto takes a GPU when there is one", choices=DEVICES)
+    metrics_interval_s: float = key(5.0, "seconds between metrics.jsonl records", above=0, unit="s")
+    nvml_interval_ms: int = key(500, "milliseconds between GPU samples (gpu.jsonl)", minimum=10, unit="ms")
+    eval: bool = key(True, "evaluate on the test split at the end")
+    task: str = key("beat", "fine-tune labels: beat classes or rhythm classes", choices=TASKS)
+    init_checkpoint: str | None = key(None, "weights to start from (a fine-tune: its foundation's model.pt)")
+    mask_ratio: float = key(0.15, "foundation: share of tokens masked", above=0, below=1)
+    mask_span: int = key(8, "foundation: tokens per masked span", minimum=1)
+    num_workers: int | None = key(None, "DataLoader workers (default: cpus_per_task - 1)", minimum=0)
+    grad_clip: float = key(1.0, "gradient norm clip (0 = off)", minimum=0)
+    class_weights: str = key("balanced", "fine-tune loss weights per class", choices=CLASS_WEIGHTS)
+    val_fraction: float = key(0.0, "fine-tune: share of training patients held out for validation", minimum=0,
+                              below=1)
+    val_every: int = key(200, "fine-tune: validate every this many steps (and after the last)", minimum=1)
+    patience: int = key(0, "fine-tune: stop after this many validations without a better macro-F1 (0 = never)",
+                        minimum=0)
+    bucket_cap_mb: float | None = key(None, "DDP gradient bucket size in MB (default: DDP's 25)", above=0,
+                                      unit="MB")
     # torch.profiler, torchtitan-style: cycles of wait, warmup and active steps (torch.profiler.schedule), each
     # recorded into traces/ per rank; unset profile_active = no profiler at all (docs/training.md, "Profiling")
-    _k("train", "profile_active", int, None, "torch.profiler: steps recorded per cycle into traces/ of the run "
-       "directory, one Chrome trace per rank (default: no profiling)", minimum=1),
-    _k("train", "profile_wait", int, None, "torch.profiler: steps left alone before each cycle (default 1: the "
-       "first step holds loader start and compilation)", minimum=0),
-    _k("train", "profile_warmup", int, None, "torch.profiler: steps run under the profiler and discarded before "
-       "the recorded ones (default 1)", minimum=0),
-    _k("train", "profile_repeat", int, None, "torch.profiler: cycles to record (default 1; 0 = until the run "
-       "ends)", minimum=0),
+    profile_active: int | None = key(None, "torch.profiler: steps recorded per cycle into traces/ of the run "
+                                     "directory, one Chrome trace per rank (default: no profiling)", minimum=1)
+    profile_wait: int | None = key(None, "torch.profiler: steps left alone before each cycle (default 1: the "
+                                   "first step holds loader start and compilation)", minimum=0)
+    profile_warmup: int | None = key(None, "torch.profiler: steps run under the profiler and discarded before "
+                                     "the recorded ones (default 1)", minimum=0)
+    profile_repeat: int | None = key(None, "torch.profiler: cycles to record (default 1; 0 = until the run ends)",
+                                     minimum=0)
     # test hooks: make one rank slower by a host sleep inside each step's compute (a known straggler)
-    _k("train", "test_slow_rank", int, None, "test only: the rank that sleeps", study=False, flag=False),
-    _k("train", "test_slow_step_s", float, 0.0, "test only: its sleep per step", minimum=0, study=False,
-       flag=False),
+    test_slow_rank: int | None = key(None, "test only: the rank that sleeps", study=False, flag="")
+    test_slow_step_s: float = key(0.0, "test only: its sleep per step", minimum=0, study=False, flag="")
+
+
+@dataclass(frozen=True)
+class RunKeys:
+    """The run's identity in config.json, written by the cockpit (not a study key)."""
+
+    study: str = key("", "the study's name", study=False, flag="")
+    config_id: str = key("standalone", "the configuration's digest", study=False, flag="")
+    group_id: str = key("standalone", "its scale group's digest", study=False, flag="")
+
+
+@dataclass(frozen=True)
+class DataKeys:
+    """The data keys of config.json, written by the cockpit from the study's [data] tables."""
+
+    data_path: str | None = key(None, "a PhysioNet-style folder (RECORDS file or *.hea); unset: synthetic",
+                                study=False, flag="data")
+    tokenizer: dict = key(None, "the tokenizer table (see TOKENIZER_KEYS)", study=False, flag="")
+    token_cache: str | None = key(None, "token cache root", study=False)
+    prepare_workers: int = key(1, "processes tokenizing, one record each at a time", minimum=1, study=False,
+                               flag="")
+    synthetic_params: dict | None = key(None, "the generator's records, seconds and seed", study=False, flag="")
+    skip_bad_records: bool = key(False, "leave out bad records (listed with their reason in the manifest and "
+                                 "train.log)", study=False, flag="")
+    split: dict | None = key(None, "{test_records: [...]} or {patient_pattern: ...}; unset: the default split",
+                             study=False, flag="")
+
+
+def _is_annotator(v: Any) -> bool:
+    return v.replace("_", "").isalnum()
+
+
+# the tokenizer table ([data.tokenizer], a dataset's tokenizer, config.json "tokenizer"); trainer.data.
+# tokenizer_keys validates a whole table with these (plus rr_max_ms > rr_min_ms)
+_S, _B = ("samples",), ("beats",)
+_TOKENIZER: tuple[tuple[str, tuple[type, ...], Any, dict[str, Any]], ...] = (
+    ("name", (str,), "samples", {"help": "samples (one token per sample) or beats (one per beat)",
+                                 "choices": TOKENIZERS, "flag": "tokenizer"}),
+    ("vocab", (int,), 256, {"help": "samples: amplitude bins", "minimum": 2, "maximum": 65535 - N_SPECIAL,
+                            "tokenizers": _S}),
+    ("quantizer", (str,), "mulaw", {"help": "samples: uniform or mulaw bins", "choices": ("uniform", "mulaw"),
+                                    "tokenizers": _S}),
+    ("mu", (float,), 15, {"help": "samples: mu-law compression", "above": 0, "tokenizers": _S}),
+    ("lead", (int, str), 0, {"help": "samples: lead index or name", "tokenizers": _S,
+                             "expected_words": "a lead index or name"}),
+    ("fs", (float,), 360, {"help": "samples: resample to this rate (0 keeps each record's)", "minimum": 0,
+                           "unit": "Hz", "tokenizers": _S,
+                           "expected_words": "a sampling rate in Hz (0 keeps each record's own)"}),
+    ("clip_percentile", (float,), 0.1, {"help": "samples: amplitude percentile clipped at each end",
+                                        "minimum": 0, "below": 50, "tokenizers": _S}),
+    ("margin", (float,), 0.1, {"help": "samples: headroom beyond the clipped range", "minimum": 0, "maximum": 10,
+                               "tokenizers": _S}),
+    ("highpass_hz", (float,), 0.0, {"help": "samples: remove baseline wander below this frequency (0 = off)",
+                                    "minimum": 0, "below": 20, "unit": "Hz", "tokenizers": _S, "flag": "highpass",
+                                    "expected_words": "a cut-off in Hz in [0, 20) (0 = off)"}),
+    ("annotator", (str,), "auto", {"help": "annotation file extension (atr, ari, qrs, ...; auto finds one)",
+                                   "tokenizers": ("samples", "beats"), "rule": _is_annotator,
+                                   "expected_words": "an annotator extension such as 'atr', 'ari' or 'auto'"}),
+    ("rr_bins", (int,), 16, {"help": "beats: RR-interval bins", "minimum": 2, "maximum": 4096, "tokenizers": _B}),
+    ("rr_min_ms", (float,), 200, {"help": "beats: shortest RR interval binned", "above": 0, "unit": "ms",
+                                  "tokenizers": _B}),
+    ("rr_max_ms", (float,), 2000, {"help": "beats: longest RR interval binned (above rr_min_ms)", "above": 0,
+                                   "unit": "ms", "tokenizers": _B}),
+    ("records", (list,), None, {"help": "only these records of the dataset, separated by commas or spaces"}),
+)
+TOKENIZER_KEYS = tuple(ConfigKey("tokenizer", name, kind, default, **rules) for name, kind, default, rules in _TOKENIZER)
+
+# --- the study file's other tables (the cockpit reads them; the trainer never does) -----------------------------
+
+STUDY_KEYS = (
+    ConfigKey("study", "name", (str,), required=True, help="1-64 letters, digits, '_', '.', '-'"),
+    ConfigKey("study", "description", (str,), ""),
+)
+_CLUSTER: tuple[tuple[str, tuple[type, ...], Any, dict[str, Any]], ...] = (
+    ("kind", (str,), "local", {"choices": ("local", "slurm")}),
+    ("site", (str,), "generic", {"help": "site profile: generic, meluxina or a file"}),
+    ("ssh_host", (str,), None, {"help": "an ~/.ssh/config alias"}),
+    ("host", (str,), None, {}),
+    ("port", (int,), None, {"minimum": 1, "help": "None: from ~/.ssh/config, else 22"}),
+    ("user", (str,), None, {}),
+    ("known_hosts", (str,), None, {}),
+    ("identity_file", (str,), None, {}),
+    ("account", (str,), None, {}),
+    ("qos", (str,), None, {}),
+    ("partition", (str,), None, {}),
+    ("time_limit", (str, int), "01:00:00", {"help": "a Slurm time or whole minutes"}),
+    ("expected_minutes", (float,), None, {"minimum": 0, "unit": "min"}),
+    ("modules", (list,), [], {}),
+    ("workdir", (str,), None, {}),
+    ("container", (str,), "", {}),
+    ("container_binds", (list,), [], {}),
+    ("gpus_per_node", (int,), 1, {"minimum": 1}),
+    ("cores_per_node", (int,), None, {"minimum": 1}),
+    ("max_concurrent_jobs", (int,), 4, {"minimum": 1}),
+    ("node_hour_budget", (float,), None, {"minimum": 0, "unit": "node-hours"}),
+    ("hint_nomultithread", (bool,), False, {}),
+    ("signal_seconds", (int,), 120, {"minimum": 0, "unit": "s"}),
+    ("gres_style", (str,), "gpus-per-node", {"choices": ("gpus-per-node", "gres")}),
+    ("rdzv_port", (int,), 29500, {"minimum": 1}),
+    ("python", (str,), "python3", {}),
+    ("env", (dict,), {}, {}),
+)
+CLUSTER_KEYS = tuple(ConfigKey("cluster", name, kind, default, **rules) for name, kind, default, rules in _CLUSTER)
+_SPLIT = (
+    ConfigKey("data", "test_records", (list,), help="the test split, explicitly"),
+    ConfigKey("data", "patient_pattern", (str,), help="regular expression extracting the patient id"),
+)
+DATA_KEYS = (
+    ConfigKey("data", "datasets", (dict,), {}),
+    ConfigKey("data", "tokenizer", (dict,), {}),
+    ConfigKey("data", "token_cache", (str,)),
+    ConfigKey("data", "prepare_workers", (int,), 1, minimum=1),
+    ConfigKey("data", "skip_bad_records", (bool,), False),
+    *_SPLIT,
+)
+DATASET_KEYS = (  # a table of [data.datasets]
+    ConfigKey("dataset", "path", (str,)),
+    ConfigKey("dataset", "synthetic", (bool,), False),
+    ConfigKey("dataset", "tokenizer", (dict,), {}),
+    ConfigKey("dataset", "records", (int,), 8, minimum=1),
+    ConfigKey("dataset", "seconds", (float,), 300, minimum=1, unit="s"),
+    ConfigKey("dataset", "seed", (int,), 0),
+    ConfigKey("dataset", "skip_bad_records", (bool,)),
+    *(ConfigKey("dataset", k.name, k.kind, help=k.help) for k in _SPLIT),
 )
 
+# --- derived ---------------------------------------------------------------------------------------------
+
+# an axis a study may default in [train] has section "train"; dataset, gpus_per_node and nodes only [sweep]
+AXIS_KEYS = tuple(replace(k, section="train" if k.study else "sweep") for k in keys_of("", AxisKeys, top_level=True))
+KEYS: tuple[ConfigKey, ...] = (*keys_of("model", ModelKeys), *AXIS_KEYS, *keys_of("train", TrainKeys))
 BY_NAME: dict[str, ConfigKey] = {k.name: k for k in KEYS}
 DEFAULTS: dict[str, Any] = {k.name: k.default for k in KEYS}
+AXES: tuple[str, ...] = tuple(k.name for k in AXIS_KEYS)
+SCALE_AXES: tuple[str, ...] = tuple(k.name for k in AXIS_KEYS if k.axis and k.axis.scale)
+AXIS: dict[str, Axis] = {k.name: k.axis for k in AXIS_KEYS if k.axis}
+TOKENIZER: dict[str, ConfigKey] = {k.name: k for k in TOKENIZER_KEYS}
+# the order a configuration is shown in (its label, the tables' identity columns): "scale" = nodes x workers
+LABEL_ORDER = ("dataset", "mode", "window", "scale", "cpus_per_task", "precision", "batch_size")
+assert set(LABEL_ORDER) - {"scale"} == set(AXES) - set(SCALE_AXES), "every axis has its place in LABEL_ORDER"
 
 
 def section_keys(section: str, *, study: bool | None = None) -> list[ConfigKey]:
     """The keys of one study table ("model" or "train"), optionally only those a study may set."""
     return [k for k in KEYS if k.section == section and (study is None or k.study == study)]
+
+
+def tokenizer_defaults(name: str) -> dict[str, Any]:
+    """Every parameter of one tokenizer with its default."""
+    return {k.name: k.default for k in TOKENIZER_KEYS if name in k.tokenizers}
+
+
+def config_label(values: Mapping[str, Any]) -> str:
+    """Short human name of a configuration, every axis in it: `mitdb foundation w256 1x2 c4 bf16 b32`.
+
+    The one label of the plan, the batch scripts, the TUI and the headless run (values of a stored
+    configuration may lack an axis: it shows as '?'; a scale axis as 1)."""
+    def tag(name: str) -> str:
+        if name == "scale":
+            return "x".join(str(values.get(a, 1)) for a in reversed(SCALE_AXES))
+        return AXIS[name].tag.format(values.get(name, "?"))
+
+    return " ".join(tag(name) for name in LABEL_ORDER)
+
+
+def check_model(values: Mapping[str, Any]) -> str | None:
+    """The [model] rule across keys: None, or what is wrong, in the words spec and trainer share."""
+    if values["d_model"] % values["heads"]:
+        return f"model.d_model ({values['d_model']}) must be divisible by model.heads ({values['heads']})"
+    return None
+
+
+def check_train(values: Mapping[str, Any]) -> str | None:
+    """The [train] rule across keys: a fixed amount of work to time."""
+    given = [name for name in ("steps", "epochs") if values.get(name) is not None]
+    if len(given) != 1:
+        return f"train: give exactly one of steps or epochs ({'both are' if given else 'neither is'} set)"
+    return None
+

@@ -52,9 +52,9 @@ def member_settings(run_dir: Path) -> tuple[Settings, dict[str, Any]]:
         s = from_config(run_dir, rundir.read_config(run_dir), str(config_path))
     except rundir.RunDirError as exc:
         raise ConfigError(str(exc)) from exc
-    if s.mode != "finetune":
+    if s.axes.mode != "finetune":
         raise ConfigError(f"{config_path}: mode: expected 'finetune' (an ensemble averages classifiers), found "
-                          f"{s.mode!r}")
+                          f"{s.axes.mode!r}")
     result = rundir.read_result(run_dir)
     if not result or result.get("status") != "completed":
         raise ConfigError(f"{run_dir / rundir.RESULT_FILE}: expected a completed run's result, found "
@@ -69,7 +69,7 @@ def check_same_windows(runs: list[tuple[Path, Settings]]) -> None:
     (first_dir, first), rest = runs[0], runs[1:]
     for run_dir, s in rest:
         for key in SAME_TEST_WINDOWS:
-            a, b = getattr(first, key), getattr(s, key)
+            a, b = first.value(key), s.value(key)
             if a != b:
                 raise ConfigError(f"{run_dir / rundir.CONFIG_FILE}: {key} = {b!r}, but {first_dir / rundir.CONFIG_FILE} "
                                   f"has {a!r}: the members of an ensemble must score the same test windows")
@@ -100,7 +100,7 @@ def score(out: Path, members: list[Path], device: str = "auto") -> dict[str, Any
     summary = {
         "schema_version": rundir.SCHEMA_VERSION,
         "how": "mean of the members' class probabilities",
-        "members": [{"run_dir": str(m), "seed": s.seed, "eval": {k: r["eval"].get(k) for k in
+        "members": [{"run_dir": str(m), "seed": s.train.seed, "eval": {k: r["eval"].get(k) for k in
                                                                  ("macro_f1", "macro_f1_nsvf", "accuracy",
                                                                   "sensitivity")}}
                     for m, s, r in runs],

@@ -61,15 +61,15 @@ def train_loop(t: Trainer, stop: StopSignal, launch: float) -> LoopEnd:
     """Train from prog.step to t.total_steps, or to the step all ranks agree to stop at after a signal
     (StopVote). Updates t.prog: T, its breakdown, the position, the profiled steps."""
     s, d, prog, total = t.s, t.d, t.prog, t.total_steps
-    nvml = NvmlSampler(s.run_dir / rundir.GPU_FILE, s.nvml_interval_ms).start() if d.is_local_main else None
+    nvml = NvmlSampler(s.run_dir / rundir.GPU_FILE, s.train.nvml_interval_ms).start() if d.is_local_main else None
     if d.is_main:
         log.info("world %d on %s, device %s, backend %s, %d loader workers, %d threads, %s AdamW, "
                  "%d parameters, %d steps (%d per epoch)", d.world, ",".join(t.hostnames), d.device, d.backend,
                  t.workers, t.threads, t.opt_kind, t.raw.num_parameters(), total, t.steps_per_epoch)
-    meter = IntervalMeter(s.run_dir / rundir.METRICS_FILE, d.rank, s.metrics_interval_s, d.device, total)
+    meter = IntervalMeter(s.run_dir / rundir.METRICS_FILE, d.rank, s.train.metrics_interval_s, d.device, total)
     breakdown = Breakdown()
     vote = StopVote(d)
-    t.sampler.set_position(prog.epoch, prog.batch_in_epoch * s.batch_size)
+    t.sampler.set_position(prog.epoch, prog.batch_in_epoch * s.axes.batch_size)
     batches = Batches(t)
     profiler = None
     if t.profile is not None:
@@ -88,11 +88,11 @@ def train_loop(t: Trainer, stop: StopSignal, launch: float) -> LoopEnd:
                 lr = lr_at(prog.step, total, s)
                 step = train_step(t, batches, prog, lr)
                 prog.step += 1
-                prog.samples += s.batch_size * s.grad_accum * d.world
+                prog.samples += s.axes.batch_size * s.train.grad_accum * d.world
                 now = time.perf_counter()
                 breakdown.add_step(now - t_prev, step.data_wait, step.compute, step.comm, step.optimizer)
                 meter.add(now - t_prev, step.data_wait, step.compute, step.comm, step.optimizer, step.loss,
-                          s.batch_size * s.grad_accum, t.tokens_per_sample)
+                          s.axes.batch_size * s.train.grad_accum, t.tokens_per_sample)
                 meter.maybe_emit(step=prog.step, epoch=prog.epoch, lr=lr,
                                  train_time_s=prog.train_time_s + now - t_begin)
                 if prog.step == 1:

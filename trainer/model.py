@@ -14,7 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainer.config_keys import DEFAULTS, POOLS
+from trainer.config_keys import BY_NAME, ModelKeys, check_model
+
+_M = ModelKeys()  # the [model] table's defaults
 
 IGNORE_INDEX = -100
 
@@ -25,27 +27,28 @@ class ModelConfig:
 
     vocab_size: int
     max_len: int
-    # the architecture keys' defaults are the key table's (trainer/config_keys.py), never a second copy
-    layers: int = DEFAULTS["layers"]
-    d_model: int = DEFAULTS["d_model"]
-    heads: int = DEFAULTS["heads"]
-    dropout: float = DEFAULTS["dropout"]
+    # the architecture keys, their defaults and their rules are the [model] table's (trainer/config_keys.py)
+    layers: int = _M.layers
+    d_model: int = _M.d_model
+    heads: int = _M.heads
+    dropout: float = _M.dropout
     num_classes: int = 0  # 0 = no classification head (foundation)
-    pool: str = DEFAULTS["pool"]  # what feeds the class head: "mean" of every position, or "centre" (one position)
+    pool: str = _M.pool  # what feeds the class head: "mean" of every position, or "centre" (one position)
     centre: int = 0  # the position "centre" pooling reads: the classified beat's own token
 
     def __post_init__(self) -> None:
-        for key in ("vocab_size", "max_len", "layers", "d_model", "heads"):
+        for key in ("vocab_size", "max_len"):
             if getattr(self, key) < 1:
                 raise ValueError(f"model.{key} must be >= 1, got {getattr(self, key)}")
-        if self.d_model % self.heads:
-            raise ValueError(f"model.d_model ({self.d_model}) must be divisible by model.heads ({self.heads})")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"model.dropout must be in [0, 1), got {self.dropout}")
+        for key in ("layers", "d_model", "heads", "dropout", "pool"):
+            problem = BY_NAME[key].problem(getattr(self, key))
+            if problem:
+                raise ValueError(f"model.{key}: {problem}")
+        problem = check_model({"d_model": self.d_model, "heads": self.heads})
+        if problem:
+            raise ValueError(problem)
         if self.num_classes < 0:
             raise ValueError(f"num_classes must be >= 0, got {self.num_classes}")
-        if self.pool not in POOLS:
-            raise ValueError(f"model.pool: expected one of {', '.join(POOLS)}, got {self.pool!r}")
         if not 0 <= self.centre < self.max_len:
             raise ValueError(f"model centre position {self.centre} is outside the sequence (0..{self.max_len - 1})")
 

@@ -33,12 +33,12 @@ _RECORDED = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 
 def schedule_of(s: Settings) -> dict[str, int] | None:
     """wait / warmup / active / repeat as the run uses them, or None when it is not profiled."""
-    given = {"wait": s.profile_wait, "warmup": s.profile_warmup, "repeat": s.profile_repeat}
-    if s.profile_active is None:
+    given = {"wait": s.train.profile_wait, "warmup": s.train.profile_warmup, "repeat": s.train.profile_repeat}
+    if s.train.profile_active is None:
         if any(v is not None for v in given.values()):
             log.warning("train.profile_wait/warmup/repeat are set but train.profile_active is not: not profiling")
         return None
-    return {k: DEFAULTS[k] if v is None else v for k, v in given.items()} | {"active": s.profile_active}
+    return {k: DEFAULTS[k] if v is None else v for k, v in given.items()} | {"active": s.train.profile_active}
 
 
 def empty_record() -> dict[str, Any]:

@@ -25,7 +25,7 @@ def save_model(t: Trainer) -> float:
     t0 = time.perf_counter()
     if t.d.is_main:
         checkpoint.save(t.s.run_dir / rundir.MODEL_FILE, {"model": t.raw.state_dict(), "model_config": t.raw.cfg.to_dict(),
-                                                          "mode": t.s.mode, "data": t.data.info})
+                                                          "mode": t.s.axes.mode, "data": t.data.info})
     distributed.barrier(t.d)
     return time.perf_counter() - t0
 
@@ -36,16 +36,16 @@ def evaluate(t: Trainer) -> tuple[dict[str, Any] | None, float]:
 
     s, data, d = t.s, t.data, t.d
     t0 = time.perf_counter()
-    if not s.eval or data.test is None:
+    if not s.train.eval or data.test is None:
         return None, time.perf_counter() - t0
     if data.classes:
-        scores = classify(t.raw, data.test, data.classes, d, s.batch_size, t.autocast, records=data.test_item_records)
+        scores = classify(t.raw, data.test, data.classes, d, s.axes.batch_size, t.autocast, records=data.test_item_records)
         log.info("test split: %d windows scored in %.1f s (%.0f windows/s); accuracy %.4f, macro-F1 %.4f",
                  scores["samples"], scores["seconds"], scores["windows_per_s"] or 0.0, scores["accuracy"] or 0.0,
                  scores["macro_f1"] or 0.0)
         return {"split": "test", **scores}, time.perf_counter() - t0
     split = data.info.get("eval_split") or "test"  # a foundation run without test records scores train windows
-    return {"split": split, **masked_lm(t.raw, data.test, d, s.batch_size, t.autocast)}, time.perf_counter() - t0
+    return {"split": split, **masked_lm(t.raw, data.test, d, s.axes.batch_size, t.autocast)}, time.perf_counter() - t0
 
 
 def write(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: float, launch: float,
@@ -81,10 +81,10 @@ def record(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: 
     }
     result: rundir.Result = {
         "status": "completed",
-        "study": s.study, "config_id": s.config_id, "group_id": s.group_id,
+        "study": s.run.study, "config_id": s.run.config_id, "group_id": s.run.group_id,
         "config": s.config or s.as_dict(),
-        "mode": s.mode,
-        "world_size": d.world, "nodes": s.nodes, "gpus_per_node": s.gpus_per_node,
+        "mode": s.axes.mode,
+        "world_size": d.world, "nodes": s.axes.nodes, "gpus_per_node": s.axes.gpus_per_node,
         "hostnames": t.hostnames,
         "device": d.device.type, "backend": d.backend or "none",
         "versions": provenance.versions(), "git_sha": provenance.git_sha(),
@@ -97,14 +97,14 @@ def record(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: 
         "peak_memory_bytes": peak,
         "final_loss": end.final_loss,
         "model": {**raw.cfg.to_dict(), "parameters": raw.num_parameters(),
-                  "flops_per_token": raw.flops_per_token(s.window)},
+                  "flops_per_token": raw.flops_per_token(s.axes.window)},
         "loader": {"workers": t.workers, "threads": t.threads, "pin_memory": d.device.type == "cuda",
                    "prefetch_factor": 4 if t.workers else None},
-        "optimizer": {"name": "AdamW", "impl": t.opt_kind, "precision": s.precision, "compile": s.compile},
+        "optimizer": {"name": "AdamW", "impl": t.opt_kind, "precision": s.axes.precision, "compile": s.train.compile},
         "comm": {"method": "exposed all-reduce wait: last gradient bucket ready -> end of backward",
                  "busy_s": t.comm.busy_s if d.enabled and d.device.type == "cpu" else None,
-                 "grad_bytes": t.grad_bytes, "bucket_cap_mb": s.bucket_cap_mb or probe.DDP_DEFAULT_BUCKET_MB,
-                 "buckets": t.comm.buckets if d.enabled else probe.expected_buckets(t.grad_bytes, s.bucket_cap_mb),
+                 "grad_bytes": t.grad_bytes, "bucket_cap_mb": s.train.bucket_cap_mb or probe.DDP_DEFAULT_BUCKET_MB,
+                 "buckets": t.comm.buckets if d.enabled else probe.expected_buckets(t.grad_bytes, s.train.bucket_cap_mb),
                  "buckets_source": "measured" if d.enabled else "expected (no DDP at world size 1)",
                  "probe": t.link_probe},
         "data": {**t.data.info, "class_weights": t.data.class_weights},
@@ -115,6 +115,6 @@ def record(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: 
         result["eval"] = evaluation
     if t.validator.enabled:
         result["validation"] = t.validator.summary(prog, end.stopped_early)
-    if s.mode == "finetune":
+    if s.axes.mode == "finetune":
         result["init"] = t.init_note
     return result

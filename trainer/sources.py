@@ -49,7 +49,7 @@ def _windows(s: Settings, shard: Any, task: str, records: list[str]) -> Any:
     """The windows of these records as the run's settings shape them (window, context, waveform)."""
     from trainer.data.dataset import WindowDataset
 
-    return WindowDataset(shard, s.window, task, records, context=s.context, waveform=s.waveform)
+    return WindowDataset(shard, s.axes.window, task, records, context=s.model.context, waveform=s.model.waveform)
 
 
 def load(s: Settings, d: Dist) -> Data:
@@ -58,29 +58,29 @@ def load(s: Settings, d: Dist) -> Data:
     from trainer.data.prepare import prepare_dataset
     from trainer.data.splits import plan_split
 
-    cache = Path(s.token_cache) if s.token_cache else s.run_dir / "tokens"
-    prepare = functools.partial(prepare_dataset, dataset=s.dataset, synthetic_params=s.synthetic_params,
-                                skip_bad_records=s.skip_bad_records, split=s.split)
+    cache = Path(s.data.token_cache) if s.data.token_cache else s.run_dir / "tokens"
+    prepare = functools.partial(prepare_dataset, dataset=s.axes.dataset, synthetic_params=s.data.synthetic_params,
+                                skip_bad_records=s.data.skip_bad_records, split=s.data.split)
     t0 = time.perf_counter()
     if d.is_main:
-        shard = prepare(s.data_path, s.tokenizer, cache, s.prepare_workers)
+        shard = prepare(s.data.data_path, s.data.tokenizer, cache, s.data.prepare_workers)
     barrier(d)
     if not d.is_main:  # up to date by now: only a digest check
-        shard = prepare(s.data_path, s.tokenizer, cache, 1)
+        shard = prepare(s.data.data_path, s.data.tokenizer, cache, 1)
     prepare_s = time.perf_counter() - t0
 
     manifest = wd.load_manifest(shard)
-    split = plan_split(manifest.record_names, s.split, "config.json: split")
+    split = plan_split(manifest.record_names, s.data.split, "config.json: split")
     if d.is_main:
         _log_data(manifest, split.as_dict())
-    task = s.task if s.mode == "finetune" else "foundation"
+    task = s.train.task if s.axes.mode == "finetune" else "foundation"
     if not split.train:
         raise DataError(f"{manifest.path}: the training split of dataset {manifest['dataset']!r} is empty: "
                         f"{split.reason}")
     train_records: list[str] = list(split.train)
     val_records: list[str] = []
-    if s.mode == "finetune" and s.val_fraction > 0:
-        train_records, val_records = validation_split(split.train, split.patients, s.val_fraction)
+    if s.axes.mode == "finetune" and s.train.val_fraction > 0:
+        train_records, val_records = validation_split(split.train, split.patients, s.train.val_fraction)
         if d.is_main:
             log.info("validation on %d of the %d training records (%s), patient-disjoint from the rest; "
                      "training on %d", len(val_records), len(split.train), ", ".join(val_records),
@@ -93,25 +93,25 @@ def load(s: Settings, d: Dist) -> Data:
             "test_records": split.test, "split": split.as_dict(), "eval_split": eval_split,
             "skipped_records": manifest.get("skipped_records") or [], "train_windows": len(train_windows),
             "test_windows": len(test_windows) if test_windows else 0,
-            "context": s.context, "waveform": s.waveform, "val_records": val_records,
+            "context": s.model.context, "waveform": s.model.waveform, "val_records": val_records,
             "val_windows": len(val_windows) if val_windows else 0,
             # when the launcher prepared the shards before the trainer started, prepare_s is only this
             # run's up-to-date check; this is what building them took
             "shards_built_in_s": (manifest.get("timing") or {}).get("wall_s")}
-    if s.mode == "finetune":
-        classes = list(manifest["beat_classes"] if s.task == "beat" else manifest["rhythm_classes"])
+    if s.axes.mode == "finetune":
+        classes = list(manifest["beat_classes"] if s.train.task == "beat" else manifest["rhythm_classes"])
         counts = train_windows.class_counts()
-        weights = (balanced_weights(counts, len(classes), 0.5 if s.class_weights == "sqrt" else 1.0)
-                   if s.class_weights != "none" else None)
+        weights = (balanced_weights(counts, len(classes), 0.5 if s.train.class_weights == "sqrt" else 1.0)
+                   if s.train.class_weights != "none" else None)
         info["train_class_counts"] = dict(zip(classes, [int(c) for c in counts], strict=False))
         return Data(LabelledWindows(train_windows), LabelledWindows(test_windows) if test_windows else None,
                     train_windows.vocab_size, classes, manifest.synthetic, prepare_s, info, weights,
                     _even_sample(LabelledWindows(val_windows), VAL_WINDOWS) if val_windows else None,
                     train_windows.length, test_windows.item_records() if test_windows else None)
-    masked = MaskedWindows(train_windows, manifest.mask_id, s.mask_ratio, s.mask_span, s.seed)
+    masked = MaskedWindows(train_windows, manifest.mask_id, s.train.mask_ratio, s.train.mask_span, s.train.seed)
     test: Dataset | None = None
     if test_windows:
-        test = MaskedWindows(test_windows, manifest.mask_id, s.mask_ratio, s.mask_span, s.seed + 1)
+        test = MaskedWindows(test_windows, manifest.mask_id, s.train.mask_ratio, s.train.mask_span, s.train.seed + 1)
         stride = max(1, math.ceil(len(test_windows) / FOUNDATION_EVAL_WINDOWS))
         test = Subset(test, range(0, len(test_windows), stride))  # an even sample: the loss needs no more
         info["test_windows"] = len(test)
@@ -143,12 +143,12 @@ def _eval_windows(s: Settings, manifest: Any, split: Any, task: str, train_windo
     name = manifest["dataset"]
     fix = ("give the test records (test_records = [...] in the study's [data], hlm-train train --test-records), "
            "a patient_pattern, or set train.eval = false (--no-eval) to train without scoring")
-    if not s.eval:
+    if not s.train.eval:
         if main:
             log.info("evaluation off (train.eval = false): no split is scored")
         return None, None
     if not split.test:
-        if s.mode == "finetune":
+        if s.axes.mode == "finetune":
             raise DataError(f"{manifest.path}: a fine-tune run is scored on the test split, and dataset {name!r} "
                             f"has no test records: {split.reason}; {fix}")
         if main:
@@ -156,10 +156,10 @@ def _eval_windows(s: Settings, manifest: Any, split: Any, task: str, train_windo
                         "split", split.reason)
         return train_windows, "train"
     test = _windows(s, manifest.shard_dir, task, split.test)
-    if s.mode == "finetune":
+    if s.axes.mode == "finetune":
         counts = test.class_counts()
         present = [i for i, c in enumerate(counts) if c]
-        classes = manifest["beat_classes"] if s.task == "beat" else manifest["rhythm_classes"]
+        classes = manifest["beat_classes"] if s.train.task == "beat" else manifest["rhythm_classes"]
         if len(present) < 2:
             found = (f"only class {classes[present[0]]} ({int(counts[present[0]]):,} windows)" if present
                      else "no labelled windows")

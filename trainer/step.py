@@ -33,10 +33,10 @@ class NonFiniteLoss(RuntimeError):
 
 def lr_at(step: int, total: int, s: Settings) -> float:
     """Linear warm-up, then cosine decay to a tenth of the peak at the last step."""
-    if step < s.warmup_steps:
-        return s.lr * (step + 1) / s.warmup_steps
-    progress = (step - s.warmup_steps) / max(1, total - s.warmup_steps)
-    return s.lr * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress))))
+    if step < s.train.warmup_steps:
+        return s.train.lr * (step + 1) / s.train.warmup_steps
+    progress = (step - s.train.warmup_steps) / max(1, total - s.train.warmup_steps)
+    return s.train.lr * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress))))
 
 
 @dataclass
@@ -69,7 +69,7 @@ class Batches:
 
     def next(self, prog: Progress) -> tuple[torch.Tensor, torch.Tensor]:
         t = self.t
-        if prog.batch_in_epoch >= t.steps_per_epoch * t.s.grad_accum:
+        if prog.batch_in_epoch >= t.steps_per_epoch * t.s.train.grad_accum:
             prog.epoch, prog.batch_in_epoch = prog.epoch + 1, 0
             t.sampler.set_position(prog.epoch, 0)
             self.it = iter(t.loader)
@@ -90,9 +90,9 @@ def forward_backward_step(t: Trainer, batches: Batches, inputs: torch.Tensor, ta
     with t.ranges.part("compute"):
         with contextlib.nullcontext() if last_micro or not isinstance(model, DDP) else model.no_sync():
             with t.autocast():
-                loss = batches.held_loss = model(inputs, targets) / s.grad_accum
-            if s.test_slow_step_s and s.test_slow_rank == t.d.rank:
-                time.sleep(s.test_slow_step_s)
+                loss = batches.held_loss = model(inputs, targets) / s.train.grad_accum
+            if s.train.test_slow_step_s and s.train.test_slow_rank == t.d.rank:
+                time.sleep(s.train.test_slow_step_s)
             t.scaler.scale(loss).backward()
         t.ranges.backward_done()
     marks = (c0, t.clock.mark(), comm.last_ready if last_micro and t.d.enabled else None)
@@ -108,19 +108,19 @@ def train_step(t: Trainer, batches: Batches, prog: Progress, lr: float) -> StepT
     data_s = 0.0
     marks: list[tuple[Mark, Mark, Mark | None]] = []  # per micro-batch: start, end, comm
     loss_sum = torch.zeros((), device=t.d.device)
-    for micro in range(s.grad_accum):
+    for micro in range(s.train.grad_accum):
         t_data = time.perf_counter()
         with t.ranges.part("data_wait"):
             inputs, targets = batches.next(prog)
         data_s += time.perf_counter() - t_data
-        loss, micro_marks = forward_backward_step(t, batches, inputs, targets, last_micro=micro == s.grad_accum - 1)
+        loss, micro_marks = forward_backward_step(t, batches, inputs, targets, last_micro=micro == s.train.grad_accum - 1)
         marks.append(micro_marks)
         loss_sum += loss
     o0 = clock.mark()
     with t.ranges.part("optimizer"):
         t.scaler.unscale_(t.optimizer)
         grad_norm = batches.held_norm = torch.nn.utils.clip_grad_norm_(t.params,
-                                                                       s.grad_clip if s.grad_clip > 0 else math.inf)
+                                                                       s.train.grad_clip if s.train.grad_clip > 0 else math.inf)
         t.scaler.step(t.optimizer)
         t.scaler.update()
         t.optimizer.zero_grad(set_to_none=True)
@@ -129,9 +129,9 @@ def train_step(t: Trainer, batches: Batches, prog: Progress, lr: float) -> StepT
     clock.sync()  # CUDA: every event above has completed, so intervals can be read
     fwd_bwd_s = sum(clock.elapsed(a, b) for a, b, _ in marks)
     comm_s = sum(clock.elapsed(r, b) for _, b, r in marks if r is not None)
-    bad_grad = s.precision != "fp16" and not math.isfinite(norm)
+    bad_grad = s.axes.precision != "fp16" and not math.isfinite(norm)
     if not math.isfinite(last_loss) or bad_grad:
-        hint = "lower train.lr" + (", use bf16 instead of fp16" if s.precision == "fp16" else "")
+        hint = "lower train.lr" + (", use bf16 instead of fp16" if s.axes.precision == "fp16" else "")
         raise NonFiniteLoss(
             f"non-finite {'loss' if not math.isfinite(last_loss) else 'gradient norm'} at step "
             f"{prog.step + 1} (loss {last_loss}, lr {lr:.3g}): stopping; {hint}, or check the input data")

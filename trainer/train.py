@@ -63,7 +63,7 @@ def run(s: Settings, data: sources.Data | None = None) -> int:
     code, message, extra = 1, "interrupted before the end (KeyboardInterrupt or exit)", {}
     try:
         try:
-            d = distributed.setup(s.device)
+            d = distributed.setup(s.train.device)
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
         handler = _setup_logging(s.run_dir, d)

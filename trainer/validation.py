@@ -33,14 +33,14 @@ class Validator:
 
     def due(self, step: int, total: int) -> bool:
         """Validate every `val_every` steps and after the last step."""
-        return self.enabled and (step % self.s.val_every == 0 or step == total)
+        return self.enabled and (step % self.s.train.val_every == 0 or step == total)
 
     def run(self, model: torch.nn.Module, prog: Any) -> float:
         """Score the validation part, remember the best weights; returns the seconds it took."""
         from trainer.evaluate import classify
 
         t0 = time.perf_counter()
-        scores = classify(model, self.data.val, self.data.classes, self.d, self.s.batch_size, self.autocast)
+        scores = classify(model, self.data.val, self.data.classes, self.d, self.s.axes.batch_size, self.autocast)
         score = scores["macro_f1"] or 0.0
         best = max((v["macro_f1"] for v in prog.validations), default=-1.0)
         if score > best:
@@ -58,10 +58,10 @@ class Validator:
 
     def should_stop(self, prog: Any) -> bool:
         """True after `patience` validations in a row without a better macro-F1 (never with patience 0)."""
-        if not self.enabled or not self.s.patience:
+        if not self.enabled or not self.s.train.patience:
             return False
         since = sum(1 for v in prog.validations if v["step"] > prog.best_step)
-        return since >= self.s.patience
+        return since >= self.s.train.patience
 
     def restore_best(self, model: torch.nn.Module, prog: Any) -> None:
         """Load the best validated weights (they are what model.pt keeps and the test split scores)."""
@@ -76,6 +76,6 @@ class Validator:
         """result.json's `validation`: records, schedule, history, the kept step."""
         best = next((v for v in prog.validations if v["step"] == prog.best_step), None)
         return {"records": self.data.info.get("val_records"), "windows": self.data.info.get("val_windows"),
-                "every": self.s.val_every, "patience": self.s.patience, "history": prog.validations,
+                "every": self.s.train.val_every, "patience": self.s.train.patience, "history": prog.validations,
                 "best_step": prog.best_step, "best_macro_f1": best["macro_f1"] if best else None,
                 "stopped_early": stopped_early, "seconds": prog.val_s}

@@ -11,18 +11,23 @@ import math
 from typing import Any
 
 from cockpit import explain, labels
+from trainer.config_keys import AXIS, AXIS_KEYS, LABEL_ORDER
 
 Body = tuple[list[str], list[list[str]]]
 
+_NUMBERED = {k.name for k in AXIS_KEYS if int in k.kind}
+
+
+def _axis_column(a: str, device: str = "gpu") -> tuple[str, str, str]:
+    """An axis's column: its header from the key registry (scale: `nodes×GPUs` / `nodes×workers`)."""
+    if a == "scale":
+        return ("scale", labels.scale_label(device), "s")
+    return (a, AXIS[a].header, "d" if a in _NUMBERED else "s")
+
+
 # (key of an analysis row, header, format)
 COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("dataset", "dataset", "s"),
-    ("mode", "mode", "s"),
-    ("window", "window", "d"),
-    ("scale", "nodes×GPUs", "s"),
-    ("cpus_per_task", "cpus/task", "d"),
-    ("precision", "precision", "s"),
-    ("batch_size", "batch", "d"),
+    *(_axis_column(a) for a in LABEL_ORDER),
     ("workers", "N", "d"),
     ("train_time_s", "T (s)", ".2f"),
     ("work_ratio", "work", ".3g"),
@@ -60,13 +65,12 @@ def _scale(r: dict[str, Any]) -> str:
 
 
 def _ident(r: dict[str, Any]) -> list[str]:
-    return [str(r["dataset"]), str(r["mode"]), cell(r["window"], "d"), _scale(r), cell(r["cpus_per_task"], "d"),
-            str(r["precision"]), cell(r["batch_size"], "d")]
+    return [_scale(r) if a == "scale" else cell(r[a], spec) for a, _, spec in map(_axis_column, LABEL_ORDER)]
 
 
 def ident_headers(device: str = "gpu") -> list[str]:
     """The headers of the configuration's axes; `nodes×workers` in a CPU study (cockpit.labels)."""
-    return ["dataset", "mode", "window", labels.scale_label(device), "cpus/task", "precision", "batch"]
+    return [_axis_column(a, device)[1] for a in LABEL_ORDER]
 
 
 def _ident_of(rows: list[dict[str, Any]]) -> list[str]:

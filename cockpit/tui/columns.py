@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cockpit.snapshot import ConfigRow
+from trainer.config_keys import AXIS, LABEL_ORDER
 
 RUNNING = ("running", "completing")
 STATE_WORDS = {"completed": "done", "not_submitted": "not submitted"}
@@ -28,16 +29,11 @@ class Column:
     width: int | None = None
 
 
-# every column the scaling table can show, by key; labels carry the unit where the cells do not
+# every column the scaling table can show, by key; labels carry the unit where the cells do not. The axes'
+# headers are the key registry's (trainer/config_keys.py); the scale column is nodes × workers per node
 SCALING_COLUMN = {
     "mark": Column("mark", " ", 1),
-    "dataset": Column("dataset", "dataset"),
-    "mode": Column("mode", "mode"),
-    "window": Column("window", "window"),
-    "scale": Column("scale", "nodes×GPUs"),
-    "cpus_per_task": Column("cpus_per_task", "CPUs/task"),
-    "precision": Column("precision", "precision"),
-    "batch_size": Column("batch_size", "batch"),
+    **{a: Column(a, "nodes×GPUs" if a == "scale" else AXIS[a].header) for a in LABEL_ORDER},
     "state": Column("state", "state", 14),
     "time": Column("time", "T s", 6),
     "work": Column("work", "work", 5),
@@ -52,8 +48,8 @@ SCALING_COLUMN = {
 FIGURES = ("state", "speedup", "efficiency", "time", "t_same_work", "work", "overhead", "tokens", "verdict")
 # every column in the historical order (headless consumers and the report's cross-check index cells by it)
 SCALING_COLUMNS = tuple(SCALING_COLUMN[k] for k in (
-    "mark", "dataset", "mode", "window", "scale", "cpus_per_task", "precision", "state", "time", "work",
-    "t_same_work", "speedup", "efficiency", "overhead", "tokens", "verdict"))
+    "mark", *(a for a in LABEL_ORDER if a != "batch_size"), "state", "time", "work", "t_same_work", "speedup",
+    "efficiency", "overhead", "tokens", "verdict"))
 SORTABLE = tuple(k for k in SCALING_COLUMN if k != "mark")
 
 QUEUE_COLUMNS = (

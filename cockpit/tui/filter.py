@@ -14,17 +14,12 @@ from cockpit import explain
 from cockpit.snapshot import DONE_STATES, FAILED_STATES, ConfigRow
 from cockpit.spec import config_label
 from cockpit.tui.columns import RUNNING, field_value, state_word
+from trainer.config_keys import AXIS, AXIS_KEYS
 
-# the names the filter accepts for each field: the screen's own words first (headers, the header bar's states)
+# the names the filter accepts for each field: the screen's own words first (headers, the header bar's states);
+# an axis's names are the key registry's (trainer/config_keys.py)
 FILTER_FIELDS: dict[str, tuple[str, ...]] = {
-    "dataset": ("dataset",),
-    "mode": ("mode",),
-    "window": ("window", "w"),
-    "cpus_per_task": ("cpus", "cpus/task", "cpus_per_task", "cpu"),
-    "precision": ("prec", "precision"),
-    "batch_size": ("batch", "batch_size"),
-    "nodes": ("nodes",),
-    "gpus_per_node": ("gpus", "gpus_per_node", "gpus/node"),
+    **{name: axis.names for name, axis in AXIS.items()},
     "workers": ("workers", "N"),
     "scale": ("nodes×GPUs", "nodes×workers", "nodesxgpus", "scale"),
     "state": ("state",),
@@ -41,7 +36,7 @@ FILTER_FIELDS: dict[str, tuple[str, ...]] = {
     "id": ("id", "config_id"),
 }
 FIELD_BY_NAME = {name.lower(): key for key, names in FILTER_FIELDS.items() for name in names}
-NUMERIC_FIELDS = frozenset({"window", "cpus_per_task", "batch_size", "nodes", "gpus_per_node", "workers", "time",
+NUMERIC_FIELDS = frozenset({*(k.name for k in AXIS_KEYS if int in k.kind or float in k.kind), "workers", "time",
                             "t_same_work", "work", "speedup", "efficiency", "overhead", "tokens", "quality"})
 # the header's counters and the table say "done", "failed", "pending": each names a set of states
 STATE_SETS = {

@@ -26,16 +26,16 @@ from cockpit.tui.columns import (
     state_word,
 )
 from cockpit.tui.filter import Filter, matches, parse_filter
+from trainer.config_keys import AXES, AXIS, LABEL_ORDER
 
-GROUP_AXES = ("dataset", "mode", "window", "precision", "batch_size", "cpus_per_task", "gpus_per_node", "nodes")
+GROUP_AXES = AXES
 # the axes a row is told apart by, in the order the frozen identity columns show them ("scale" = nodes x GPUs)
-IDENTITY_AXES = ("dataset", "mode", "window", "scale", "cpus_per_task", "precision", "batch_size")
-FOLDABLE = ("dataset", "mode", "window", "cpus_per_task", "precision", "batch_size")
+IDENTITY_AXES = LABEL_ORDER
+FOLDABLE = tuple(a for a in LABEL_ORDER if a != "scale")
 IDLE_UTIL_PCT = 5.0
 IDLE_SAMPLES = 5
 
-AXIS_WORDS = {"dataset": "{}", "mode": "{}", "window": "window {}", "cpus_per_task": "{} CPUs/task",
-              "precision": "{}", "batch_size": "batch {}"}
+AXIS_WORDS = {a: AXIS[a].words for a in FOLDABLE}
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,7 @@ def test_samples_on_annotation_only_folder(physionet: Path, tmp_path: Path) -> N
 
 
 def test_unknown_tokenizer_and_record_subset(mitdb_copy: Path, cache: Path) -> None:
-    with pytest.raises(DataError, match="unknown tokenizer 'bpe'"):
+    with pytest.raises(DataError, match="tokenizer.name: expected one of samples, beats, got 'bpe'"):
         prepare_dataset(mitdb_copy, {"name": "bpe"}, cache)
     with pytest.raises(DataError, match=r"record\(s\) 555 not in this folder's record list"):
         prepare_dataset(mitdb_copy, {"name": "samples", "records": ["100", "555"]}, cache)
@@ -102,7 +102,7 @@ def test_cli_exit_codes(mitdb_copy: Path, tmp_path: Path, capsys: pytest.Capture
     assert "101.dat: signal file not found" in capsys.readouterr().err
     assert cli("--data", str(mitdb_copy), "--out", str(tmp_path / "c"), "--workers", "0") == 2
     assert cli("--data", str(mitdb_copy), "--out", str(tmp_path / "c"), "--tokenizer", "bpe") == 3
-    assert "tokenizer.name: unknown tokenizer 'bpe'" in capsys.readouterr().err
+    assert "tokenizer.name: expected one of samples, beats, got 'bpe'" in capsys.readouterr().err
     assert cli("--data", str(mitdb_copy), "--out", str(tmp_path / "c"), "--tokenizer", "beats",
                "--records", "100", "--no-progress") == 0
     out = capsys.readouterr().out
@@ -120,5 +120,5 @@ def test_cli_run_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     write_config(run_dir, {"dataset": "x", "data_path": None, "tokenizer": {"name": "nope"},
                            "token_cache": str(tmp_path / "tokens")})
     assert cli("--run-dir", str(run_dir)) == 3
-    assert "unknown tokenizer 'nope'" in capsys.readouterr().err
+    assert "tokenizer.name: expected one of samples, beats, got 'nope'" in capsys.readouterr().err
     assert cli("--run-dir", str(tmp_path / "absent")) == 2

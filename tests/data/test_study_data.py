@@ -38,7 +38,7 @@ def test_meluxina_tokenizer_reaches_config_json() -> None:
     config = s.run_config(s.matrix()[0])
     assert config["tokenizer"] == {"name": "samples", "vocab": 256, "quantizer": "mulaw", "lead": 0, "fs": 360}
     settings = from_config(Path("/nonexistent"), json.loads(json.dumps(config)))
-    assert settings.tokenizer == config["tokenizer"]
+    assert settings.data.tokenizer == config["tokenizer"]
 
 
 def test_study_level_beats_tokenizer_prepares_beat_tokens(mitdb_copy: Path, tmp_path: Path,
@@ -105,15 +105,15 @@ dataset = ["a", "b"]
     assert configs["a"]["split"] == {"patient_pattern": "^(\\w+?)_"} and configs["a"]["skip_bad_records"] is True
     assert configs["b"]["split"] == {"test_records": ["b3"]} and "skip_bad_records" not in configs["b"]
     settings = from_config(tmp_path, json.loads(json.dumps(configs["a"])))
-    assert settings.skip_bad_records and settings.split == {"patient_pattern": "^(\\w+?)_"}
+    assert settings.data.skip_bad_records and settings.data.split == {"patient_pattern": "^(\\w+?)_"}
 
 
 @pytest.mark.parametrize(("data", "message"), [
     ('[data]\npatient_pattern = "(unclosed"', r"\[data\]\.patient_pattern: '\(unclosed' is not a regular expression"),
     ('[data]\ntest_records = []', r"\[data\]\.test_records: expected a non-empty list of record names"),
     ('[data]\ntest_records = ["1"]\npatient_pattern = "x"', r"\[data\]: give test_records or patient_pattern, not both"),
-    ('[data.datasets.a]\npath = "a"\nskip_bad_records = "yes"', r"\[data\.datasets\]\.a\.skip_bad_records must be true/false"),
-    ('[data.tokenizer]\nannotator = 3', r"\[data\.tokenizer\]\.annotator must be a string"),
+    ('[data.datasets.a]\npath = "a"\nskip_bad_records = "yes"', r"\[data\.datasets\]\.a\.skip_bad_records: expected true or false, got 'yes'"),
+    ('[data.tokenizer]\nannotator = 3', r"\[data\.tokenizer\]\.annotator: expected an annotator extension such as .*, got 3"),
 ])
 def test_bad_data_keys_name_the_file_and_key(tmp_path: Path, data: str, message: str) -> None:
     with pytest.raises(SpecError, match=r"study\.toml: " + message):

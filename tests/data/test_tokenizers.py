@@ -137,11 +137,11 @@ def test_beats_rhythm_labels_from_aux_notes(physionet: Path) -> None:
 
 
 def test_unknown_tokenizer_and_bad_parameters() -> None:
-    with pytest.raises(DataError, match=r"tokenizer\.name: unknown tokenizer 'wavelet'"):
+    with pytest.raises(DataError, match=r"tokenizer\.name: expected one of samples, beats, got 'wavelet'"):
         canonical({"name": "wavelet"})
     with pytest.raises(DataError, match=r"unknown key\(s\) bins"):
         canonical({"name": "samples", "bins": 3})
-    with pytest.raises(DataError, match=r"tokenizer\.quantizer: expected 'uniform' or 'mulaw'"):
+    with pytest.raises(DataError, match=r"tokenizer\.quantizer: expected one of uniform, mulaw"):
         canonical({"name": "samples", "quantizer": "log"})
     with pytest.raises(DataError, match=r"tokenizer\.rr_max_ms"):
         canonical({"name": "beats", "rr_min_ms": 500, "rr_max_ms": 400})

@@ -1,5 +1,5 @@
-"""One table of model and training keys (trainer.config_keys): the study file, the trainer's config.json
-reader and `hlm-train train` accept every key, with the same defaults."""
+"""One registry of keys (trainer.config_keys): the study file, the trainer's config.json reader (a nested,
+typed Settings) and `hlm-train train` accept every key, with the same defaults."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
-from cockpit.spec import SECTIONS, SpecError, parse_study
+from cockpit.spec import SpecError, parse_study
+from cockpit.spec_rules import SECTIONS
 from tests.studies import study_raw
-from trainer.cli import TRAIN_FLAGS, build_config, parser
+from trainer.cli import TRAIN_KEYS, build_config, parser
 from trainer.config_keys import KEYS, ConfigKey
-from trainer.settings import Settings, from_config
+from trainer.settings import SECTION_OF, Settings, from_config
 
 SAMPLES: dict[str, Any] = {"d_model": 16, "heads": 2, "window": 64, "layers": 2, "init_checkpoint": "/w/model.pt"}
 
@@ -23,11 +24,11 @@ def sample(k: ConfigKey) -> Any:
         return SAMPLES[k.name]
     if k.choices:
         return next(c for c in reversed(k.choices) if c != k.default)
-    if k.kind is bool:
+    if k.kind == (bool,):
         return not k.default
-    if k.kind is int:
+    if k.kind == (int,):
         return int(max(k.minimum or 0, k.default or 0)) + 2
-    if k.kind is float:
+    if k.kind == (float,):
         return 0.25 if k.default != 0.25 else 0.5
     return "x"
 
@@ -39,6 +40,7 @@ def _values(section: str, *, study_only: bool, skip: str = "epochs") -> dict[str
 def test_the_study_accepts_every_key_with_the_tables_defaults(tmp_path: Path):
     for section in ("model", "train"):
         declared = {k.name: k.default for k in KEYS if k.section == section and k.study}
+        assert declared
         assert {name: key.default for name, key in SECTIONS[section].items()} == declared
     for skip in ("epochs", "steps"):
         raw = study_raw("keys", tmp_path, cluster={"cores_per_node": 4}, model=_values("model", study_only=True),
@@ -53,18 +55,23 @@ def test_the_study_accepts_every_key_with_the_tables_defaults(tmp_path: Path):
         parse_study(study_raw("keys", tmp_path, train={"test_slow_rank": 1}), tmp_path / "keys.toml")
 
 
+def _held(s: Settings, name: str) -> Any:
+    """A key's value in the nested settings: `s.axes.window`, `s.train.lr`."""
+    return getattr(getattr(s, SECTION_OF[name]), name)
+
+
 def test_the_trainer_reads_every_key_and_applies_the_tables_defaults(tmp_path: Path):
     defaults = from_config(tmp_path, {"train": {"steps": 1}})
     for k in KEYS:
-        if k.name != "steps":
-            assert getattr(defaults, k.name) == k.default, k.name
-            assert getattr(Settings(run_dir=tmp_path), k.name) == k.default, k.name
+        if k.name not in ("steps", "dataset"):  # a standalone run's dataset is named after its data folder
+            assert _held(defaults, k.name) == k.default, k.name
+            assert _held(Settings(run_dir=tmp_path), k.name) == k.default, k.name
     config: dict[str, Any] = {"model": _values("model", study_only=False), "train": {}}
     for k in KEYS:
-        if k.section == "train" and k.name != "epochs":
+        if (k.section == "train" or k.top_level) and k.name != "epochs":
             (config if k.top_level else config["train"])[k.name] = sample(k)
     s = from_config(tmp_path, config)
-    assert {k.name: getattr(s, k.name) for k in KEYS if k.name != "epochs"} == {
+    assert {k.name: _held(s, k.name) for k in KEYS if k.name != "epochs"} == {
         k.name: sample(k) for k in KEYS if k.name != "epochs"}
     from trainer.settings import ConfigError
 
@@ -73,15 +80,15 @@ def test_the_trainer_reads_every_key_and_applies_the_tables_defaults(tmp_path: P
 
 
 def test_hlm_train_has_a_flag_for_every_key(tmp_path: Path):
-    flagged = [k for k in KEYS if k.flag]
-    assert {k.name for k in flagged} <= set(TRAIN_FLAGS)
+    flagged = [k for k in KEYS if k.flag != ""]
+    assert {k.name for k in flagged} <= {k.name for k in TRAIN_KEYS}
     argv = ["train", "--run-dir", str(tmp_path)]
     for k in flagged:
         if k.name == "epochs":
             continue
         flag = "--" + k.name.replace("_", "-")
         value = sample(k)
-        if k.kind is bool:
+        if k.kind == (bool,):
             argv.append(flag if value else f"--no-{k.name.replace('_', '-')}")
         else:
             argv += [flag, str(value)]
@@ -91,4 +98,4 @@ def test_hlm_train_has_a_flag_for_every_key(tmp_path: Path):
         if k.name != "epochs":
             held = config[k.name] if k.top_level else config[k.section][k.name]
             assert held == sample(k), k.name
-    assert from_config(tmp_path, config).d_model == SAMPLES["d_model"]
+    assert from_config(tmp_path, config).model.d_model == SAMPLES["d_model"]

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("shared contract", ("trainer.rundir", "trainer.config_keys", "trainer.scores", "trainer.data.errors",
                          "trainer.data.tokenizer_keys", "trainer.environment", "sbatch_templates")),
-    ("study and backend base", ("cockpit.spec", "cockpit.backend", "cockpit.follow", "cockpit.snapshot",
+    ("study and backend base", ("cockpit.spec", "cockpit.spec_rules", "cockpit.backend", "cockpit.follow", "cockpit.snapshot",
                                 "cockpit.labels", "cockpit.preflight.jobs", "cockpit.preflight.checks",
                                 "cockpit.preflight.table")),
     ("figures of a study", ("cockpit.prediction", "cockpit.explain", "cockpit.quality", "cockpit.analysis",

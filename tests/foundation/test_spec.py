@@ -81,13 +81,13 @@ def test_finetune_points_at_the_foundation_baseline_model():
         (("gpus_per_node = [1, 2, 4]", "gpus_per_node = [1, 8]"),
          "meluxina.toml: [sweep].gpus_per_node contains 8 but [cluster].gpus_per_node is 4"),
         (("lr = 3e-4", "lr = 3e-4\nlearning_rate = 1"), "meluxina.toml: [train].learning_rate is not a known key"),
-        (('qos = "default"', 'qos = 3'), "meluxina.toml: [cluster].qos must be a string, found an integer 3"),
-        (('mode = ["foundation", "finetune"]', 'mode = ["pretrain"]'), "[sweep].mode contains 'pretrain'"),
+        (('qos = "default"', 'qos = 3'), "meluxina.toml: [cluster].qos: expected a string, got 3"),
+        (('mode = ["foundation", "finetune"]', 'mode = ["pretrain"]'), "[sweep].mode: expected one of foundation, finetune, got 'pretrain'"),
         (("[model]", "[modle]"), "meluxina.toml: unknown section [modle]"),
         (('time_limit = "02:00:00"', 'time_limit = "two hours"'), "[cluster].time_limit 'two hours' is not a Slurm time"),
-        (("heads = 6", "heads = 5"), "[model].d_model 384 is not divisible by [model].heads 5"),
+        (("heads = 6", "heads = 5"), "model.d_model (384) must be divisible by model.heads (5)"),
         (('workdir = "/project/home/p200000/hlm-scaling"', '# no workdir'), "[cluster].workdir is required when kind = \"slurm\""),
-        (("window = [128,", "window = [0, 128,"), "[sweep].window contains 0"),
+        (("window = [128,", "window = [0, 128,"), "[sweep].window: expected an integer >= 2, got 0"),
         (("window = [128,", "window = [128, 128,"), "[sweep].window repeats a value"),
     ],
 )
@@ -115,7 +115,7 @@ def test_malformed_toml_and_missing_file(tmp_path):
 
 
 def test_steps_or_epochs_required(tmp_path):
-    with pytest.raises(SpecError, match=r"\[train\] needs steps or epochs"):
+    with pytest.raises(SpecError, match=r"train: give exactly one of steps or epochs"):
         load_study(write(tmp_path, '[study]\nname = "s"\n'))
 
 

@@ -1,84 +1,125 @@
-"""What the study spec accepts the trainer accepts, and what the trainer refuses the spec refuses first, in
-the trainer's words: sweep windows and batch sizes against trainer/config_keys.py's bounds, every
-tokenizer key against the tokenizer's own validators (trainer/data/tokenizer_keys.py)."""
+"""One set of validators: for every key of the registry (trainer/config_keys.py) a study can set, values drawn
+across its domain (each bound and either side of it, every choice and a wrong one, wrong types) are accepted
+by the study spec exactly when the trainer accepts them, and refused in the same words: [model] and [train]
+keys against config.json's reader, sweep axes against the trainer's axes, tokenizer keys against the
+tokenizer's own validators (prepare)."""
 
 from __future__ import annotations
 
-import random
+import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from cockpit.spec import SpecError, load_study
-from tests.studies import write_study
-from trainer.config_keys import BY_NAME
+from cockpit.spec import SpecError, load_study, parse_study
+from tests.studies import SYNTHETIC_DATA, TINY_MODEL, TINY_TRAIN, study_raw, write_study
+from trainer.config_keys import AXES, AXIS_KEYS, TOKENIZER_KEYS, ConfigKey, section_keys
 from trainer.data.errors import DataError
-from trainer.data.tokenizer_keys import DEFAULTS, canonical
+from trainer.data.tokenizer_keys import canonical
 from trainer.settings import ConfigError, from_config
 
+BIG = 100_000  # the cluster's GPUs and cores per node: the cockpit's own limits stay out of the way
 
-def _spec(tmp_path: Path, **sections) -> str | None:
-    """None when the study loads, else its error message."""
+
+def domain(k: ConfigKey) -> list[Any]:
+    """Values across a key's domain: its default, each bound and either side of it, every choice and a
+    wrong one, and a value of each wrong type."""
+    values: list[Any] = [k.default, True, "x", [1]]
+    if k.choices is not None:
+        return values + list(k.choices) + ["no such", 3]
+    if int in k.kind or float in k.kind:
+        step = 1 if k.kind[0] is int else 0.25
+        for bound in (k.minimum, k.maximum, k.above, k.below):
+            if bound is not None and math.isfinite(bound):
+                values += [bound - step, bound, bound + step]
+        values += [-1, 0, 1, 2, 3, 70000, 2.5, -0.5]
+    if str in k.kind:
+        values += ["atr", "a-b", "", 3]
+    if bool in k.kind:
+        values += [False, 1]
+    if list in k.kind:
+        values += [["100", "101"], "100"]
+    return [v for v in values if v is not None]
+
+
+def _words(message: str | None) -> str | None:
+    """What a refusal says about the value, without the file and the key's spelling in it."""
+    if message is None:
+        return None
+    return message[message.index("expected"):] if "expected" in message else message.split(": ", 1)[1]
+
+
+def _spec(tmp_path: Path, **sections: Any) -> str | None:
+    cluster = {"kind": "slurm", "ssh_host": "h", "workdir": "/w", "gpus_per_node": BIG, "cores_per_node": BIG}
     try:
-        load_study(write_study(tmp_path / "s.toml", "agree", tmp_path / "work", cluster={"gpus_per_node": 2}, **sections))
+        parse_study(study_raw("agree", "/w", cluster=cluster, **sections), tmp_path / "s.toml")
     except SpecError as exc:
         return str(exc)
     return None
 
 
-def _trainer(tmp_path: Path, key: str, value: int) -> str | None:
-    config = {"data_path": None, "synthetic": True, key: value, "train": {"steps": 1}}
+def _trainer(tmp_path: Path, config: dict[str, Any]) -> str | None:
+    """config.json as the cockpit writes it: the axes at its top level, beside "model" and "train"."""
+    train = {k: v for k, v in config.get("train", {}).items() if k not in AXES}
+    axes = {k: v for k, v in config.get("train", {}).items() if k in AXES}
     try:
-        from_config(tmp_path, config, "config.json")
+        from_config(tmp_path, {"data_path": None, "synthetic": True, **axes, **config, "train": train}, "config.json")
     except ConfigError as exc:
         return str(exc)
     return None
 
 
-@pytest.mark.parametrize("axis", ["window", "batch_size"])
-def test_sweep_bounds_are_the_trainers(tmp_path: Path, axis: str):
-    least = int(BY_NAME[axis].minimum or 1)
-    for value in (least - 1, least, least + 1):
-        spec, trainer = _spec(tmp_path, sweep={axis: [value]}), _trainer(tmp_path, axis, value)
-        assert (spec is None) == (trainer is None), (value, spec, trainer)
-        if spec is not None:
-            assert f"expected an integer >= {least}" in spec and f"expected an integer >= {least}" in trainer
+def _agree(spec: str | None, trainer: str | None, what: Any) -> None:
+    assert (spec is None) == (trainer is None), (what, spec, trainer)
+    assert _words(spec) == _words(trainer), (what, spec, trainer)
 
 
-def _draw(rng: random.Random, default):
-    if isinstance(default, bool):
-        return rng.choice([True, False])
-    if isinstance(default, int):
-        return rng.choice([-1, 0, 1, 2, default, default * 3 + 1, 70000])
-    if isinstance(default, float):
-        return rng.choice([-0.5, 0.0, 0.4, default, 19.9, 20.0, 30.0, 55.0])
-    return rng.choice([default, "uniform", "mulaw", "atr", "no such", "a-b"])
+@pytest.mark.parametrize("section", ["model", "train"])
+def test_every_model_and_train_key_is_judged_alike(tmp_path: Path, section: str):
+    tiny = {"model": TINY_MODEL, "train": TINY_TRAIN}
+    keys = [k for k in section_keys(section, study=True) if not k.top_level]
+    assert keys
+    for k in keys:
+        for value in domain(k):
+            table = {**tiny[section], k.name: value}
+            spec = _spec(tmp_path, **{section: table})
+            trainer = _trainer(tmp_path, {**{s: dict(v) for s, v in tiny.items()}, section: table})
+            _agree(spec, trainer, (k.name, value))
 
 
-def test_every_tokenizer_key_is_refused_by_the_spec_exactly_when_the_tokenizer_refuses_it(tmp_path: Path):
-    rng = random.Random(7)
-    checked = set()
-    for name, keys in DEFAULTS.items():
-        for key, default in keys.items():
-            for _ in range(6):
-                value = _draw(rng, default)
-                table = {"name": name, key: value}
+def test_every_sweep_axis_is_judged_alike(tmp_path: Path):
+    train = {k: v for k, v in TINY_TRAIN.items() if k not in {a.name for a in AXIS_KEYS}}
+    for k in AXIS_KEYS:
+        for value in domain(k):
+            if k.name == "dataset" and isinstance(value, str):
+                continue  # a dataset's name must be one of the study's datasets: the cockpit's own rule
+            spec = _spec(tmp_path, train=train, sweep={k.name: [value]})
+            trainer = _trainer(tmp_path, {"model": TINY_MODEL, "train": train, k.name: value})
+            _agree(spec, trainer, (k.name, value))
+
+
+def test_every_tokenizer_key_is_judged_alike(tmp_path: Path):
+    for name in ("samples", "beats"):
+        for k in TOKENIZER_KEYS:
+            for value in domain(k):
+                table = {"name": name, k.name: value}
                 try:
                     canonical(table)
                     trainer = None
                 except DataError as exc:
                     trainer = str(exc)
-                spec = _spec(tmp_path, data={"datasets": {"synthetic": {"synthetic": True}}, "tokenizer": table})
-                if spec is not None and "[data.tokenizer]" in spec and trainer is None:
-                    continue  # the spec's type check (e.g. a string where a number goes) comes first
-                assert (spec is None) == (trainer is None), (table, spec, trainer)
-                if trainer is not None:
-                    assert trainer in spec
-                checked.add(key)
-    assert checked == set(DEFAULTS["samples"]) | set(DEFAULTS["beats"])
+                spec = _spec(tmp_path, data={**SYNTHETIC_DATA, "tokenizer": table})
+                _agree(spec, trainer, table)
 
 
-def test_a_highpass_above_20_hz_is_refused_by_plan_in_the_tokenizers_words(tmp_path: Path):
-    message = _spec(tmp_path, data={"datasets": {"synthetic": {"synthetic": True}},
-                                    "tokenizer": {"name": "samples", "highpass_hz": 30}})
-    assert message and "tokenizer.highpass_hz: expected a cut-off in Hz in [0, 20) (0 = off), found 30" in message
+@pytest.mark.parametrize(("section", "value", "words"), [
+    ("sweep", {"window": [1]}, "[sweep].window: expected an integer >= 2, got 1"),
+    ("data", {**SYNTHETIC_DATA, "tokenizer": {"highpass_hz": 30}},
+     "[data.tokenizer].highpass_hz: expected a cut-off in Hz in [0, 20) (0 = off), got 30"),
+])
+def test_plan_refuses_what_the_trainer_would_in_its_words(tmp_path: Path, section: str, value: Any, words: str):
+    path = write_study(tmp_path / "s.toml", "agree", tmp_path / "work", **{section: value})
+    with pytest.raises(SpecError) as refused:
+        load_study(path)
+    assert str(refused.value) == f"s.toml: {words}"

@@ -116,7 +116,7 @@ def test_torchrun_two_ranks_sigterm_checkpoint_and_resume(tmp_path: Path, token_
 
 def test_non_finite_loss_stops_with_exit_4(tmp_path: Path, token_cache: Path, capsys) -> None:
     run_dir = tmp_path / "run"
-    write_run_config(run_dir, token_cache, train={"lr": math.inf})
+    write_run_config(run_dir, token_cache, train={"lr": 1e300})
     assert main(["train", "--run-dir", str(run_dir)]) == rundir.EXIT_NONFINITE_LOSS
     info = rundir.read_exit(run_dir)
     assert info["code"] == 4 and "non-finite loss" in info["message"] and "train.lr" in info["message"]
@@ -128,7 +128,7 @@ def test_bad_config_names_the_key_and_exits_2(tmp_path: Path, token_cache: Path,
     cases = {
         "heads": ({"model": {"layers": 1, "d_model": 16, "heads": 3}}, "model.d_model (16) must be divisible"),
         "precision": ({"precision": "fp8"}, "precision: expected one of fp32, bf16, fp16, got 'fp8'"),
-        "lr": ({"train": {"lr": "fast"}}, "train.lr: expected float, got 'fast'"),
+        "lr": ({"train": {"lr": "fast"}}, "train.lr: expected a number > 0, got 'fast'"),
         "both": ({"train": {"epochs": 1}}, "give exactly one of steps or epochs"),
         "device": ({"train": {"device": "cuda"}} if not torch.cuda.is_available() else {"window": 0},
                    "CUDA" if not torch.cuda.is_available() else "window"),

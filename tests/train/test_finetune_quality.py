@@ -63,7 +63,7 @@ def test_macro_f1_over_n_s_v_f_leaves_q_out() -> None:
 def test_validation_runs_outside_t_keeps_the_best_weights_and_stops_early(tmp_path: Path) -> None:
     s = tiny_settings(tmp_path, mode="finetune", steps=12, val_every=2, patience=1, pool="centre")
     data = tiny_data(s)
-    data.val = LabelledWindows(RandomWindows(24, s.window, 3))
+    data.val = LabelledWindows(RandomWindows(24, s.axes.window, 3))
     assert run(s, data) == 0
     r = rundir.read_result(tmp_path)
     v = r["validation"]
@@ -83,7 +83,7 @@ def test_validation_runs_outside_t_keeps_the_best_weights_and_stops_early(tmp_pa
 def test_new_keys_are_checked_with_their_dotted_name(tmp_path: Path) -> None:
     base = {"train": {"steps": 1}}
     s = from_config(tmp_path, {**base, "model": {"context": "rr", "pool": "centre"}})
-    assert (s.context, s.pool, s.val_fraction, s.patience) == ("rr", "centre", 0.0, 0)
+    assert (s.model.context, s.model.pool, s.train.val_fraction, s.train.patience) == ("rr", "centre", 0.0, 0)
     for section, key, value, msg in (("model", "context", "ecg", "model.context"),
                                      ("model", "pool", "max", "model.pool"),
                                      ("model", "waveform", "delta", "model.waveform"),

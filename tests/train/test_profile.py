@@ -169,11 +169,11 @@ def test_the_study_and_the_trainer_take_the_profile_keys_from_the_key_table(tmp_
     assert {k: config[k] for k in config if k.startswith("profile_")} == {
         "profile_active": 3, "profile_wait": 0, "profile_warmup": 2, "profile_repeat": 0}
     assert not any(k.startswith("profile_") for k in parse({}))  # unset: not profiled, left out of config.json
-    with pytest.raises(SpecError, match=r"p\.toml: \[train\]\.profile_active is 0; expected at least 1"):
+    with pytest.raises(SpecError, match=r"p\.toml: \[train\]\.profile_active: expected an integer >= 1, got 0"):
         parse({"profile_active": 0})
-    with pytest.raises(SpecError, match=r"\[train\]\.profile_wait must be an integer, found a string '1'"):
+    with pytest.raises(SpecError, match=r"\[train\]\.profile_wait: expected an integer >= 0, got '1'"):
         parse({"profile_wait": "1"})
-    with pytest.raises(SpecError, match=r"\[train\]\.profile_repeat is -1; expected at least 0"):
+    with pytest.raises(SpecError, match=r"\[train\]\.profile_repeat: expected an integer >= 0, got -1"):
         parse({"profile_repeat": -1})
     with pytest.raises(ConfigError, match=r"config.json: train\.profile_active: expected an integer >= 1, got 0"):
         from_config(tmp_path, {"train": {"steps": 1, "profile_active": 0}})

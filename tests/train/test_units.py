@@ -122,13 +122,13 @@ def test_grad_accumulation_equals_the_big_batch(tmp_path: Path) -> None:
 
 def test_settings_defaults_and_precise_errors(tmp_path: Path) -> None:
     s = from_config(tmp_path, {"train": {"steps": 5}})
-    assert (s.mode, s.precision, s.window, s.grad_accum, s.device) == ("foundation", "fp32", 256, 1, "auto")
-    assert s.epochs is None and from_config(tmp_path, {"train": {"epochs": 0.5}}).epochs == 0.5
+    assert (s.axes.mode, s.axes.precision, s.axes.window, s.train.grad_accum, s.train.device) == ("foundation", "fp32", 256, 1, "auto")
+    assert s.train.epochs is None and from_config(tmp_path, {"train": {"epochs": 0.5}}).train.epochs == 0.5
     with pytest.raises(ConfigError, match=r"config.json: train.grad_accum: expected an integer >= 1, got 0"):
         from_config(tmp_path, {"train": {"steps": 5, "grad_accum": 0}})
     with pytest.raises(ConfigError, match=r"train.task: expected one of beat, rhythm, got 'qrs'"):
         from_config(tmp_path, {"train": {"steps": 5, "task": "qrs"}})
-    with pytest.raises(ConfigError, match=r"config.json: model.layers: expected int, got '4'"):
+    with pytest.raises(ConfigError, match=r"config.json: model.layers: expected an integer >= 1, got '4'"):
         from_config(tmp_path, {"model": {"layers": "4"}, "train": {"steps": 5}})
     with pytest.raises(ConfigError, match="train.lr: expected a number > 0, got nan"):
         from_config(tmp_path, {"train": {"steps": 5, "lr": math.nan}})

@@ -53,22 +53,21 @@ class SignalAt(Dataset):
 
 
 def tiny_settings(run_dir: Path, **overrides: Any) -> Settings:
-    s = Settings(run_dir=Path(run_dir), window=16, batch_size=4, layers=1, d_model=16, heads=2, steps=4,
-                 lr=1e-2, cpus_per_task=1, device="cpu", metrics_interval_s=0.01, mask_span=2, eval=True)
-    for key, value in overrides.items():
-        setattr(s, key, value)
+    s = Settings(run_dir=Path(run_dir)).replace(
+        window=16, batch_size=4, layers=1, d_model=16, heads=2, steps=4, lr=1e-2, cpus_per_task=1, device="cpu",
+        metrics_interval_s=0.01, mask_span=2, eval=True).replace(**overrides)
     validate(s)
     return s
 
 
 def tiny_data(s: Settings, n: int = 64, signal_at: int = 0) -> Data:
     """Random windows for the objective of `s`; `signal_at` > 0 sends SIGTERM on that fetch."""
-    train, test = RandomWindows(n, s.window, 1), RandomWindows(16, s.window, 2)
-    if s.mode == "finetune":
+    train, test = RandomWindows(n, s.axes.window, 1), RandomWindows(16, s.axes.window, 2)
+    if s.axes.mode == "finetune":
         data = Data(LabelledWindows(train), LabelledWindows(test), VOCAB, ["low", "high"])
     else:
-        data = Data(MaskedWindows(train, MASK_ID, s.mask_ratio, s.mask_span, s.seed),
-                    MaskedWindows(test, MASK_ID, s.mask_ratio, s.mask_span, s.seed + 1), VOCAB)
+        data = Data(MaskedWindows(train, MASK_ID, s.train.mask_ratio, s.train.mask_span, s.train.seed),
+                    MaskedWindows(test, MASK_ID, s.train.mask_ratio, s.train.mask_span, s.train.seed + 1), VOCAB)
     if signal_at:
         data.train = SignalAt(data.train, signal_at)
     return data

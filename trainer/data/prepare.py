@@ -27,11 +27,12 @@ from typing import Any
 
 import numpy as np
 
+from trainer.config_flags import UsageError, add_data_flags, split_from_flags, tokenizer_from_flags
 from trainer.data import records as rec_io
 from trainer.data import shards, synthetic
 from trainer.data.errors import DataError
 from trainer.data.labels import BEAT_CLASSES, RHYTHM_CLASSES, TOKEN_CLASS_NAMES
-from trainer.data.splits import check_options, plan_split, record_names
+from trainer.data.splits import check_options, plan_split
 from trainer.data.summary import SKIP_HINT, describe
 from trainer.data.tokenizers import SPECIAL_TOKENS, canonical, tokenize, vocab_size
 from trainer.environment import slurm_cpus_per_task
@@ -375,27 +376,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, metavar="PATH", help="PhysioNet-style folder (RECORDS file or *.hea); omit for synthetic")
     parser.add_argument("--synthetic", action="store_true", help="use the built-in synthetic ECG generator")
     parser.add_argument("--dataset", metavar="NAME", help="dataset name in the shard folder (default: the data folder's name)")
-    parser.add_argument("--tokenizer", default="samples", metavar="NAME", help="samples (default) or beats")
     parser.add_argument("--out", type=Path, metavar="CACHE", help="token cache root (shards go to OUT/<dataset>-<tokenizer>-<digest>)")
     parser.add_argument("--workers", type=int, default=1, metavar="N", help="processes, one record each at a time (default 1)")
-    parser.add_argument("--vocab", type=int, metavar="BINS", help="samples: amplitude bins (default 256)")
-    parser.add_argument("--quantizer", choices=("uniform", "mulaw"), help="samples: uniform or mulaw (default mulaw)")
-    parser.add_argument("--lead", help="samples: lead index or name (default 0)")
-    parser.add_argument("--fs", type=float, metavar="HZ", help="samples: resample to this rate in Hz (default 360; 0 keeps native)")
-    parser.add_argument("--highpass", type=float, metavar="HZ",
-                        help="samples: remove baseline wander below this frequency (default 0 = off)")
-    parser.add_argument("--rr-bins", type=int, metavar="N", help="beats: RR-interval bins (default 16)")
-    parser.add_argument("--annotator", metavar="EXT", help="annotation file extension: atr, ari, ... or auto (default)")
-    parser.add_argument("--records", nargs="+", metavar="RECORD",
-                        help="only these records, separated by commas or spaces (100,101,103)")
-    parser.add_argument("--skip-bad-records", action="store_true",
-                        help="leave out bad records (listed with their reason) instead of failing")
-    parser.add_argument("--test-records", nargs="+", metavar="RECORD",
-                        help="the test split, explicitly, separated by commas or spaces (recorded in the "
-                             "manifest; the rest is train)")
-    parser.add_argument("--patient-pattern", metavar="REGEX",
-                        help="regular expression extracting the patient id from a record name (its group "
-                             "'patient', else its first group, else the match); the split keeps patients whole")
+    add_data_flags(parser)  # every tokenizer key, the split and --skip-bad-records, as `hlm-train train` has them
     parser.add_argument("--synthetic-records", type=int, metavar="N", help="synthetic: number of records (default 8)")
     parser.add_argument("--synthetic-seconds", type=float, metavar="S", help="synthetic: seconds per record (default 300)")
     parser.add_argument("--seed", type=int, help="synthetic: seed (default 0)")
@@ -406,8 +389,8 @@ def run(args: argparse.Namespace) -> int:
     """Run `hlm-train prepare`; 0 on success, 2 for a bad command line or config, 3 for bad data."""
     try:
         kwargs = _from_run_dir(args.run_dir) if args.run_dir else _from_flags(args)
-        kwargs["skip_bad_records"] = kwargs["skip_bad_records"] or args.skip_bad_records
-    except _UsageError as exc:
+        kwargs["skip_bad_records"] = kwargs["skip_bad_records"] or bool(args.skip_bad_records)
+    except UsageError as exc:
         print(f"hlm-train prepare: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
@@ -423,38 +406,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-class _UsageError(Exception):
-    pass
-
-
 def _from_flags(args: argparse.Namespace) -> dict[str, Any]:
     if args.synthetic and args.data:
-        raise _UsageError("--synthetic and --data exclude each other")
+        raise UsageError("--synthetic and --data exclude each other")
     if args.out is None:
-        raise _UsageError("--out CACHE_ROOT is required (or --run-dir DIR)")
+        raise UsageError("--out CACHE_ROOT is required (or --run-dir DIR)")
     if args.workers < 1:
-        raise _UsageError(f"--workers must be at least 1, found {args.workers}")
-    tok: dict[str, Any] = {"name": args.tokenizer}
-    try:  # `--records 100,101` and `--records 100 101` alike (trainer.data.splits.record_names)
-        records = None if args.records is None else record_names(args.records)
-        test_records = None if args.test_records is None else record_names(args.test_records, "--test-records")
-    except ValueError as exc:
-        raise _UsageError(str(exc)) from None
-    lead = args.lead
-    if lead is not None and lead.isdigit():
-        lead = int(lead)
-    for key, value in (("vocab", args.vocab), ("quantizer", args.quantizer), ("lead", lead), ("fs", args.fs),
-                       ("highpass_hz", args.highpass), ("rr_bins", args.rr_bins), ("annotator", args.annotator),
-                       ("records", records)):
-        if value is not None:
-            tok[key] = value
+        raise UsageError(f"--workers must be at least 1, found {args.workers}")
+    tok: dict[str, Any] = {"name": "samples", **tokenizer_from_flags(args)}
+    split = split_from_flags(args)
     syn = {k: v for k, v in (("records", args.synthetic_records), ("seconds", args.synthetic_seconds),
                              ("seed", args.seed)) if v is not None}
-    split = {k: v for k, v in (("test_records", test_records), ("patient_pattern", args.patient_pattern))
-             if v is not None}
     return {"data_path": args.data, "tokenizer": tok, "cache_root": args.out, "workers": args.workers,
-            "dataset": args.dataset, "synthetic_params": syn or None, "skip_bad_records": args.skip_bad_records,
-            "split": split or None}
+            "dataset": args.dataset, "synthetic_params": syn or None, "skip_bad_records": bool(args.skip_bad_records),
+            "split": split}
 
 
 def _from_run_dir(run_dir: Path) -> dict[str, Any]:
@@ -463,17 +428,17 @@ def _from_run_dir(run_dir: Path) -> dict[str, Any]:
     try:
         config = read_config(run_dir)
     except RunDirError as exc:
-        raise _UsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     where = run_dir / "config.json"
     for key in ("tokenizer", "token_cache"):
         if key not in config:
-            raise _UsageError(f"{where}: missing key {key!r}")
+            raise UsageError(f"{where}: missing key {key!r}")
     if not isinstance(config["tokenizer"], dict):
-        raise _UsageError(f"{where}: 'tokenizer' must be an object with a 'name', found {config['tokenizer']!r}")
+        raise UsageError(f"{where}: 'tokenizer' must be an object with a 'name', found {config['tokenizer']!r}")
     data_path = None if config.get("synthetic") else config.get("data_path")
     skip = config.get("skip_bad_records", False)
     if not isinstance(skip, bool):
-        raise _UsageError(f"{where}: 'skip_bad_records' must be true or false, found {skip!r}")
+        raise UsageError(f"{where}: 'skip_bad_records' must be true or false, found {skip!r}")
     return {"data_path": data_path, "tokenizer": config["tokenizer"], "cache_root": config["token_cache"],
             "workers": int(config.get("prepare_workers") or slurm_cpus_per_task() or 1),
             "dataset": config.get("dataset"), "synthetic_params": config.get("synthetic_params") or None,

@@ -24,7 +24,6 @@ from trainer.data.errors import DataError
 from trainer.data.labels import AAMI_OF_CODE, IS_BEAT, N_TOKEN_CLASSES, TOKEN_CLASS_OF_CODE
 from trainer.data.records import Record, rhythm_per_annotation
 from trainer.data.tokenizer_keys import (  # noqa: F401 - re-exported: the trainer's modules import them from here
-    COMMON_KEYS,
     DEFAULTS,
     N_SPECIAL,
     SPECIAL_TOKENS,
