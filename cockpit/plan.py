@@ -112,7 +112,7 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
     links = prediction.merge(prediction.measured_links(results), fallback)
     lines = []
     for cfg in study.matrix():
-        fits = study.fits_node(cfg) and (cores is None or cfg.gpus_per_node * cfg.cpus_per_task <= cores)
+        fits = study.fits_node(cfg, cores)
         status = statuses.get(cfg.config_id, "submit")
         if not fits and status not in ("done", "active"):
             status = "too big"

@@ -66,6 +66,11 @@ class Configuration(AxisKeys):
         return self.nodes * self.gpus_per_node
 
     @property
+    def node_cores(self) -> int:
+        """Cores one node of this run needs: its workers per node times their cores."""
+        return self.gpus_per_node * self.cpus_per_task
+
+    @property
     def is_baseline(self) -> bool:
         return self.nodes == 1 and self.gpus_per_node == 1
 
@@ -134,9 +139,12 @@ class Study:
         axes = [self.sweep[axis] for axis in AXES]
         return [Configuration(*values) for values in itertools.product(*axes)]
 
-    def fits_node(self, cfg: Configuration) -> bool:
-        """Whether one node has the cores for all its tasks (Slurm would refuse the job otherwise)."""
-        return cfg.gpus_per_node * cfg.cpus_per_task <= self.cluster.cores_per_node
+    def fits_node(self, cfg: Configuration, cores: int | None = None) -> bool:
+        """Whether one node has the cores for all its tasks (Slurm would refuse the job otherwise): the one
+        rule of the plan, the batch scripts and the local executor. ``cores``: a smaller node the backend
+        knows of (the local machine, a partition's nodes)."""
+        limit = self.cluster.cores_per_node if cores is None else min(cores, self.cluster.cores_per_node)
+        return cfg.node_cores <= limit
 
     def runnable(self) -> list[Configuration]:
         return [cfg for cfg in self.matrix() if self.fits_node(cfg)]

@@ -6,6 +6,9 @@ rate-limit new connections, while a command on an open connection costs a few mi
 
 Host keys are always checked against ``known_hosts`` (``~/.ssh/known_hosts``, the ``UserKnownHostsFile``
 of the Host entry, or a file named in the study); there is deliberately no option that disables checking.
+
+About 400 lines because connecting, resolving ~/.ssh/config, reconnecting and the SFTP helpers share the one
+connection's state and its lock; split, each piece would reach into the others' private fields.
 """
 
 from __future__ import annotations

@@ -107,11 +107,11 @@ class LocalExecutor(Backend):
 
     async def submit(self, cfg: Configuration) -> str:
         """Queue one configuration: writes its config.json now, starts it when its cores are free."""
-        nproc = cfg.nodes * cfg.gpus_per_node
-        cores = nproc * cfg.cpus_per_task
+        nproc = cfg.workers
+        cores = cfg.node_cores
         if cfg.nodes != 1:
             raise LocalSubmitError(f"configuration {cfg.config_id} asks for {cfg.nodes} nodes; the local executor has one")
-        if cores > self.max_cores:
+        if not self.study.fits_node(cfg, self.max_cores):
             raise LocalSubmitError(
                 f"configuration {cfg.config_id} needs {nproc} workers x {cfg.cpus_per_task} cores = {cores} cores "
                 f"but this machine allows {self.max_cores}"
@@ -138,8 +138,8 @@ class LocalExecutor(Backend):
     async def submit_preflight(self, job: PreflightJob, config: dict[str, Any]) -> tuple[str, str, list[str]]:
         """Queue the preflight like a configuration: same cores, same launcher, `hlm-train preflight`."""
         cfg = job.cfg
-        cores = cfg.gpus_per_node * cfg.cpus_per_task
-        if cfg.nodes != 1 or cores > self.max_cores:
+        cores = cfg.node_cores
+        if cfg.nodes != 1 or not self.study.fits_node(cfg, self.max_cores):
             raise LocalSubmitError(f"preflight {job.name} needs {cfg.nodes} node(s) x {cores} cores; this machine "
                                    f"allows 1 x {self.max_cores}")
         directory = Path(preflight_dir(await self.study_dir(), job))

@@ -167,7 +167,7 @@ def _devices(study: Study, job: PreflightJob, ranks: list[dict[str, Any]], expec
                     f"{len(ranks)} ranks on {len(nodes)} node(s) ({', '.join(nodes)})", f"{want} on {job.nodes}",
                     "" if ok else "check [cluster].gpus_per_node and the launcher's log")
     if not expect_gpus:
-        need = job.gpus_per_node * job.cfg.cpus_per_task
+        need = job.cfg.node_cores
         cores = min((int(r.get("cores") or 0) for r in ranks), default=0)
         return [workers,
                 Check("cores", PASS if cores >= need else WARN, f"{cores} usable per node",

@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from cockpit.snapshot import GpuSeries, StudySnapshot
-from cockpit.tui import model
+from cockpit.tui import gpu_rows, model
 from cockpit.tui.channel import SnapshotView
 from cockpit.tui.columns import GPU_COLUMNS, GPU_JOB_COLUMNS, RUNNING
 from cockpit.tui.table import RowTable
@@ -47,7 +47,7 @@ class GpuView(Vertical, SnapshotView):
 
     def apply(self, snapshot: StudySnapshot) -> None:
         self._snapshot = snapshot
-        self.jobs.apply(model.gpu_job_rows(snapshot))
+        self.jobs.apply(gpu_rows.gpu_job_rows(snapshot))
         used, budget = snapshot.node_hours_used, snapshot.node_hours_budget
         spent = f"node-hours spent {used:.2f}" + (f" of a {budget:.2f} budget" if budget is not None else
                                                    " (no budget set)")
@@ -89,10 +89,10 @@ class GpuView(Vertical, SnapshotView):
             if row.config_id not in self._asked:
                 self._asked.add(row.config_id)
                 self.post_message(self.NeedHistory(row.config_id))
-        table.apply(model.gpu_rows(series, running))
+        table.apply(gpu_rows.gpu_rows(series, running))
         if series:
-            text = (f"{len(series)} GPUs · idle = utilisation under {model.IDLE_UTIL_PCT:.0f}% for "
-                    f"{model.IDLE_SAMPLES} samples in a row")
+            text = (f"{len(series)} GPUs · idle = utilisation under {gpu_rows.IDLE_UTIL_PCT:.0f}% for "
+                    f"{gpu_rows.IDLE_SAMPLES} samples in a row")
         elif model.study_device(snap) == "cpu":
             text = "a CPU study: its workers are processes, there are no GPU samples (allocated time vs T above)"
         elif row.config_id in self._history or running:

@@ -123,3 +123,9 @@ def test_plan_refuses_what_the_trainer_would_in_its_words(tmp_path: Path, sectio
     with pytest.raises(SpecError) as refused:
         load_study(path)
     assert str(refused.value) == f"s.toml: {words}"
+
+
+def test_config_json_refuses_it_in_the_same_words(tmp_path: Path):
+    """docs/training.md's example: the trainer's reading of the same value."""
+    assert _trainer(tmp_path, {"model": TINY_MODEL, "train": TINY_TRAIN, "window": 1}) == (
+        "config.json: window: expected an integer >= 2, got 1")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cockpit.snapshot import GpuSample, GpuSeries
 from cockpit.tui import format as fmt
-from cockpit.tui import model
+from cockpit.tui import gpu_rows, model
 
 
 def series(config_id: str, host: str, gpu: int, utils: list[float]) -> GpuSeries:
@@ -24,7 +24,7 @@ def test_idle_gpu_and_idle_node_are_flagged(recorded):
         series(running.config_id, "n1", 1, [90, 3, 1, 0, 2, 1]),  # went idle
         series(running.config_id, "n2", 0, [0, 0, 1, 0, 0]),  # the whole node idles
     ]
-    rows = model.gpu_rows(gpus, running=True)
+    rows = gpu_rows.gpu_rows(gpus, running=True)
     flags = {r.key: str(r.cells[-1]) for r in rows}
     assert flags == {
         f"{running.config_id}:n1:0": "ok",
@@ -34,13 +34,13 @@ def test_idle_gpu_and_idle_node_are_flagged(recorded):
     first = next(r for r in rows if r.key.endswith("n1:0"))
     assert first.cells[2] == "98%" and first.cells[4] == "1.0/40 GiB"
     # after the job ended: how many times each GPU sat idle during the run
-    ended = {r.key: str(r.cells[-1]) for r in model.gpu_rows(gpus, running=False)}
+    ended = {r.key: str(r.cells[-1]) for r in gpu_rows.gpu_rows(gpus, running=False)}
     assert list(ended.values()) == ["never idle", "idle ×1", "idle ×1"]
 
 
 def test_a_timeline_spreads_over_the_whole_run():
-    assert model.spread(list(range(100)), 5) == [0, 25, 50, 74, 99]
-    assert model.spread([1, 2], 5) == [1, 2]
+    assert gpu_rows.spread(list(range(100)), 5) == [0, 25, 50, 74, 99]
+    assert gpu_rows.spread([1, 2], 5) == [1, 2]
 
 
 def test_new_lines_finds_overlap_of_tails():

@@ -5,6 +5,9 @@ Three rules keep a login node happy and the cockpit robust:
 - jobs that left the queue are resolved in one batch: ``sacct`` where accounting exists, else
   ``scontrol show job`` while the controller remembers them; the caller falls back to run-directory files;
 - output is parsed defensively: anything unexpected becomes a :class:`ParseProblem`, never an exception.
+
+About 400 lines because each Slurm command's call and its parser sit together (squeue, sacct, scontrol,
+sbatch, scancel, sacctmgr): a reader checks a format string against the parser that reads it on one screen.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ def render_script(study: Study, cfg: Configuration) -> str:
     check_cluster(site, study.cluster, cfg.gpus_per_node)
     if not study.fits_node(cfg):
         raise SiteError(
-            f"configuration {cfg.config_id} ({cfg.label}) needs {cfg.gpus_per_node * cfg.cpus_per_task} cores per node "
+            f"configuration {cfg.config_id} ({cfg.label}) needs {cfg.node_cores} cores per node "
             f"but [cluster].cores_per_node is {study.cluster.cores_per_node}"
         )
     return _environment().get_template(sbatch_templates.JOB_TEMPLATE).render(_context(study, cfg, site))
