@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cockpit.report.study_data import StudyData, label, load_study_data
+from trainer.config_keys import AXIS_KEYS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,7 +34,7 @@ __all__ = ["TEXT_COLUMNS", "NotebookStudy", "open_study"]
 
 # scaling.csv's columns that are text whatever they look like (a config id "1234567890", a dataset "2017"):
 # read_csv(path, dtype=TEXT_COLUMNS) reads the report's file as scaling() returns it
-TEXT_COLUMNS = {c: str for c in ("config_id", "group_id", "dataset", "mode", "precision", "status")}
+TEXT_COLUMNS = {c: str for c in ("config_id", "group_id", *(k.name for k in AXIS_KEYS if k.kind == (str,)), "status")}
 
 
 def open_study(path: str | Path, study: str | None = None) -> NotebookStudy:

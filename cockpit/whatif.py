@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cockpit import advice, prediction
+from trainer.config_keys import LABEL_ORDER
 
 if TYPE_CHECKING:
     from cockpit.spec import Configuration, Study
@@ -307,10 +308,8 @@ def _f(value: float | None, spec: str) -> str:
 
 def _short(cfg_label: str, keep: set[str]) -> str:
     """The configuration label's words for the axes that vary (config_label's order) and its NxG."""
-    words = cfg_label.split()
-    # config_label: dataset mode w.. NxG c.. precision b..
-    names = ("dataset", "mode", "window", "scale", "cpus_per_task", "precision", "batch_size")
-    return " ".join(w for name, w in zip(names, words, strict=False) if name in keep or name == "scale")
+    words = cfg_label.split()  # config_label's words, in LABEL_ORDER
+    return " ".join(w for name, w in zip(LABEL_ORDER, words, strict=False) if name in keep or name == "scale")
 
 
 def _basis_word(p: advice.Forecast) -> str:

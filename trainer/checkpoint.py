@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from trainer import rundir
+from trainer.config_keys import TRAINER_KEYS
 from trainer.rundir import atomic_write
 
 if TYPE_CHECKING:
@@ -27,9 +28,7 @@ if TYPE_CHECKING:
 FORMAT = "hlm-checkpoint-1"
 
 # Settings a checkpoint can only be resumed with (they fix the data order, the model or the schedule).
-RESUME_KEYS = ("mode", "window", "batch_size", "grad_accum", "layers", "d_model", "heads", "seed", "steps",
-               "epochs", "lr", "warmup_steps", "task", "mask_ratio", "mask_span", "context", "waveform", "pool", "val_fraction",
-               "val_every")
+RESUME_KEYS = tuple(k.name for k in TRAINER_KEYS if k.resume)  # the registry marks them (trainer/config_keys.py)
 
 
 @dataclass

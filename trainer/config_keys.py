@@ -39,12 +39,14 @@ _WORDS = {int: "an integer", float: "a number", str: "a string", bool: "true or 
 @dataclass(frozen=True)
 class Axis:
     """How a sweep axis shows: its column header (unit included), the names the filter takes for it (the
-    header's word first), and its tag in the configuration label ("w{}" -> `w256`)."""
+    header's word first), its tag in the configuration label ("w{}" -> `w256`) and its header where columns
+    are short (`cockpit plan`'s table)."""
 
     header: str
     names: tuple[str, ...]
     tag: str = "{}"
     words: str = "{}"  # a value in a sentence: "window 256", "4 CPUs/task"
+    short: str = ""  # "" : the header
     scale: bool = False  # gpus_per_node, nodes: their product is a run's N
 
 
@@ -73,6 +75,8 @@ class ConfigKey:
     tokenizers: tuple[str, ...] = ()  # a tokenizer key: the tokenizers that read it
     rule: Callable[[Any], bool] | None = None  # a rule the bounds cannot say; `expected` words it
     expected_words: str = ""
+    resume: bool = False  # a checkpoint written under another value is not resumed (trainer.checkpoint)
+    windows: bool = False  # decides the test windows: an ensemble's members must agree (trainer.ensemble)
 
     @property
     def dest(self) -> str:
@@ -155,14 +159,16 @@ def keys_of(section: str, cls: type, **common: Any) -> tuple[ConfigKey, ...]:
 class ModelKeys:
     """[model]: the architecture (config.json "model")."""
 
-    layers: int = key(4, "transformer layers", minimum=1)
-    d_model: int = key(128, "width of the model (divisible by heads)", minimum=8)
-    heads: int = key(4, "attention heads", minimum=1)
+    layers: int = key(4, "transformer layers", minimum=1, resume=True)
+    d_model: int = key(128, "width of the model (divisible by heads)", minimum=8, resume=True)
+    heads: int = key(4, "attention heads", minimum=1, resume=True)
     dropout: float = key(0.0, "dropout probability", minimum=0, below=1)
-    context: str = key("none", "'rr': RR-interval tokens of the centre beat before each window", choices=CONTEXTS)
+    context: str = key("none", "'rr': RR-interval tokens of the centre beat before each window", choices=CONTEXTS,
+                       resume=True, windows=True)
     waveform: str = key("raw", "samples windows as tokenized ('raw') or minus the patient's template beat "
-                        "('diff')", choices=WAVEFORMS)
-    pool: str = key("mean", "fine-tune head input: 'mean' over positions or the 'centre' beat's", choices=POOLS)
+                        "('diff')", choices=WAVEFORMS, resume=True, windows=True)
+    pool: str = key("mean", "fine-tune head input: 'mean' over positions or the 'centre' beat's", choices=POOLS,
+                    resume=True)
 
 
 @dataclass(frozen=True)
@@ -172,19 +178,19 @@ class AxisKeys:
 
     dataset: str = key("synthetic", "the dataset's name in [data.datasets] (standalone: the data folder's name)",
                        study=False,
-                       axis=Axis("dataset", ("dataset",)))
+                       axis=Axis("dataset", ("dataset",), short="data"), windows=True)
     mode: str = key("foundation", "foundation (masked-span prediction) or finetune (classification)",
-                    choices=MODES, axis=Axis("mode", ("mode",)))
+                    choices=MODES, axis=Axis("mode", ("mode",)), resume=True, windows=True)
     window: int = key(256, "tokens per training window", minimum=2, unit="tokens",
-                      axis=Axis("window", ("window", "w"), "w{}", "window {}"))
+                      axis=Axis("window", ("window", "w"), "w{}", "window {}", short="w"), resume=True, windows=True)
     precision: str = key("fp32", "numeric precision of the forward pass", choices=PRECISIONS,
-                         axis=Axis("precision", ("prec", "precision")))
+                         axis=Axis("precision", ("prec", "precision"), short="prec"))
     batch_size: int = key(32, "windows per worker per step", minimum=1, unit="windows",
-                          axis=Axis("batch", ("batch", "batch_size"), "b{}", "batch {}"))
+                          axis=Axis("batch", ("batch", "batch_size"), "b{}", "batch {}", short="b"), resume=True)
     cpus_per_task: int | None = key(None, "CPU cores per worker (default: SLURM_CPUS_PER_TASK, else 1; a "
                                     "study's matrix uses 1)", minimum=1, unit="cores",
                                     axis=Axis("CPUs/task", ("cpus", "cpus/task", "cpus_per_task", "cpu"), "c{}",
-                                              "{} CPUs/task"))
+                                              "{} CPUs/task", short="c"))
     gpus_per_node: int = key(1, "workers (GPUs) per node", minimum=1, study=False, flag="",
                              axis=Axis("GPUs/node", ("gpus", "gpus_per_node", "gpus/node"), scale=True))
     nodes: int = key(1, "nodes", minimum=1, study=False, flag="", axis=Axis("nodes", ("nodes",), scale=True))
@@ -194,28 +200,29 @@ class AxisKeys:
 class TrainKeys:
     """[train]: the run (config.json "train")."""
 
-    steps: int | None = key(None, "optimizer steps (give steps or epochs)", minimum=1)
-    epochs: float | None = key(None, "passes over the training split (give steps or epochs)", above=0)
-    lr: float = key(3e-4, "peak learning rate (AdamW)", above=0)
+    steps: int | None = key(None, "optimizer steps (give steps or epochs)", minimum=1, resume=True)
+    epochs: float | None = key(None, "passes over the training split (give steps or epochs)", above=0, resume=True)
+    lr: float = key(3e-4, "peak learning rate (AdamW)", above=0, resume=True)
     weight_decay: float = key(0.01, "AdamW weight decay", minimum=0)
-    warmup_steps: int = key(0, "linear warm-up steps", minimum=0)
-    seed: int = key(0, "random seed")
-    grad_accum: int = key(1, "micro-batches per optimizer step", minimum=1)
+    warmup_steps: int = key(0, "linear warm-up steps", minimum=0, resume=True)
+    seed: int = key(0, "random seed", resume=True)
+    grad_accum: int = key(1, "micro-batches per optimizer step", minimum=1, resume=True)
     compile: bool = key(False, "torch.compile the model")
     device: str = key("auto", "where to train: auto takes a GPU when there is one", choices=DEVICES)
     metrics_interval_s: float = key(5.0, "seconds between metrics.jsonl records", above=0, unit="s")
     nvml_interval_ms: int = key(500, "milliseconds between GPU samples (gpu.jsonl)", minimum=10, unit="ms")
     eval: bool = key(True, "evaluate on the test split at the end")
-    task: str = key("beat", "fine-tune labels: beat classes or rhythm classes", choices=TASKS)
+    task: str = key("beat", "fine-tune labels: beat classes or rhythm classes", choices=TASKS, resume=True,
+                    windows=True)
     init_checkpoint: str | None = key(None, "weights to start from (a fine-tune: its foundation's model.pt)")
-    mask_ratio: float = key(0.15, "foundation: share of tokens masked", above=0, below=1)
-    mask_span: int = key(8, "foundation: tokens per masked span", minimum=1)
+    mask_ratio: float = key(0.15, "foundation: share of tokens masked", above=0, below=1, resume=True)
+    mask_span: int = key(8, "foundation: tokens per masked span", minimum=1, resume=True)
     num_workers: int | None = key(None, "DataLoader workers (default: cpus_per_task - 1)", minimum=0)
     grad_clip: float = key(1.0, "gradient norm clip (0 = off)", minimum=0)
     class_weights: str = key("balanced", "fine-tune loss weights per class", choices=CLASS_WEIGHTS)
     val_fraction: float = key(0.0, "fine-tune: share of training patients held out for validation", minimum=0,
-                              below=1)
-    val_every: int = key(200, "fine-tune: validate every this many steps (and after the last)", minimum=1)
+                              below=1, resume=True)
+    val_every: int = key(200, "fine-tune: validate every this many steps (and after the last)", minimum=1, resume=True)
     patience: int = key(0, "fine-tune: stop after this many validations without a better macro-F1 (0 = never)",
                         minimum=0)
     bucket_cap_mb: float | None = key(None, "DDP gradient bucket size in MB (default: DDP's 25)", above=0,
@@ -249,16 +256,17 @@ class DataKeys:
     """The data keys of config.json, written by the cockpit from the study's [data] tables."""
 
     data_path: str | None = key(None, "a PhysioNet-style folder (RECORDS file or *.hea); unset: synthetic",
-                                study=False, flag="data")
-    tokenizer: dict = key(None, "the tokenizer table (see TOKENIZER_KEYS)", study=False, flag="")
+                                study=False, flag="data", windows=True)
+    tokenizer: dict = key(None, "the tokenizer table (see TOKENIZER_KEYS)", study=False, flag="", windows=True)
     token_cache: str | None = key(None, "token cache root", study=False)
     prepare_workers: int = key(1, "processes tokenizing, one record each at a time", minimum=1, study=False,
                                flag="")
-    synthetic_params: dict | None = key(None, "the generator's records, seconds and seed", study=False, flag="")
+    synthetic_params: dict | None = key(None, "the generator's records, seconds and seed", study=False, flag="",
+                                        windows=True)
     skip_bad_records: bool = key(False, "leave out bad records (listed with their reason in the manifest and "
-                                 "train.log)", study=False, flag="")
+                                 "train.log)", study=False, flag="", windows=True)
     split: dict | None = key(None, "{test_records: [...]} or {patient_pattern: ...}; unset: the default split",
-                             study=False, flag="")
+                             study=False, flag="", windows=True)
 
 
 def _is_annotator(v: Any) -> bool:
@@ -375,6 +383,9 @@ LABEL_ORDER = ("dataset", "mode", "window", "scale", "cpus_per_task", "precision
 assert set(LABEL_ORDER) - {"scale"} == set(AXES) - set(SCALE_AXES), "every axis has its place in LABEL_ORDER"
 
 
+TRAINER_KEYS: tuple[ConfigKey, ...] = (*keys_of("run", RunKeys), *keys_of("data", DataKeys), *KEYS)  # config.json
+
+
 def section_keys(section: str, *, study: bool | None = None) -> list[ConfigKey]:
     """The keys of one study table ("model" or "train"), optionally only those a study may set."""
     return [k for k in KEYS if k.section == section and (study is None or k.study == study)]
@@ -385,17 +396,21 @@ def tokenizer_defaults(name: str) -> dict[str, Any]:
     return {k.name: k.default for k in TOKENIZER_KEYS if name in k.tokenizers}
 
 
-def config_label(values: Mapping[str, Any]) -> str:
-    """Short human name of a configuration, every axis in it: `mitdb foundation w256 1x2 c4 bf16 b32`.
-
-    The one label of the plan, the batch scripts, the TUI and the headless run (values of a stored
-    configuration may lack an axis: it shows as '?'; a scale axis as 1)."""
+def label_words(values: Mapping[str, Any]) -> dict[str, str]:
+    """The configuration label's words by part (LABEL_ORDER): {"window": "w256", "scale": "1x2", ...}; a
+    missing axis shows as '?', a missing scale axis as 1 (a stored configuration may lack one)."""
     def tag(name: str) -> str:
         if name == "scale":
             return "x".join(str(values.get(a, 1)) for a in reversed(SCALE_AXES))
         return AXIS[name].tag.format(values.get(name, "?"))
 
-    return " ".join(tag(name) for name in LABEL_ORDER)
+    return {name: tag(name) for name in LABEL_ORDER}
+
+
+def config_label(values: Mapping[str, Any]) -> str:
+    """Short human name of a configuration, every axis in it: `mitdb foundation w256 1x2 c4 bf16 b32`.
+    The one label of the plan, the batch scripts, the TUI and the headless run."""
+    return " ".join(label_words(values).values())
 
 
 def check_model(values: Mapping[str, Any]) -> str | None:

@@ -23,13 +23,13 @@ from typing import Any
 import torch
 
 from trainer import checkpoint, distributed, evaluate, rundir, sources
+from trainer.config_keys import TRAINER_KEYS
 from trainer.data import DataError
 from trainer.model import HeartLanguageModel, ModelConfig
 from trainer.settings import ConfigError, Settings, from_config
 
 # what makes two runs' test windows the same windows; anything else (seed, steps, lr, ...) may differ
-SAME_TEST_WINDOWS = ("dataset", "data_path", "synthetic_params", "tokenizer", "split", "skip_bad_records", "window",
-                     "context", "waveform", "task", "mode")
+SAME_TEST_WINDOWS = tuple(k.name for k in TRAINER_KEYS if k.windows)  # the registry marks them
 
 
 class MeanProbabilities(torch.nn.Module):

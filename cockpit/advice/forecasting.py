@@ -28,6 +28,7 @@ from cockpit.advice.effects import (
     toml_value,
 )
 from cockpit.spec import AXES
+from trainer.config_keys import config_label, label_words
 
 # --- the recorded study --------------------------------------------------------------------------------------
 
@@ -269,9 +270,7 @@ def _batch_factor(cfg: dict[str, Any], src_cfg: dict[str, Any]) -> float:
 
 
 def _label(ax: dict[str, Any], scale_only: bool = False) -> str:
-    scale = f"{ax.get('nodes')}x{ax.get('gpus_per_node')}"
-    if scale_only:
-        return scale
-    return f"w{ax.get('window')} {scale} c{ax.get('cpus_per_task')} b{ax.get('batch_size')}"
+    """A run's configuration label in advice texts (or only its `1x1`)."""
+    return label_words(ax)["scale"] if scale_only else config_label(ax)
 
 

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from trainer.config_keys import AXIS, AXIS_KEYS
+
 if TYPE_CHECKING:
     from cockpit.plan import Plan
 
@@ -119,8 +121,8 @@ def current_plan(study, baselines: list[dict] | None = None) -> tuple[Plan, Path
 
 
 # the plan table's short headers, explained in its caption (so every value fits 80 columns uncut)
-SHORT_HEADERS = {"dataset": "data", "window": "w", "cpus_per_task": "c", "precision": "prec", "batch_size": "b"}
-NUMERIC_AXES = ("window", "cpus_per_task", "batch_size")
+SHORT_HEADERS = {k.name: k.axis.short or k.axis.header for k in AXIS_KEYS if k.axis}
+NUMERIC_AXES = tuple(k.name for k in AXIS_KEYS if int in k.kind)
 
 
 def plan_table(study, limit: int = 0, plan: Plan | None = None, console=None):  # noqa: ANN001 - rich Console
@@ -159,7 +161,7 @@ def _plan_table(study, limit: int, plan: Plan, layout: str):
     if layout == "label":
         legend.append("configuration: " + " ".join(_label_word(a) for a in varying) + " NxG")
     else:
-        legend += [f"{SHORT_HEADERS[a]} {a}" for a in varying if a in SHORT_HEADERS and a != "dataset"]
+        legend += [f"{SHORT_HEADERS[a]} {a}" for a in varying if SHORT_HEADERS[a] != a and a != "dataset"]
     legend.append("NxG nodes x GPUs per node")
     if predicted:
         legend.append("T s, S, node-h: predicted from the group's finished 1x1 baseline")
@@ -216,17 +218,13 @@ def _plan_table(study, limit: int, plan: Plan, layout: str):
     return table
 
 
-# how config_label writes each axis' value (its prefix), for the one-column layout
-_LABEL_PREFIX = {"window": "w", "cpus_per_task": "c", "batch_size": "b"}
-
-
 def _label_word(axis: str) -> str:
-    prefix = _LABEL_PREFIX.get(axis)
-    return f"{prefix}<{axis}>" if prefix else f"<{axis}>"
+    """How config_label writes an axis, for the one-column layout's legend: `w<window>`."""
+    return AXIS[axis].tag.format(f"<{axis}>")
 
 
 def _label_value(axis: str, value) -> str:  # noqa: ANN001
-    return f"{_LABEL_PREFIX.get(axis, '')}{value}"
+    return AXIS[axis].tag.format(value)
 
 
 STATUS_WORDS = {"done": "done", "active": "queued or running",

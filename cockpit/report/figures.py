@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from cockpit import explain, labels, series
+from trainer.config_keys import label_words
 
 FIGURES = series.TITLES  # the figure names (and a GPU study's titles); write_figures titles by the study's device
 COLORS = {"data_wait": "#8064a2", "compute": "#c0504d", "comm": "#f79646", "optimizer": "#4bacc6",
@@ -169,8 +170,8 @@ def _groups(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 
 
 def _group_label(r: dict[str, Any]) -> str:
-    return (f"{r['dataset']} {r['mode']} w{r['window']} c{r['cpus_per_task']} {r['precision']} "
-            f"batch {r['batch_size']}")
+    """A group's configuration label: every word but the scale, which the figure's x axis draws."""
+    return " ".join(word for axis, word in label_words(r).items() if axis != "scale")
 
 
 def _waterfall_rows(runs: list[dict[str, Any]]) -> list[tuple[str, float, float, str]]:

@@ -26,7 +26,7 @@ from cockpit.tui.columns import (
     state_word,
 )
 from cockpit.tui.filter import Filter, matches, parse_filter
-from trainer.config_keys import AXES, AXIS, LABEL_ORDER
+from trainer.config_keys import AXES, AXIS, LABEL_ORDER, label_words
 
 GROUP_AXES = AXES
 # the axes a row is told apart by, in the order the frozen identity columns show them ("scale" = nodes x GPUs)
@@ -66,10 +66,6 @@ class Layout:
 FULL_LAYOUT = Layout(SCALING_COLUMNS, fixed=0)
 
 
-LABEL_PARTS = (("dataset", "{}"), ("mode", "{}"), ("window", "w{}"), ("scale", "{}"), ("cpus_per_task", "c{}"),
-               ("precision", "{}"), ("batch_size", "b{}"))
-
-
 def folded_axes(snapshot: StudySnapshot) -> frozenset[str]:
     """The axes with one value in the whole study (said once in the subtitle, not on every row)."""
     if not snapshot.configs:
@@ -80,13 +76,7 @@ def folded_axes(snapshot: StudySnapshot) -> frozenset[str]:
 def short_label(values: dict[str, object], folded: frozenset[str] = frozenset()) -> str:
     """config_label without the folded axes: `w256 1x2 c1` where dataset, mode, precision and batch are
     the same for every run (the full label is in the status line and the run detail)."""
-    out = []
-    for axis, pattern in LABEL_PARTS:
-        if axis in folded:
-            continue
-        value = f"{values.get('nodes', 1)}x{values.get('gpus_per_node', 1)}" if axis == "scale" else values.get(axis, "?")
-        out.append(pattern.format(value))
-    return " ".join(out)
+    return " ".join(word for axis, word in label_words(values).items() if axis not in folded)
 
 
 def study_device(snapshot: StudySnapshot, hint: str | None = None) -> str:
