@@ -162,3 +162,28 @@ def differs_words(differs: list[tuple[str, Any, Any]]) -> str:
     return "; ".join(f"{k} {advice.toml_value(x)} -> {advice.toml_value(y)}" for k, x, y in differs) or "none"
 
 
+
+
+def headline(c: Comparison) -> str:
+    """`A = x, B = y: 2 matched configurations, 0 only in A, 2 only in B`."""
+    return (f"A = {c.a_name}, B = {c.b_name}: {len(c.pairs)} matched configurations, "
+            f"{len(c.only_a)} only in A, {len(c.only_b)} only in B")
+
+
+def matched_without(c: Comparison) -> str:
+    """The axes left out of the match, or "" when every axis matched."""
+    if not c.changed_axes:
+        return ""
+    return "matched without " + ", ".join(f"{ax} ({va} in A, {vb} in B)" for ax, (va, vb) in c.changed_axes.items())
+
+
+def unmatched_lines(c: Comparison) -> list[str]:
+    """`only in B: synthetic foundation w32 1x1 c1 fp32 b8 (completed, T 3.10 s)` per configuration one study
+    has and the other has not."""
+    out = []
+    for name, rows in (("only in A", c.only_a), ("only in B", c.only_b)):
+        for r in rows:
+            t = r.get("train_time_s")
+            shown = f", T {t:.2f} s" if isinstance(t, float) and t == t else ""
+            out.append(f"{name}: {label(r)} ({r.get('status')}{shown})")
+    return out

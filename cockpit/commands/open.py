@@ -16,6 +16,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="submit without a passed preflight of this study file (see `cockpit preflight`)")
     parser.add_argument("--baseline-first", action="store_true",
                         help="submit each group's 1x1 run first, the rest once its result predicts their cost")
+    parser.add_argument("--compare", type=Path, metavar="OTHER",
+                        help="open on the two-studies screen: this study against OTHER (a study file or a store), "
+                             "as `cockpit compare` prints it")
     parser.add_argument("--poll", type=float, default=2.0, metavar="S", help="screen refresh interval (default 2 s)")
 
 
@@ -48,7 +51,8 @@ def _open_study(path: Path, args: argparse.Namespace) -> int:
     from cockpit.tui.live import LiveController
 
     resuming = session.has_jobs()
-    app = CockpitApp(LiveController(session), poll_interval=args.poll, auto_submit=resuming, offer_plan=not resuming)
+    app = CockpitApp(LiveController(session), poll_interval=args.poll, auto_submit=resuming,
+                     offer_plan=not resuming and args.compare is None, compare_with=args.compare)
     try:
         app.run()
     finally:
@@ -60,7 +64,7 @@ def _open_store(path: Path, args: argparse.Namespace) -> int:
     from cockpit.store import StoreError
 
     try:
-        app, store = browse(path, args.study, poll=args.poll)
+        app, store = browse(path, args.study, poll=args.poll, compare_with=args.compare)
     except StoreError as exc:
         print(f"cockpit open: {exc}", file=sys.stderr)
         return 2

@@ -11,6 +11,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", help="a study file (.toml) or a cockpit store (.sqlite)")
     parser.add_argument("--out", required=True, metavar="DIR", help="directory for report.md, report.html, ...")
     parser.add_argument("--study", help="which study of a store holding several")
+    parser.add_argument("--compare", metavar="OTHER",
+                        help="add a section comparing the study with OTHER (a study file or a store), as `cockpit "
+                             "compare STUDY OTHER` prints it")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -22,8 +25,18 @@ def main(args: argparse.Namespace) -> int:
     except ReportError as exc:
         print(f"cockpit report: {exc}", file=sys.stderr)
         return 2
+    comparison = None
+    if args.compare:
+        from cockpit.report.comparison import Loaded, compare_loaded, load, site_links_of
+
+        try:  # this study as read above, against OTHER read as `cockpit compare` reads it
+            own = Loaded(inp.study, inp.results, site_links_of(args.source))
+            comparison = compare_loaded(own, load(args.compare))
+        except ReportError as exc:
+            print(f"cockpit report: --compare: {exc}", file=sys.stderr)
+            return 2
     try:
-        files = write_report(inp, args.out)
+        files = write_report(inp, args.out, comparison=comparison)
     except OSError as exc:  # an unwritable, full or missing --out: one line naming it, no traceback
         print(f"cockpit report: {write_failure(args.out, exc)}", file=sys.stderr)
         return 2

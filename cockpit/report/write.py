@@ -7,10 +7,14 @@ import html
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cockpit import labels
 from cockpit.report import figures, tables
 from cockpit.report.source import ReportInput
+
+if TYPE_CHECKING:
+    from cockpit.compare import Comparison
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px;color:#222}
@@ -32,7 +36,9 @@ class ReportFiles:
     configurations: int
 
 
-def write_report(inp: ReportInput, out: str | Path, now: float | None = None) -> ReportFiles:
+def write_report(inp: ReportInput, out: str | Path, now: float | None = None,
+                 comparison: Comparison | None = None) -> ReportFiles:
+    """`comparison`: this study (A) against another (`cockpit report --compare`), a "Compared with" section."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     from cockpit.analysis import write_scaling_csv
@@ -45,9 +51,9 @@ def write_report(inp: ReportInput, out: str | Path, now: float | None = None) ->
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(time.time() if now is None else now))
     sections = _sections(inp, rows)
     md_path = out / "report.md"
-    md_path.write_text(_markdown(inp, stamp, sections, figs), encoding="utf-8")
+    md_path.write_text(_markdown(inp, stamp, sections, figs, comparison), encoding="utf-8")
     html_path = out / "report.html"
-    html_path.write_text(_html(inp, stamp, sections, figs), encoding="utf-8")
+    html_path.write_text(_html(inp, stamp, sections, figs, comparison), encoding="utf-8")
     return ReportFiles(md_path, csv_path, html_path, figs, len(rows))
 
 
@@ -156,7 +162,8 @@ def _counts(inp: ReportInput) -> str:
     return text
 
 
-def _markdown(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Drawn]) -> str:
+def _markdown(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Drawn],
+              comparison: Comparison | None = None) -> str:
     parts = [
         f"# Scaling report: {inp.study}",
         "",
@@ -165,6 +172,10 @@ def _markdown(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Dr
     for title, intro, headers, body in sections:
         parts += ["", f"## {title}", "", intro, ""]
         parts.append(tables.markdown_table(headers, body) if body else "_none yet_")
+    if comparison is not None:
+        from cockpit.report.comparison import markdown_section
+
+        parts += ["", *markdown_section(comparison)]
     parts += ["", "## Figures", ""]
     for fig in figs.values():
         parts.append(f"![{fig.title}]({fig.path.name})")
@@ -172,7 +183,8 @@ def _markdown(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Dr
     return "\n".join(parts)
 
 
-def _html(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Drawn]) -> str:
+def _html(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Drawn],
+          comparison: Comparison | None = None) -> str:
     body = [
         f"<h1>Scaling report: {html.escape(inp.study)}</h1>",
         f'<p class="meta">Cluster: {html.escape(inp.cluster)} · {html.escape(_counts(inp))} · '
@@ -181,6 +193,10 @@ def _html(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Drawn]
     for title, intro, headers, rows in sections:
         body.append(f"<h2>{html.escape(title)}</h2><p>{html.escape(intro)}</p>")
         body.append(tables.html_table(headers, rows) if rows else "<p><em>none yet</em></p>")
+    if comparison is not None:
+        from cockpit.report.comparison import html_section
+
+        body.append(html_section(comparison))
     body.append("<h2>Figures</h2>")
     for fig in figs.values():
         data = base64.b64encode(fig.path.read_bytes()).decode("ascii")

@@ -57,11 +57,13 @@ class CockpitApp(App):
         auto_submit: bool = False,
         initial_tab: str = "scaling",
         export_dir: Path | None = None,
+        compare_with: Path | None = None,
     ) -> None:
         """`poll_interval=None` loads one snapshot synchronously at mount and never polls (recorded
         stores, snapshot tests); `clock` is what "last poll 3s ago" and ETAs are measured against;
         `auto_submit` starts the study without the plan dialog (resuming a submitted study, the demo);
-        `export_dir` is where `e` writes the table's CSV (the working directory by default)."""
+        `export_dir` is where `e` writes the table's CSV (the working directory by default);
+        `compare_with`: another study (file or store) to open the two-studies screen on at start."""
         super().__init__()
         if initial_tab not in TABS:
             raise ValueError(f"unknown tab {initial_tab!r}; expected one of {', '.join(TABS)}")
@@ -71,6 +73,7 @@ class CockpitApp(App):
         self.offer_plan = offer_plan
         self.auto_submit = auto_submit
         self.initial_tab = initial_tab
+        self.compare_with = compare_with
         self.files = RunFiles(self, controller.run_dir, export_dir)
         self.snapshot: StudySnapshot | None = None
         self.polls = 0
@@ -111,6 +114,8 @@ class CockpitApp(App):
             self.call_after_refresh(self.action_refresh)
             self.set_interval(self.poll_interval, self.action_refresh)
             self.set_interval(1.0, self._tick)
+        if self.compare_with is not None:
+            self.call_after_refresh(self.compare_study, self.compare_with)
         if self.auto_submit:
             self.call_after_refresh(self._submit)
         elif self.offer_plan:
@@ -242,6 +247,17 @@ class CockpitApp(App):
         from cockpit.tui.compare import CompareScreen
 
         self.push_screen(CompareScreen(message.left, message.right, snapshot=self.snapshot))
+
+    def compare_study(self, other: Path | None = None) -> None:
+        """This study against another (`cockpit compare`'s content); `other` None: asked for on the screen."""
+        from cockpit.tui.study_compare import StudyCompareScreen
+
+        origin = self.controller.origin
+        if origin is None:
+            self.notify("nothing to compare: this view has no study file or store behind it", severity="warning")
+            return
+        name = self.snapshot.study if self.snapshot is not None else None
+        self.push_screen(StudyCompareScreen(origin, name if origin.suffix != ".toml" else None, other))
 
     # -- a run's files and the table, outside the cockpit (cockpit.tui.files) ----------------------
 

@@ -25,6 +25,7 @@ def palette_commands(app) -> list[tuple[str, Callable[[], object], str]]:
         ("Compare selected with its baseline (or the marked run)", app.action_compare_selected,
          "two runs side by side"),
         ("Mark selected for compare", view.action_mark, "then c on another run"),
+        ("Compare with another study", app.compare_study, "as cockpit compare: a study file or a store"),
         ("Open train.log of selected in $PAGER", partial(view.action_row, "pager"), "the whole log"),
         ("Copy run directory of selected", partial(view.action_row, "copy"), "to the clipboard"),
         ("Export table to CSV", partial(view.action_row, "export"), "the rows shown, full precision"),
