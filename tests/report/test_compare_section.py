@@ -99,3 +99,18 @@ def test_an_unreadable_other_study_is_one_line(demo, tmp_path, capsys):
     assert cli(["report", str(store), "--out", str(tmp_path / "out"), "--compare", str(tmp_path / "nope.sqlite")]) == 2
     err = capsys.readouterr().err
     assert "--compare" in err and "nope.sqlite: no such file" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_documented_report_compare_example(tmp_path, monkeypatch):
+    import re
+
+    text = " ".join((ROOT / "docs" / "tui.md").read_text(encoding="utf-8").split())
+    (example,) = [m for m in re.findall(r"`(cockpit [^`]+)`", text)
+                  if m.startswith("cockpit report tests/fixtures/") and " --compare " in m]
+    args = example.split()[1:]
+    args[args.index("--out") + 1] = str(tmp_path / "report")  # the report goes to a scratch directory here
+    monkeypatch.chdir(ROOT)  # the example names the fixtures from the repository's root; reading never writes
+    assert cli(args) == 0
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "A = local-demo, B = recorded: 4 matched configurations, 0 only in A, 2 only in B." in section(
+        md, "Compared with recorded")

@@ -81,7 +81,8 @@ def cells(table) -> list[list[str]]:
 async def test_the_dialogs_what_if_shows_what_cockpit_plan_what_if_prints(demo, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "250")
     path, _ = demo
-    assert WHAT_IF_EXAMPLE in WHAT_IF_PLACEHOLDER  # the example the dialog shows is the one run here
+    assert WHAT_IF_EXAMPLE in WHAT_IF_PLACEHOLDER  # the example the dialog and docs/tui.md give is run here
+    assert f"`{WHAT_IF_EXAMPLE}`" in " ".join((ROOT / "docs" / "tui.md").read_text(encoding="utf-8").split())
     assert cli(["plan", str(path), "--what-if", *split_arguments(WHAT_IF_EXAMPLE)]) == 0
     printed = capsys.readouterr().out
     app = app_on(demo)

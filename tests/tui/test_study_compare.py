@@ -86,6 +86,30 @@ async def test_open_with_compare_shows_what_cockpit_compare_prints(stores, capsy
         store.close()
 
 
+def doc_example(command: str) -> list[str]:
+    """The arguments of docs/tui.md's `cockpit COMMAND tests/fixtures/... --compare ...` example."""
+    text = " ".join((ROOT / "docs" / "tui.md").read_text(encoding="utf-8").split())
+    (example,) = [m for m in re.findall(r"`(cockpit [^`]+)`", text)
+                  if m.startswith(f"cockpit {command} tests/fixtures/") and " --compare " in m]
+    return example.split()[1:]
+
+
+async def test_the_documented_open_compare_example(monkeypatch):
+    from cockpit.cli import build_parser
+
+    monkeypatch.chdir(ROOT)  # the example names the fixtures from the repository's root; browsing never writes
+    args = build_parser().parse_args(doc_example("open"))
+    app, store = browse(Path(args.target), args.study, poll=None, compare_with=args.compare)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await shown(pilot)
+            assert not screen.error and screen.comparison is not None
+            assert (screen.comparison.a_name, screen.comparison.b_name) == ("local-demo", "recorded")
+            assert len(screen.comparison.pairs) == 4 and len(screen.comparison.only_b) == 2
+    finally:
+        store.close()
+
+
 async def test_the_palette_entry_asks_for_the_other_study_and_names_a_bad_one(stores):
     a, b = stores
     app, store = browse(a, poll=None)
