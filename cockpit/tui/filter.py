@@ -14,12 +14,12 @@ from cockpit import explain
 from cockpit.snapshot import DONE_STATES, FAILED_STATES, ConfigRow
 from cockpit.spec import config_label
 from cockpit.tui.columns import RUNNING, field_value, state_word
-from trainer.config_keys import AXIS, AXIS_KEYS
+from trainer.config_keys import AXIS, AXIS_KEYS, LABEL_ORDER, SCALE_AXES
 
 # the names the filter accepts for each field: the screen's own words first (headers, the header bar's states);
 # an axis's names are the key registry's (trainer/config_keys.py)
 FILTER_FIELDS: dict[str, tuple[str, ...]] = {
-    **{name: axis.names for name, axis in AXIS.items()},
+    **{name: AXIS[name].names for name in (*LABEL_ORDER, *reversed(SCALE_AXES)) if name != "scale"},
     "workers": ("workers", "N"),
     "scale": ("nodes×GPUs", "nodes×workers", "nodesxgpus", "scale"),
     "state": ("state",),
