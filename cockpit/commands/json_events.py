@@ -87,7 +87,20 @@ def figures(a: dict[str, Any]) -> dict[str, Any]:
     return {**out, "work_ratio": _num(a.get("work_ratio")), "T_same_work_s": _num(a.get("t_same_work_s")),
             "T1_s": _num(a.get("t1_s")), "S": _num(a.get("speedup")), "E": _num(a.get("efficiency")),
             "O_s": _num(shown_o), "karp_flatt": _num(a.get("karp_flatt")), "verdict": a.get("verdict", ""),
-            "terms_s": {name: value for name, value in terms}}
+            "terms_s": {name: value for name, value in terms},
+            "advice": [advice_fields(item) for item in a.get("advice_items") or []]}
+
+
+def advice_fields(item: Any) -> dict[str, Any]:
+    """One advice (cockpit.advice.Advice) as fields: the loss term and its seconds, the keys and values to
+    try, the predicted T and E (null where not predicted, with the reason) and the line every view prints."""
+    p = item.predicted
+    return {"term": item.term, "loss_s": _num(item.loss_s), "set": {k: v for k, v in item.keys},
+            "what_if": item.what_if, "T_s": _num(item.t_s), "E": _num(item.efficiency),
+            "predicted_T_s": _num(p.t_s) if p is not None else None,
+            "predicted_E": _num(p.efficiency) if p is not None else None,
+            "extrapolated": bool(p.extrapolated) if p is not None else False,
+            "reason": item.reason, "text": item.text()}
 
 
 def _num(value: Any) -> float | None:

@@ -88,8 +88,9 @@ class PlanScreen(ModalScreen[bool]):
                     yield DataTable(id="plan-table", cursor_type="row", zebra_stripes=True)
                 with VerticalScroll(id="whatif-view"):
                     yield Static(id="whatif-title")
+                    yield Static(id="whatif-summary")  # what changed and what it rests on, before the rows
                     yield DataTable(id="whatif-table", cursor_type="row", zebra_stripes=True)
-                    yield Static(id="whatif-summary")
+                    yield Static(id="whatif-caption")
             if self._what_if is not None:
                 yield Input(placeholder=WHAT_IF_PLACEHOLDER, id="whatif-input")
                 yield Static(id="whatif-error")
@@ -192,5 +193,6 @@ class PlanScreen(ModalScreen[bool]):
         table.add_columns(*COLUMNS)
         for row in table_rows(outcome):
             table.add_row(*row)
-        self.query_one("#whatif-summary", Static).update(Text("\n".join([*summary_lines(outcome), CAPTION])))
+        self.query_one("#whatif-summary", Static).update(Text("\n".join(summary_lines(outcome))))
+        self.query_one("#whatif-caption", Static).update(Text(CAPTION, style="dim"))
         switcher.current = "whatif-view"

@@ -42,6 +42,14 @@ def _check(events: list[dict], name: str) -> None:
             assert e["S"] == pytest.approx(e["T1_s"] / e["T_same_work_s"])
             assert e["E"] == pytest.approx(e["S"] / e["workers"])
             assert round(sum(e["terms_s"].values()), 2) == e["O_s"]
+            assert e["advice"], e  # every loss has its advice: a 2-worker run loses at least its all-reduce
+            for item in e["advice"]:
+                assert item["T_s"] == pytest.approx(e["T_s"]) and item["E"] == pytest.approx(e["E"])
+                assert item["term"] in e["terms_s"] and f"{item['loss_s']:.2f} s" in item["text"]
+                if item["predicted_T_s"] is not None:
+                    assert f"→ {item['predicted_T_s']:.2f} s" in item["text"] and item["set"]
+                else:
+                    assert item["reason"] and item["reason"] in item["text"]
 
 
 def test_json_lines_of_a_local_study(tmp_path: Path):
