@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from cockpit.commands.progress import PlainProgress, failure_reason
 from cockpit.explain import shown_terms
+from cockpit.snapshot import FAILED_STATES
 
 if TYPE_CHECKING:
     from cockpit.preflight.checks import PreflightReport
@@ -66,7 +67,7 @@ class JsonProgress(PlainProgress):
         label = _label(row.values)
         if row.state == "completed" and row.analysis:
             self.emit("finished", config_id=row.config_id, label=label, **figures(row.analysis))
-        elif row.state in ("failed", "cancelled", "timeout", "out-of-memory", "node-fail", "preempted"):
+        elif row.state in FAILED_STATES:
             self.emit("failed", config_id=row.config_id, label=label, state=row.state,
                       reason=failure_reason(snap, row))
         elif row.state != "not_submitted":
