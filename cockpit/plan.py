@@ -108,7 +108,7 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
     results = list(results)
     baselines = {r.get("group_id"): r for r in results
                  if r.get("status", "completed") == "completed" and _is_baseline(r)}
-    fallback = prediction.merge(measured or prediction.Links(), prediction.site_links(_site(study)))
+    fallback = prediction.merge(measured or prediction.Links(), study_site_links(study))
     links = prediction.merge(prediction.measured_links(results), fallback)
     lines = []
     for cfg in study.matrix():
@@ -148,14 +148,15 @@ def _is_baseline(result: dict[str, Any]) -> bool:
     return cfg.get("nodes", result.get("nodes")) == 1 and cfg.get("gpus_per_node", result.get("gpus_per_node")) == 1
 
 
-def _site(study: Study) -> Any:
-    """The study's site profile, for its link figures (None where it has none that loads)."""
+def study_site_links(study: Study) -> prediction.Links:
+    """The link figures of the study's site profile (none where it has no profile that loads): the last
+    fallback of every prediction (the plan, the what-if, a comparison of two studies)."""
     from cockpit.launch.slurm.sites import SiteError, site_for
 
     try:
-        return site_for(study)
+        return prediction.site_links(site_for(study))
     except SiteError:
-        return None
+        return prediction.site_links(None)
 
 
 def _recommendations(lines: list[PlanLine], baselines: Mapping[str | None, dict[str, Any]]) -> dict[str, str]:

@@ -211,9 +211,9 @@ def _changes(study: Study, variant: Study) -> list[str]:
 def links_for(study: Study, results: list[dict[str, Any]], preflight: prediction.Links | None) -> prediction.Links:
     """The link figures a prediction of `study` uses: the runs' own probes, else the preflight's, else the
     site profile's (as cockpit.plan's)."""
-    from cockpit.plan import _site
+    from cockpit.plan import study_site_links
 
-    fallback = prediction.merge(preflight or prediction.Links(), prediction.site_links(_site(study)))
+    fallback = prediction.merge(preflight or prediction.Links(), study_site_links(study))
     return prediction.merge(prediction.measured_links(results), fallback)
 
 

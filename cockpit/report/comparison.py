@@ -58,13 +58,12 @@ def site_links_of(path: str | Path) -> prediction.Links:
 
     if Path(path).suffix != ".toml":
         return prediction.Links()
-    from cockpit.launch.slurm.sites import SiteError
-    from cockpit.plan import _site
+    from cockpit.plan import study_site_links
     from cockpit.spec import SpecError, load_study
 
     try:
-        return prediction.site_links(_site(load_study(Path(path))))
-    except (SpecError, SiteError) as exc:
+        return study_site_links(load_study(Path(path)))
+    except SpecError as exc:
         raise ReportError(str(exc)) from exc
 
 
