@@ -19,7 +19,7 @@ from cockpit.analysis import analyse
 from cockpit.cli import main as cli
 from cockpit.report.source import from_store
 from cockpit.spec import load_study
-from cockpit.whatif import WhatIfError, links_for, parse_assignment, variant_of, what_if
+from cockpit.whatif import Inputs, WhatIf, WhatIfError, parse_assignment, predict, variant_of, what_if
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "demo-store"
@@ -44,6 +44,11 @@ def by_scale(results: list[dict], window: int, workers: int) -> dict:
     return next(r for r in results if r["config"]["window"] == window and r["config"]["gpus_per_node"] == workers)
 
 
+def predicted(demo: Path, results: list[dict], *arguments: str) -> WhatIf:
+    """The what-if of `cockpit plan --what-if ARGUMENTS` (cockpit.whatif.predict) on the demo's results."""
+    return predict(load_study(demo), arguments, Inputs(results)).what_if
+
+
 def busbw(results: list[dict]) -> float:
     """The median intra-node bus bandwidth of the runs' own start-up probes."""
     return statistics.median(r["comm"]["probe"]["links"]["intra_node"]["busbw_bytes_per_s"]
@@ -63,10 +68,7 @@ def wait(run: dict) -> float:
 
 
 def test_bucket_what_if_is_the_models_formula_on_the_recorded_runs(demo, results):
-    study = load_study(demo)
-    variant = variant_of(study, [parse_assignment("train.bucket_cap_mb=0.1")])
-    links = links_for(variant, results, None)
-    w = what_if(study, variant, results, links, [("train.bucket_cap_mb", 0.1)])
+    w = predicted(demo, results, "train.bucket_cap_mb=0.1")
     bw = busbw(results)
     for window in (128, 256):
         base, run = by_scale(results, window, 1), by_scale(results, window, 2)
@@ -87,10 +89,7 @@ def test_bucket_what_if_is_the_models_formula_on_the_recorded_runs(demo, results
 
 
 def test_an_axis_value_never_run_is_the_model_alone_and_marked_extrapolated(demo, results):
-    study = load_study(demo)
-    assignments = [parse_assignment("sweep.gpus_per_node=[1, 2, 4]"), parse_assignment("cluster.gpus_per_node=4")]
-    variant = variant_of(study, assignments)
-    w = what_if(study, variant, results, links_for(variant, results, None), assignments)
+    w = predicted(demo, results, "sweep.gpus_per_node=[1, 2, 4]", "cluster.gpus_per_node=4")
     bw = busbw(results)
     base = by_scale(results, 256, 1)
     four = next(line for line in w.lines if "w256 1x4" in line.label)
@@ -104,10 +103,7 @@ def test_an_axis_value_never_run_is_the_model_alone_and_marked_extrapolated(demo
 
 
 def test_a_batch_what_if_scales_each_measured_part_as_the_model_does(demo, results):
-    study = load_study(demo)
-    assignments = [parse_assignment("sweep.batch_size=[32]"), parse_assignment("train.steps=20")]
-    variant = variant_of(study, assignments)
-    w = what_if(study, variant, results, links_for(variant, results, None), assignments)
+    w = predicted(demo, results, "sweep.batch_size=[32]", "train.steps=20")
     bw = busbw(results)
     base, run = by_scale(results, 128, 1), by_scale(results, 128, 2)
     parts = run["breakdown_s"]
