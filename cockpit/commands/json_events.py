@@ -16,6 +16,7 @@ from cockpit.explain import shown_terms
 from cockpit.snapshot import FAILED_STATES
 
 if TYPE_CHECKING:
+    from cockpit.advice import Advice
     from cockpit.preflight.checks import PreflightReport
     from cockpit.session import StudySession
 
@@ -92,7 +93,7 @@ def figures(a: dict[str, Any]) -> dict[str, Any]:
             "advice": [advice_fields(item) for item in a.get("advice_items") or []]}
 
 
-def advice_fields(item: Any) -> dict[str, Any]:
+def advice_fields(item: Advice) -> dict[str, Any]:
     """One advice (cockpit.advice.Advice) as fields: the loss term and its seconds, the keys and values to
     try, the predicted T and E (null where not predicted, with the reason) and the line every view prints."""
     p = item.predicted

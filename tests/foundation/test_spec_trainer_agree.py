@@ -13,12 +13,14 @@ from typing import Any
 import pytest
 
 from cockpit.spec import SpecError, load_study, parse_study
+from cockpit.spec_rules import SECTIONS
 from tests.studies import SYNTHETIC_DATA, TINY_MODEL, TINY_TRAIN, study_raw, write_study
-from trainer.config_keys import AXES, AXIS_KEYS, TOKENIZER_KEYS, ConfigKey, section_keys
+from trainer.config_keys import AXES, AXIS_KEYS, KEYS, TOKENIZER_KEYS, ConfigKey, section_keys
 from trainer.data.errors import DataError
 from trainer.data.tokenizer_keys import canonical
 from trainer.settings import ConfigError, from_config
 
+SECTIONS_KEYS = [k for keys in SECTIONS.values() for k in keys.values()]  # the study file's own tables too
 BIG = 100_000  # the cluster's GPUs and cores per node: the cockpit's own limits stay out of the way
 
 
@@ -70,36 +72,53 @@ def _trainer(tmp_path: Path, config: dict[str, Any]) -> str | None:
     return None
 
 
-def _agree(spec: str | None, trainer: str | None, what: Any) -> None:
+def _agree(spec: str | None, trainer: str | None, what: Any, seen: dict[str, set[bool]], key: str) -> None:
+    """Both accept or both refuse in the same words; `seen[key]` collects which answers the key got."""
     assert (spec is None) == (trainer is None), (what, spec, trainer)
     assert _words(spec) == _words(trainer), (what, spec, trainer)
+    seen.setdefault(key, set()).add(spec is None)
+
+
+def _both_answers(seen: dict[str, set[bool]], keys: list[str], refused_only: tuple[str, ...] = ()) -> None:
+    """Every key's domain reached both an acceptance and a refusal, so the agreement was tested on each."""
+    for key in keys:
+        assert seen.get(key) == ({False} if key in refused_only else {True, False}), (key, seen.get(key))
+
+
+def test_every_default_passes_its_own_rule():
+    for k in (*KEYS, *TOKENIZER_KEYS, *SECTIONS_KEYS):
+        assert k.problem(k.default) is None, k
 
 
 @pytest.mark.parametrize("section", ["model", "train"])
 def test_every_model_and_train_key_is_judged_alike(tmp_path: Path, section: str):
     tiny = {"model": TINY_MODEL, "train": TINY_TRAIN}
     keys = [k for k in section_keys(section, study=True) if not k.top_level]
-    assert keys
+    seen: dict[str, set[bool]] = {}
     for k in keys:
         for value in domain(k):
             table = {**tiny[section], k.name: value}
             spec = _spec(tmp_path, **{section: table})
             trainer = _trainer(tmp_path, {**{s: dict(v) for s, v in tiny.items()}, section: table})
-            _agree(spec, trainer, (k.name, value))
+            _agree(spec, trainer, (k.name, value), seen, k.name)
+    _both_answers(seen, [k.name for k in keys], refused_only=("epochs",))  # steps is given: epochs never fits
 
 
 def test_every_sweep_axis_is_judged_alike(tmp_path: Path):
     train = {k: v for k, v in TINY_TRAIN.items() if k not in {a.name for a in AXIS_KEYS}}
+    seen: dict[str, set[bool]] = {}
     for k in AXIS_KEYS:
         for value in domain(k):
             if k.name == "dataset" and isinstance(value, str):
                 continue  # a dataset's name must be one of the study's datasets: the cockpit's own rule
             spec = _spec(tmp_path, train=train, sweep={k.name: [value]})
             trainer = _trainer(tmp_path, {"model": TINY_MODEL, "train": train, k.name: value})
-            _agree(spec, trainer, (k.name, value))
+            _agree(spec, trainer, (k.name, value), seen, k.name)
+    _both_answers(seen, list(AXES), refused_only=("dataset",))
 
 
 def test_every_tokenizer_key_is_judged_alike(tmp_path: Path):
+    seen: dict[str, set[bool]] = {}
     for name in ("samples", "beats"):
         for k in TOKENIZER_KEYS:
             for value in domain(k):
@@ -110,7 +129,8 @@ def test_every_tokenizer_key_is_judged_alike(tmp_path: Path):
                 except DataError as exc:
                     trainer = str(exc)
                 spec = _spec(tmp_path, data={**SYNTHETIC_DATA, "tokenizer": table})
-                _agree(spec, trainer, table)
+                _agree(spec, trainer, table, seen, k.name)
+    _both_answers(seen, [k.name for k in TOKENIZER_KEYS])
 
 
 @pytest.mark.parametrize(("section", "value", "words"), [

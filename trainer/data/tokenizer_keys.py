@@ -22,10 +22,6 @@ def canonical(tokenizer: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """Validate a tokenizer table and return (name, the full parameters of that tokenizer)."""
     if not isinstance(tokenizer, dict):
         raise DataError(f"tokenizer: expected a table with a 'name', found {tokenizer!r}")
-    name = tokenizer.get("name", "samples")
-    problem = TOKENIZER["name"].problem(name)
-    if problem:
-        raise DataError(f"tokenizer.name: {problem}")
     unknown = sorted(set(tokenizer) - set(TOKENIZER))
     if unknown:
         raise DataError(f"tokenizer: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(TOKENIZER))})")
@@ -33,12 +29,9 @@ def canonical(tokenizer: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         problem = TOKENIZER[key].problem(value)
         if problem:
             raise DataError(f"tokenizer.{key}: {problem}")
-    params = dict(DEFAULTS[name])
+    name = tokenizer.get("name") or "samples"
+    params = dict(DEFAULTS[name])  # the defaults are the registry's, valid by the same rules
     params.update({k: v for k, v in tokenizer.items() if k in params and v is not None})
-    for key, value in params.items():
-        problem = TOKENIZER[key].problem(value)
-        if problem:
-            raise DataError(f"tokenizer.{key}: {problem}")
     if name == "beats" and not params["rr_max_ms"] > params["rr_min_ms"]:
         raise DataError(f"tokenizer.rr_max_ms: expected a number of ms above rr_min_ms "
                         f"({params['rr_min_ms']}), got {params['rr_max_ms']!r}")
