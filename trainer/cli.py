@@ -20,11 +20,11 @@ from trainer.config_flags import (
     split_from_flags,
     tokenizer_from_flags,
 )
-from trainer.config_keys import KEYS, ConfigKey, DataKeys, keys_of
+from trainer.config_keys import CONFIG_DATA_KEYS, KEYS, ConfigKey
 from trainer.environment import is_main_rank
 
 # every key with a flag: the data keys of config.json, then every model, axis and training key of the registry
-TRAIN_KEYS: tuple[ConfigKey, ...] = tuple(k for k in (*keys_of("data", DataKeys), *KEYS) if k.flag != "")
+TRAIN_KEYS: tuple[ConfigKey, ...] = tuple(k for k in (*CONFIG_DATA_KEYS, *KEYS) if k.flag != "")
 
 
 def _add_train_arguments(p: argparse.ArgumentParser) -> None:

@@ -81,7 +81,7 @@ class ConfigKey:
     @property
     def dest(self) -> str:
         """Where config.json holds it: "window" or "train.lr"."""
-        return self.name if self.top_level or self.section in ("sweep", "run", "data") else f"{self.section}.{self.name}"
+        return self.name if self.top_level else f"{self.section}.{self.name}"
 
     @property
     def flag_name(self) -> str:
@@ -383,7 +383,8 @@ LABEL_ORDER = ("dataset", "mode", "window", "scale", "cpus_per_task", "precision
 assert set(LABEL_ORDER) - {"scale"} == set(AXES) - set(SCALE_AXES), "every axis has its place in LABEL_ORDER"
 
 
-TRAINER_KEYS: tuple[ConfigKey, ...] = (*keys_of("run", RunKeys), *keys_of("data", DataKeys), *KEYS)  # config.json
+CONFIG_DATA_KEYS = keys_of("data", DataKeys, top_level=True)  # config.json's data keys, beside "model" and "train"
+TRAINER_KEYS: tuple[ConfigKey, ...] = (*keys_of("run", RunKeys, top_level=True), *CONFIG_DATA_KEYS, *KEYS)
 
 
 def section_keys(section: str, *, study: bool | None = None) -> list[ConfigKey]:
