@@ -17,6 +17,7 @@ from textual.widgets import Button, ContentSwitcher, DataTable, Input, Static
 from cockpit.plan import hours
 from cockpit.tui.bindings import PLAN_BINDINGS
 from cockpit.tui.controller import Plan
+from cockpit.tui.latest import LatestRequest
 
 if TYPE_CHECKING:
     from cockpit.whatif import Outcome
@@ -74,8 +75,7 @@ class PlanScreen(ModalScreen[bool]):
         super().__init__()
         self.plan = plan
         self._what_if = what_if
-        self._wanted: str | None = None  # the what-if last asked for (None: the plan)
-        self._predicting = False
+        self.requests: LatestRequest[str] = LatestRequest(self._predict)  # the what-if asked (None: the plan)
         self.outcome: Outcome | None = None  # the what-if shown
         self.error = ""  # why the last what-if was refused
 
@@ -141,14 +141,9 @@ class PlanScreen(ModalScreen[bool]):
         """Predict `text` (KEY=VALUE ...) in a thread worker, one run at a time: a line entered while one
         runs is predicted after it (only the latest); an empty line shows the plan again."""
         text = text.strip()
-        self._wanted = text or None
+        self.requests.ask(text or None)
         if not text:
             self._show(None, "")
-            return
-        if self._predicting:
-            return
-        self._predicting = True
-        self._predict(text)
 
     @work(thread=True, group="what-if")
     def _predict(self, text: str) -> None:
@@ -165,10 +160,7 @@ class PlanScreen(ModalScreen[bool]):
         self.app.call_from_thread(self._done, text, outcome, error)
 
     def _done(self, text: str, outcome: Outcome | None, error: str) -> None:
-        self._predicting = False
-        if self._wanted != text:  # asked for something else meanwhile
-            if self._wanted is not None:
-                self.ask(self._wanted)
+        if not self.requests.done(text):  # asked for something else meanwhile
             return
         if outcome is not None:
             self._show(outcome, "")

@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from cockpit.tui.bindings import STUDY_COMPARE_BINDINGS
+from cockpit.tui.latest import LatestRequest
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -35,8 +36,7 @@ class StudyCompareScreen(Screen[None]):
         self.comparison: Comparison | None = None
         self.items: list[str | Table] = []  # what is shown, as `cockpit compare` prints it
         self.error = ""
-        self._loading = False
-        self._wanted: tuple[Side, Side] | None = None
+        self.requests: LatestRequest[tuple[Side, Side]] = LatestRequest(lambda sides: self._compare(*sides))
 
     def compose(self) -> ComposeResult:
         yield Static(id="study-compare-title")
@@ -84,11 +84,7 @@ class StudyCompareScreen(Screen[None]):
 
     def load(self, a: Side, b: Side) -> None:
         """Compare in a thread worker, one at a time: a request made meanwhile runs after it (the latest)."""
-        self._wanted = (a, b)
-        if self._loading:
-            return
-        self._loading = True
-        self._compare(a, b)
+        self.requests.ask((a, b))
 
     @work(thread=True, group="study-compare")
     def _compare(self, a: Side, b: Side) -> None:
@@ -107,10 +103,7 @@ class StudyCompareScreen(Screen[None]):
 
     def _done(self, asked: tuple[Side, Side], comparison: Comparison | None, items: list[str | Table],
               error: str) -> None:
-        self._loading = False
-        if self._wanted != asked:
-            if self._wanted is not None:
-                self.load(*self._wanted)
+        if not self.requests.done(asked):
             return
         line = self.query_one("#study-compare-error", Static)
         line.update(Text(error, style="bold red"))

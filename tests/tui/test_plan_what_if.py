@@ -167,7 +167,7 @@ async def test_what_ifs_never_overlap_and_the_latest_line_wins(demo):
         for text in ("train.bucket_cap_mb=1", "train.bucket_cap_mb=0.25", "train.bucket_cap_mb=0.1"):
             screen.ask(text)
         for _ in range(400):
-            if screen.outcome is not None and not screen._predicting:
+            if screen.outcome is not None and not screen.requests.running:
                 break
             await asyncio.sleep(0.05)
         assert seen["most"] == 1

@@ -37,7 +37,7 @@ async def shown(pilot) -> StudyCompareScreen:
     screen = pilot.app.screen
     assert isinstance(screen, StudyCompareScreen)
     for _ in range(300):
-        if (screen.comparison is not None or screen.error) and not screen._loading:
+        if (screen.comparison is not None or screen.error) and not screen.requests.running:
             break
         await pilot.pause(0.05)
     return screen
