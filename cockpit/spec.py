@@ -18,7 +18,7 @@ from typing import Any
 
 from cockpit import spec_rules
 from cockpit.spec_rules import SYNTHETIC, SpecError
-from trainer.config_keys import AXES, SCALE_AXES, AxisKeys, config_label
+from trainer.config_keys import AXES, SCALE_AXES, AxisKeys, config_label, id_values
 from trainer.rundir import MODEL_FILE
 
 __all__ = ["AXES", "SCALE_AXES", "SYNTHETIC", "Cluster", "Configuration", "Dataset", "SpecError", "Study",
@@ -49,12 +49,13 @@ class Configuration(AxisKeys):
 
     @property
     def config_id(self) -> str:
-        """Stable across runs and machines: a digest of the canonical axis values."""
-        return _digest(self.values())
+        """Stable across runs, machines and upgrades: a digest of the canonical axis values (`id_values`: an
+        axis added later enters it only when set away from its default)."""
+        return _digest(id_values(self.values()))
 
     @property
     def group_values(self) -> dict[str, Any]:
-        return {k: v for k, v in self.values().items() if k not in SCALE_AXES}
+        return {k: v for k, v in id_values(self.values()).items() if k not in SCALE_AXES}
 
     @property
     def group_id(self) -> str:

@@ -48,6 +48,10 @@ class Axis:
     words: str = "{}"  # a value in a sentence: "window 256", "4 CPUs/task"
     short: str = ""  # "" : the header
     scale: bool = False  # gpus_per_node, nodes: their product is a run's N
+    # The first eight axes are `core`: every configuration id and label has carried them from the start. An axis
+    # added later is not: it enters a configuration's id and label only when set away from its default, so the
+    # ids of existing stores, run directories and batch scripts survive a new axis (docs/architecture.md).
+    core: bool = False
 
 
 @dataclass(frozen=True)
@@ -178,22 +182,22 @@ class AxisKeys:
 
     dataset: str = key("synthetic", "the dataset's name in [data.datasets] (standalone: the data folder's name)",
                        study=False,
-                       axis=Axis("dataset", ("dataset",), short="data"), windows=True)
+                       axis=Axis("dataset", ("dataset",), short="data", core=True), windows=True)
     mode: str = key("foundation", "foundation (masked-span prediction) or finetune (classification)",
-                    choices=MODES, axis=Axis("mode", ("mode",)), resume=True, windows=True)
+                    choices=MODES, axis=Axis("mode", ("mode",), core=True), resume=True, windows=True)
     window: int = key(256, "tokens per training window", minimum=2, unit="tokens",
-                      axis=Axis("window", ("window", "w"), "w{}", "window {}", short="w"), resume=True, windows=True)
+                      axis=Axis("window", ("window", "w"), "w{}", "window {}", short="w", core=True), resume=True, windows=True)
     precision: str = key("fp32", "numeric precision of the forward pass", choices=PRECISIONS,
-                         axis=Axis("precision", ("prec", "precision"), short="prec"))
+                         axis=Axis("precision", ("prec", "precision"), short="prec", core=True))
     batch_size: int = key(32, "windows per worker per step", minimum=1, unit="windows",
-                          axis=Axis("batch", ("batch", "batch_size"), "b{}", "batch {}", short="b"), resume=True)
+                          axis=Axis("batch", ("batch", "batch_size"), "b{}", "batch {}", short="b", core=True), resume=True)
     cpus_per_task: int | None = key(None, "CPU cores per worker (default: SLURM_CPUS_PER_TASK, else 1; a "
                                     "study's matrix uses 1)", minimum=1, unit="cores",
                                     axis=Axis("CPUs/task", ("cpus", "cpus/task", "cpus_per_task", "cpu"), "c{}",
-                                              "{} CPUs/task", short="c"))
+                                              "{} CPUs/task", short="c", core=True))
     gpus_per_node: int = key(1, "workers (GPUs) per node", minimum=1, study=False, flag="",
-                             axis=Axis("GPUs/node", ("gpus", "gpus_per_node", "gpus/node"), scale=True))
-    nodes: int = key(1, "nodes", minimum=1, study=False, flag="", axis=Axis("nodes", ("nodes",), scale=True))
+                             axis=Axis("GPUs/node", ("gpus", "gpus_per_node", "gpus/node"), scale=True, core=True))
+    nodes: int = key(1, "nodes", minimum=1, study=False, flag="", axis=Axis("nodes", ("nodes",), scale=True, core=True))
 
 
 @dataclass(frozen=True)
@@ -397,15 +401,30 @@ def tokenizer_defaults(name: str) -> dict[str, Any]:
     return {k.name: k.default for k in TOKENIZER_KEYS if name in k.tokenizers}
 
 
+def shows(axis: ConfigKey, values: Mapping[str, Any]) -> bool:
+    """Whether an axis enters a configuration's id and label: a core axis always; an axis added later only when
+    the configuration sets it away from its default (absent, as in a store written before it existed, is the
+    default)."""
+    assert axis.axis is not None, f"{axis.name} is not a sweep axis"
+    return axis.axis.core or values.get(axis.name, axis.default) != axis.default
+
+
+def id_values(values: Mapping[str, Any], axes: tuple[ConfigKey, ...] = AXIS_KEYS) -> dict[str, Any]:
+    """The axis values a configuration id digests (cockpit.spec.Configuration.config_id): every core axis and
+    each later axis set away from its default."""
+    return {k.name: values[k.name] for k in axes if shows(k, values)}
+
+
 def label_words(values: Mapping[str, Any]) -> dict[str, str]:
     """The configuration label's words by part (LABEL_ORDER): {"window": "w256", "scale": "1x2", ...}; a
-    missing axis shows as '?', a missing scale axis as 1 (a stored configuration may lack one)."""
+    missing core axis shows as '?', a missing scale axis as 1 (a stored configuration may lack one); a later
+    axis at its default shows no word (`shows`)."""
     def tag(name: str) -> str:
         if name == "scale":
             return "x".join(str(values.get(a, 1)) for a in reversed(SCALE_AXES))
         return AXIS[name].tag.format(values.get(name, "?"))
 
-    return {name: tag(name) for name in LABEL_ORDER}
+    return {name: tag(name) for name in LABEL_ORDER if name == "scale" or shows(BY_NAME[name], values)}
 
 
 def config_label(values: Mapping[str, Any]) -> str:
