@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cockpit import labels
 from cockpit.explain import FIXED_COSTS, PARTS
 
 BACKWARD_SHARE = 2.0 / 3.0  # backward is ~2x the forward's FLOPs
@@ -164,13 +165,15 @@ def work_for(train: dict[str, Any], workers: int) -> float:
     return float(workers) if train.get("steps") is not None else 1.0
 
 
-def recommendation(base_t: float, predictions: list[Prediction]) -> str:
-    """One line per worker count: speedup for how many times the baseline's GPU-hours, and the fastest."""
+def recommendation(base_t: float, predictions: list[Prediction], device: str = "gpu") -> str:
+    """One line per worker count: speedup for how many times the baseline's GPU-hours (worker-hours for a
+    CPU study, cockpit.labels), and the fastest."""
     ok = sorted((p for p in predictions if p.workers > 1 and p.speedup == p.speedup), key=lambda p: p.workers)
     if not ok:
         return ""
+    hours = f"{labels.worker_word(device, 1)}-hours"
     pieces = [f"{p.workers} workers ({p.nodes} node{'s' if p.nodes > 1 else ''}): {p.speedup:.2f}x for "
-              f"{p.workers / p.speedup:.2f}x the GPU-hours" for p in ok]
+              f"{p.workers / p.speedup:.2f}x the {hours}" for p in ok]
     best = min(ok, key=lambda p: p.t_same_work_s)
     if best.t_same_work_s >= base_t:
         return "; ".join(pieces) + " - no configuration is predicted faster than the baseline"
