@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainer import rundir
+from trainer import download, rundir
 from trainer.config_flags import (
     UsageError,
     add_data_flags,
@@ -129,6 +129,10 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     return int(prepare.run(args) or 0)
 
 
+def cmd_download(args: argparse.Namespace) -> int:
+    return download.run(args)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hlm-train", description="Heart Language Model trainer (cluster side).")
     sub = p.add_subparsers(dest="command", required=True)
@@ -156,6 +160,9 @@ def parser() -> argparse.ArgumentParser:
     ens.add_argument("members", type=Path, nargs="+", metavar="RUN_DIR", help="finished fine-tune run directories")
     ens.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     ens.set_defaults(func=cmd_ensemble)
+    dl = sub.add_parser("download", help="fetch a PhysioNet database, every file checked against its SHA256SUMS.txt")
+    download.add_arguments(dl)
+    dl.set_defaults(func=cmd_download)
     return p
 
 
