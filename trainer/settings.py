@@ -9,6 +9,7 @@ reported with its dotted path and what was expected (exit code 2), in the words 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,17 +117,29 @@ def _section(config: dict[str, Any], name: str, source: str) -> dict[str, Any]:
         if value is not None:
             values[k.name] = float(value) if float in k.kind and isinstance(value, int) else value
     if place is not None:
-        unknown = sorted(set(table) - {k.name for k in _KEYS[name]})
-        if unknown:
-            raise ConfigError(f"{source}: {place}.{unknown[0]}: not a key the trainer knows "
-                              f"(see trainer/config_keys.py)")
+        _refuse_unknown(table, {k.name for k in _KEYS[name]}, f"{source}: {place}.")
     return values
+
+
+# config.json's top level: every top-level key of the registry and the sections' own names
+TOP_LEVEL: frozenset[str] = frozenset({k.name for name, (_, place) in SECTIONS.items() if place is None
+                                       for k in _KEYS[name]} | {place for _, place in SECTIONS.values() if place})
+
+
+def _refuse_unknown(table: dict[str, Any], known: set[str] | frozenset[str], where: str) -> None:
+    """A misspelt key is refused with its name and the nearest known key, never ignored."""
+    unknown = sorted(set(table) - known)
+    if unknown:
+        near = difflib.get_close_matches(unknown[0], sorted(known), n=1)
+        hint = f"did you mean {near[0]!r}?" if near else "see docs/study-keys.md"
+        raise ConfigError(f"{where}{unknown[0]}: not a key the trainer knows ({hint})")
 
 
 def from_config(run_dir: Path, config: dict[str, Any], source: str = "config.json") -> Settings:
     """Validate a config.json dict into Settings; errors read like `config.json: train.lr: ...`."""
     if not isinstance(config, dict):
         raise ConfigError(f"{source}: expected a JSON object")
+    _refuse_unknown(config, TOP_LEVEL, f"{source}: ")
     sections = {name: _section(config, name, source) for name in SECTIONS}
     data = sections["data"]
     data["tokenizer"] = data.get("tokenizer") or {"name": "samples"}
@@ -154,4 +167,6 @@ def _split(options: dict[str, Any] | None, source: str) -> dict[str, Any] | None
 
 def validate(s: Settings, source: str = "settings") -> None:
     """The registry's rules over settings built in code (tests, tools), as from_config applies them."""
-    from_config(s.run_dir, s.as_dict(), source)
+    config = s.as_dict()
+    del config["run_dir"]  # the run's place, not a config.json key
+    from_config(s.run_dir, config, source)
