@@ -7,6 +7,7 @@ key, because a misspelt key silently ignored costs a researcher a day of node-ho
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -47,17 +48,18 @@ class Configuration(AxisKeys):
     def values(self) -> dict[str, Any]:
         return {axis: getattr(self, axis) for axis in AXES}
 
-    @property
+    @functools.cached_property
     def config_id(self) -> str:
         """Stable across runs, machines and upgrades: a digest of the canonical axis values (`id_values`: an
-        axis added later enters it only when set away from its default)."""
+        axis added later enters it only when set away from its default). Computed once per configuration
+        (a plan of 10,000 asks each for it a dozen times)."""
         return _digest(id_values(self.values()))
 
     @property
     def group_values(self) -> dict[str, Any]:
         return {k: v for k, v in id_values(self.values()).items() if k not in SCALE_AXES}
 
-    @property
+    @functools.cached_property
     def group_id(self) -> str:
         """Configurations that differ only in scale share a group; its 1x1 run is the baseline."""
         return _digest(self.group_values)
@@ -75,7 +77,7 @@ class Configuration(AxisKeys):
     def is_baseline(self) -> bool:
         return self.nodes == 1 and self.gpus_per_node == 1
 
-    @property
+    @functools.cached_property
     def label(self) -> str:
         return config_label(self.values())
 
@@ -137,8 +139,14 @@ class Study:
 
     def matrix(self) -> list[Configuration]:
         """The cartesian product of the sweep axes, non-swept axes fixed at their defaults."""
+        return list(self._matrix)
+
+    @functools.cached_property
+    def _matrix(self) -> tuple[Configuration, ...]:
+        # built once per study, so each configuration digests its id, group and label once however often the
+        # plan, the scripts and the table walk the matrix
         axes = [self.sweep[axis] for axis in AXES]
-        return [Configuration(*values) for values in itertools.product(*axes)]
+        return tuple(Configuration(*values) for values in itertools.product(*axes))
 
     def fits_node(self, cfg: Configuration, cores: int | None = None) -> bool:
         """Whether one node has the cores for all its tasks (Slurm would refuse the job otherwise): the one

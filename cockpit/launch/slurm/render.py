@@ -6,6 +6,7 @@ values and fills the template shipped in `sbatch_templates`. Nothing here import
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,17 +45,13 @@ def job_comment(study: Study) -> str:
     return f"hlm-study-{study.study_id}"
 
 
-def render_script(study: Study, cfg: Configuration) -> str:
+def render_script(study: Study, cfg: Configuration, shared: dict[str, Any] | None = None) -> str:
     """The batch script of one configuration. Raises UnsafeValueError (a ValueError naming the key) for a
-    value that cannot be put into a script safely, and SiteError for what the site would refuse."""
-    site = site_for(study)
-    check_cluster(site, study.cluster, cfg.gpus_per_node)
-    if not study.fits_node(cfg):
-        raise SiteError(
-            f"configuration {cfg.config_id} ({cfg.label}) needs {cfg.node_cores} cores per node "
-            f"but [cluster].cores_per_node is {study.cluster.cores_per_node}"
-        )
-    return _environment().get_template(sbatch_templates.JOB_TEMPLATE).render(_context(study, cfg, site))
+    value that cannot be put into a script safely, and SiteError for what the site would refuse.
+    ``shared``: the study's own values (study_context), when rendering many configurations of one study."""
+    context = _config_context(study, cfg, study_context(study) if shared is None else shared)
+    context["config_json"] = _config_json(study, cfg)
+    return _environment().get_template(sbatch_templates.JOB_TEMPLATE).render(context)
 
 
 def render_preflight_script(study: Study, job: PreflightJob, config: dict[str, Any], directory: str) -> str:
@@ -62,9 +59,7 @@ def render_preflight_script(study: Study, job: PreflightJob, config: dict[str, A
     and launcher for the job's shape, a few minutes long, never requeued, running `hlm-train preflight`."""
     from cockpit.preflight.jobs import time_limit_minutes
 
-    site = site_for(study)
-    check_cluster(site, study.cluster, job.gpus_per_node)
-    context = _context(study, job.cfg, site, run_dir=directory)
+    context = _config_context(study, job.cfg, study_context(study), run_dir=directory)
     context.update(
         job_name=sbatch_value("[study].name", f"preflight-{study.name}-{job.dir_name}"),
         comment=sbatch_value("[study].name", f"hlm-preflight-{study.study_id}"),
@@ -81,10 +76,17 @@ def render_preflight_script(study: Study, job: PreflightJob, config: dict[str, A
 
 
 def check_scripts(study: Study) -> None:
-    """Render every runnable configuration's script in memory, so `cockpit plan` refuses what `cockpit run`
-    would (UnsafeValueError or SiteError naming the key) before anything is written or submitted."""
-    for cfg in study.runnable():
-        render_script(study, cfg)
+    """Refuse now what `cockpit run` would refuse (UnsafeValueError or SiteError naming the key), before
+    anything is written or submitted: the study's values are judged once, each runnable configuration's
+    own values (name, label, run directory, shape) once each, and one script is rendered whole. A
+    script differs from another only by those judged values, so a plan of 10,000 configurations does not
+    render 10,000 scripts to learn what one render and the checks say."""
+    shared = study_context(study)
+    configs = study.runnable()
+    for cfg in configs:
+        _config_context(study, cfg, shared)
+    if configs:
+        render_script(study, configs[0], shared)
 
 
 def render_study_scripts(study: Study, out_dir: str | Path) -> list[Path]:
@@ -93,9 +95,10 @@ def render_study_scripts(study: Study, out_dir: str | Path) -> list[Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
+    shared = study_context(study)
     for cfg in study.runnable():
         path = out / f"{cfg.config_id}{SCRIPT_SUFFIX}"
-        path.write_text(render_script(study, cfg), encoding="utf-8")
+        path.write_text(render_script(study, cfg, shared), encoding="utf-8")
         path.chmod(0o755)
         paths.append(path)
     return paths
@@ -108,7 +111,11 @@ def submit_command(study: Study, cfg: Configuration, script_path: str) -> str:
     return f"mkdir -p {run_dir} && cd {run_dir} && sbatch --parsable {path_expr('script', script_path)}"
 
 
+@functools.cache
 def _environment() -> jinja2.Environment:
+    """One environment for the process: it compiles each template once and keeps it (the templates are
+    package data that never change while the cockpit runs), so a plan of 10,000 scripts renders 10,000
+    times but compiles twice."""
     return jinja2.Environment(
         autoescape=False,
         trim_blocks=True,
@@ -119,12 +126,59 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def _context(study: Study, cfg: Configuration, site: Site, run_dir: str | None = None) -> dict[str, Any]:
+def study_context(study: Study) -> dict[str, Any]:
+    """The template values every script of a study shares (account, modules, environment, container, ...),
+    judged once: raises UnsafeValueError naming the key, or SiteError for a site that does not load."""
     cluster = study.cluster
-    run_dir = run_dir or study.run_dir(cfg)
+    site = site_for(study)
+    check_text("[cluster].workdir", cluster.workdir)  # named before the token cache, which derives from it
     literal = is_literal_path(cluster.workdir)
-    if literal and "%" in run_dir:
+    if literal and "%" in cluster.workdir:
         raise UnsafeValueError("[cluster].workdir", cluster.workdir, "contains '%', which Slurm expands in log paths")
+    container = cluster.container
+    modules = list(cluster.modules)
+    if container:
+        modules += [m for m in site.container_modules if m not in modules]
+    env = {**site.env, **cluster.env}
+    return {
+        "site": site,
+        "study_name": check_text("[study].name", study.name),
+        "comment": sbatch_value("[study].name", job_comment(study)),
+        "account": sbatch_value("[cluster].account", cluster.account) if cluster.account else "",
+        "qos": sbatch_value("[cluster].qos", cluster.qos) if cluster.qos else "",
+        "partition": _partition(cluster.partition or site.default_partition),
+        "time_limit": sbatch_value("[cluster].time_limit", cluster.time_limit),
+        "hint_nomultithread": bool(cluster.hint_nomultithread),
+        "literal_workdir": literal,
+        "signal_seconds": int(cluster.signal_seconds),
+        "token_cache": path_expr("[data].token_cache", study.token_cache),
+        "modules": [shell_quote("[cluster].modules", m) for m in modules],
+        "env": [(env_name("[cluster.env]", k), shell_quote(f"[cluster.env].{k}", v)) for k, v in env.items()],
+        "container": path_expr("[cluster].container", container) if container else "",
+        "container_runtime": shell_quote("site container_runtime", site.container_runtime),
+        "python": path_expr("[cluster].python", cluster.python),
+        "rdzv_port": int(cluster.rdzv_port),
+        "max_requeues": int(site.max_requeues),
+        "requeue": True,
+    }
+
+
+def _config_context(study: Study, cfg: Configuration, shared: dict[str, Any],
+                    run_dir: str | None = None) -> dict[str, Any]:
+    """The template values of one configuration over the study's (study_context); raises as render_script.
+    ``run_dir``: a preflight job's directory (its shape is judged by the site, not by the node's cores)."""
+    site: Site = shared["site"]
+    gpus = cfg.gpus_per_node
+    check_cluster(site, study.cluster, gpus)
+    if run_dir is None and not study.fits_node(cfg):
+        raise SiteError(
+            f"configuration {cfg.config_id} ({cfg.label}) needs {cfg.node_cores} cores per node "
+            f"but [cluster].cores_per_node is {study.cluster.cores_per_node}"
+        )
+    run_dir = run_dir or study.run_dir(cfg)
+    literal = shared["literal_workdir"]
+    if literal and "%" in run_dir:
+        raise UnsafeValueError("[cluster].workdir", run_dir, "contains '%', which Slurm expands in log paths")
     # Absolute log paths where #SBATCH can carry them; otherwise (a $VAR, a space, quotes) names relative to
     # the run directory, which sbatch runs from (submit_command cds into it).
     stdout_path, stderr_path = SLURM_STDOUT_FILE, SLURM_STDERR_FILE
@@ -132,45 +186,25 @@ def _context(study: Study, cfg: Configuration, site: Site, run_dir: str | None =
     if literal and is_sbatch_safe(run_dir):
         stdout_path = sbatch_value("[cluster].workdir", f"{run_dir}/{SLURM_STDOUT_FILE}")
         stderr_path = sbatch_value("[cluster].workdir", f"{run_dir}/{SLURM_STDERR_FILE}")
-    gpus = cfg.gpus_per_node
-    gpu_request = f"--gres=gpu:{gpus}" if cluster.gres_style == "gres" else f"--gpus-per-node={gpus}"
-    container = cluster.container
-    modules = list(cluster.modules)
-    if container:
-        modules += [m for m in site.container_modules if m not in modules]
-    env = {**site.env, **cluster.env}
+    gpu_request = f"--gres=gpu:{gpus}" if study.cluster.gres_style == "gres" else f"--gpus-per-node={gpus}"
     return {
-        "study_name": check_text("[study].name", study.name),
+        **shared,
         "config_id": cfg.config_id,
         "label": check_text("configuration", cfg.label),
         "job_name": sbatch_value("[study].name", job_name(study, cfg)),
-        "comment": sbatch_value("[study].name", job_comment(study)),
-        "account": sbatch_value("[cluster].account", cluster.account) if cluster.account else "",
-        "qos": sbatch_value("[cluster].qos", cluster.qos) if cluster.qos else "",
-        "partition": _partition(cluster.partition or site.default_partition),
-        "time_limit": sbatch_value("[cluster].time_limit", cluster.time_limit),
         "nodes": int(cfg.nodes),
         "gpus_per_node": int(gpus),
         "cpus_per_task": int(cfg.cpus_per_task),
         "gpu_request": gpu_request,
-        "hint_nomultithread": bool(cluster.hint_nomultithread),
         "stdout_path": stdout_path,
         "stderr_path": stderr_path,
-        "literal_workdir": literal,
-        "signal_seconds": int(cluster.signal_seconds),
         "run_dir": path_expr("[cluster].workdir", run_dir),
-        "token_cache": path_expr("[data].token_cache", study.token_cache),
-        "modules": [shell_quote("[cluster].modules", m) for m in modules],
-        "env": [(env_name("[cluster.env]", k), shell_quote(f"[cluster.env].{k}", v)) for k, v in env.items()],
-        "config_json": json.dumps({"schema_version": SCHEMA_VERSION, **study.run_config(cfg)}, indent=2, sort_keys=True),
-        "container": path_expr("[cluster].container", container) if container else "",
-        "container_runtime": shell_quote("site container_runtime", site.container_runtime),
         "binds": _binds(study, cfg),
-        "python": path_expr("[cluster].python", cluster.python),
-        "rdzv_port": int(cluster.rdzv_port),
-        "max_requeues": int(site.max_requeues),
-        "requeue": True,
     }
+
+
+def _config_json(study: Study, cfg: Configuration) -> str:
+    return json.dumps({"schema_version": SCHEMA_VERSION, **study.run_config(cfg)}, indent=2, sort_keys=True)
 
 
 def _partition(partition: str | None) -> str:
