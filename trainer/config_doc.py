@@ -1,0 +1,119 @@
+"""docs/study-keys.md, written from the key registry (trainer.config_keys) so that the page cannot drift from
+what the study file, config.json and `hlm-train` accept: `python -m trainer.config_doc > docs/study-keys.md`.
+tests/foundation/test_docs_study_keys.py fails when the file in the repository differs from this output."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from trainer.config_keys import (
+    AXIS_KEYS,
+    CLUSTER_KEYS,
+    DATA_KEYS,
+    DATASET_KEYS,
+    STUDY_KEYS,
+    TOKENIZER_KEYS,
+    TRAINER_KEYS,
+    ConfigKey,
+    section_keys,
+)
+
+COMMAND = "python -m trainer.config_doc > docs/study-keys.md"
+_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean", list: "list", dict: "table"}
+
+
+def toml_value(value: Any) -> str:
+    """A default as a study file writes it: `"fp32"`, `true`, `0.0003`, `[]`; None is unset."""
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, float):
+        return f"{value:g}" if "e" not in f"{value:g}" else repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _row(k: ConfigKey, name: str | None = None, extra: Iterable[str] = ()) -> str:
+    kind = " or ".join(_TYPES.get(t, t.__name__) for t in k.kind)
+    default = "required" if k.required else f"`{toml_value(k.default)}`"
+    cells = [f"`{name or k.name}`", kind, default, k.expected, k.unit, *extra, k.help]
+    return "| " + " | ".join(_cell(c) for c in cells) + " |"
+
+
+def table(keys: Iterable[ConfigKey], *, name: Callable[[ConfigKey], str] | None = None,
+          extra: tuple[str, ...] = (), cells: Callable[[ConfigKey], tuple[str, ...]] | None = None) -> list[str]:
+    """A Markdown table of keys: name, type, default, allowed values (in the refusals' words), unit, help."""
+    head = ["key", "type", "default", "allowed", "unit", *extra, "meaning"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for k in keys:
+        lines.append(_row(k, name(k) if name else None, cells(k) if cells else ()))
+    return lines
+
+
+@dataclass(frozen=True)
+class Table:
+    """One section of the page: a study table (or config.json) and its keys."""
+
+    title: str
+    intro: str
+    keys: tuple[ConfigKey, ...]
+    extra: tuple[str, ...] = ()  # further column headers, filled by cells(key)
+    cells: Callable[[ConfigKey], tuple[str, ...]] | None = None
+    name: Callable[[ConfigKey], str] | None = None  # how a key is named (default: its name)
+
+
+TABLES = (
+    Table("[study]", "The study's identity.", STUDY_KEYS),
+    Table("[cluster]", "Where the runs go: this machine (`kind = \"local\"`) or a Slurm cluster over SSH "
+          "(docs/launch.md; a site profile gives the defaults a site needs). `[cluster.env]` is the `env` table.",
+          CLUSTER_KEYS),
+    Table("[data]", "The datasets and how they are tokenized (docs/data.md).", DATA_KEYS),
+    Table("[data.datasets.NAME]", "One table per dataset; NAME is what `[sweep].dataset` lists.", DATASET_KEYS),
+    Table("[data.tokenizer]", "The tokenizer of every dataset; a dataset's `tokenizer` table overrides single keys. "
+          "*tokenizers* says which tokenizer reads the key.", TOKENIZER_KEYS,
+          ("tokenizers",), lambda k: (", ".join(k.tokenizers),)),
+    Table("[model]", "The architecture.", tuple(section_keys("model", study=True))),
+    Table("[train]", "The run. The sweep axes a study may fix here (`window`, `mode`, ...) are the defaults of "
+          "those not listed in `[sweep]`.", tuple(section_keys("train", study=True))),
+    Table("[sweep]", "Each axis is a list of values of its key; the cartesian product is the configuration "
+          "matrix. *column* is the axis's header in the plan, the cockpit and the report.", AXIS_KEYS,
+          ("column",), lambda k: (k.axis.header if k.axis else "",)),
+    Table("config.json only", "Keys the cockpit writes into each run's config.json (or test hooks), not said in "
+          "a study file; `hlm-train train` reads them (docs/run-directory.md).",
+          tuple(k for k in TRAINER_KEYS if not k.study and k.axis is None), name=lambda k: k.dest),
+)
+
+
+def markdown() -> str:
+    """The whole page."""
+    out = [
+        "# Study keys",
+        "",
+        f"<!-- Generated from trainer/config_keys.py by `{COMMAND}`; do not edit by hand. -->",
+        "",
+        "Every key a study file can say, table by table, as the key registry (`trainer/config_keys.py`) holds",
+        "it. *allowed* is what a value must be, in the words a refusal uses (`expected an integer >= 1, got 0`);",
+        "*unset* means the key is optional or worked out (the meaning says how). An unknown key, or a value",
+        "outside its bounds, stops `cockpit plan` with one line naming the file and the key.",
+        "",
+    ]
+    for t in TABLES:
+        out += [f"## {t.title}", "", t.intro, "", *table(t.keys, name=t.name, extra=t.extra, cells=t.cells), ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(markdown())
