@@ -27,7 +27,6 @@ from cockpit.spec import AXES, SCALE_AXES, Configuration
 if TYPE_CHECKING:
     import pandas as pd
 
-ANALYSIS_VERSION = 2  # bump when a derived number changes meaning; nothing derived is stored
 BREAKDOWN_PARTS = explain.PARTS
 GROUP_AXES = tuple(a for a in AXES if a not in SCALE_AXES)
 NAN = math.nan

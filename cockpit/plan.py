@@ -10,7 +10,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cockpit import prediction
+from cockpit import labels, prediction
+from cockpit.analysis import analyse
 from cockpit.snapshot import ACTIVE_STATES
 
 if TYPE_CHECKING:
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
 
 # "submit": to run; "done": has a valid result; "active": a job is queued or running; "failed": its last
 # job ended without a result (submitted again only on request); "too big": does not fit a node.
-STATUSES = ("submit", "done", "active", "failed", "too big")
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,12 @@ class PlanLine:
     config_id: str = ""
     predicted: prediction.Prediction | None = None  # from the group's finished baseline (docs/prediction.md)
     group_id: str = ""
+    measured: prediction.Prediction | None = None  # a done configuration's own run, as the report shows it
+
+    @property
+    def figures(self) -> prediction.Prediction | None:
+        """What the plan shows for it: its measured run where it is done, else the prediction."""
+        return self.measured or self.predicted
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,7 @@ class Plan:
     basis: str = ""  # what the per-run hours rest on, for people
     node_cores: int | None = None  # the cores a configuration must fit in (the study's, or fewer on this machine)
     recommendations: dict[str, str] = field(default_factory=dict)  # baseline label -> the prediction's advice
+    device: str = "gpu"  # "cpu" where the workers are CPU processes (cockpit.labels words them)
 
     @property
     def to_submit(self) -> list[PlanLine]:
@@ -110,6 +117,8 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
                  if r.get("status", "completed") == "completed" and _is_baseline(r)}
     fallback = prediction.merge(measured or prediction.Links(), study_site_links(study))
     links = prediction.merge(prediction.measured_links(results), fallback)
+    device = labels.device_of((r.get("device") for r in results), study.train.get("device"))
+    runs = _measured_runs(results, statuses)
     lines = []
     for cfg in study.matrix():
         fits = study.fits_node(cfg, cores)
@@ -122,8 +131,9 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
             p = prediction.predict(base, cfg.nodes, cfg.gpus_per_node,
                                    prediction.work_for(study.train, cfg.workers), links)
             pred = p if isinstance(p, prediction.Prediction) else None
-        hours = pred.node_hours if pred is not None else study.node_hours(cfg)
-        lines.append(PlanLine(cfg.label, hours, status, cfg.config_id, pred, cfg.group_id))
+        run = runs.get(cfg.config_id) if status == "done" else None
+        hours = (run or pred).node_hours if (run or pred) is not None else study.node_hours(cfg)
+        lines.append(PlanLine(cfg.label, hours, status, cfg.config_id, pred, cfg.group_id, run))
     c = study.cluster
     basis = (f"{c.expected_minutes:g} min expected per run" if c.expected_minutes is not None
              else f"time limit {c.time_limit} per run (an upper bound)")
@@ -139,8 +149,27 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
         used=used,
         basis=basis,
         node_cores=min(c.cores_per_node, cores) if cores is not None else c.cores_per_node,
-        recommendations=_recommendations(lines, baselines),
+        recommendations=_recommendations(lines, baselines, device),
+        device=device,
     )
+
+
+def _measured_runs(results: list[dict[str, Any]], statuses: Mapping[str, str]) -> dict[str, prediction.Prediction]:
+    """The figures of each done configuration's finished run, by config id (none analysed when none is done)."""
+    if "done" not in statuses.values():
+        return {}
+    return {row["config_id"]: measured_figures(row) for row in analyse(results)
+            if row.get("status") == "completed" and statuses.get(row["config_id"]) == "done"}
+
+
+def measured_figures(row: Mapping[str, Any]) -> prediction.Prediction:
+    """A finished run's T, speedup, efficiency and node-hours as cockpit.analysis gives them (the report's
+    figures), in a prediction's shape so that the plan, its recommendation and the what-if read both alike."""
+    work = row.get("work_ratio", 1.0)
+    node_hours = (row["train_time_s"] + (row.get("fixed_s") or 0.0)) * row["nodes"] / 3600.0
+    return prediction.Prediction(row["workers"], row["nodes"], 1.0 if work != work else work, row["train_time_s"],
+                                 row.get("t_same_work_s", row["train_time_s"]), row.get("speedup", float("nan")),
+                                 row.get("efficiency", float("nan")), node_hours)
 
 
 def _is_baseline(result: dict[str, Any]) -> bool:
@@ -159,15 +188,18 @@ def study_site_links(study: Study) -> prediction.Links:
         return prediction.site_links(None)
 
 
-def _recommendations(lines: list[PlanLine], baselines: Mapping[str | None, dict[str, Any]]) -> dict[str, str]:
+def _recommendations(lines: list[PlanLine], baselines: Mapping[str | None, dict[str, Any]],
+                     device: str) -> dict[str, str]:
+    """Per group, the recommendation over the configurations that fit a node: measured where done, else
+    predicted."""
     by_group: dict[str, list[PlanLine]] = {}
     for line in lines:
-        if line.predicted is not None:
+        if line.predicted is not None and line.status != "too big":
             by_group.setdefault(line.group_id, []).append(line)
     out = {}
     for group, group_lines in by_group.items():
         t1 = float(baselines[group]["timing"]["train_time_s"])
-        text = prediction.recommendation(t1, [line.predicted for line in group_lines if line.predicted])
+        text = prediction.recommendation(t1, [line.figures for line in group_lines if line.figures], device)
         base = next((line for line in group_lines if line.predicted and line.predicted.workers == 1), None)
         if text:
             out[base.label if base else group] = text

@@ -106,11 +106,6 @@ class StudyRunner:
         """Who is shown each preflight report the runner runs (append to it)."""
         return self._preflight.report_listeners
 
-    @property
-    def preflight_report(self) -> PreflightReport | None:
-        """The preflight this runner's submissions rest on (kept or run now), once start() has it."""
-        return self._preflight.report
-
     # -- set-up ---------------------------------------------------------------------------------------
     async def start(self) -> None:
         """Register the study, reconcile with the cluster, check the budget (BudgetExceeded). Safe to call

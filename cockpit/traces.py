@@ -24,7 +24,6 @@ from typing import Any
 
 from trainer.rundir import BREAKDOWN_PARTS, STEP_RANGE_PREFIX, TRACE_RANGE_PREFIX, trace_range
 
-ALL_REDUCE = re.compile(r"all_?reduce", re.IGNORECASE)
 # what runs the collective itself (gloo's worker thread, NCCL's record, NCCL's GPU kernel), not its launch
 _COLLECTIVE = re.compile(r"^(gloo|nccl):all_?reduce|^nccl.*kernel.*all_?reduce", re.IGNORECASE)
 _LOADER = "enumerate(DataLoader)"

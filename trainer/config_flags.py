@@ -10,7 +10,6 @@ from typing import Any
 
 from trainer.config_keys import TOKENIZER_KEYS, ConfigKey
 
-SPLIT_FLAGS = ("test_records", "patient_pattern")
 
 
 class UsageError(ValueError):

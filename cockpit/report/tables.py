@@ -77,7 +77,6 @@ def _ident_of(rows: list[dict[str, Any]]) -> list[str]:
     return ident_headers(labels.device_of_rows(rows))
 
 
-IDENT = ident_headers()
 
 
 def markdown_table(headers: list[str], body: list[list[str]]) -> str:

@@ -45,7 +45,6 @@ STATE_SETS = {
     "not submitted": frozenset({"not_submitted"}), "not_submitted": frozenset({"not_submitted"}),
 }
 TERM_TEXT_FIELDS = frozenset({"verdict", "explanation"})  # where verdict~comm also finds "all-reduce"
-OPERATORS = ("<=", ">=", "!=", "!~", "=", "<", ">", "~")
 _TERM = re.compile(r"^([^\s<>=!~]+)\s*(<=|>=|!=|!~|=|<|>|~)\s*(.*)$")
 
 

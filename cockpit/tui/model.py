@@ -239,14 +239,6 @@ def status_line(row: ConfigRow | None, live: bool = True, job: JobRow | None = N
     return out
 
 
-def csv_table(rows: list[ConfigRow]) -> tuple[list[str], list[list[object]]]:
-    """The rows shown that have a result, as the report's scaling.csv has them (cockpit.analysis'
-    scaling_csv_rows: every figure of the analysis at full precision, the same columns)."""
-    from cockpit.analysis import scaling_csv_rows
-
-    return scaling_csv_rows([r.analysis for r in rows if r.analysis])
-
-
 def _natural(value: str) -> tuple:
     return (0, float(value), "") if _is_number(value) else (1, 0.0, value)
 

@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("backends and state", ("cockpit.ssh", "cockpit.launch", "cockpit.store", "cockpit.snapshot_build",
                             "cockpit.plan", "cockpit.whatif", "cockpit.compare", "cockpit.preflight")),
     ("orchestration", ("cockpit.runner", "cockpit.run", "cockpit.session")),
-    ("presentation", ("cockpit.report", "cockpit.tui", "cockpit.notebook", "cockpit.export")),
+    ("presentation", ("cockpit.report", "cockpit.tui", "cockpit.notebook")),
     ("commands", ("cockpit.commands", "cockpit.cli", "cockpit.__main__")),
 ]
 TRAINER = "trainer"  # the cluster side: may import the shared contract and itself, nothing of the cockpit

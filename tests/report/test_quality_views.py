@@ -5,6 +5,7 @@ its inputs and the baseline's beside it."""
 from __future__ import annotations
 
 import contextlib
+import csv
 import io
 from pathlib import Path
 
@@ -77,7 +78,7 @@ def test_headless_lines_and_report_carry_the_trainers_macro_f1(scored_study) -> 
             assert supports[(f"1×{n}", cls)] == support
 
 
-async def test_scaling_table_and_run_detail_show_the_same_quality(scored_study) -> None:
+async def test_scaling_table_and_run_detail_show_the_same_quality(scored_study, tmp_path) -> None:
     spec, _, _ = scored_study
     study = load_study(spec)
     rows = _rows(spec)
@@ -94,15 +95,17 @@ async def test_scaling_table_and_run_detail_show_the_same_quality(scored_study) 
         lowest = {r["config_id"] for r in rows.values() if r["quality"] == lower}
         assert {r.key for r in model.scaling_rows(snapshot, query=f"quality<={lower}", layout=layout)} == lowest
         assert model.scaling_rows(snapshot, sort_key="quality", layout=layout)[0].key in lowest
-        header, body = model.csv_table(snapshot.configs)  # the table's export (`e`), at full precision
-        exported = {d["config_id"]: d for d in (dict(zip(header, line, strict=True)) for line in body)}
-        for row in rows.values():
-            got = exported[row["config_id"]]
-            assert (got["quality_metric"], got["quality"], got["quality_change"]) == (
-                MACRO_F1_NSVF, row["quality"], row["quality_change"])
-
-        app = CockpitApp(store_controller(store, study.name), poll_interval=None)
+        app = CockpitApp(store_controller(store, study.name), poll_interval=None, export_dir=tmp_path)
         async with app.run_test(size=(150, 60)) as pilot:
+            await pilot.press("e")  # the table's export, at full precision
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            with app.exports[0].open(newline="") as f:
+                exported = {d["config_id"]: d for d in csv.DictReader(f)}
+            for row in rows.values():
+                got = exported[row["config_id"]]
+                assert (got["quality_metric"], float(got["quality"]), float(got["quality_change"])) == (
+                    MACRO_F1_NSVF, row["quality"], row["quality_change"])
             app.open_detail(rows[2]["config_id"])
             await pilot.pause()
             assert isinstance(app.screen, RunDetailScreen)

@@ -38,11 +38,6 @@ def record_names(n: int) -> list[str]:
     return [f"{NAME}-{i:03d}" for i in range(n)]
 
 
-def generate(records: int = 8, seconds: float = 300, seed: int = 0, fs: float = 360) -> list[Record]:
-    """All records of a synthetic dataset."""
-    return [generate_record(i, seconds, seed, fs) for i in range(records)]
-
-
 def generate_record(index: int, seconds: float = 300, seed: int = 0, fs: float = 360) -> Record:
     """One synthetic record with beat labels and rhythm annotations, deterministic in (seed, index)."""
     rng = np.random.default_rng([int(seed), int(index)])
