@@ -5,11 +5,11 @@ split or training key the same way and a new key gets its flag by being declared
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from trainer.config_keys import TOKENIZER_KEYS, ConfigKey
-
 
 
 class UsageError(ValueError):
@@ -61,9 +61,23 @@ def _value(k: ConfigKey, value: Any) -> Any:
     return value
 
 
-def _records(values: Iterable[str], flag: str) -> list[str]:
-    from trainer.data.splits import record_names  # `--records 100,101` and `--records 100 101` alike
+def record_names(values: str | Iterable[str], flag: str = "--records") -> list[str]:
+    """Record names as a command line gives them: `100,101,103`, `100 101 103`, `100, 101` or several
+    arguments of either, in order, duplicates dropped. The one parser of `--records` and `--test-records`
+    of `hlm-train prepare`, `hlm-train train` and `cockpit demo`. ValueError (naming `flag`) when none."""
+    items = [values] if isinstance(values, str) else list(values)
+    names: list[str] = []
+    for item in items:
+        for name in re.split(r"[,\s]+", str(item)):
+            if name and name not in names:
+                names.append(name)
+    if not names:
+        raise ValueError(f"{flag}: no record names in {' '.join(map(str, items))!r} "
+                         "(give names separated by commas or spaces, e.g. 100,101,103)")
+    return names
 
+
+def _records(values: Iterable[str], flag: str) -> list[str]:
     try:
         return record_names(values, flag)
     except ValueError as exc:

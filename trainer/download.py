@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from trainer.data.splits import record_names
+from trainer.config_flags import record_names
 from trainer.rundir import EXIT_BAD_INPUT, EXIT_USAGE
 
 INDEX_URL = "https://physionet.org/files/"

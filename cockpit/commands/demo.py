@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from cockpit.commands._args import not_positive
-from trainer.data.splits import record_names  # the one parser of --records (commas or spaces)
+from cockpit.commands._args import error, not_positive
+from trainer.config_flags import record_names  # the one parser of --records (commas or spaces)
 
 # Shipped inside the package (examples/local-demo.toml links here), so a wheel install finds it too.
 EXAMPLE = Path(__file__).resolve().with_name("local-demo.toml")
@@ -94,8 +93,7 @@ def check(args: argparse.Namespace) -> str | None:
 def main(args: argparse.Namespace) -> int:
     problem = check(args)
     if problem:
-        print(f"cockpit demo: {problem}", file=sys.stderr)
-        return 2
+        return error(problem)
     from cockpit.session import open_session
     from cockpit.spec import SpecError, parse_study
 
@@ -104,8 +102,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         study = parse_study(demo_raw(args), workdir / "local-demo.toml")
     except SpecError as exc:
-        print(f"cockpit demo: {exc}", file=sys.stderr)
-        return 2
+        return error(str(exc))
     session = open_session(study, preflight=True)  # a local preflight takes seconds
     print(f"demo study: {len(study.runnable())} runs in {study.study_dir()}", flush=True)
     if not args.headless:

@@ -1,5 +1,5 @@
 """`--records` (and `--test-records`) take commas and spaces alike in every command line that has them:
-`hlm-train prepare`, `hlm-train train` and `cockpit demo` share trainer.data.splits.record_names."""
+`hlm-train prepare`, `hlm-train train` and `cockpit demo` share trainer.config_flags.record_names."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer.data.splits import record_names
+from trainer.config_flags import record_names
 
 
 @pytest.mark.parametrize("given", [["100,101,103"], ["100", "101", "103"], ["100, 101", "103"], ["100 101,103"],

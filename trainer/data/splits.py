@@ -55,22 +55,6 @@ class Split:
                 "excluded": self.excluded, "patients": self.patients}
 
 
-def record_names(values: str | Iterable[str], flag: str = "--records") -> list[str]:
-    """Record names as a command line gives them: `100,101,103`, `100 101 103`, `100, 101` or several
-    arguments of either, in order, duplicates dropped. The one parser of `--records` and `--test-records`
-    of `hlm-train prepare`, `hlm-train train` and `cockpit demo`. ValueError (naming `flag`) when none."""
-    items = [values] if isinstance(values, str) else list(values)
-    names: list[str] = []
-    for item in items:
-        for name in re.split(r"[,\s]+", str(item)):
-            if name and name not in names:
-                names.append(name)
-    if not names:
-        raise ValueError(f"{flag}: no record names in {' '.join(map(str, items))!r} "
-                         "(give names separated by commas or spaces, e.g. 100,101,103)")
-    return names
-
-
 def is_mitdb(names: Iterable[str]) -> bool:
     """True when every record name is an MIT-BIH Arrhythmia record (so DS1/DS2 applies)."""
     names = list(names)
@@ -135,6 +119,35 @@ def plan_split(names: Iterable[str], options: dict[str, Any] | None = None, wher
     return _grouped(ordered, {n: n for n in ordered}, "one-record-per-patient",
                     "record names carry no patient id, so each record is its own patient; if one patient has "
                     "several records, give patient_pattern or test_records")
+
+
+def with_train_only(split: Split, names: list[str], databases: list[str]) -> Split:
+    """`split` plus records that only ever train: another database's (`hlm-train --train-data`), each its own
+    patient. The test split stays the first database's alone, so its figure stays comparable with every
+    published one; validation draws from all training patients (trainer.sources.validation_split)."""
+    if not names:
+        return split
+    clash = sorted(set(names) & set(split.train + split.test + split.excluded))
+    if clash:
+        raise DataError(f"train_data: record name(s) {', '.join(clash[:5])} appear in two databases")
+    patients = {**split.patients, **{n: n for n in names}}
+    reason = (f"{split.reason}; the {len(names)} records of {', '.join(databases)} train only (never test), "
+              "each its own patient")
+    return Split(split.train + list(names), split.test, split.excluded, f"{split.method}+train-data", reason,
+                 patients)
+
+
+def manifest_split(manifest: dict[str, Any], options: dict[str, Any] | None = None,
+                   where: str = "split") -> Split:
+    """The split of a shard folder's records: the first database's own split (MIT-BIH inter-patient when
+    its records are MIT-BIH's, otherwise grouped by patient: trainer.data.splits), plus the records of a
+    mixed dataset's further databases (`train_only` in the manifest, trainer.data.mixed) on the training
+    side only."""
+    records = manifest["records"]
+    extra = [r["name"] for r in records if r.get("train_only")]
+    base = plan_split([r["name"] for r in records if not r.get("train_only")], options, where)
+    databases = list(dict.fromkeys(str(r.get("database")) for r in records if r.get("train_only")))
+    return with_train_only(base, extra, databases)
 
 
 def default_patients(names: list[str]) -> tuple[dict[str, str], str]:
