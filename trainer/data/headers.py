@@ -20,6 +20,12 @@ BYTES_PER_SAMPLE: dict[int, float | None] = {
     8: 1, 16: 2, 24: 3, 32: 4, 61: 2, 80: 1, 160: 2, 212: 1.5, 310: 4 / 3, 311: 4 / 3,
     508: None, 516: None, 524: None,
 }
+# The digital value that marks an invalid sample (a gap; NaN in physical units) in each format (WFDB
+# signal(5), as wfdb.io._signal.INVALID_SAMPLE_VALUE); format 8 stores differences and has none.
+INVALID_SAMPLE: dict[int, int | None] = {
+    8: None, 16: -(2**15), 24: -(2**23), 32: -(2**31), 61: -(2**15), 80: -(2**7), 160: -(2**15),
+    212: -(2**11), 310: -(2**9), 311: -(2**9), 508: -(2**7), 516: -(2**15), 524: -(2**23),
+}
 _FORMAT = re.compile(r"(\d+)(?:x(\d+))?(?::(\d+))?(?:\+(\d+))?$")
 
 
@@ -49,6 +55,25 @@ def sample_count(header: Path) -> int | None:
     if not fields[3].isdigit():
         raise DataError(f"{header}: corrupt header (sample count {fields[3]!r} is not a whole number)")
     return int(fields[3])
+
+
+def record_length(header: Path) -> int | None:
+    """Frames in the record: the header's sample count, else what its uncompressed signal files hold
+    (a header may leave the count out), else None (unknown: nothing to check positions against)."""
+    nsamp = sample_count(header)
+    if nsamp is not None:
+        return nsamp
+    specs = [s for s in signal_specs(header) if s.file != "~"]
+    held = []
+    for name in dict.fromkeys(s.file for s in specs):
+        in_file = [s for s in specs if s.file == name]
+        path = header.parent / name
+        per_sample = [BYTES_PER_SAMPLE.get(s.fmt) for s in in_file]
+        if not path.is_file() or any(b is None for b in per_sample):
+            return None
+        frame = sum(b * s.per_frame for b, s in zip(per_sample, in_file, strict=True) if b is not None)
+        held.append(int(max(path.stat().st_size - in_file[0].offset, 0) // frame))
+    return min(held) if held else None
 
 
 def signal_specs(header: Path) -> list[SignalSpec]:

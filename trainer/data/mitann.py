@@ -7,6 +7,10 @@ jump, AUX: a text note such as a rhythm change) are visited in Python, everythin
 A file that does not end with the end-of-file word was cut short (a partial copy or download) and is an
 error, never a silently shorter record.
 
+Times are in the annotation file's own time resolution: a NOTE at sample 0 whose text is
+`## time resolution: N` (what `wrann` and WFDB's high-resolution mode write) says they count at N Hz;
+without it they count frames of the record (the header's rate). `Annotations.fs` keeps N (None without).
+
 Format (WFDB annot(5)): each 16-bit little-endian word holds a 6-bit code (top) and a 10-bit
 value (bottom). Codes 1..49 are annotations whose value is the time increment; 59 SKIP is followed
 by a 32-bit increment (high word first); 60 NUM, 61 SUB, 62 CHN modify the preceding annotation;
@@ -15,6 +19,7 @@ by a 32-bit increment (high word first); 60 NUM, 61 SUB, 62 CHN modify the prece
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +28,8 @@ import numpy as np
 from trainer.data.errors import DataError
 
 SKIP, NUM, SUB, CHN, AUX = 59, 60, 61, 62, 63
+NOTE = 22  # a comment annotation; at sample 0 it may define the file's time resolution
+_TIME_RESOLUTION = re.compile(r"## time resolution: (\d+\.?\d*)")
 
 
 @dataclass
@@ -33,6 +40,7 @@ class Annotations:
     code: np.ndarray  # uint8, MIT annotation code
     aux_index: np.ndarray  # int64, which annotations carry an aux note
     aux_text: list[str]  # their notes, NULs stripped
+    fs: float | None = None  # the file's own time resolution in Hz (None: the record's frame rate)
 
     def __len__(self) -> int:
         return len(self.sample)
@@ -123,4 +131,17 @@ def decode_annotations(data: bytes) -> Annotations:
     else:
         aux_index = np.zeros(0, dtype=np.int64)
         texts = []
-    return Annotations(sample=sample, code=code[ann_pos], aux_index=aux_index, aux_text=texts)
+    codes = code[ann_pos]
+    return Annotations(sample=sample, code=codes, aux_index=aux_index, aux_text=texts,
+                       fs=_time_resolution(sample, codes, aux_index, texts))
+
+
+def _time_resolution(sample: np.ndarray, code: np.ndarray, aux_index: np.ndarray, texts: list[str]) -> float | None:
+    """The rate a `## time resolution: N` NOTE at sample 0 declares (as wfdb.rdann reads it), else None."""
+    for index, text in zip(aux_index.tolist(), texts, strict=True):
+        if sample[index] != 0:
+            break  # definitions come first, at sample 0
+        match = _TIME_RESOLUTION.match(text) if code[index] == NOTE else None
+        if match and float(match.group(1)) > 0:
+            return float(match.group(1))
+    return None

@@ -27,9 +27,16 @@ from typing import Any
 
 import numpy as np
 
-from trainer.config_flags import UsageError, add_data_flags, split_from_flags, tokenizer_from_flags
+from trainer.config_flags import (
+    UsageError,
+    add_data_flags,
+    add_key_flag,
+    split_from_flags,
+    tokenizer_from_flags,
+)
+from trainer.config_keys import CONFIG_DATA_KEYS
+from trainer.data import mixed, shards, synthetic
 from trainer.data import records as rec_io
-from trainer.data import shards, synthetic
 from trainer.data.errors import DataError
 from trainer.data.labels import BEAT_CLASSES, RHYTHM_CLASSES, TOKEN_CLASS_NAMES
 from trainer.data.splits import check_options, plan_split
@@ -39,9 +46,10 @@ from trainer.environment import slurm_cpus_per_task
 from trainer.rundir import write_json
 
 # Bump when the tokenizers' output changes for the same inputs: every shard is then rebuilt.
-TOKENS_VERSION = 1
+TOKENS_VERSION = 2
 EXIT_BAD_INPUT = 3
 EXIT_USAGE = 2
+TRAIN_DATA = next(k for k in CONFIG_DATA_KEYS if k.name == "train_data")
 
 
 def _source(data_path: Path | None, synthetic_params: dict[str, Any]) -> dict[str, Any]:
@@ -158,6 +166,24 @@ def prepare_dataset(
         write_json(shard / shards.MANIFEST, manifest)
         shards.remove_unlisted(shard, [m["file"] for m in manifest["records"]])
     return shard
+
+
+def prepare_data(data_path: str | Path | None, tokenizer: dict[str, Any], cache_root: str | Path,
+                 workers: int = 1, progress: bool = False, dataset: str | None = None,
+                 synthetic_params: dict[str, Any] | None = None, skip_bad_records: bool = False,
+                 split: dict[str, Any] | None = None, train_data: list[str] | None = None) -> Path:
+    """`prepare_dataset` of data_path, and with `train_data` of each further folder too, combined into one
+    shard folder (trainer.data.mixed); returns the folder to open."""
+    folders = mixed.check_mixable(tokenizer, train_data, data_path) if train_data else []
+    first = prepare_dataset(data_path, tokenizer, cache_root, workers, progress, dataset, synthetic_params,
+                            skip_bad_records, split)
+    if not folders:
+        return first
+    # the records key selects from the first database; the further ones train with every record
+    further = {k: v for k, v in tokenizer.items() if k != "records"}
+    parts = [prepare_dataset(folder, further, cache_root, workers, progress, None, None, skip_bad_records)
+             for folder in folders]
+    return mixed.combine(first, parts, split)
 
 
 def _bad_records_error(bad: list[dict[str, Any]], total: int) -> DataError:
@@ -378,6 +404,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", metavar="NAME", help="dataset name in the shard folder (default: the data folder's name)")
     parser.add_argument("--out", type=Path, metavar="CACHE", help="token cache root (shards go to OUT/<dataset>-<tokenizer>-<digest>)")
     parser.add_argument("--workers", type=int, default=1, metavar="N", help="processes, one record each at a time (default 1)")
+    add_key_flag(parser, TRAIN_DATA, "train_data")
     add_data_flags(parser)  # every tokenizer key, the split and --skip-bad-records, as `hlm-train train` has them
     parser.add_argument("--synthetic-records", type=int, metavar="N", help="synthetic: number of records (default 8)")
     parser.add_argument("--synthetic-seconds", type=float, metavar="S", help="synthetic: seconds per record (default 300)")
@@ -395,7 +422,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         t0 = time.perf_counter()
-        shard = prepare_dataset(**kwargs, progress=not args.no_progress)
+        shard = prepare_data(**kwargs, progress=not args.no_progress)
         import json
 
         m = json.loads((shard / shards.MANIFEST).read_text())
@@ -419,7 +446,7 @@ def _from_flags(args: argparse.Namespace) -> dict[str, Any]:
                              ("seed", args.seed)) if v is not None}
     return {"data_path": args.data, "tokenizer": tok, "cache_root": args.out, "workers": args.workers,
             "dataset": args.dataset, "synthetic_params": syn or None, "skip_bad_records": bool(args.skip_bad_records),
-            "split": split}
+            "split": split, "train_data": [str(p) for p in args.train_data] if args.train_data else None}
 
 
 def _from_run_dir(run_dir: Path) -> dict[str, Any]:
@@ -442,4 +469,4 @@ def _from_run_dir(run_dir: Path) -> dict[str, Any]:
     return {"data_path": data_path, "tokenizer": config["tokenizer"], "cache_root": config["token_cache"],
             "workers": int(config.get("prepare_workers") or slurm_cpus_per_task() or 1),
             "dataset": config.get("dataset"), "synthetic_params": config.get("synthetic_params") or None,
-            "skip_bad_records": skip, "split": config.get("split")}
+            "skip_bad_records": skip, "split": config.get("split"), "train_data": config.get("train_data")}

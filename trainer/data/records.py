@@ -16,7 +16,7 @@ import numpy as np
 
 from trainer.data import headers
 from trainer.data.errors import DataError
-from trainer.data.labels import RHYTHM_CODE, rhythm_class
+from trainer.data.labels import IS_BEAT, RHYTHM_CODE, rhythm_class
 from trainer.data.mitann import Annotations, read_annotations
 
 ANNOTATOR_PREFERENCE = ("atr", "ari")
@@ -25,7 +25,12 @@ _SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 
 @dataclass
 class Record:
-    """One decoded record: an optional lead (digital units), its rate, and its annotations."""
+    """One decoded record: an optional lead (digital units), its rate, and its annotations.
+
+    `fs` is the rate of `signal`: a lead stored at N samples per frame runs at N times the header's
+    (frame) rate. Annotation times count at `ann_fs`, the annotation file's own time resolution or else
+    the header's frame rate; `beat_positions` converts them to `fs`.
+    """
 
     name: str
     fs: float
@@ -36,6 +41,24 @@ class Record:
     baseline: float = 0.0
     source: str = ""  # the header file (or "synthetic") for messages
     extra: dict[str, object] = field(default_factory=dict)
+    ann_fs: float = 0.0  # rate of ann.sample (0: the same as fs)
+    length: int | None = None  # samples at fs the record holds (None: unknown, or len(signal))
+    invalid_value: int | None = None  # the digital value that marks an invalid sample (a gap)
+
+    @property
+    def time_base(self) -> float:
+        """The rate annotation times count at."""
+        return self.ann_fs or self.fs
+
+    def samples_held(self) -> int | None:
+        """How many samples at `fs` the record holds, when known."""
+        return len(self.signal) if self.signal is not None else self.length
+
+    def beat_positions(self, sample: np.ndarray, rate: float) -> np.ndarray:
+        """Annotation times as sample indices at `rate` Hz (rounded to the nearest sample)."""
+        if abs(rate - self.time_base) < 1e-9:
+            return sample.astype(np.int64)
+        return np.rint(sample * (rate / self.time_base)).astype(np.int64)
 
 
 def list_records(folder: Path) -> list[str]:
@@ -49,8 +72,23 @@ def list_records(folder: Path) -> list[str]:
     else:
         names = sorted(p.name[: -len(".hea")] for p in folder.glob("*.hea"))
     if not names:
+        edf = sorted(p.name for p in folder.glob("*.edf"))
+        if edf:
+            raise DataError(f"{folder}: no WFDB headers, only EDF files ({_short_list(edf)}); {edf_hint(edf[0])}")
         raise DataError(f"{folder}: no records (no RECORDS file and no *.hea files)")
     return names
+
+
+def edf_hint(edf_name: str) -> str:
+    """How to turn an EDF file into a WFDB record: EDF is not read directly (wfdb's EDF reader fails on
+    multi-rate EDF files and carries no beat annotations)."""
+    stem = edf_name[: -len(".edf")] if edf_name.endswith(".edf") else edf_name
+    return (f"EDF is not read directly: convert it with the WFDB software's edf2mit "
+            f"(edf2mit -i {edf_name} -r {stem}), then put a beat annotation file ({stem}.atr) beside {stem}.hea")
+
+
+def _short_list(names: list[str], limit: int = 4) -> str:
+    return ", ".join(names[:limit]) + (f", ... ({len(names)} in all)" if len(names) > limit else "")
 
 
 def safe_name(record: str) -> str:
@@ -98,24 +136,58 @@ def annotation_extensions(base: Path) -> list[str]:
 
 
 def _beside(base: Path) -> str:
-    """What the 'no annotation file' errors suggest: the extensions present and how to pick one."""
-    exts = annotation_extensions(base)
-    if not exts:
+    """What the 'no annotation file' errors suggest: the extensions present, ranked by how many beats
+    each places inside the signal, and how to pick the best one (never a file without beats)."""
+    ranked = rank_annotators(base)
+    if not ranked:
         return f"no other file beside {base.name}.hea could hold annotations"
-    pick = exts[0]
-    return (f"beside {base.name}.hea: {', '.join('.' + e for e in exts)}; choose one with the annotator option "
+    listed = ", ".join("." + ext for ext, _ in ranked)
+    if ranked[0][1] <= 0:
+        return f"beside {base.name}.hea: {listed}; none of them places a beat inside the signal"
+    pick = ranked[0][0]
+    counts = ", ".join(f".{ext} {n:,}" if n > 0 else f".{ext} {'none' if n == 0 else 'unreadable'}"
+                       for ext, n in ranked)
+    return (f"beside {base.name}.hea: {listed}; choose one with the annotator option "
             f"(hlm-train --annotator {pick}, cockpit demo --annotator {pick}, "
-            f"study file [data.tokenizer] annotator = \"{pick}\")")
+            f"study file [data.tokenizer] annotator = \"{pick}\")"
+            + (f"; beats inside the signal: {counts}" if len(ranked) > 1 else ""))
+
+
+def rank_annotators(base: Path) -> list[tuple[str, int]]:
+    """The candidate annotation files beside a record with how many beats each places inside the
+    signal (its own time resolution honoured), most first; -1 for a file that does not decode."""
+    header = base.parent / f"{base.name}.hea"
+    try:
+        fs = read_fs(header)
+        frames = headers.sample_count(header) if is_multi_segment(header) else headers.record_length(header)
+    except DataError:
+        fs, frames = 0.0, None
+    counts = []
+    for ext in annotation_extensions(base):
+        try:
+            ann = read_annotations(base.parent / f"{base.name}.{ext}")
+        except DataError:
+            counts.append((ext, -1))
+            continue
+        sample = ann.sample[IS_BEAT[ann.code]]
+        inside = sample >= 0
+        if frames is not None and fs:
+            inside &= sample * fs < frames * (ann.fs or fs)
+        counts.append((ext, int(inside.sum())))
+    return sorted(counts, key=lambda c: -c[1])
 
 
 def input_files(folder: Path, record: str, annotator: str, with_signal: bool) -> list[Path]:
     """Every file a record's tokens depend on (header, annotations, and signal files when used)."""
     header = folder / f"{record}.hea"
     if not header.is_file():
+        edf = header.with_suffix(".edf")
+        if edf.is_file():
+            raise DataError(f"{header}: header file not found, only {edf.name}; {edf_hint(edf.name)}")
         raise DataError(f"{header}: header file not found (record {record!r} listed but missing)")
     read_fs(header)  # a corrupt record line is named as such before anything else is checked
     files = [header, resolve_annotator(folder, record, annotator)]
-    if with_signal and _is_multi_segment(header):
+    if with_signal and is_multi_segment(header):
         raise DataError(f"{header}: multi-segment record; the samples tokenizer reads single-segment records "
                         "(the beats tokenizer reads any)")
     if with_signal:
@@ -151,7 +223,8 @@ def digest_files(files: list[Path], salt: str) -> str:
     return h.hexdigest()
 
 
-def _is_multi_segment(header: Path) -> bool:
+def is_multi_segment(header: Path) -> bool:
+    """A header whose record line names segments (`name/segments ...`): its signal lies in other records."""
     for line in _read_text(header).splitlines():
         if line.strip() and not line.lstrip().startswith("#"):
             return "/" in line.split()[0]
@@ -208,7 +281,9 @@ def read_record(folder: Path, record: str, annotator: str, lead: int | str | Non
         if nsamp is None:
             raise
         raise DataError(f"{exc}; the record is {nsamp:,} samples long ({header.name})") from None
-    rec = Record(name=record, fs=fs, ann=ann, source=str(header), extra={"ann_path": str(ann_path)})
+    frames = headers.sample_count(header) if is_multi_segment(header) else headers.record_length(header)
+    rec = Record(name=record, fs=fs, ann=ann, source=str(header), extra={"ann_path": str(ann_path)},
+                 ann_fs=ann.fs or fs, length=frames)
     if lead is not None:
         _read_signal(rec, header, lead)
     return rec
@@ -232,17 +307,25 @@ def _read_signal(rec: Record, header: Path, lead: int | str) -> None:
         channel = int(lead)
         if not 0 <= channel < head.n_sig:
             raise DataError(f"{header}: lead index {channel} out of range (record has {head.n_sig} signals)")
+    spec = headers.signal_specs(header)[channel]
     try:
-        sig = wfdb.rdrecord(base, channels=[channel], physical=False, return_res=32)
+        # A lead with several samples per frame is read at its own rate, not averaged per frame.
+        sig = wfdb.rdrecord(base, channels=[channel], physical=False, return_res=32,
+                            smooth_frames=spec.per_frame == 1)
     except Exception as exc:
         raise DataError(f"{header}: cannot read signal ({type(exc).__name__}: {exc})") from None
-    data = np.asarray(sig.d_signal)[:, 0]
+    data = np.asarray(sig.d_signal)[:, 0] if spec.per_frame == 1 else np.asarray(sig.e_d_signal[0])
     if data.size == 0:
         raise DataError(f"{header}: record has no samples")
-    if head.sig_len and data.size != head.sig_len:  # compressed formats, checked only once decoded
+    expected = (head.sig_len or 0) * spec.per_frame
+    if expected and data.size != expected:  # compressed formats, checked only once decoded
         raise DataError(f"{header}: decoded {data.size:,} samples of lead {names[channel] if names else channel}, "
-                        f"the header says {head.sig_len:,}")
-    rec.signal = data
+                        f"the header says {expected:,}")
+    rec.signal = data.astype(np.int64, copy=False)
+    rec.fs = rec.fs * spec.per_frame
+    rec.length = data.size
+    rec.invalid_value = headers.INVALID_SAMPLE.get(spec.fmt)
+    rec.extra["samples_per_frame"] = spec.per_frame
     rec.lead = names[channel] if channel < len(names) else str(channel)
     rec.adc_gain = float(sig.adc_gain[0] or 200.0)
     rec.baseline = float(sig.baseline[0] or 0)

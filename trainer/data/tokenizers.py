@@ -69,10 +69,13 @@ def tokenize(name: str, params: dict[str, Any], rec: Record) -> Tokenized:
 
 
 def _beat_arrays(rec: Record, ann_source: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Beat times (in the annotations' time base), codes and rhythm; every beat checked to lie inside
+    the record, so no tokenizer keeps a beat the signal does not hold."""
     is_beat = IS_BEAT[rec.ann.code]
     sample = rec.ann.sample[is_beat]
     if not len(sample):
         raise DataError(f"{ann_source}: no beat annotations in record {rec.name!r}")
+    _check_inside(rec, sample, ann_source)
     change_at, change_cls = rhythm_per_annotation(rec.ann)
     if len(change_at):
         which = np.searchsorted(change_at, sample, side="right") - 1
@@ -82,11 +85,34 @@ def _beat_arrays(rec: Record, ann_source: str) -> tuple[np.ndarray, np.ndarray, 
     return sample, rec.ann.code[is_beat], rhythm
 
 
+def _check_inside(rec: Record, sample: np.ndarray, ann_source: str) -> None:
+    """A beat outside the record would be lost (samples) or carry a wrong RR (beats): never silently.
+    Times are compared in seconds, so an annotation file with its own time resolution is judged right."""
+    held = rec.samples_held()
+    if held is None:
+        return  # neither the header nor a signal file says how long the record is
+    outside = (sample < 0) | (sample * rec.fs >= held * rec.time_base)
+    if not outside.any():
+        return
+    first = int(sample[np.flatnonzero(outside)[0]])
+    header = Path(rec.source).name
+    if abs(rec.time_base - rec.fs) < 1e-9:
+        expected = f"expected samples 0..{held - 1:,} of {header}"
+    else:
+        last = math.ceil(held * rec.time_base / rec.fs) - 1
+        expected = (f"expected samples 0..{last:,} at the annotation file's {rec.time_base:g} Hz: the "
+                    f"{held / rec.fs:,.1f} s that {header} holds at {rec.fs:g} Hz")
+    raise DataError(
+        f"{ann_source}: {int(outside.sum()):,} of {len(sample):,} beats lie outside the signal ({expected}, "
+        f"found one at {first:,}); the annotation file belongs to a longer record, counts at another rate "
+        "without saying so (no '## time resolution' note), or the header's sample count is wrong")
+
+
 def tokenize_beats(params: dict[str, Any], rec: Record) -> Tokenized:
     """One token per beat: class x log-spaced RR bin; bin 0 marks the record's first beat."""
     sample, code, rhythm = _beat_arrays(rec, str(rec.extra.get("ann_path", rec.source)))
     nb = int(params["rr_bins"])
-    rr_ms = np.diff(sample).astype(np.float64) * (1000.0 / rec.fs)
+    rr_ms = np.diff(sample).astype(np.float64) * (1000.0 / rec.time_base)
     lo, hi = math.log(params["rr_min_ms"]), math.log(params["rr_max_ms"])
     pos = (np.log(np.clip(rr_ms, params["rr_min_ms"], params["rr_max_ms"])) - lo) / (hi - lo)
     rr_bin = np.empty(len(sample), dtype=np.int64)
@@ -94,52 +120,124 @@ def tokenize_beats(params: dict[str, Any], rec: Record) -> Tokenized:
     rr_bin[1:] = 1 + np.minimum((pos * (nb - 1)).astype(np.int64), nb - 2)
     tokens = (N_SPECIAL + TOKEN_CLASS_OF_CODE[code].astype(np.int64) * nb + rr_bin).astype(np.uint16)
     labels = AAMI_OF_CODE[code]
-    info = {"n_tokens": len(tokens), "fs": rec.fs}
+    info = {"n_tokens": len(tokens), "fs": rec.fs, "annotation_fs": rec.time_base}
     return Tokenized(tokens, np.arange(len(tokens), dtype=np.int64), labels, rhythm, info)
 
 
 def tokenize_samples(params: dict[str, Any], rec: Record) -> Tokenized:
-    """Quantise the lead (resampled to params['fs']) and locate each beat in the token stream."""
+    """Quantise the lead (resampled to params['fs']) and locate each beat in the token stream.
+
+    Invalid samples (WFDB's gap value, NaN in physical units) never become signal tokens: they are
+    filled with the lead's median before resampling and filtering (so they spread into no neighbour),
+    left out of the quantiser's range, and stored as the pad token, over the gap widened by the
+    resampling filter's reach: a window that touches a gap sees padding there, as beyond a record's edge.
+    """
     if rec.signal is None:
         raise DataError(f"{rec.source}: record {rec.name!r} has no signal (the samples tokenizer needs one)")
     ann_source = str(rec.extra.get("ann_path", rec.source))
     sample, code, rhythm = _beat_arrays(rec, ann_source)
-    outside = (sample < 0) | (sample >= len(rec.signal))
-    if outside.any():  # a beat without samples around it would be lost: never silently
-        first = int(sample[np.flatnonzero(outside)[0]])
-        raise DataError(
-            f"{ann_source}: {int(outside.sum()):,} of {len(sample):,} beats lie outside the signal "
-            f"(expected samples 0..{len(rec.signal) - 1:,} of {Path(rec.source).name}, found one at {first:,}); "
-            "the annotation file belongs to a longer record or the header's sample count is wrong")
-    x, fs = resample(rec.signal, rec.fs, params["fs"])
+    x, gap = _fill_gaps(rec)
+    x, fs = resample(x, rec.fs, params["fs"])
     check_rate(params, fs, rec.source, rec.name)
     x = remove_baseline(x, fs, float(params["highpass_hz"]))
-    if fs != rec.fs:  # rounding may not push the last beat past the resampled end
-        sample = np.minimum(np.rint(sample * (fs / rec.fs)).astype(np.int64), len(x) - 1)
-    xmin = int(x.min())
-    offset = (x - xmin).astype(np.intp, copy=False)  # one pass shared by the histogram and the table
-    # Percentiles from every k-th sample (>= 2^17 of them): the same range to a fraction of an ADC
-    # unit, for a quarter of the histogram's cost.
-    step = max(1, len(offset) // (1 << 17))
-    q = Quantizer.fit(np.bincount(offset[::step]), xmin, params)
-    tokens = np.take(q.table(xmin, int(offset.max()) + 1), offset)
+    positions = np.minimum(rec.beat_positions(sample, fs), len(x) - 1)
+    gap_out = gap_at_rate(gap, rec.fs, fs, len(x)) if gap is not None else None
+    q, tokens = quantize(x, x if gap_out is None else x[~gap_out], params)
+    if gap_out is not None:
+        tokens[gap_out] = SPECIAL_TOKENS["pad"]
     info = {
         "n_tokens": len(tokens), "fs": fs, "native_fs": rec.fs, "lead": rec.lead,
+        "samples_per_frame": rec.extra.get("samples_per_frame", 1),
         "adc_gain": rec.adc_gain, "baseline": rec.baseline, "quantizer": q.describe(),
-        "beats_outside_signal": 0,
+        "beats_outside_signal": 0, "invalid_samples": 0 if gap is None else int(gap.sum()),
+        "beats_near_gap": 0 if gap_out is None else beats_near(gap_out, positions, round(GAP_NEIGHBOURHOOD_S * fs)),
     }
-    return Tokenized(tokens, sample, AAMI_OF_CODE[code], rhythm, info)
+    return Tokenized(tokens, positions, AAMI_OF_CODE[code], rhythm, info)
+
+
+GAP_NEIGHBOURHOOD_S = 1.0  # a beat this close to an invalid sample is counted as near a gap
+TABLE_LIMIT = 1 << 22  # widest value range the quantiser builds a lookup table over (format 32: 2^32)
+
+
+def _fill_gaps(rec: Record) -> tuple[np.ndarray, np.ndarray | None]:
+    """The lead with its invalid samples set to its median, and where they were (None: no gap)."""
+    assert rec.signal is not None
+    x = rec.signal
+    if rec.invalid_value is None:
+        return x, None
+    gap = x == rec.invalid_value
+    n = int(gap.sum())
+    if not n:
+        return x, None
+    if n == len(x):
+        raise DataError(f"{rec.source}: lead {rec.lead} of record {rec.name!r} holds only invalid samples "
+                        f"({n:,}, the value {rec.invalid_value} of its storage format); choose another lead")
+    x = x.copy()
+    x[gap] = int(np.median(x[~gap]))
+    return x, gap
+
+
+def gap_at_rate(gap: np.ndarray, fs: float, rate: float, n: int) -> np.ndarray:
+    """Where the gaps of a lead at `fs` lie at `rate` (n samples), each widened by the resampling
+    filter's reach so that no output sample the gap's fill could have touched counts as signal."""
+    if abs(rate - fs) < 1e-9:
+        return gap
+    edges = np.diff(np.concatenate(([0], gap.view(np.int8), [0])))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    ratio = Fraction(rate / fs).limit_denominator(1000)
+    reach = math.ceil(10 * max(ratio.numerator, ratio.denominator) / ratio.denominator) + 1
+    lo = np.clip(np.floor(starts * (rate / fs)).astype(np.int64) - reach, 0, n)
+    hi = np.clip(np.ceil(ends * (rate / fs)).astype(np.int64) + reach, 0, n)
+    mark = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(mark, lo, 1)
+    np.add.at(mark, hi, -1)
+    return np.cumsum(mark[:n]) > 0
+
+
+def beats_near(gap: np.ndarray, positions: np.ndarray, reach: int) -> int:
+    """Beats with an invalid sample within `reach` samples (their windows show padding there)."""
+    before = np.concatenate(([0], np.cumsum(gap)))
+    lo = np.clip(positions - reach, 0, len(gap))
+    hi = np.clip(positions + reach + 1, 0, len(gap))
+    return int(((before[hi] - before[lo]) > 0).sum())
+
+
+def quantize(x: np.ndarray, valid: np.ndarray, params: dict[str, Any]) -> tuple[Quantizer, np.ndarray]:
+    """Tokens of every sample of `x`, the quantiser fitted to the `valid` ones.
+
+    A lookup table over the record's integer values (one gather) when their range is narrow, as every
+    ECG format below 32 bits is; a 32-bit lead's values are binned directly, never a table or a histogram
+    over the whole integer range.
+    """
+    lo, hi = int(x.min()), int(x.max())
+    # Percentiles from every k-th sample (>= 2^17 of them): the same range to a fraction of an ADC
+    # unit, for a quarter of the histogram's cost.
+    picked = valid[:: max(1, len(valid) // (1 << 17))]
+    if hi - lo < TABLE_LIMIT:
+        offset = (x - lo).astype(np.intp, copy=False)  # one pass shared by the histogram and the table
+        counts = np.bincount(picked - lo)
+        seen = np.flatnonzero(counts)
+        q = Quantizer.fit(seen + lo, counts[seen], params)
+        return q, np.take(q.table(lo, hi - lo + 1), offset)
+    values, counts = np.unique(picked, return_counts=True)
+    q = Quantizer.fit(values, counts, params)
+    return q, (q.bin_of(x) + N_SPECIAL).astype(np.uint16)
 
 
 def resample(x: np.ndarray, fs: float, target: float | None) -> tuple[np.ndarray, float]:
-    """Resample digital samples to `target` Hz (polyphase, anti-aliased); no-op if equal or unset."""
+    """Resample digital samples to `target` Hz (polyphase, anti-aliased); no-op if equal or unset.
+
+    Around the lead's median and extended by a line at both ends, so the record's edges get no
+    artefact (the filter would otherwise see a step to zero there): a constant lead stays constant.
+    """
     if not target or abs(target - fs) < 1e-9:
         return x, fs
     ratio = Fraction(target / fs).limit_denominator(1000)
     from scipy.signal import resample_poly
 
-    y = resample_poly(x.astype(np.float32), ratio.numerator, ratio.denominator)
-    return np.rint(y).astype(np.int64), float(fs * ratio)
+    centre = float(np.median(x))
+    y = resample_poly(x.astype(np.float64) - centre, ratio.numerator, ratio.denominator, padtype="line")
+    return np.rint(y + centre).astype(np.int64), float(fs * ratio)
 
 
 def remove_baseline(x: np.ndarray, fs: float, cutoff_hz: float) -> np.ndarray:
@@ -172,13 +270,14 @@ class Quantizer:
     mu: float
 
     @classmethod
-    def fit(cls, counts: np.ndarray, xmin: int, params: dict[str, Any]) -> Quantizer:
-        """Robust range from the histogram of a record's digital values (exact percentiles, one pass)."""
+    def fit(cls, values: np.ndarray, counts: np.ndarray, params: dict[str, Any]) -> Quantizer:
+        """Robust range from the histogram of a record's digital values (sorted distinct values and how
+        often each occurs: exact percentiles, one pass)."""
         cdf = np.cumsum(counts) / counts.sum()
         p = params["clip_percentile"] / 100.0
-        lo = xmin + int(np.searchsorted(cdf, p, side="left"))
-        hi = xmin + int(np.searchsorted(cdf, 1.0 - p, side="left"))
-        median = xmin + int(np.searchsorted(cdf, 0.5, side="left"))
+        lo = int(values[np.searchsorted(cdf, p, side="left")])
+        hi = int(values[min(np.searchsorted(cdf, 1.0 - p, side="left"), len(values) - 1)])
+        median = int(values[np.searchsorted(cdf, 0.5, side="left")])
         # Centred on the median (the baseline), so mu-law spends its resolution where the signal rests.
         half = max(max(hi - median, median - lo) * (1.0 + params["margin"]), 1.0)
         return cls(params["quantizer"], int(params["vocab"]), float(median), half, float(params["mu"]))
@@ -209,9 +308,8 @@ class Quantizer:
         return (self.bin_of(np.arange(xmin, xmin + size)) + N_SPECIAL).astype(np.uint16)
 
     def apply(self, x: np.ndarray) -> np.ndarray:
-        """Tokens of any integer samples (the same table as the tokenizer uses)."""
-        xmin = int(x.min())
-        return self.table(xmin, int(x.max()) - xmin + 1)[x - xmin]
+        """Tokens of any integer samples (the same bins as the tokenizer's table)."""
+        return (self.bin_of(x) + N_SPECIAL).astype(np.uint16)
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "bins": self.bins, "centre": self.centre, "half": self.half, "mu": self.mu}
