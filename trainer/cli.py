@@ -1,4 +1,5 @@
-"""`hlm-train`: the cluster-side command. `prepare` builds token shards, `train` runs one rank of a run.
+"""`hlm-train`: the cluster-side command. `prepare` builds token shards, `train` runs one rank of a run,
+`evaluate` scores a database with trained models.
 
 `train --run-dir DIR` reads DIR/config.json (written by the launcher). Flags override single keys, and
 without a config.json they describe the whole run, which is then written to DIR/config.json so that a
@@ -123,6 +124,12 @@ def cmd_ensemble(args: argparse.Namespace) -> int:
     return ensemble.run(args)
 
 
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from trainer import score_database
+
+    return score_database.run(args)
+
+
 def cmd_prepare(args: argparse.Namespace) -> int:
     from trainer.data import prepare
 
@@ -160,6 +167,18 @@ def parser() -> argparse.ArgumentParser:
     ens.add_argument("members", type=Path, nargs="+", metavar="RUN_DIR", help="finished fine-tune run directories")
     ens.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     ens.set_defaults(func=cmd_ensemble)
+    ev = sub.add_parser("evaluate", help="score a database (any rate, format, annotator) with trained model(s)")
+    ev.add_argument("models", type=Path, nargs="+", metavar="MODEL",
+                    help="a finished beat fine-tune's run directory (several: scored as their ensemble)")
+    ev.add_argument("--data", type=Path, required=True, metavar="DIR", help="PhysioNet-style folder to score")
+    ev.add_argument("--records", nargs="+", metavar="RECORD", help="only these records (commas or spaces)")
+    ev.add_argument("--annotator", metavar="EXT", help="annotation file extension (default: the model's)")
+    ev.add_argument("--token-cache", type=Path, metavar="CACHE", help="token cache root (default: the model's)")
+    ev.add_argument("--out", type=Path, metavar="DIR",
+                    help="folder for evaluation.json (default: MODEL/evaluate-<the data folder's name>)")
+    ev.add_argument("--skip-bad-records", action="store_true", help="leave out bad records (listed)")
+    ev.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    ev.set_defaults(func=cmd_evaluate)
     dl = sub.add_parser("download", help="fetch a PhysioNet database, every file checked against its SHA256SUMS.txt")
     download.add_arguments(dl)
     dl.set_defaults(func=cmd_download)

@@ -29,6 +29,7 @@ CONTEXTS = ("none", "rr")  # tokens before each window: trainer.data.rr_context
 WAVEFORMS = ("raw", "diff")  # what a samples window holds: trainer.data.beat_template
 POOLS = ("mean", "centre")  # trainer.model
 CLASS_WEIGHTS = ("balanced", "sqrt", "none")
+STRATEGIES = ("ddp", "zero1", "fsdp", "fsdp_noreshard")  # data parallelism: trainer.parallel, docs/strategies.md
 TOKENIZERS = ("samples", "beats")
 N_SPECIAL = 4  # pad, mask, cls, sep: trainer.data.tokenizer_keys.SPECIAL_TOKENS
 
@@ -198,6 +199,10 @@ class AxisKeys:
     gpus_per_node: int = key(1, "workers (GPUs) per node", minimum=1, study=False, flag="",
                              axis=Axis("GPUs/node", ("gpus", "gpus_per_node", "gpus/node"), scale=True, core=True))
     nodes: int = key(1, "nodes", minimum=1, study=False, flag="", axis=Axis("nodes", ("nodes",), scale=True, core=True))
+    strategy: str = key("ddp", "data parallelism: ddp (a full replica per worker), zero1 (optimizer state "
+                        "sharded), fsdp (parameters, gradients and optimizer state sharded), fsdp_noreshard (fsdp "
+                        "keeping the gathered parameters from forward to backward)", choices=STRATEGIES,
+                        resume=True, axis=Axis("strategy", ("strategy", "strat"), short="strat"))
 
 
 @dataclass(frozen=True)
@@ -250,9 +255,17 @@ class TrainKeys:
 class RunKeys:
     """The run's identity in config.json, written by the cockpit (not a study key)."""
 
+    schema_version: int | None = key(None, "the run directory's schema version (trainer.rundir.SCHEMA_VERSION)",
+                                     study=False, flag="")
     study: str = key("", "the study's name", study=False, flag="")
+    study_id: str | None = key(None, "the study name's digest (Slurm job names and comments carry it)",
+                               study=False, flag="")
     config_id: str = key("standalone", "the configuration's digest", study=False, flag="")
     group_id: str = key("standalone", "its scale group's digest", study=False, flag="")
+
+
+def _folders(v: Any) -> bool:
+    return bool(v) and all(isinstance(p, str) and p for p in v)
 
 
 @dataclass(frozen=True)
@@ -261,6 +274,11 @@ class DataKeys:
 
     data_path: str | None = key(None, "a PhysioNet-style folder (RECORDS file or *.hea); unset: synthetic",
                                 study=False, flag="data", windows=True)
+    train_data: list | None = key(None, "further PhysioNet-style folders whose every record trains (validation "
+                                  "included), never tests; tokenized like data_path, resampled to tokenizer.fs",
+                                  study=False, windows=True, rule=_folders,
+                                  expected_words="a non-empty list of folder paths")
+    synthetic: bool = key(False, "the built-in generator's ECG (no data_path)", study=False, flag="")
     tokenizer: dict = key(None, "the tokenizer table (see TOKENIZER_KEYS)", study=False, flag="", windows=True)
     token_cache: str | None = key(None, "token cache root", study=False)
     prepare_workers: int = key(1, "processes tokenizing, one record each at a time", minimum=1, study=False,
@@ -392,7 +410,7 @@ SCALE_AXES: tuple[str, ...] = tuple(k.name for k in AXIS_KEYS if k.axis and k.ax
 AXIS: dict[str, Axis] = {k.name: k.axis for k in AXIS_KEYS if k.axis}
 TOKENIZER: dict[str, ConfigKey] = {k.name: k for k in TOKENIZER_KEYS}
 # the order a configuration is shown in (its label, the tables' identity columns): "scale" = nodes x workers
-LABEL_ORDER = ("dataset", "mode", "window", "scale", "cpus_per_task", "precision", "batch_size")
+LABEL_ORDER = ("dataset", "mode", "window", "scale", "cpus_per_task", "precision", "batch_size", "strategy")
 assert set(LABEL_ORDER) - {"scale"} == set(AXES) - set(SCALE_AXES), "every axis has its place in LABEL_ORDER"
 
 

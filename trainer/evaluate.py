@@ -93,3 +93,18 @@ def masked_lm(model: torch.nn.Module, dataset: Dataset, d: Dist, batch_size: int
         "masked_loss": loss_sum / count if count else None,
         "masked_accuracy": correct / count if count else None,
     }
+
+
+@torch.inference_mode()
+def predict(model: torch.nn.Module, dataset: Dataset, device: torch.device, batch_size: int = EVAL_BATCH,
+            workers: int = 0) -> np.ndarray:
+    """The predicted class of every item of `dataset`, in order (one process): what `hlm-train evaluate`
+    needs beyond a confusion matrix, to group the same predictions by record and by rhythm."""
+    loader = DataLoader(dataset, batch_size=batch_size, num_workers=workers)
+    was_training = model.training
+    model.eval()
+    try:
+        out = [model(tokens.to(device)).argmax(dim=-1).cpu().numpy() for tokens, _ in loader]
+    finally:
+        model.train(was_training)
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)

@@ -28,6 +28,7 @@ MODEL_FILE = "model.pt"
 PREFLIGHT_FILE = "preflight.json"  # `hlm-train preflight`: what one short job of the study found
 PREFLIGHT_ENV_FILE = "preflight-env.json"  # the job's python, torch and project versions (before torch loads)
 ENSEMBLE_FILE = "ensemble.json"  # `hlm-train ensemble --out DIR`: DIR/ensemble.json, beside the run directories
+EVALUATION_FILE = "evaluation.json"  # `hlm-train evaluate MODEL --data DIR`: a database scored by a trained model
 # Written around the trainer by the launchers, in the same directory.
 JOB_SCRIPT_FILE = "job.sh"  # the batch script as submitted to Slurm
 SLURM_STDOUT_FILE = "slurm-%j.out"  # Slurm's --output/--error; %j is the job id, every attempt appends
@@ -114,6 +115,29 @@ class ResultProfile(TypedDict):
     ranges: dict[str, str]  # step part -> record_function name in the traces
 
 
+class ResultParallel(TypedDict):
+    """result.json `parallel`: the data-parallel strategy (trainer/parallel.py, docs/strategies.md)."""
+
+    strategy: str  # as configured: ddp, zero1, fsdp, fsdp_noreshard
+    applied: str  # what ran: the strategy, or "none" with one process (no process group)
+    sharded: list[str]  # what each rank holds 1/N of: params, grads, optimizer
+    mixed_precision: str | None  # FSDP's parameter and reduction dtype on GPU ("bf16"), else null
+
+
+class ResultMemory(TypedDict, total=False):
+    """result.json `memory`: rank 0's figures and every rank's (`by_rank`). The held bytes are counted from
+    the tensors after the first step of the last segment (a sharded tensor by its local shard); the peak is the
+    device's at the end of training."""
+
+    params_bytes: int
+    grads_bytes: int
+    optimizer_bytes: int
+    model_states_bytes: int  # the three together
+    peak_bytes: int
+    peak_source: str  # "cuda max_memory_allocated" or "peak resident set size (getrusage)"
+    by_rank: list[dict[str, Any]]  # rank and the five figures above, per rank
+
+
 class Result(TypedDict, total=False):
     """result.json as the trainer writes it (every field: docs/run-directory.md). `write_result` adds
     `schema_version` and `kind`; readers get a plain dict and must tolerate fields they do not know."""
@@ -142,7 +166,9 @@ class Result(TypedDict, total=False):
     model: dict[str, Any]
     loader: dict[str, Any]
     optimizer: dict[str, Any]
-    comm: dict[str, Any]
+    parallel: ResultParallel
+    memory: ResultMemory
+    comm: dict[str, Any]  # method, busy_s, by_kind (all_reduce, all_gather, reduce_scatter, broadcast), ...
     data: dict[str, Any]
     profile: ResultProfile | None
     eval: dict[str, Any]

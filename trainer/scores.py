@@ -47,3 +47,14 @@ def class_scores(confusion: list[list[int]], classes: list[str]) -> dict[str, An
         "confusion": confusion,
         "samples": total,
     }
+
+
+def false_alarms_per_hour(confusion: list[list[int]], classes: list[str], hours: float | None) -> dict[str, float | None]:
+    """Per class: beats of any other class called this class, per hour of recording (None without hours).
+
+    The figure a monitor's user lives with, and the one a database whose beats are all one class (a rhythm
+    database: sensitivity and +P of the other classes are undefined there) still gives per class.
+    """
+    n = len(classes)
+    return {name: (sum(confusion[r][i] for r in range(n) if r != i) / hours if hours else None)
+            for i, name in enumerate(classes)}

@@ -55,12 +55,12 @@ def _windows(s: Settings, shard: Any, task: str, records: list[str]) -> Any:
 def load(s: Settings, d: Dist) -> Data:
     """Prepare shards on rank 0 (others wait), then open the train and test windows for the objective."""
     from trainer.data import dataset as wd
-    from trainer.data.prepare import prepare_dataset
-    from trainer.data.splits import plan_split
+    from trainer.data.prepare import prepare_data
 
     cache = Path(s.data.token_cache) if s.data.token_cache else s.run_dir / "tokens"
-    prepare = functools.partial(prepare_dataset, dataset=s.axes.dataset, synthetic_params=s.data.synthetic_params,
-                                skip_bad_records=s.data.skip_bad_records, split=s.data.split)
+    prepare = functools.partial(prepare_data, dataset=s.axes.dataset, synthetic_params=s.data.synthetic_params,
+                                skip_bad_records=s.data.skip_bad_records, split=s.data.split,
+                                train_data=s.data.train_data)
     t0 = time.perf_counter()
     if d.is_main:
         shard = prepare(s.data.data_path, s.data.tokenizer, cache, s.data.prepare_workers)
@@ -70,7 +70,7 @@ def load(s: Settings, d: Dist) -> Data:
     prepare_s = time.perf_counter() - t0
 
     manifest = wd.load_manifest(shard)
-    split = plan_split(manifest.record_names, s.data.split, "config.json: split")
+    split = wd.manifest_split(manifest, s.data.split, "config.json: split")
     if d.is_main:
         _log_data(manifest, split.as_dict())
     task = s.train.task if s.axes.mode == "finetune" else "foundation"

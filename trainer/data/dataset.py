@@ -40,7 +40,7 @@ from trainer.data.rr_context import (
     rr_features,
 )
 from trainer.data.shards import MANIFEST, SHARD_SCHEMA, array_path
-from trainer.data.splits import split_names
+from trainer.data.splits import manifest_split
 from trainer.data.tokenizers import N_SPECIAL
 
 TASKS = ("foundation", "beat", "rhythm")
@@ -116,9 +116,8 @@ def load_manifest(shard_dir: str | Path) -> Manifest:
 
 
 def split_records(manifest: Manifest | dict[str, Any], split: str, options: dict[str, Any] | None = None) -> list[str]:
-    """Record names of a split ("train", "test", "all"; "DS1"/"DS2"): MIT-BIH inter-patient when the
-    records are MIT-BIH's, otherwise grouped by patient (trainer.data.splits). May be empty."""
-    return split_names([r["name"] for r in manifest["records"]], split, options)
+    """Record names of a split ("train", "test", "all"; "DS1"/"DS2"); see manifest_split. May be empty."""
+    return manifest_split(manifest, options).names(split)
 
 
 class WindowDataset(Dataset):
@@ -171,7 +170,7 @@ class WindowDataset(Dataset):
     def _items(self, stride: int | None) -> None:
         """Precompute (record, start, label) of every item: __getitem__ then does no searching."""
         w, tiled = self.window, self.manifest.tokenizer == "beats" and self.task in ("foundation", "rhythm")
-        rec_idx, starts, labels, contexts, blocks = [], [], [], [], []
+        rec_idx, starts, labels, contexts, blocks, beats = [], [], [], [], [], []
         self.templates: list[np.ndarray] = []
         for i, r in enumerate(self.records):
             if tiled:
@@ -193,6 +192,7 @@ class WindowDataset(Dataset):
             keep = lab >= 0 if self.task != "foundation" else np.ones(len(start), dtype=bool)
             rec_idx.append(np.full(int(keep.sum()), i, dtype=np.int32))
             starts.append(start[keep])
+            beats.append(beat[keep])
             labels.append(lab[keep])
             if self.context_length:
                 contexts.append(self._record_context(r)[beat[keep]])
@@ -201,6 +201,7 @@ class WindowDataset(Dataset):
                 blocks.append(block_of(beat[keep]))
         self.item_record = np.concatenate(rec_idx)
         self.item_start = np.concatenate(starts)
+        self.item_beat = np.concatenate(beats)  # the item's beat (its index in the record's beat list)
         self.labels = np.concatenate(labels)
         self.item_context = (np.concatenate(contexts) if contexts
                              else np.zeros((len(self.item_start), 0), dtype=np.uint16))
@@ -220,13 +221,19 @@ class WindowDataset(Dataset):
         return context_tokens(rr_features(rr_ms), self.manifest.vocab_size)
 
     def _load(self, r: dict[str, Any], kind: str) -> np.ndarray:
-        path = array_path(self.shard_dir, r["file"], kind)
+        # a mixed dataset's record lives in its own database's shard folder beside this one (data.mixed)
+        shard = self.shard_dir.parent / r["shard"] if r.get("shard") else self.shard_dir
+        path = array_path(shard, r["file"], kind)
         try:
             return np.load(path, mmap_mode="r")
         except FileNotFoundError:
             raise DataError(f"{path}: missing (the shard folder is incomplete; run `hlm-train prepare` again)") from None
         except ValueError as exc:
             raise DataError(f"{path}: not a readable array ({exc})") from None
+
+    def record_array(self, i: int, kind: str) -> np.ndarray:
+        """One array ("beats", "labels", "rhythm", "tokens") of the i-th selected record, memory-mapped."""
+        return self._load(self.records[i], kind)
 
     def __len__(self) -> int:
         return len(self.item_start)
