@@ -6,14 +6,13 @@ callers use. Each part has one job and keeps its own transactions:
 - ledger.py     studies, configurations, jobs and their state history, node-hours, problems
 - telemetry.py  metrics, GPU samples, log lines and follow offsets (`ingest`), downsampled curves
 - results.py    collected result.json files
-The snapshot the screens draw is built by cockpit.snapshot_build; the analysis over the results is cached
+The snapshot the screens draw is built by store/snapshot_build.py; the analysis over the results is cached
 by cockpit.analysis.AnalysisCache: nothing derived is stored.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from cockpit.snapshot import StudySnapshot
 from cockpit.store.browse import SIDE_FILES, writer_live
@@ -28,10 +27,8 @@ from cockpit.store.database import (
 )
 from cockpit.store.ledger import JobRecord, LiveStatus
 from cockpit.store.results import Results
+from cockpit.store.snapshot_build import SnapshotBuilder
 from cockpit.store.telemetry import LOG_LINES_KEPT, Telemetry
-
-if TYPE_CHECKING:
-    from cockpit.snapshot_build import SnapshotBuilder
 
 __all__ = [
     "LOG_LINES_KEPT", "MIGRATIONS", "READABLE_SCHEMA", "SCHEMA_VERSION", "SIDE_FILES", "STORE_FILE", "JobRecord",
@@ -58,10 +55,8 @@ class StudyStore(Results, Telemetry):
 
     def snapshot(self, study_name: str, *, metrics_points: int = 200, gpu_window_s: float = 300.0,
                  now: float | None = None) -> StudySnapshot:
-        """Everything the screens draw, as plain dataclasses (cockpit.snapshot, built by cockpit.snapshot_build)."""
+        """Everything the screens draw, as plain dataclasses (cockpit.snapshot, built by store.snapshot_build)."""
         if self._snapshots is None:
-            from cockpit.snapshot_build import SnapshotBuilder  # it imports cockpit.analysis: only when drawn
-
             self._snapshots = SnapshotBuilder()
         return self._snapshots.build(self, study_name, metrics_points=metrics_points,
                                      gpu_window_s=gpu_window_s, now=now)

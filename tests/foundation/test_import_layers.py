@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                                 "cockpit.preflight.table")),
     ("figures of a study", ("cockpit.prediction", "cockpit.explain", "cockpit.quality", "cockpit.analysis",
                             "cockpit.series", "cockpit.advice", "cockpit.traces")),
-    ("backends and state", ("cockpit.ssh", "cockpit.launch", "cockpit.store", "cockpit.snapshot_build",
+    ("backends and state", ("cockpit.ssh", "cockpit.launch", "cockpit.store",
                             "cockpit.plan", "cockpit.whatif", "cockpit.compare", "cockpit.preflight")),
     ("orchestration", ("cockpit.runner", "cockpit.run", "cockpit.session")),
     ("presentation", ("cockpit.report", "cockpit.tui", "cockpit.notebook")),
