@@ -23,6 +23,7 @@ from typing import IO, TYPE_CHECKING, Any
 from cockpit import advice, explain, labels, prediction
 from cockpit.quality import quality_of
 from cockpit.spec import AXES, SCALE_AXES, Configuration
+from trainer.config_keys import AXIS_KEYS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -64,7 +65,9 @@ def run_row(result: dict[str, Any]) -> dict[str, Any]:
     timing = result.get("timing") or {}
     parts = result.get("breakdown_s") or {}
     throughput = result.get("throughput") or {}
-    row: dict[str, Any] = {axis: _plain(cfg.get(axis, result.get(axis))) for axis in AXES}
+    # a result written before a later axis existed ran at that axis's default (config_keys.shows)
+    row: dict[str, Any] = {k.name: _plain(cfg.get(k.name, result.get(k.name, None if k.axis and k.axis.core
+                                                                     else k.default))) for k in AXIS_KEYS}
     missing = [a for a in AXES if row[a] is None]
     row.update(
         config_id=result.get("config_id"),
