@@ -1,4 +1,5 @@
-"""Building one rank's training: threads, data, model, DDP, optimizer, loader, the resumed position.
+"""Building one rank's training: threads, data, model, its strategy (trainer/parallel.py: DDP, ZeRO-1 or FSDP)
+with the optimizer, the loader, the resumed position.
 
 Everything here happens before T starts (it is in `timing.startup_s`). `build` returns a `Trainer`, the
 object `train_step` and the loop work on; a checkpoint.pt in the run directory is restored into it.
@@ -18,16 +19,15 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader
 
-from trainer import checkpoint, distributed, probe, profiling, rundir, sources
+from trainer import checkpoint, distributed, parallel, probe, profiling, rundir, sources
 from trainer.batches import ResumableSampler
 from trainer.checkpoint import Progress
 from trainer.distributed import Dist
 from trainer.model import HeartLanguageModel, ModelConfig, load_encoder
 from trainer.settings import ConfigError, Settings
-from trainer.timing import Clock, CommMeter, PartRanges, comm_hook
+from trainer.timing import Clock, CommMeter, PartRanges
 from trainer.validation import Validator
 
 log = logging.getLogger("hlm.train")
@@ -42,10 +42,11 @@ class Trainer:
     data: sources.Data
     prog: Progress
     raw: HeartLanguageModel  # the model itself (state dicts, evaluation)
-    model: torch.nn.Module  # what the step calls: raw, compiled and/or wrapped in DDP
+    model: torch.nn.Module  # what the step calls: raw, compiled and/or wrapped by its strategy
     params: list[torch.nn.Parameter]  # trainable parameters (gradient clipping)
     optimizer: torch.optim.Optimizer
     opt_kind: str  # "fused" or "foreach"
+    par: parallel.Parallel  # the strategy as applied (trainer/parallel.py)
     scaler: torch.amp.GradScaler
     autocast: Callable[[], Any]
     loader: DataLoader
@@ -65,6 +66,8 @@ class Trainer:
     init_note: str | None
     hostnames: list[str]
     ckpt_path: Path
+    memory: dict[str, int] | None = None  # parallel.held_bytes after this segment's first step
+    train_peak_bytes: int = 0  # the device's peak at the end of training (before evaluation)
 
 
 def build(s: Settings, d: Dist, data: sources.Data | None) -> Trainer:
@@ -84,20 +87,13 @@ def build(s: Settings, d: Dist, data: sources.Data | None) -> Trainer:
     built, init_note = _build_model(s, data, fresh=state is None)
     raw = built.to(d.device)
     raw.set_class_weights(data.class_weights, d.device)
-    model: torch.nn.Module = raw
-    if s.train.compile:
-        # torch.compile is annotated as returning a plain callable; given a Module it returns an OptimizedModule
-        model = torch.compile(raw)  # type: ignore[assignment]
     schedule = profiling.schedule_of(s)
     ranges = PartRanges(enabled=schedule is not None, comm=d.device.type == "cpu")
     clock = Clock(d.device)
     comm = CommMeter(clock, ranges=ranges)
-    if d.enabled:
-        model = ddp = DDP(model, device_ids=[d.device.index] if d.device.type == "cuda" else None,
-                          gradient_as_bucket_view=True, bucket_cap_mb=s.train.bucket_cap_mb or None)
-        ddp.register_comm_hook(comm, comm_hook)
-    optimizer, opt_kind = _optimizer(raw, s)
-    nbytes = probe.grad_bytes(list(raw.parameters()))
+    par = parallel.parallelize(raw, s, d, comm)
+    model, optimizer = par.model, par.optimizer
+    nbytes = probe.grad_bytes(list(raw.parameters()))  # the whole model's, sharded or not
     link_probe = probe.all_reduce_probe(d, nbytes, s.axes.nodes)  # start-up time, outside T
     scaler = torch.amp.GradScaler(d.device.type, enabled=s.axes.precision == "fp16")
     autocast = _autocast(s, d.device)
@@ -125,7 +121,8 @@ def build(s: Settings, d: Dist, data: sources.Data | None) -> Trainer:
                  prog.train_time_s)
     hostnames = sorted(set(distributed.gather_objects(d, socket.gethostname())))
     return Trainer(s=s, d=d, data=data, prog=prog, raw=raw, model=model,
-                   params=[p for p in raw.parameters() if p.requires_grad], optimizer=optimizer, opt_kind=opt_kind,
+                   params=[p for p in raw.parameters() if p.requires_grad], optimizer=optimizer, opt_kind=par.opt_kind,
+                   par=par,
                    scaler=scaler, autocast=autocast, loader=loader, sampler=sampler, workers=workers,
                    threads=threads, clock=clock, comm=comm, ranges=ranges, profile=schedule, grad_bytes=nbytes,
                    link_probe=link_probe, steps_per_epoch=steps_per_epoch, total_steps=total_steps,
@@ -155,17 +152,6 @@ def _worker_init(_worker_id: int) -> None:
 def _autocast(s: Settings, device: torch.device) -> Callable[[], Any]:
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(s.axes.precision)
     return lambda: torch.autocast(device.type, dtype=dtype, enabled=dtype is not None)
-
-
-def _optimizer(model: torch.nn.Module, s: Settings) -> tuple[torch.optim.Optimizer, str]:
-    """AdamW with weight decay on matrices only; the fused kernel where this torch has one."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": s.train.weight_decay},
-              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
-    try:
-        return torch.optim.AdamW(groups, lr=s.train.lr, betas=(0.9, 0.95), fused=True), "fused"
-    except (RuntimeError, TypeError, ValueError):
-        return torch.optim.AdamW(groups, lr=s.train.lr, betas=(0.9, 0.95), foreach=True), "foreach"
 
 
 def _build_model(s: Settings, data: sources.Data, fresh: bool) -> tuple[HeartLanguageModel, str | None]:

@@ -1,8 +1,9 @@
 """Atomic checkpoints and RNG state capture, so an interrupted run resumes to the same final state.
 
-A checkpoint holds the model, optimizer and grad-scaler states, the position in the data (epoch and step
-within it), every rank's RNG states and the training time accumulated so far. It is written to a
-temporary file, fsynced and renamed: a run killed while saving keeps its previous checkpoint.
+A checkpoint holds the model, optimizer and grad-scaler states (whole whatever the strategy: a sharded state
+is gathered to rank 0 by trainer.parallel.checkpoint_state, and each rank takes its share back on resume), the
+position in the data (epoch and step within it), every rank's RNG states and the training time accumulated so
+far. It is written to a temporary file, fsynced and renamed: a run killed while saving keeps its previous one.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from trainer import rundir
+from trainer import parallel, rundir
 from trainer.config_keys import TRAINER_KEYS
 from trainer.rundir import atomic_write
 
@@ -50,6 +51,7 @@ class Progress:
     best_step: int = 0  # the step whose weights scored best on validation (0: none yet)
     started_at: float = field(default_factory=time.time)
     breakdown: dict[str, float] = field(default_factory=dict)
+    comm: dict[str, dict[str, Any]] = field(default_factory=dict)  # collectives by kind (timing.CommMeter.by_kind)
     profile: dict[str, Any] = field(default_factory=dict)  # profiled steps and traces (trainer.profiling)
 
 
@@ -99,8 +101,9 @@ def save_resumable(path: Path, d: Dist, raw: HeartLanguageModel, optimizer: torc
 
     t0 = time.perf_counter()
     rngs = distributed.gather_objects(d, rng_state())
+    model_state, optim_state = parallel.checkpoint_state(raw, optimizer, d)  # every rank: shards are gathered
     if d.is_main:
-        save(path, {"model": raw.state_dict(), "optimizer": optimizer.state_dict(), "scaler": scaler.state_dict(),
+        save(path, {"model": model_state, "optimizer": optim_state, "scaler": scaler.state_dict(),
                     "progress": prog.__dict__, "rng": rngs, "model_config": raw.cfg.to_dict(),
                     "settings": s.flat(), "best_model": best_model})
     distributed.barrier(d)
@@ -120,8 +123,7 @@ def restore(state: dict[str, Any], path: Path, s: Settings, d: Dist, raw: torch.
         if key in saved and saved[key] != s.value(key):
             raise ConfigError(f"{path} was written with {key} = {saved[key]!r}, config.json now says "
                               f"{s.value(key)!r}: restore it, or delete the checkpoint to start over")
-    raw.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
+    parallel.load_checkpoint_state(raw, optimizer, state["model"], state["optimizer"])
     scaler.load_state_dict(state["scaler"])
     set_rng_state(state["rng"][d.rank])
     prog = Progress(**state["progress"])

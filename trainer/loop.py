@@ -21,7 +21,7 @@ from trainer.distributed import StopVote
 from trainer.metrics import IntervalMeter
 from trainer.nvml import NvmlSampler
 from trainer.step import Batches, lr_at, train_step
-from trainer.timing import Breakdown
+from trainer.timing import Breakdown, peak_memory_bytes
 
 log = logging.getLogger("hlm.train")
 
@@ -120,6 +120,7 @@ def train_loop(t: Trainer, stop: StopSignal, launch: float) -> LoopEnd:
             t_end = time.perf_counter()
             # ---- T ends here: last step end ----
             vote.drain()
+            t.train_peak_bytes = peak_memory_bytes(d.device)  # before evaluation adds its own
     finally:
         if nvml is not None:
             nvml.stop()
@@ -130,6 +131,7 @@ def train_loop(t: Trainer, stop: StopSignal, launch: float) -> LoopEnd:
     merged.merge(prog.breakdown)
     merged.merge(breakdown.as_dict())
     prog.breakdown = merged.as_dict()
+    prog.comm = t.comm.by_kind(prog.comm)
     meter.emit(step=prog.step, epoch=prog.epoch, lr=lr_at(prog.step - 1, total, s),
                train_time_s=prog.train_time_s, final=stop_reason is None)
     return LoopEnd(stop_reason, stop_early, meter.last_interval_loss)

@@ -10,12 +10,16 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from typing import Any
+from typing import Any, cast
 
-from trainer import checkpoint, distributed, probe, profiling, provenance, rundir
+from trainer import checkpoint, distributed, parallel, probe, profiling, provenance, rundir
 from trainer.build import Trainer
 from trainer.loop import LoopEnd
-from trainer.timing import peak_memory_bytes
+from trainer.timing import peak_memory_bytes, peak_source
+
+COMM_METHOD = ("exposed waits: DDP's all-reduce from the last gradient bucket ready to the end of backward; "
+               "collectives the strategy issues itself (FSDP's all-gather and reduce-scatter, ZeRO-1's broadcast) "
+               "for their whole duration on CPU, where gloo runs them on the training thread")
 
 log = logging.getLogger("hlm.train")
 
@@ -23,8 +27,9 @@ log = logging.getLogger("hlm.train")
 def save_model(t: Trainer) -> float:
     """model.pt (the final, or best validated, weights) by rank 0; all ranks meet. Returns its seconds."""
     t0 = time.perf_counter()
+    weights = parallel.full_weights(t.raw)  # every rank: FSDP gathers the shards
     if t.d.is_main:
-        checkpoint.save(t.s.run_dir / rundir.MODEL_FILE, {"model": t.raw.state_dict(), "model_config": t.raw.cfg.to_dict(),
+        checkpoint.save(t.s.run_dir / rundir.MODEL_FILE, {"model": weights, "model_config": t.raw.cfg.to_dict(),
                                                           "mode": t.s.axes.mode, "data": t.data.info})
     distributed.barrier(t.d)
     return time.perf_counter() - t0
@@ -38,24 +43,27 @@ def evaluate(t: Trainer) -> tuple[dict[str, Any] | None, float]:
     t0 = time.perf_counter()
     if not s.train.eval or data.test is None:
         return None, time.perf_counter() - t0
+    model = parallel.plain_model(t.raw)  # unsharded: each rank scores its own windows
     if data.classes:
-        scores = classify(t.raw, data.test, data.classes, d, s.axes.batch_size, t.autocast, records=data.test_item_records)
+        scores = classify(model, data.test, data.classes, d, s.axes.batch_size, t.autocast, records=data.test_item_records)
         log.info("test split: %d windows scored in %.1f s (%.0f windows/s); accuracy %.4f, macro-F1 %.4f",
                  scores["samples"], scores["seconds"], scores["windows_per_s"] or 0.0, scores["accuracy"] or 0.0,
                  scores["macro_f1"] or 0.0)
         return {"split": "test", **scores}, time.perf_counter() - t0
     split = data.info.get("eval_split") or "test"  # a foundation run without test records scores train windows
-    return {"split": split, **masked_lm(t.raw, data.test, d, s.axes.batch_size, t.autocast)}, time.perf_counter() - t0
+    return {"split": split, **masked_lm(model, data.test, d, s.axes.batch_size, t.autocast)}, time.perf_counter() - t0
 
 
 def write(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: float, launch: float,
           launch_source: str) -> None:
-    """Gather every rank's breakdown; rank 0 writes result.json and removes checkpoint.pt."""
+    """Gather every rank's breakdown and memory; rank 0 writes result.json and removes checkpoint.pt."""
     peak = peak_memory_bytes(t.d.device)
-    by_rank = distributed.gather_objects(t.d, {"rank": t.d.rank, "host": socket.gethostname(), **t.prog.breakdown})
+    ranks = distributed.gather_objects(t.d, ({"rank": t.d.rank, "host": socket.gethostname(), **t.prog.breakdown},
+                                             {"rank": t.d.rank, **(t.memory or {}), "peak_bytes": t.train_peak_bytes}))
     if not t.d.is_main:
         return
-    result = record(t, end, evaluation, eval_s, launch, launch_source, by_rank, peak)
+    by_rank, memory = [b for b, _ in ranks], [m for _, m in ranks]
+    result = record(t, end, evaluation, eval_s, launch, launch_source, by_rank, peak, memory)
     rundir.write_result(t.s.run_dir, result)
     t.ckpt_path.unlink(missing_ok=True)
     log.info("done: T = %.3f s, %d steps, %.1f samples/s", t.prog.train_time_s, t.prog.step,
@@ -63,7 +71,8 @@ def write(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: f
 
 
 def record(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: float, launch: float,
-           launch_source: str, by_rank: list[dict[str, Any]], peak: int) -> rundir.Result:
+           launch_source: str, by_rank: list[dict[str, Any]], peak: int,
+           memory: list[dict[str, Any]]) -> rundir.Result:
     """result.json of a completed run (rundir.Result)."""
     s, d, prog, raw = t.s, t.d, t.prog, t.raw
     T = prog.train_time_s
@@ -101,8 +110,13 @@ def record(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: 
         "loader": {"workers": t.workers, "threads": t.threads, "pin_memory": d.device.type == "cuda",
                    "prefetch_factor": 4 if t.workers else None},
         "optimizer": {"name": "AdamW", "impl": t.opt_kind, "precision": s.axes.precision, "compile": s.train.compile},
-        "comm": {"method": "exposed all-reduce wait: last gradient bucket ready -> end of backward",
+        "parallel": {"strategy": s.axes.strategy, "applied": t.par.applied, "sharded": list(t.par.sharded),
+                     "mixed_precision": t.par.mixed_precision},
+        "memory": cast(rundir.ResultMemory, {**{k: v for k, v in memory[0].items() if k != "rank"},
+                                             "peak_source": peak_source(d.device), "by_rank": memory}),
+        "comm": {"method": COMM_METHOD,
                  "busy_s": t.comm.busy_s if d.enabled and d.device.type == "cpu" else None,
+                 "by_kind": prog.comm,
                  "grad_bytes": t.grad_bytes, "bucket_cap_mb": s.train.bucket_cap_mb or probe.DDP_DEFAULT_BUCKET_MB,
                  "buckets": t.comm.buckets if d.enabled else probe.expected_buckets(t.grad_bytes, s.train.bucket_cap_mb),
                  "buckets_source": "measured" if d.enabled else "expected (no DDP at world size 1)",

@@ -3,22 +3,22 @@
 
 The marks are where docs/training.md says: data wait from asking the loader for a batch to its copy being
 issued; forward and backward from the mark before forward to the mark after backward returns, of which the
-stretch after the last gradient bucket was handed to DDP is the exposed all-reduce wait (timing.CommMeter);
-optimizer from before unscaling to after zeroing the gradients. The profiler's ranges (timing.PartRanges)
+stretch after the last gradient bucket was handed to DDP is the exposed all-reduce wait (timing.CommMeter), and
+so is the time inside the collectives FSDP issues (all-gather, reduce-scatter; blocking on CPU); optimizer from
+before unscaling to after zeroing the gradients, less ZeRO-1's broadcast of the updated shards (comm too). The profiler's ranges (timing.PartRanges)
 sit inside the same marks.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch.nn.parallel import DistributedDataParallel as DDP
 
+from trainer import parallel
 from trainer.settings import Settings
 from trainer.timing import Mark
 
@@ -88,14 +88,14 @@ def forward_backward_step(t: Trainer, batches: Batches, inputs: torch.Tensor, ta
     comm.reset()
     c0 = t.clock.mark()
     with t.ranges.part("compute"):
-        with contextlib.nullcontext() if last_micro or not isinstance(model, DDP) else model.no_sync():
+        with t.par.accumulate(last_micro):
             with t.autocast():
                 loss = batches.held_loss = model(inputs, targets) / s.train.grad_accum
             if s.train.test_slow_step_s and s.train.test_slow_rank == t.d.rank:
                 time.sleep(s.train.test_slow_step_s)
             t.scaler.scale(loss).backward()
         t.ranges.backward_done()
-    marks = (c0, t.clock.mark(), comm.last_ready if last_micro and t.d.enabled else None)
+    marks = (c0, t.clock.mark(), comm.last_ready if last_micro and comm.buckets else None)
     return loss.detach(), marks
 
 
@@ -108,6 +108,7 @@ def train_step(t: Trainer, batches: Batches, prog: Progress, lr: float) -> StepT
     data_s = 0.0
     marks: list[tuple[Mark, Mark, Mark | None]] = []  # per micro-batch: start, end, comm
     loss_sum = torch.zeros((), device=t.d.device)
+    timed0 = t.comm.timed_s  # collectives a strategy issues itself (FSDP's, ZeRO's broadcast), CPU only
     for micro in range(s.train.grad_accum):
         t_data = time.perf_counter()
         with t.ranges.part("data_wait"):
@@ -116,23 +117,31 @@ def train_step(t: Trainer, batches: Batches, prog: Progress, lr: float) -> StepT
         loss, micro_marks = forward_backward_step(t, batches, inputs, targets, last_micro=micro == s.train.grad_accum - 1)
         marks.append(micro_marks)
         loss_sum += loss
+    timed_fb = t.comm.timed_s - timed0
     o0 = clock.mark()
     with t.ranges.part("optimizer"):
         t.scaler.unscale_(t.optimizer)
-        grad_norm = batches.held_norm = torch.nn.utils.clip_grad_norm_(t.params,
-                                                                       s.train.grad_clip if s.train.grad_clip > 0 else math.inf)
+        grad_norm = batches.held_norm = parallel.total_norm(torch.nn.utils.clip_grad_norm_(
+            t.params, s.train.grad_clip if s.train.grad_clip > 0 else math.inf))
         t.scaler.step(t.optimizer)
         t.scaler.update()
+        if t.memory is None:  # counted once per segment, while the gradients and the optimizer state exist
+            t.memory = parallel.held_bytes(t.raw, t.optimizer)
         t.optimizer.zero_grad(set_to_none=True)
     o1 = clock.mark()
+    timed_opt = t.comm.timed_s - timed0 - timed_fb
     last_loss, norm = torch.stack([loss_sum.float(), grad_norm.float()]).tolist()  # one device sync
     clock.sync()  # CUDA: every event above has completed, so intervals can be read
     fwd_bwd_s = sum(clock.elapsed(a, b) for a, b, _ in marks)
-    comm_s = sum(clock.elapsed(r, b) for _, b, r in marks if r is not None)
+    all_reduce_s = sum(clock.elapsed(r, b) for _, b, r in marks if r is not None)
+    t.comm.add_exposed("all_reduce", all_reduce_s)
     bad_grad = s.axes.precision != "fp16" and not math.isfinite(norm)
     if not math.isfinite(last_loss) or bad_grad:
         hint = "lower train.lr" + (", use bf16 instead of fp16" if s.axes.precision == "fp16" else "")
         raise NonFiniteLoss(
             f"non-finite {'loss' if not math.isfinite(last_loss) else 'gradient norm'} at step "
             f"{prog.step + 1} (loss {last_loss}, lr {lr:.3g}): stopping; {hint}, or check the input data")
-    return StepTimes(data_s, fwd_bwd_s - comm_s, comm_s, clock.elapsed(o0, o1), last_loss, norm)
+    # every wait for a collective is comm: DDP's exposed all-reduce and the blocking collectives timed inside
+    # forward/backward leave compute, ZeRO's broadcast after its local step leaves optimizer
+    return StepTimes(data_s, fwd_bwd_s - all_reduce_s - timed_fb, all_reduce_s + timed_fb + timed_opt,
+                     clock.elapsed(o0, o1) - timed_opt, last_loss, norm)

@@ -1,4 +1,4 @@
-"""Clocks for the per-step breakdown and the DDP communication hook that measures all-reduce waits.
+"""Clocks for the per-step breakdown and the meter of every collective: DDP's all-reduce hook, FSDP's and ZeRO's.
 
 On CPU every mark is `time.perf_counter()`. On CUDA, work is asynchronous, so device phases are marked with
 CUDA events on the current stream and resolved after the step's final synchronisation; host-side phases
@@ -6,7 +6,9 @@ CUDA events on the current stream and resolved after the step's final synchronis
 """
 
 import contextlib
+import resource
 import time
+from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -83,13 +85,38 @@ class PartRanges:
             self._comm_range = None
 
 
-class CommMeter:
-    """DDP comm hook state: all-reduce each gradient bucket (averaging, as DDP's default) and mark times.
+COMM_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")  # result.json comm.by_kind
 
-    `last_ready` is the mark taken when the last bucket of a backward pass was handed over, i.e. when the
-    last gradient was computed. Everything between it and the end of `backward()` is time the rank spends
-    waiting for all-reduces to finish: the exposed (non-overlapped) communication, reported as `comm`.
-    `busy_s` additionally sums each bucket's launch-to-completion time on CPU (it overlaps compute).
+
+@dataclass
+class KindTotals:
+    """One kind of collective on this rank: calls, bytes of the collective's whole buffer (an all-reduce's
+    gradient bucket, an all-gather's gathered output, a reduce-scatter's input), seconds the rank waited for
+    it (exposed) and seconds from launch to completion (busy; on CPU)."""
+
+    calls: int = 0
+    bytes: int = 0
+    exposed_s: float = 0.0
+    busy_s: float = 0.0
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"calls": self.calls, "bytes": self.bytes, "exposed_s": self.exposed_s, "busy_s": self.busy_s,
+                "overlapped_s": max(0.0, self.busy_s - self.exposed_s)}
+
+
+class CommMeter:
+    """The collectives of a step, per kind (COMM_KINDS), and the marks that attribute their waits.
+
+    DDP's gradient all-reduce goes through `hook` (registered as DDP's comm hook): it all-reduces each bucket
+    (averaging, as DDP's default) and marks the hand-over. `last_ready` is the mark of the last bucket of a
+    backward pass, i.e. when the last gradient was computed; everything between it and the end of
+    `backward()` is the rank waiting for all-reduces: the exposed all-reduce wait (`add_exposed`). Each
+    bucket's launch-to-completion time is its busy time on CPU (it overlaps compute).
+
+    Collectives a strategy issues itself (FSDP's all-gather and reduce-scatter, ZeroRedundancyOptimizer's
+    broadcast) run inside `timed`: on CPU gloo runs them synchronously on the training thread, so their whole
+    duration is a wait (exposed = busy) and `timed_s` says how much of the step went to them. On CUDA they
+    run on side streams; `timed` counts calls and bytes only, and their wait stays inside compute/optimizer.
     """
 
     def __init__(self, clock: Clock, group: dist.ProcessGroup | None = None, ranges: PartRanges | None = None) -> None:
@@ -98,15 +125,55 @@ class CommMeter:
         self.ranges = ranges or PartRanges()
         self.last_ready: Mark | None = None
         self.buckets = 0
-        self.busy_s = 0.0
+        self.kinds = {kind: KindTotals() for kind in COMM_KINDS}
+        self.timed_s = 0.0  # host seconds inside `timed` collectives (CPU), summed over the run
+
+    @property
+    def busy_s(self) -> float:
+        """All-reduce launch-to-completion seconds (CPU), as result.json `comm.busy_s` has always said."""
+        return self.kinds["all_reduce"].busy_s
 
     def reset(self) -> None:
         self.last_ready = None
         self.buckets = 0
 
+    def add_exposed(self, kind: str, seconds: float) -> None:
+        self.kinds[kind].exposed_s += seconds
+
+    @contextlib.contextmanager
+    def timed(self, kind: str, nbytes: int) -> Iterator[None]:
+        """Around a blocking collective of `nbytes` (see the class docstring for CUDA)."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            totals = self.kinds[kind]
+            totals.calls += 1
+            totals.bytes += nbytes
+            if not self.clock.cuda:
+                seconds = time.perf_counter() - t0
+                totals.exposed_s += seconds
+                totals.busy_s += seconds
+                self.timed_s += seconds
+
+    def by_kind(self, before: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, float | int]]:
+        """result.json `comm.by_kind`: the kinds used, added to `before` (the earlier segments of a resumed run)."""
+        out: dict[str, dict[str, float | int]] = {}
+        for kind, totals in self.kinds.items():
+            earlier = (before or {}).get(kind, {})
+            both = KindTotals(totals.calls + int(earlier.get("calls", 0)), totals.bytes + int(earlier.get("bytes", 0)),
+                              totals.exposed_s + float(earlier.get("exposed_s", 0.0)),
+                              totals.busy_s + float(earlier.get("busy_s", 0.0)))
+            if both.calls:
+                out[kind] = both.as_dict()
+        return out
+
     def hook(self, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
         self.last_ready = self.clock.mark()
         self.buckets += 1
+        totals = self.kinds["all_reduce"]
+        totals.calls += 1
+        totals.bytes += bucket.buffer().numel() * bucket.buffer().element_size()
         if self.ranges.comm and bucket.is_last():
             self.ranges.last_bucket_ready()
         # torch annotates process_group without None, which the hook takes as the default group
@@ -116,7 +183,7 @@ class CommMeter:
         launched = time.perf_counter()
 
         def done(f: torch.futures.Future[torch.Tensor]) -> torch.Tensor:
-            self.busy_s += time.perf_counter() - launched
+            totals.busy_s += time.perf_counter() - launched
             return f.value()
 
         return fut.then(done)
@@ -158,10 +225,13 @@ class Breakdown:
             setattr(self, p, getattr(self, p) + float(other.get(p, 0.0)))
 
 
+def peak_source(device: torch.device) -> str:
+    """What `peak_memory_bytes` reads on this device (result.json `memory.peak_source`)."""
+    return "cuda max_memory_allocated" if device.type == "cuda" else "peak resident set size (getrusage)"
+
+
 def peak_memory_bytes(device: torch.device) -> int:
     """CUDA max allocated, or this process's peak resident set size on CPU."""
     if device.type == "cuda":
         return int(torch.cuda.max_memory_allocated(device))
-    import resource
-
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024

@@ -1,0 +1,118 @@
+"""Every data-parallel strategy on 2 real gloo ranks: stopped by SIGTERM, resumed, and ending where one process
+on the doubled batch ends; memory per rank counted from the tensors, communication split by kind adding up."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+from tests.train.test_ddp import weights
+from tests.train.tiny import free_port, tiny_data, tiny_settings
+from trainer import rundir
+from trainer.config_keys import STRATEGIES
+from trainer.train import run
+
+# The pair accumulates 2 micro-batches of 2 (the first without gradient synchronisation), so its global batch is
+# the single process's 8 windows; rank 1 gets SIGTERM during step 5 (its 9th fetch).
+PAIR = {"batch_size": 2, "grad_accum": 2, "steps": 6, "d_model": 32, "layers": 2}
+SIGNAL_FETCH = 4 * 2 + 1
+
+
+def _ranks(rank: int, world: int, ports: list[int], base: str, signal_rank: int) -> None:
+    """One rank's life through every strategy in turn, interrupted and then resumed: one process start for all
+    eight runs (starting torch twice per run would cost most of the test's time)."""
+    os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
+                       "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1"})
+    for i, strategy in enumerate(STRATEGIES * 2):
+        interrupted = i < len(STRATEGIES)
+        os.environ["MASTER_PORT"] = str(ports[i])
+        s = tiny_settings(Path(base) / strategy, strategy=strategy, **PAIR)
+        code = run(s, tiny_data(s, signal_at=SIGNAL_FETCH if interrupted and rank == signal_rank else 0))
+        expect = rundir.EXIT_CHECKPOINTED if interrupted else rundir.EXIT_OK
+        if code != expect:
+            raise SystemExit(f"rank {rank}, {strategy}: exited with {code}, expected {expect}")
+
+
+@pytest.fixture(scope="module")
+def pair_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("strategies")
+    mp.spawn(_ranks, args=(2, [free_port() for _ in range(2 * len(STRATEGIES))], str(base), 1), nprocs=2,
+             join=True)
+    return base
+
+
+@pytest.fixture(scope="module")
+def single(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One process on the doubled batch, configured as fsdp: with one worker every strategy is the plain model."""
+    run_dir = tmp_path_factory.mktemp("single")
+    s = tiny_settings(run_dir, strategy="fsdp", **{**PAIR, "batch_size": 8, "grad_accum": 1})
+    assert run(s, tiny_data(s)) == rundir.EXIT_OK
+    return run_dir
+
+
+def _result(run_dir: Path) -> dict[str, Any]:
+    result = rundir.read_result(run_dir)
+    assert result is not None, f"{run_dir}: no result.json"
+    return result
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_each_strategy_resumes_after_sigterm_and_ends_where_one_process_ends(pair_runs: Path, single: Path,
+                                                                            strategy: str) -> None:
+    run_dir = pair_runs / strategy
+    result = _result(run_dir)
+    assert result["parallel"]["applied"] == strategy and result["world_size"] == 2
+    assert result["timing"]["resumes"] == 1 and result["timing"]["steps"] == 6
+    assert not (run_dir / rundir.CHECKPOINT_FILE).exists()
+    a, b = weights(single), weights(run_dir)
+    assert a.keys() == b.keys()
+    for key in a:
+        torch.testing.assert_close(b[key], a[key], rtol=1e-4, atol=1e-5, msg=f"{strategy}: parameter {key} differs")
+    # the loss curve continues: the resumed segment's records start after the step the first one stopped at
+    records = [r for r in rundir.read_jsonl(run_dir / rundir.METRICS_FILE).records if r["rank"] == 0]
+    steps = [r["step"] for r in records if r["steps_in_interval"]]
+    assert steps == sorted(steps) and steps[-1] == 6 and len(set(steps)) == len(steps)
+
+
+def test_one_process_degenerates_to_the_plain_model(single: Path) -> None:
+    result = _result(single)
+    assert result["parallel"] == {"strategy": "fsdp", "applied": "none", "sharded": [], "mixed_precision": None}
+    assert result["comm"]["by_kind"] == {} and result["breakdown_s"]["comm"] == 0.0
+
+
+def test_sharded_strategies_hold_less_per_rank_than_ddp(pair_runs: Path) -> None:
+    memory = {s: _result(pair_runs / s)["memory"] for s in STRATEGIES}
+    ddp = memory["ddp"]
+    assert {m["rank"] for m in ddp["by_rank"]} == {0, 1} and ddp["peak_bytes"] > 0
+    assert ddp["params_bytes"] == ddp["grads_bytes"] > 0 and ddp["optimizer_bytes"] >= 2 * ddp["params_bytes"]
+    for rank in (0, 1):  # ZeRO-1 shards the optimizer state only
+        zero, full = memory["zero1"]["by_rank"][rank], ddp["by_rank"][rank]
+        assert zero["params_bytes"] == full["params_bytes"] and zero["optimizer_bytes"] < full["optimizer_bytes"]
+    for fsdp in ("fsdp", "fsdp_noreshard"):  # FSDP shards all three: about half each on 2 ranks (plus padding)
+        for part in ("params_bytes", "grads_bytes", "optimizer_bytes"):
+            assert memory[fsdp][part] < 0.6 * ddp[part], (fsdp, part)
+        assert memory[fsdp]["model_states_bytes"] < memory["zero1"]["model_states_bytes"] < ddp["model_states_bytes"]
+
+
+def test_communication_by_kind_adds_up_to_the_comm_part(pair_runs: Path) -> None:
+    kinds = {"ddp": {"all_reduce"}, "zero1": {"all_reduce", "broadcast"}, "fsdp": {"all_gather", "reduce_scatter"},
+             "fsdp_noreshard": {"all_gather", "reduce_scatter"}}
+    for strategy in STRATEGIES:
+        result = _result(pair_runs / strategy)
+        by_kind, breakdown = result["comm"]["by_kind"], result["breakdown_s"]
+        assert set(by_kind) == kinds[strategy], strategy
+        assert breakdown["comm"] == pytest.approx(sum(k["exposed_s"] for k in by_kind.values()), rel=1e-9)
+        assert sum(breakdown.values()) == pytest.approx(result["timing"]["train_time_s"], rel=1e-9)
+    grad_bytes = _result(pair_runs / "ddp")["comm"]["grad_bytes"]
+    steps = 6
+    assert _result(pair_runs / "ddp")["comm"]["by_kind"]["all_reduce"]["bytes"] == steps * grad_bytes
+    fsdp = _result(pair_runs / "fsdp")["comm"]["by_kind"]
+    noreshard = _result(pair_runs / "fsdp_noreshard")["comm"]["by_kind"]
+    # parameters gathered before forward and again before backward, unless kept from forward to backward
+    assert fsdp["all_gather"]["bytes"] == 2 * noreshard["all_gather"]["bytes"]
+    assert fsdp["reduce_scatter"]["bytes"] == noreshard["reduce_scatter"]["bytes"] >= steps * grad_bytes
