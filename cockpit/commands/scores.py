@@ -1,4 +1,4 @@
-"""`cockpit scores PATH...`: what a run or an ensemble learned, as the run detail shows it.
+"""`cockpit scores RUN...`: what a run or an ensemble learned, as the run detail shows it.
 
 A fine-tune's figure lives in its result.json, the beat recipe's in the ensemble.json that `hlm-train
 ensemble` writes beside its members: neither belongs to a study's store, yet both should read the same as
@@ -10,11 +10,13 @@ with the most errors; for an ensemble also each member's own figure, recomputed 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainer.rundir import ENSEMBLE_FILE, RESULT_FILE, RunDirError, read_json
+from cockpit.commands._args import RUN, error
+from cockpit.spec import SQLITE_HEADER
+from trainer.rundir import ENSEMBLE_FILE, EVALUATION_FILE, RESULT_FILE, RunDirError, read_json
+from trainer.scores import false_alarms_per_hour
 
 if TYPE_CHECKING:
     from cockpit.quality import Quality
@@ -25,8 +27,9 @@ class ScoresError(Exception):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",
-                        help=f"a run directory or its {RESULT_FILE}, or an ensemble's directory or {ENSEMBLE_FILE}")
+    parser.add_argument("paths", nargs="+", type=Path, metavar=RUN,
+                        help=f"a run directory or its {RESULT_FILE}, an ensemble's directory or {ENSEMBLE_FILE}, "
+                             f"or `hlm-train evaluate`'s folder or {EVALUATION_FILE}")
     parser.add_argument("--top", type=int, default=5, metavar="N", help="records with the most errors to list")
 
 
@@ -36,8 +39,7 @@ def main(args: argparse.Namespace) -> int:
         try:
             lines = scores_lines(path, args.top)
         except ScoresError as exc:
-            print(f"cockpit scores: {exc}", file=sys.stderr)
-            status = 2
+            status = error(str(exc))
             continue
         print(("\n" if printed else "") + "\n".join(lines))
         printed += 1
@@ -55,17 +57,24 @@ def scores_lines(path: Path, top: int) -> list[str]:
         out += tables(q, top).plain.splitlines()
     if file.name == ENSEMBLE_FILE:
         out += _members(data)
+    if file.name == EVALUATION_FILE:
+        out += _alarms(data["eval"])
     return out
 
 
 def _scores_file(path: Path) -> Path:
     if path.is_dir():
-        for name in (RESULT_FILE, ENSEMBLE_FILE):
+        for name in (RESULT_FILE, ENSEMBLE_FILE, EVALUATION_FILE):
             if (path / name).is_file():
                 return path / name
-        raise ScoresError(f"{path}: expected {RESULT_FILE} (a run) or {ENSEMBLE_FILE} (an ensemble), found neither")
+        raise ScoresError(f"{path}: expected {RESULT_FILE} (a run), {ENSEMBLE_FILE} (an ensemble) or "
+                          f"{EVALUATION_FILE} (a database scored by `hlm-train evaluate`), found none")
     if not path.is_file():
         raise ScoresError(f"{path}: no such file or directory")
+    with path.open("rb") as handle:
+        if handle.read(len(SQLITE_HEADER)) == SQLITE_HEADER:
+            raise ScoresError(f"{path}: a cockpit store (an SQLite database), not a {RESULT_FILE}; its runs' scores "
+                              f"are in `cockpit report {path} --out DIR` and `cockpit open {path}`")
     return path
 
 
@@ -77,6 +86,10 @@ def _quality(file: Path) -> tuple[dict[str, Any], Quality]:
         data = read_json(file)
     except RunDirError as exc:
         raise ScoresError(str(exc)) from exc
+    except UnicodeDecodeError as exc:
+        raise ScoresError(f"{file}: not a JSON text file (byte {exc.start} is not UTF-8)") from exc
+    except OSError as exc:
+        raise ScoresError(f"{file}: cannot read it ({exc.strerror or exc})") from exc
     if data is None:
         raise ScoresError(f"{file}: missing")
     q = quality_of(data)
@@ -85,6 +98,22 @@ def _quality(file: Path) -> tuple[dict[str, Any], Quality]:
     if q.value != q.value:
         raise ScoresError(f"{file}: {q.problem}")
     return data, q
+
+
+def _alarms(ev: dict[str, Any]) -> list[str]:
+    """A scored database's false alarms per class per hour, overall and per rhythm, recomputed from its
+    matrices and hours (what a database whose beats are all one class is judged by)."""
+    classes = ev.get("classes") or []
+    out = []
+    for name, part in [("all beats", ev), *((f"rhythm {r}", v) for r, v in (ev.get("by_rhythm") or {}).items())]:
+        hours = part.get("hours")
+        if not hours or not isinstance(part.get("confusion"), list):
+            out.append(f"  {name}: no time base for false alarms per hour")
+            continue
+        rates = false_alarms_per_hour(part["confusion"], classes, hours)
+        out.append(f"  {name} ({hours:.2f} h): false alarms per hour "
+                   + ", ".join(f"{c} {v:.1f}" for c, v in rates.items() if v is not None))
+    return out
 
 
 def _members(data: dict[str, Any]) -> list[str]:
