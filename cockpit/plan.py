@@ -119,6 +119,8 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
     links = prediction.merge(prediction.measured_links(results), fallback)
     device = labels.device_of((r.get("device") for r in results), study.train.get("device"))
     runs = _measured_runs(results, statuses)
+    gpu_bytes = study_gpu_memory_gb(study) * 1e9
+    over_memory: dict[str, str] = {}
     lines = []
     for cfg in study.matrix():
         fits = study.fits_node(cfg, cores)
@@ -129,8 +131,10 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
         pred = None
         if base is not None:
             p = prediction.predict(base, cfg.nodes, cfg.gpus_per_node,
-                                   prediction.work_for(study.train, cfg.workers), links)
+                                   prediction.work_for(study.train, cfg.workers), links, strategy=cfg.strategy)
             pred = p if isinstance(p, prediction.Prediction) else None
+            if pred is not None and (flag := prediction.memory_flag(pred, base, gpu_bytes)):
+                over_memory[cfg.label] = flag
         run = runs.get(cfg.config_id) if status == "done" else None
         hours = (run or pred).node_hours if (run or pred) is not None else study.node_hours(cfg)
         lines.append(PlanLine(cfg.label, hours, status, cfg.config_id, pred, cfg.group_id, run))
@@ -149,7 +153,7 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
         used=used,
         basis=basis,
         node_cores=min(c.cores_per_node, cores) if cores is not None else c.cores_per_node,
-        recommendations=_recommendations(lines, baselines, device),
+        recommendations={**_recommendations(lines, baselines, device), **over_memory},
         device=device,
     )
 
@@ -175,6 +179,16 @@ def measured_figures(row: Mapping[str, Any]) -> prediction.Prediction:
 def _is_baseline(result: dict[str, Any]) -> bool:
     cfg = result.get("config") or {}
     return cfg.get("nodes", result.get("nodes")) == 1 and cfg.get("gpus_per_node", result.get("gpus_per_node")) == 1
+
+
+def study_gpu_memory_gb(study: Study) -> float:
+    """One GPU's memory in the study's site profile (GB; 0 where the profile has none or does not load)."""
+    from cockpit.launch.slurm.sites import SiteError, site_for
+
+    try:
+        return site_for(study).gpu_memory_gb
+    except (SiteError, AttributeError):
+        return 0.0
 
 
 def study_site_links(study: Study) -> prediction.Links:
@@ -234,8 +248,8 @@ def study_plan(study: Study, store: StudyStore | None = None, *, key: int | None
             statuses[cid] = "active"
         elif job is not None and job.state != "lost" and not resubmit_failed:
             statuses[cid] = "failed"  # ended without a valid result: submitted again only on request
-    from cockpit.preflight import record
+    from cockpit.store import preflights
 
-    kept = record.latest(store, study.name)
+    kept = preflights.latest(store, study.name)
     measured = prediction.preflight_links(kept.links, kept.digest) if kept is not None else None
     return make_plan(study, statuses, store.node_hours_used(key), cluster, results, cores, measured)

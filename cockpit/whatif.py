@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cockpit import advice, prediction
+from cockpit.plan import hours, measured_figures, study_site_links
 from trainer.config_keys import LABEL_ORDER
 
 if TYPE_CHECKING:
@@ -30,8 +32,15 @@ class WhatIfError(ValueError):
     """A --what-if argument cannot be applied; the message names it."""
 
 
+# a value a shell leaves of `train.device="cpu"` typed unquoted: one bare word, taken as the string it was
+BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.:/+-]*")
+# a [sweep] axis bounded by a [cluster] key: a what-if that widens the axis must raise the key too
+BOUNDED_AXES = {"gpus_per_node": "gpus_per_node", "cpus_per_task": "cores_per_node"}
+
+
 def parse_assignment(text: str) -> tuple[str, Any]:
-    """`train.bucket_cap_mb=100` -> ("train.bucket_cap_mb", 100); the value is a TOML literal."""
+    """`train.bucket_cap_mb=100` -> ("train.bucket_cap_mb", 100); the value is a TOML literal, or one bare
+    word taken as a string (`train.device=cpu`: what a shell leaves of `train.device="cpu"`)."""
     key, sep, raw = text.partition("=")
     key = key.strip()
     if not sep or not key:
@@ -43,8 +52,11 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     try:
         value = tomllib.loads(f"value = {raw.strip()}")["value"]
     except tomllib.TOMLDecodeError:
-        raise WhatIfError(f"--what-if {text}: {raw.strip()!r} is not a TOML value (a string needs quotes: "
-                          f"{key}=\"{raw.strip()}\", a list brackets: {key}=[1, 2])") from None
+        if BARE_WORD.fullmatch(raw.strip()):
+            return key, raw.strip()
+        raise WhatIfError(f"--what-if {text}: {raw.strip()!r} is not a TOML value (a list needs brackets, a text "
+                          f"with spaces quotes; in a shell quote the whole argument: '{key}=[1, 2]' or "
+                          f"'{key}=\"some text\"')") from None
     return key, value
 
 
@@ -98,7 +110,18 @@ def variant_of(study: Study, assignments: list[tuple[str, Any]]) -> Study:
         return parse_study(raw, study.path)
     except SpecError as exc:
         what = " ".join(f"{k}={advice.toml_value(v)}" for k, v in assignments)
-        raise WhatIfError(f"--what-if {what}: {exc}") from None
+        raise WhatIfError(f"--what-if {what}: {exc}{_bound_hint(str(exc), raw, assignments)}") from None
+
+
+def _bound_hint(error: str, raw: dict[str, Any], assignments: list[tuple[str, Any]]) -> str:
+    """`; add cluster.gpus_per_node=4 to the what-if` where a widened [sweep] axis is refused for a [cluster]
+    bound the what-if did not raise; else nothing."""
+    for axis, bound in BOUNDED_AXES.items():
+        values = (raw.get("sweep") or {}).get(axis)
+        if f"[sweep].{axis} contains" in error and isinstance(values, list) and values \
+                and all(isinstance(v, int) for v in values) and f"cluster.{bound}" not in dict(assignments):
+            return f"; add cluster.{bound}={max(values)} to the what-if"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -121,9 +144,12 @@ class WhatIfLine:
     recorded: Recorded | None
     predicted: advice.Forecast | prediction.NoPrediction
     estimate_node_hours: float  # the per-run estimate when there is no prediction
+    fits: bool = True  # False: more cores than a node has (the plan's "too big"); never submitted
 
     @property
     def node_hours(self) -> float:
+        if not self.fits:
+            return 0.0
         p = self.predicted
         return p.node_hours if isinstance(p, advice.Forecast) else self.estimate_node_hours
 
@@ -137,6 +163,7 @@ class WhatIf:
     dropped: list[str]  # configurations of the study that the what-if no longer has
     links: prediction.Links
     link_words: list[str] = field(default_factory=list)
+    node_cores: int | None = None  # the cores a configuration must fit in, as the plan says
 
     @property
     def recorded_node_hours(self) -> float:
@@ -144,8 +171,9 @@ class WhatIf:
 
 
 def what_if(study: Study, variant: Study, results: list[dict[str, Any]], links: prediction.Links,
-            assignments: list[tuple[str, Any]]) -> WhatIf:
-    """Every configuration of `variant` predicted from `study`'s recorded `results`."""
+            assignments: list[tuple[str, Any]], cores: int | None = None) -> WhatIf:
+    """Every configuration of `variant` predicted from `study`'s recorded `results`; one that does not fit a
+    node (Study.fits_node with the backend's `cores`, as the plan asks it) is marked so, not predicted."""
     from cockpit.analysis import analyse
     from cockpit.spec import AXES, Configuration
 
@@ -168,17 +196,18 @@ def what_if(study: Study, variant: Study, results: list[dict[str, Any]], links: 
         lines.append(WhatIfLine(cfg.label, cfg.config_id, cfg.workers, cfg.nodes,
                                 _as_recorded(study, original.get(was.config_id), measured.get(was.config_id),
                                              recorded, links),
-                                predicted, variant.node_hours(cfg)))
+                                predicted, variant.node_hours(cfg), variant.fits_node(cfg, cores)))
     dropped = [cfg.label for cfg in study.matrix() if cfg.config_id not in kept]
-    return WhatIf(variant.name, assignments, _changes(study, variant), lines, dropped, links, link_words(links))
+    node_cores = variant.cluster.cores_per_node if cores is None else min(cores, variant.cluster.cores_per_node)
+    return WhatIf(variant.name, assignments, _changes(study, variant), lines, dropped, links, link_words(links),
+                  node_cores)
 
 
 def _as_recorded(study: Study, cfg: Configuration | None, row: dict[str, Any] | None, recorded: advice.Recorded,
                  links: prediction.Links) -> Recorded | None:
     if row is not None:
-        fixed = row.get("fixed_s") or 0.0
-        return Recorded(row["train_time_s"], row.get("speedup", float("nan")), row.get("efficiency", float("nan")),
-                        (row["train_time_s"] + fixed) * row["nodes"] / 3600.0, "measured")
+        m = measured_figures(row)
+        return Recorded(m.t_s, m.speedup, m.efficiency, m.node_hours, "measured")
     if cfg is None:
         return None
     p = advice.forecast(study.run_config(cfg), recorded, links)
@@ -211,8 +240,6 @@ def _changes(study: Study, variant: Study) -> list[str]:
 def links_for(study: Study, results: list[dict[str, Any]], preflight: prediction.Links | None) -> prediction.Links:
     """The link figures a prediction of `study` uses: the runs' own probes, else the preflight's, else the
     site profile's (as cockpit.plan's)."""
-    from cockpit.plan import study_site_links
-
     fallback = prediction.merge(preflight or prediction.Links(), study_site_links(study))
     return prediction.merge(prediction.measured_links(results), fallback)
 
@@ -240,29 +267,32 @@ class Inputs:
     preflight: prediction.Links | None = None  # the link figures its latest preflight measured
     store_path: Path | None = None  # None: no store yet
     problems: list[str] = field(default_factory=list)  # one line per result row that does not parse
+    cores: int | None = None  # a node's cores as the study's backend sees them (session.node_cores), as the plan
 
 
-def recorded_inputs(study: Study, store_path: Path | None, baselines: Sequence[dict[str, Any]] = ()) -> Inputs:
+def recorded_inputs(study: Study, store_path: Path | None, baselines: Sequence[dict[str, Any]] = (),
+                    cores: int | None = None) -> Inputs:
     """The study's results in the store at `store_path` (opened read-only, so a store a running cockpit is
-    writing is read as it is now) plus `baselines`, and the link figures its latest preflight measured."""
+    writing is read as it is now) plus `baselines`, and the link figures its latest preflight measured;
+    `cores`: a node's cores as the backend sees them, for the plan's "too big"."""
     if store_path is None or not store_path.exists():
-        return Inputs(list(baselines))
-    from cockpit.preflight import record
+        return Inputs(list(baselines), cores=cores)
+    from cockpit.store import preflights
     from cockpit.store import StudyStore
 
     store = StudyStore(store_path, read_only=True)
     try:
         with store.reading():
             if study.name not in store.study_names():
-                return Inputs(list(baselines), None, store_path)
+                return Inputs(list(baselines), None, store_path, cores=cores)
             key = store.study_key(study.name)
             results = [*baselines, *store.results(key).values()]
             problems = [f"{store_path}: {p}" for p in store.result_problems(key)]
-            kept = record.latest(store, study.name)
+            kept = preflights.latest(store, study.name)
     finally:
         store.close()
     measured = prediction.preflight_links(kept.links, kept.digest) if kept is not None else None
-    return Inputs(results, measured, store_path, problems)
+    return Inputs(results, measured, store_path, problems, cores)
 
 
 @dataclass(frozen=True)
@@ -288,7 +318,7 @@ def predict(study: Study, arguments: Sequence[str], inputs: Inputs) -> Outcome:
         links = links_for(variant, inputs.results, inputs.preflight)
     except (SiteError, ValueError) as exc:
         raise WhatIfError(str(exc)) from exc
-    return Outcome(study, variant, what_if(study, variant, inputs.results, links, assignments), inputs)
+    return Outcome(study, variant, what_if(study, variant, inputs.results, links, assignments, inputs.cores), inputs)
 
 
 COLUMNS = ("config", "work", "T s", "T1 s", "S", "E", "node-h", "was T", "was E", "ΔT s")
@@ -320,15 +350,16 @@ def _basis_word(p: advice.Forecast) -> str:
 def table_rows(o: Outcome) -> list[tuple[str, ...]]:
     """One row of COLUMNS per configuration of the what-if: its prediction with its inputs (work, T, T1:
     S = T1 / (T / work), E = S / N, node-hours), the study as recorded (T, E: measured or predicted) and ΔT."""
-    from cockpit.plan import hours
-
     study, variant = o.study, o.variant
     keep = {a for a in variant.sweep if len(set(study.sweep.get(a, [])) | set(variant.sweep[a])) > 1}
     rows: list[tuple[str, ...]] = []
     for line in o.what_if.lines:
         r, p = line.recorded, line.predicted
         was = (_f(r.t_s, ".2f") + ("*" if r.how != "measured" else ""), _f(r.efficiency, ".2f")) if r else ("-", "-")
-        if isinstance(p, advice.Forecast):
+        if not line.fits:
+            now, delta = ("-", "-", "-", "-", "-", "-"), "-"
+            label = f"{_short(line.label, keep)} too big"
+        elif isinstance(p, advice.Forecast):
             now = (_f(p.work, "g"), _f(p.t_s, ".2f"), _f(p.t1_s, ".2f"), _f(p.speedup, ".2f"), _f(p.efficiency, ".2f"),
                    hours(p.node_hours))
             delta = _f(p.t_s - r.t_s, "+.2f") if r else "-"
@@ -344,22 +375,24 @@ def table_rows(o: Outcome) -> list[tuple[str, ...]]:
 def summary_lines(o: Outcome) -> list[str]:
     """What changed, node-hours before and after, the link figures used, what is extrapolated and why some
     configurations are not predicted."""
-    from cockpit.plan import hours
-
     w, store_path = o.what_if, o.inputs.store_path
     lines = ["what-if: " + ("; ".join(w.changes) or "no key differs from the study")]
-    predicted = [line for line in w.lines if isinstance(line.predicted, advice.Forecast)]
+    predicted = [line for line in w.lines if line.fits and isinstance(line.predicted, advice.Forecast)]
+    fitting = sum(1 for line in w.lines if line.fits)
     lines.append(f"{len(predicted)} of {len(w.lines)} configurations predicted from {len(o.inputs.results)} recorded "
                  "result(s)" + (f" in {store_path}" if store_path else " (no store yet: nothing recorded to predict from)"))
     lines.append(f"node-hours: {hours(sum(line.node_hours for line in w.lines))} for the what-if "
-                 f"({len(w.lines) - len(predicted)} at the per-run estimate) against "
+                 f"({fitting - len(predicted)} at the per-run estimate) against "
                  f"{hours(w.recorded_node_hours)} as recorded ({sum(1 for li in w.lines if li.recorded)} configurations; "
                  "* = predicted, not measured)")
     lines.append("link figures: " + "; ".join(w.link_words))
     extrapolated: dict[str, list[str]] = {}
     unpredicted: dict[str, list[str]] = {}
+    too_big = [line.label for line in w.lines if not line.fits]
     for line in w.lines:
         p = line.predicted
+        if not line.fits:
+            continue
         if isinstance(p, advice.Forecast):
             for why in p.extrapolated:
                 extrapolated.setdefault(why, []).append(line.label)
@@ -369,6 +402,9 @@ def summary_lines(o: Outcome) -> list[str]:
         lines.append(f"extrapolated ({len(labels)}): {why}")
     for why, labels in unpredicted.items():
         lines.append(f"not predicted ({len(labels)}): {why}")
+    if too_big:
+        lines.append(f"too big ({len(too_big)}): more cores than a node's {w.node_cores}, never submitted: "
+                     + ", ".join(too_big))
     if w.dropped:
         lines.append(f"not in the what-if ({len(w.dropped)}): " + ", ".join(w.dropped))
     return lines

@@ -1,4 +1,4 @@
-"""`cockpit preflight study.toml`: one short job per node count of the study, in its real environment,
+"""`cockpit preflight STUDY`: one short job per node count of the study, in its real environment,
 before any of its configurations is submitted. Prints one table per job and one line per failure; the
 result is kept in the study's store under the study file's digest (what `open` and `run` ask for)."""
 
@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
+
+from cockpit.commands._args import STUDY, STUDY_FILE_HELP, error
 
 EXIT_FAILED = 1
 EXIT_REFUSED = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("study", help="the study file (.toml)")
+    parser.add_argument("study", metavar=STUDY, help=STUDY_FILE_HELP)
     parser.add_argument("--timeout", type=float, metavar="S",
                         help="cancel the preflight's jobs if they have not ended after S seconds (default: wait)")
 
@@ -28,8 +29,7 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_REFUSED
     problem = not_positive("--timeout", args.timeout)
     if problem:
-        print(f"cockpit preflight: {problem}", file=sys.stderr)
-        return EXIT_REFUSED
+        return error(problem)
     session = open_session(study)
     try:
         return asyncio.run(_preflight(session, args.timeout))
@@ -39,22 +39,21 @@ def main(args: argparse.Namespace) -> int:
 
 async def _preflight(session, timeout_s: float | None) -> int:  # noqa: ANN001 - a StudySession
     from cockpit.backend import BackendError
-    from cockpit.preflight import record
-    from cockpit.preflight.run import PreflightTimeout, run_preflight
     from cockpit.preflight.table import report_lines
+    from cockpit.run.preflight import PreflightTimeout, run_preflight
+    from cockpit.store import preflights
 
     study, store = session.study, session.store
     try:
         report = await run_preflight(study, session.backend, on_event=lambda line: print(line, flush=True),
                                      timeout_s=timeout_s)
     except (BackendError, PreflightTimeout) as exc:
-        print(f"cockpit preflight: {exc}", file=sys.stderr)
-        return EXIT_REFUSED
+        return error(str(exc))
     finally:
         await session.backend.close()
     key = store.ensure_study(study.name, study.study_id, spec_path=str(study.path), cluster=session.backend.label,
                              node_hour_budget=study.cluster.node_hour_budget)
-    record.save(store, key, report)
+    preflights.save(store, key, report)
     for line in report_lines(report):
         print(line)
     return 0 if report.passed else EXIT_FAILED

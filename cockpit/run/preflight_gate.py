@@ -6,6 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from cockpit.preflight import jobs
+from cockpit.preflight.table import failure_summary
+from cockpit.run.preflight import run_preflight
+from cockpit.store import preflights
+
 if TYPE_CHECKING:
     from cockpit.preflight.checks import PreflightReport
     from cockpit.run.scope import RunScope
@@ -15,8 +20,6 @@ class PreflightFailed(Exception):
     """The study file's preflight failed: nothing is submitted. ``report`` holds every job's table."""
 
     def __init__(self, report: PreflightReport) -> None:
-        from cockpit.preflight.table import failure_summary
-
         super().__init__(failure_summary(report))
         self.report = report
 
@@ -32,17 +35,14 @@ class PreflightGate:
     async def ensure(self, scope: RunScope) -> None:
         """The study file's passed preflight from the store, else run one now and keep it there;
         PreflightFailed when it fails (nothing is submitted)."""
-        from cockpit.preflight import jobs, record
-        from cockpit.preflight.run import run_preflight
-
         digest = jobs.study_digest(scope.study)
-        kept = record.latest(scope.store, scope.study.name, digest)
+        kept = preflights.latest(scope.store, scope.study.name, digest)
         if kept is not None and kept.passed:
             self.report = kept
             self._event(f"preflight of this study file ({digest}) passed before: not run again")
             return
         report = await run_preflight(scope.study, scope.backend, on_event=self._event)
-        record.save(scope.store, scope.key, report)
+        preflights.save(scope.store, scope.key, report)
         self.report = report
         for show in self.report_listeners:
             show(report)

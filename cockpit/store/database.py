@@ -113,7 +113,7 @@ MIGRATIONS: list[str] = [
         message TEXT NOT NULL
     );
     """,
-    # 2: preflights (cockpit/preflight/record.py): one row per preflight, keyed by the study file's digest
+    # 2: preflights (cockpit/store/preflights.py): one row per preflight, keyed by the study file's digest
     """
     CREATE TABLE preflights (
         id INTEGER PRIMARY KEY,
@@ -128,7 +128,7 @@ MIGRATIONS: list[str] = [
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # The oldest schema a browsing (read-only) cockpit reads as it is, without migrating it: every migration since
-# only added tables that their readers tolerate missing (cockpit/preflight/record.py). Raise it when a
+# only added tables that their readers tolerate missing (cockpit/store/preflights.py). Raise it when a
 # migration changes what the snapshot or the report read.
 READABLE_SCHEMA = 1
 

@@ -67,9 +67,10 @@ class LiveController:
         runner = self.session.runner
         if not runner.preflight:
             return False
-        from cockpit.preflight import jobs, record
+        from cockpit.preflight import jobs
+        from cockpit.store import preflights
 
-        if self._registered() and record.passed(self.session.store, self.study.name, jobs.study_digest(self.study)):
+        if self._registered() and preflights.passed(self.session.store, self.study.name, jobs.study_digest(self.study)):
             return False
         from cockpit.preflight.table import report_lines
 

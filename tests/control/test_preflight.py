@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 
 from cockpit.cli import main as cockpit
-from cockpit.preflight import record
 from cockpit.preflight.jobs import study_digest
 from cockpit.spec import load_study
-from cockpit.store import StudyStore
+from cockpit.store import StudyStore, preflights
 
 pytestmark = [pytest.mark.slurm, pytest.mark.sshd]
 
@@ -59,7 +58,7 @@ def test_one_and_two_node_cpu_study_passes_with_measured_bandwidth(make_study, s
 
     store = StudyStore(store_path_for(loaded), read_only=True)
     try:
-        kept = record.latest(store, loaded.name, study_digest(loaded))
+        kept = preflights.latest(store, loaded.name, study_digest(loaded))
         assert kept is not None and kept.passed
         assert kept.links["inter_node"] > 0 and kept.links["intra_node"] > 0
     finally:
@@ -121,7 +120,7 @@ def test_run_submits_nothing_after_a_failed_preflight(make_study, slurm_cluster)
     store = StudyStore(store_path_for(loaded), read_only=True)
     try:
         assert store.jobs(store.study_key(loaded.name)) == []
-        kept = record.latest(store, loaded.name, study_digest(loaded))
+        kept = preflights.latest(store, loaded.name, study_digest(loaded))
         assert kept is not None and not kept.passed
     finally:
         store.close()

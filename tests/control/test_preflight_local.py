@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.preflight import record
 from cockpit.preflight.checks import FAIL, NOT_RUN, PASS
 from cockpit.preflight.jobs import preflight_jobs, study_digest
-from cockpit.preflight.run import run_preflight
 from cockpit.preflight.table import report_lines
+from cockpit.run.preflight import run_preflight
 from cockpit.runner import PreflightFailed
 from cockpit.session import open_session
 from cockpit.spec import load_study
+from cockpit.store import preflights
 from tests.studies import mitdb_data, write_study
 
 
@@ -86,7 +86,7 @@ async def test_runner_submits_only_after_the_files_preflight_passed_and_runs_it_
     session.runner.preflight_report_listeners.append(lambda report: lines.append(f"report {report.passed}"))
     try:
         await session.runner.start()
-        assert record.passed(session.store, good.name, study_digest(good))
+        assert preflights.passed(session.store, good.name, study_digest(good))
         assert lines[-2:] == ["preflight passed: 1 job(s)", "report True"]
         lines.clear()
         await session.runner.start()  # the same file again: the kept preflight holds

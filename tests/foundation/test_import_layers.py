@@ -1,6 +1,7 @@
 """The structure docs/architecture.md draws, enforced: no import circle between modules of cockpit/ and
-trainer/ (module-level, function-level and type-checking imports all count), and no import upwards
-between the layers (a lower layer never names a higher one), and the cockpit never imports torch."""
+trainer/, nor between their packages (module-level, function-level and type-checking imports all count), no
+import upwards between the layers (a lower layer never names a higher one), every package in one layer, and
+the cockpit never imports torch."""
 
 from __future__ import annotations
 
@@ -14,12 +15,11 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("shared contract", ("trainer.rundir", "trainer.config_keys", "trainer.scores", "trainer.data.errors",
                          "trainer.data.tokenizer_keys", "trainer.environment", "sbatch_templates")),
     ("study and backend base", ("cockpit.spec", "cockpit.spec_rules", "cockpit.backend", "cockpit.follow", "cockpit.snapshot",
-                                "cockpit.labels", "cockpit.preflight.jobs", "cockpit.preflight.checks",
-                                "cockpit.preflight.table")),
+                                "cockpit.labels", "cockpit.preflight")),
     ("figures of a study", ("cockpit.prediction", "cockpit.explain", "cockpit.quality", "cockpit.analysis",
                             "cockpit.series", "cockpit.advice", "cockpit.traces")),
     ("backends and state", ("cockpit.ssh", "cockpit.launch", "cockpit.store",
-                            "cockpit.plan", "cockpit.whatif", "cockpit.compare", "cockpit.preflight")),
+                            "cockpit.plan", "cockpit.whatif", "cockpit.compare")),
     ("orchestration", ("cockpit.runner", "cockpit.run", "cockpit.session")),
     ("presentation", ("cockpit.report", "cockpit.tui", "cockpit.notebook")),
     ("commands", ("cockpit.commands", "cockpit.cli", "cockpit.__main__")),
@@ -67,12 +67,24 @@ def graph() -> dict[str, set[str]]:
     return {name: imports(path, known) - {name} for name, path in known.items()}
 
 
-def test_no_import_circle():
-    edges = graph()
+def package_of(module: str) -> str:
+    """`cockpit.store.ledger` -> `cockpit.store`; a top-level module (`cockpit.plan`) is its own node."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if (REPO / parts[0] / parts[1] if len(parts) > 1 else REPO).is_dir() else module
+
+
+def package_graph() -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for module, targets in graph().items():
+        out.setdefault(package_of(module), set()).update(package_of(t) for t in targets)
+    return {p: targets - {p} for p, targets in out.items()}
+
+
+def circles(edges: dict[str, set[str]]) -> list[list[str]]:
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
-    circles: list[list[str]] = []
+    found: list[list[str]] = []
 
     def visit(v: str) -> None:  # Tarjan's strongly connected components
         index[v] = low[v] = len(index)
@@ -91,12 +103,29 @@ def test_no_import_circle():
                 if w == v:
                     break
             if len(group) > 1:
-                circles.append(sorted(group))
+                found.append(sorted(group))
 
     for v in edges:
         if v not in index:
             visit(v)
-    assert circles == []
+    return found
+
+
+def test_no_import_circle():
+    assert circles(graph()) == []
+
+
+def test_no_import_circle_between_packages():
+    """store/ -> a module that imports store/ is a loop too, even when no single module closes it."""
+    assert circles(package_graph()) == []
+
+
+def test_every_package_sits_in_one_layer():
+    straddling = {}
+    for module in graph():
+        if module.startswith("cockpit.") and package_of(module) != module:
+            straddling.setdefault(package_of(module), set()).add(layer_of(module))
+    assert {p: layers for p, layers in straddling.items() if len(layers) > 1} == {}
 
 
 def test_no_upward_import_between_the_layers():

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from cockpit.launch.slurm.sites import site_for
 from cockpit.preflight import checks, jobs
 from cockpit.preflight.checks import JobFindings, JobOutcome, PreflightReport
 from trainer import rundir
@@ -103,8 +104,6 @@ def expects_gpus(study: Study) -> bool:
         return device == "cuda"
     if study.cluster.kind != "slurm":
         return False
-    from cockpit.launch.slurm.sites import site_for
-
     site = site_for(study)
     return (study.cluster.partition or site.default_partition or "") in site.gpu_partitions
 
@@ -113,8 +112,6 @@ def _site_figures(study: Study) -> dict[str, float]:
     """The site profile's bus bandwidth per link kind in GB/s (0 where the profile has none)."""
     if study.cluster.kind != "slurm":
         return {}
-    from cockpit.launch.slurm.sites import site_for
-
     site = site_for(study)
     return {"intra_node": site.intra_node_busbw_gbs, "inter_node": site.inter_node_busbw_gbs}
 
