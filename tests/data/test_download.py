@@ -47,11 +47,11 @@ class RangeHandler(http.server.SimpleHTTPRequestHandler):
 
 
 class Mirror:
-    """A served folder `root/svdb/1.0.0/` and what each request asked for."""
+    """A served folder `root/<db>/1.0.0/` (a copy of real records laid out as PhysioNet serves them)."""
 
-    def __init__(self, root: Path, ranges: bool) -> None:
+    def __init__(self, root: Path, ranges: bool, db: str = "svdb") -> None:
         self.root = root
-        self.db = root / "svdb" / "1.0.0"
+        self.db = root / db / "1.0.0"
         handler = partial(RangeHandler, directory=str(root))
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.server.ranges = ranges  # type: ignore[attr-defined]
