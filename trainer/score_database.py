@@ -24,13 +24,13 @@ import numpy as np
 import torch
 
 from trainer import ensemble, evaluate, rundir
-from trainer.config_flags import UsageError
+from trainer.config_flags import UsageError, record_names
 from trainer.data import DataError
 from trainer.data.dataset import WindowDataset, load_manifest
 from trainer.data.labels import RHYTHM_CLASSES
 from trainer.data.prepare import prepare_data
-from trainer.config_flags import record_names
 from trainer.distributed import pick_device
+from trainer.model import ModelConfig
 from trainer.scores import class_scores, false_alarms_per_hour
 from trainer.settings import ConfigError, Settings
 
@@ -54,8 +54,9 @@ def run(args: argparse.Namespace) -> int:
     return rundir.EXIT_OK
 
 
-def _models(paths: list[Path], device: torch.device) -> tuple[Settings, torch.nn.Module]:
-    """The first model's settings and the classifier (one model, or the mean of several)."""
+def _models(paths: list[Path], device: torch.device) -> tuple[Settings, torch.nn.Module, ModelConfig]:
+    """The first model's settings, the classifier (one model, or the mean of several) and the first
+    model's architecture (what its inputs must fit)."""
     runs = [(p, *ensemble.member_settings(p)) for p in paths]
     if len(runs) > 1:
         ensemble.check_same_windows([(p, s) for p, s, _ in runs])
@@ -63,15 +64,16 @@ def _models(paths: list[Path], device: torch.device) -> tuple[Settings, torch.nn
     if s.train.task != "beat":
         raise ConfigError(f"{paths[0] / rundir.CONFIG_FILE}: train.task = {s.train.task!r}; evaluate scores beat "
                           "classifiers (task 'beat')")
-    members = [ensemble.load_member(p, device) for p, _, _ in runs]
-    return s, members[0] if len(members) == 1 else ensemble.MeanProbabilities(members)
+    loaded = [ensemble.load_member(p, device) for p, _, _ in runs]
+    members: list[torch.nn.Module] = list(loaded)
+    return s, loaded[0] if len(loaded) == 1 else ensemble.MeanProbabilities(members), loaded[0].cfg
 
 
 def score(models: list[Path], data: Path, records: list[str] | None, annotator: str | None,
           token_cache: Path | None, device: str = "auto", skip_bad_records: bool = False) -> dict[str, Any]:
     """Score every annotated beat of `data` (or of `records`) with the model(s); evaluation.json's content."""
     dev = pick_device(device, 0)
-    s, model = _models(models, dev)
+    s, model, cfg = _models(models, dev)
     tokenizer = {k: v for k, v in s.data.tokenizer.items() if k != "records"}
     if records:
         tokenizer["records"] = records
@@ -82,7 +84,6 @@ def score(models: list[Path], data: Path, records: list[str] | None, annotator: 
     manifest = load_manifest(shard)
     windows = WindowDataset(shard, s.axes.window, "beat", manifest.record_names, context=s.model.context,
                             waveform=s.model.waveform)
-    cfg = getattr(model, "cfg", None) or model.members[0].cfg  # type: ignore[union-attr]
     if windows.vocab_size != cfg.vocab_size or windows.length > cfg.max_len:
         raise ConfigError(f"{models[0] / rundir.MODEL_FILE}: the model reads {cfg.vocab_size} token ids and "
                           f"{cfg.max_len} positions, the windows of {data} have {windows.vocab_size} and "
