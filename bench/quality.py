@@ -45,14 +45,14 @@ from trainer.scores import class_scores  # noqa: E402
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "physionet"
 CLASSES = ("N", "S", "V", "F")
 # Published AAMI inter-patient DS2 figures and the previous rounds' own (quoted in bench/README.md).
-EARLIER = {
+EARLIER: dict[str, dict[str, float | None]] = {
     "DS1 only, ensemble of 5 (previous round)": {"accuracy": 0.909, "S Se": 0.208, "V Se": 0.947,
                                                  "macro-F1 NSVF": 0.554, "min": 31.6},
     "DS1 only, one member, another seed (previous)": {"accuracy": 0.914, "S Se": 0.328, "V Se": 0.902,
                                                       "macro-F1 NSVF": 0.545, "min": 4.4},
     "de Chazal 2004 (linear discriminants)": {"accuracy": 0.862, "S Se": 0.76, "S +P": 0.38, "V Se": 0.78},
 }
-GOAL = {"accuracy": 0.93, "S Se": 0.80, "S +P": 0.40, "V Se": 0.90, "macro-F1 NSVF": 0.65, "min": 60.0}
+GOAL: dict[str, float | None] = {"accuracy": 0.93, "S Se": 0.80, "S +P": 0.40, "V Se": 0.90, "macro-F1 NSVF": 0.65, "min": 60.0}
 S_OUTLIER = "232"  # holds 1,382 of DS2's 1,837 S beats: reported apart so it cannot hide the rest
 
 MODEL = ["--context", "rr", "--layers", "2", "--d-model", "64", "--heads", "4"]
@@ -66,7 +66,7 @@ def hlm(args: list[str], log: Path) -> float:
     """Run one `python -m trainer ...` command; exit with its output if it fails. Returns its wall seconds."""
     env = {**os.environ, "OMP_NUM_THREADS": "2", "PYTHONPATH": str(REPO)}
     cmd = [sys.executable, "-m", "trainer", *args]
-    print("$ hlm-train " + " ".join(args), flush=True)
+    say("$ hlm-train " + " ".join(args))
     t0 = time.perf_counter()
     with log.open("a") as out:
         proc = subprocess.run(cmd, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, check=False)
@@ -75,19 +75,28 @@ def hlm(args: list[str], log: Path) -> float:
     return time.perf_counter() - t0
 
 
+def say(*args: Any) -> None:
+    print(*args, flush=True)  # the figures appear as each phase ends, also in a log file
+
+
 def read(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
+def FINETUNE(steps: int, val_every: int) -> list[str]:  # noqa: N802  (a constant with two blanks)
+    """The fine-tune's flags: beat classes, the centre beat's position, validation on a fifth of the patients."""
+    return ["--mode", "finetune", "--task", "beat", "--pool", "centre", "--steps", str(steps), "--val-fraction", "0.2",
+            "--val-every", str(val_every)]
+
+
 def recipe(data: list[str], out: Path, cache: Path, steps: tuple[int, int], seed: int, log: Path, members: int,
-           val_every: int, random_init: bool) -> dict[str, float]:
-    """foundation -> `members` fine-tunes from it (seeds seed, seed+1, ...) -> their ensemble; with
-    `random_init` also the first fine-tune from random weights. Wall seconds per phase."""
+           val_every: int) -> dict[str, float]:
+    """foundation -> `members` fine-tunes from it (seeds seed, seed+1, ...) -> their ensemble. Wall seconds
+    per phase."""
     def common(s: int) -> list[str]:
         return [*data, "--token-cache", str(cache), *TOKENIZER, *WINDOW, *MODEL, *LOOP, "--seed", str(s)]
 
-    finetune = ["--mode", "finetune", "--task", "beat", "--pool", "centre", "--steps", str(steps[1]),
-                "--val-fraction", "0.2", "--val-every", str(val_every)]
+    finetune = FINETUNE(steps[1], val_every)
     init = ["--init-checkpoint", str(out / "foundation" / "model.pt")]
     times = {"foundation": hlm(["train", "--run-dir", str(out / "foundation"), *common(seed), "--mode", "foundation",
                                 "--steps", str(steps[0])], log)}
@@ -96,9 +105,6 @@ def recipe(data: list[str], out: Path, cache: Path, steps: tuple[int, int], seed
         times[run_dir.name] = hlm(["train", "--run-dir", str(run_dir), *common(seed + k), *finetune, *init], log)
     if members > 1:
         times["ensemble"] = hlm(["ensemble", "--out", str(out / "ensemble"), *map(str, runs), "--device", "cpu"], log)
-    if random_init:
-        times["finetune_random"] = hlm(["train", "--run-dir", str(out / "finetune-random"), *common(seed),
-                                        *finetune], log)
     return times
 
 
@@ -168,7 +174,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--members", type=int, default=1, metavar="K",
                     help="fine-tunes (seeds seed..seed+K-1) the recipe averages (default 1)")
-    ap.add_argument("--quick", action="store_true", help="few steps: checks the commands, not the figures")
+    ap.add_argument("--quick", action="store_true",
+                    help="few steps, two svdb records scored: checks the commands, not the figures")
     ap.add_argument("--no-ablation", action="store_true", help="skip the fine-tune from random weights")
     ap.add_argument("--no-generalisation", action="store_true", help="skip the DS1-only recipe and its scoring")
     args = ap.parse_args()
@@ -182,49 +189,39 @@ def main() -> None:
 
     mixed = ["--data", str(mitdb), "--train-data", str(svdb)]
     prep = hlm(["prepare", *mixed, "--out", str(cache), "--no-progress", *TOKENIZER], log)
-    mix = recipe(mixed, args.out / "mixed", cache, steps, args.seed, log, args.members, val_every,
-                 not args.no_ablation)
-    recipe_s = prep + sum(v for k, v in mix.items() if k != "finetune_random")
+    mix = recipe(mixed, args.out / "mixed", cache, steps, args.seed, log, args.members, val_every)
+    recipe_s = prep + sum(mix.values())
     ev = read(scored(args.out / "mixed", args.seed, args.members))["eval"]
     what = f"ensemble of {args.members}" if args.members > 1 else "one fine-tune"
-    print(f"\nDS2 (inter-patient; {ev['samples']:,} beats), recipe trained on DS1 + svdb: {what}, seed {args.seed}:")
-    print("\n".join(scores_lines(scored(args.out / "mixed", args.seed, args.members), top=8)))
+    say(f"\nDS2 (inter-patient; {ev['samples']:,} beats), recipe trained on DS1 + svdb: {what}, seed {args.seed}:")
+    say("\n".join(scores_lines(scored(args.out / "mixed", args.seed, args.members), top=8)))
     rows: dict[str, dict[str, float | None]] = {
         f"DS1 + svdb, {what}, seed {args.seed}": headline(ev, recipe_s / 60)}
     if args.members > 1:
         for k, r in enumerate(member_dirs(args.out / "mixed", args.seed, args.members)):
             rows[f"  fine-tune, seed {args.seed + k}"] = headline(read(r / RESULT_FILE)["eval"])
     rows.update(EARLIER)
-    rows["goal"] = GOAL  # type: ignore[assignment]
-    print("\n" + "\n".join(table(rows, ["accuracy", "S Se", "S +P", "S Se w/o 232", "V Se", "macro-F1 NSVF",
+    rows["goal"] = GOAL
+    say("\n" + "\n".join(table(rows, ["accuracy", "S Se", "S +P", "S Se w/o 232", "V Se", "macro-F1 NSVF",
                                         "min"])))
-    print("\nS beats of each DS2 record (the recipe):\n" + "\n".join(per_record_s(ev)))
+    say("\nS beats of each DS2 record (the recipe):\n" + "\n".join(per_record_s(ev)))
     first = read(args.out / "mixed" / "finetune" / RESULT_FILE)
     val = first.get("validation") or {}
-    print(f"\nvalidation (records {', '.join(val.get('records') or [])}): kept step {val.get('best_step')} "
+    say(f"\nvalidation (records {', '.join(val.get('records') or [])}): kept step {val.get('best_step')} "
           f"(macro-F1 {val.get('best_macro_f1') or 0:.3f}); history "
           + ", ".join(f"{v['step']}: {v['macro_f1']:.3f}" for v in val.get("history", [])))
-    print(f"recipe time: {recipe_s / 60:.1f} min (prepare {prep:.0f} s, "
+    say(f"recipe time: {recipe_s / 60:.1f} min (prepare {prep:.0f} s, "
           + ", ".join(f"{k} {v:.0f} s" for k, v in mix.items()) + ")")
-
-    if not args.no_ablation:
-        rnd = read(args.out / "mixed" / "finetune-random" / RESULT_FILE)
-        rv = rnd.get("validation") or {}
-        print("\nfoundation ablation (DS1 + svdb, same steps and seed; DS2 scored once each):")
-        print("\n".join(table({"from the foundation checkpoint": headline(first["eval"]),
-                               "from random weights": headline(rnd["eval"])},
-                              ["accuracy", "S Se", "S +P", "V Se", "macro-F1 NSVF"])))
-        print(f"validation best macro-F1: foundation {val.get('best_macro_f1') or 0:.3f}, random "
-              f"{rv.get('best_macro_f1') or 0:.3f}")
 
     if not args.no_generalisation:
         ds1 = ["--data", str(mitdb)]
-        only = recipe(ds1, args.out / "ds1", cache, steps, args.seed, log, 1, val_every, False)
+        only = recipe(ds1, args.out / "ds1", cache, steps, args.seed, log, 1, val_every)
         ds1_model, mix_models = args.out / "ds1" / "finetune", member_dirs(args.out / "mixed", args.seed, args.members)
         ds2 = ["--data", str(mitdb), "--records", *DS2, "--device", "cpu", "--token-cache", str(cache)]
         times = {
             "ds1 on svdb": hlm(["evaluate", str(ds1_model), "--data", str(svdb), "--device", "cpu", "--token-cache",
-                                str(cache), "--out", str(args.out / "eval-ds1-svdb")], log),
+                                str(cache), "--out", str(args.out / "eval-ds1-svdb"),
+                                *(["--records", "800", "801"] if args.quick else [])], log),
             "ds1 on DS2": hlm(["evaluate", str(ds1_model), *ds2, "--out", str(args.out / "eval-ds1-ds2")], log),
             "mixed on DS2": hlm(["evaluate", *map(str, mix_models), *ds2, "--out", str(args.out / "eval-mixed-ds2")],
                                 log)}
@@ -233,20 +230,34 @@ def main() -> None:
         e_mix = read(args.out / "eval-mixed-ds2" / EVALUATION_FILE)
         keys = [f"{c} {m}" for c in CLASSES for m in ("Se", "+P")] + ["accuracy", "macro-F1 NSVF"]
         gen = {"DS1 only -> DS2": per_class(e_ds1["eval"]), "DS1 + svdb -> DS2": per_class(e_mix["eval"]),
-               "DS1 only -> svdb (77 records)": per_class(e_svdb["eval"])}
-        print("\ngeneralisation (one fine-tune each unless the recipe is an ensemble; seed "
+               f"DS1 only -> svdb ({len(e_svdb['records'])} records)": per_class(e_svdb["eval"])}
+        say("\ngeneralisation (one fine-tune each unless the recipe is an ensemble; seed "
               f"{args.seed}):\n" + "\n".join(table(gen, keys, 32)))
         for name, e in (("DS1 only", e_ds1), ("DS1 + svdb", e_mix)):
             af = e["eval"].get("by_rhythm", {}).get("AFIB") or {}
-            print(f"S false alarms per hour in DS2's atrial fibrillation, {name}: {af_alarms(e) or 0:.1f} "
+            say(f"S false alarms per hour in DS2's atrial fibrillation, {name}: {af_alarms(e) or 0:.1f} "
                   f"({af.get('windows', 0):,} beats in {af.get('hours') or 0:.2f} h)")
-        print(f"svdb scored by the DS1-only model: {e_svdb['eval']['samples']:,} beats in "
+        say(f"svdb scored by the DS1-only model: {e_svdb['eval']['samples']:,} beats in "
               f"{e_svdb['eval']['hours']:.1f} h; false alarms per hour "
               + ", ".join(f"{c} {v:.1f}" for c, v in e_svdb["eval"]["false_alarms_per_hour"].items() if v))
-        print("DS1-only recipe: " + ", ".join(f"{k} {v:.0f} s" for k, v in only.items())
+        say("DS1-only recipe: " + ", ".join(f"{k} {v:.0f} s" for k, v in only.items())
               + "; scoring: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
+    if not args.no_ablation:
+        ablation_s = hlm(["train", "--run-dir", str(args.out / "mixed" / "finetune-random"), *mixed, "--token-cache",
+                          str(cache), *TOKENIZER, *WINDOW, *MODEL, *LOOP, "--seed", str(args.seed), *FINETUNE(steps[1],
+                                                                                                           val_every)],
+                         log)
+        rnd = read(args.out / "mixed" / "finetune-random" / RESULT_FILE)
+        rv = rnd.get("validation") or {}
+        say("\nfoundation ablation (DS1 + svdb, same steps and seed; DS2 scored once each):")
+        say("\n".join(table({"from the foundation checkpoint": headline(first["eval"]),
+                               "from random weights": headline(rnd["eval"])},
+                              ["accuracy", "S Se", "S +P", "V Se", "macro-F1 NSVF"])))
+        say(f"validation best macro-F1: foundation {val.get('best_macro_f1') or 0:.3f}, random "
+              f"{rv.get('best_macro_f1') or 0:.3f}; the fine-tune from random weights took {ablation_s:.0f} s")
+
     load1 = os.getloadavg()
-    print(f"\nall phases {(time.perf_counter() - t0) / 60:.1f} min; load average at start "
+    say(f"\nall phases {(time.perf_counter() - t0) / 60:.1f} min; load average at start "
           f"{load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}, at end {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f} "
           f"on {os.cpu_count()} cores")
 
