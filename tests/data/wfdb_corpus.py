@@ -1,7 +1,7 @@
 """The WFDB reference library's own test corpus (../shared/data/wfdb-sample-data) as prepare cases.
 
 Every record of the corpus and of its multi-segment folders, with each annotator it has; a record
-without any annotation file gets a generated one (`gen`: a beat a second, written with wfdb.wrann into
+without any annotation file gets a generated one (`gen`: a beat a second, at most 1,000, written with wfdb.wrann into
 a folder of links to the record's files), so its signal is read too. A multi-frame record's generated
 beats count at its fastest lead's rate and say so (`## time resolution`), the way WFDB's
 high-resolution annotators write them.
@@ -19,6 +19,7 @@ from trainer.data import records as rec_io
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "wfdb-sample-data"
 GENERATED = "gen"
+MAX_GENERATED = 1000  # beats in a generated annotation file (wfdb's Python reader takes ~10 us a beat)
 
 
 @dataclass(frozen=True)
@@ -67,21 +68,20 @@ def _linked_copy(folder: Path, dst: Path) -> Path:
 
 
 def _write_generated(folder: Path, record: str) -> None:
-    """A normal beat every second of the record (none for a record of unknown or zero length)."""
+    """A normal beat every second of the record, or every n-th second for a long one (one at its first sample for a record shorter than that
+    or without samples: a layout header holds none, which must be refused); none for a record of unknown
+    length."""
     import wfdb
 
     header = folder / f"{record}.hea"
     fs = rec_io.read_fs(header)
     multi = rec_io.is_multi_segment(header)
     frames = headers.sample_count(header) if multi else headers.record_length(header)
-    if not frames:
+    if frames is None:
         return
     per_frame = 1 if multi else max((s.per_frame for s in headers.signal_specs(header)), default=1)
     rate = fs * per_frame
-    step = max(1, round(rate))
-    sample = np.arange(step // 2, frames * per_frame, step, dtype=np.int64)
-    if not len(sample):
-        return
+    step = max(1, round(rate), frames * per_frame // MAX_GENERATED)
+    sample = np.arange(min(step // 2, max(frames * per_frame - 1, 0)), max(frames * per_frame, 1), step, dtype=np.int64)
     wfdb.wrann(record, GENERATED, sample, symbol=["N"] * len(sample), write_dir=str(folder),
                fs=rate if per_frame > 1 else None)
-

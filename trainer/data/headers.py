@@ -95,6 +95,9 @@ def signal_specs(header: Path) -> list[SignalSpec]:
 
 def check_signal_files(header: Path) -> None:
     """Every signal file exists, has a supported format and holds exactly the header's sample count."""
+    if sample_count(header) == 0:
+        raise DataError(f"{header}: the record holds no samples (its sample count is 0, as in the layout "
+                        "header of a multi-segment record)")
     specs = signal_specs(header)
     for number, spec in enumerate(specs):
         if spec.fmt not in BYTES_PER_SAMPLE:

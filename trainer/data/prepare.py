@@ -382,6 +382,8 @@ def _manifest(plan: dict[str, Any], jobs: list[dict[str, Any]], done: dict[str, 
             "beats": beats,
             "unclassified_beats": sum(m["unclassified_beats"] for m in metas),
             "beats_outside_signal": sum(m.get("beats_outside_signal", 0) for m in metas),
+            "invalid_samples": sum(m.get("invalid_samples", 0) for m in metas),
+            "beats_near_gap": sum(m.get("beats_near_gap", 0) for m in metas),
             "class_counts": np.sum([m["class_counts"] for m in metas], axis=0).astype(int).tolist(),
             "rhythm_counts": np.sum([m["rhythm_counts"] for m in metas], axis=0).astype(int).tolist(),
         },
@@ -418,7 +420,7 @@ def run(args: argparse.Namespace) -> int:
         kwargs = _from_run_dir(args.run_dir) if args.run_dir else _from_flags(args)
         kwargs["skip_bad_records"] = kwargs["skip_bad_records"] or bool(args.skip_bad_records)
     except UsageError as exc:
-        print(f"hlm-train prepare: error: {exc}", file=sys.stderr)
+        print(f"hlm-train: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
         t0 = time.perf_counter()
@@ -427,7 +429,7 @@ def run(args: argparse.Namespace) -> int:
 
         m = json.loads((shard / shards.MANIFEST).read_text())
     except DataError as exc:
-        print(f"hlm-train prepare: bad input data: {exc}", file=sys.stderr)
+        print(f"hlm-train: bad input data: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     print(describe(m, shard, time.perf_counter() - t0))
     return 0

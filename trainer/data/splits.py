@@ -105,7 +105,7 @@ def plan_split(names: Iterable[str], options: dict[str, Any] | None = None, wher
         patients = _by_pattern(ordered, opts["patient_pattern"], where)
         return _grouped(ordered, patients, "patient_pattern",
                         f"records grouped by patient with patient_pattern {opts['patient_pattern']!r}")
-    if is_mitdb(ordered):
+    if is_mitdb(ordered) and any(n in DS1 for n in ordered):
         train = [n for n in ordered if n in DS1]
         test = [n for n in ordered if n in DS2]
         reason = ("every record is an MIT-BIH Arrhythmia record: AAMI inter-patient split, DS1 train, DS2 test, "
@@ -116,9 +116,11 @@ def plan_split(names: Iterable[str], options: dict[str, Any] | None = None, wher
     patients, how = default_patients(ordered)
     if patients:
         return _grouped(ordered, patients, "patient-in-name", f"records grouped by patient ({how})")
-    return _grouped(ordered, {n: n for n in ordered}, "one-record-per-patient",
-                    "record names carry no patient id, so each record is its own patient; if one patient has "
-                    "several records, give patient_pattern or test_records")
+    how = ("every record is an MIT-BIH Arrhythmia record but none is in DS1, so the AAMI inter-patient split "
+           "would leave nothing to train on; each record is its own patient" if is_mitdb(ordered) else
+           "record names carry no patient id, so each record is its own patient; if one patient has "
+           "several records, give patient_pattern or test_records")
+    return _grouped(ordered, {n: n for n in ordered}, "one-record-per-patient", how)
 
 
 def with_train_only(split: Split, names: list[str], databases: list[str]) -> Split:

@@ -91,6 +91,10 @@ def _check_inside(rec: Record, sample: np.ndarray, ann_source: str) -> None:
     held = rec.samples_held()
     if held is None:
         return  # neither the header nor a signal file says how long the record is
+    if held == 0:
+        raise DataError(f"{rec.source}: the record holds no samples (its sample count is 0, as in the layout "
+                        f"header of a multi-segment record), so none of the {len(sample):,} beats of "
+                        f"{Path(ann_source).name} lies inside it")
     outside = (sample < 0) | (sample * rec.fs >= held * rec.time_base)
     if not outside.any():
         return
