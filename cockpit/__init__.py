@@ -1,3 +1,3 @@
-"""HLM scaling cockpit: the laptop side. Importing it must stay cheap and must never import torch."""
+"""HLM scaling cockpit: the laptop side. Importing it must stay cheap and must never import torch.
 
-__version__ = "0.1.0"
+Its version is the installed distribution's (trainer.installed_version, `cockpit --version`)."""

@@ -9,6 +9,8 @@ import argparse
 import importlib
 import sys
 
+from trainer import VersionAction
+
 COMMANDS = {
     "plan": "print a study's configuration matrix, job count and node-hour estimate",
     "preflight": "check a study's environment, GPUs, links, data and storage with one short job per node count",
@@ -25,6 +27,7 @@ COMMANDS = {
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cockpit", description="HLM scaling cockpit")
+    parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in COMMANDS.items():
         module = _module(name)

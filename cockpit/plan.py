@@ -136,7 +136,8 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
             if pred is not None and (flag := prediction.memory_flag(pred, base, gpu_bytes)):
                 over_memory[cfg.label] = flag
         run = runs.get(cfg.config_id) if status == "done" else None
-        hours = (run or pred).node_hours if (run or pred) is not None else study.node_hours(cfg)
+        figures = run or pred
+        hours = figures.node_hours if figures is not None else study.node_hours(cfg)
         lines.append(PlanLine(cfg.label, hours, status, cfg.config_id, pred, cfg.group_id, run))
     c = study.cluster
     basis = (f"{c.expected_minutes:g} min expected per run" if c.expected_minutes is not None

@@ -277,8 +277,7 @@ def recorded_inputs(study: Study, store_path: Path | None, baselines: Sequence[d
     `cores`: a node's cores as the backend sees them, for the plan's "too big"."""
     if store_path is None or not store_path.exists():
         return Inputs(list(baselines), cores=cores)
-    from cockpit.store import preflights
-    from cockpit.store import StudyStore
+    from cockpit.store import StudyStore, preflights
 
     store = StudyStore(store_path, read_only=True)
     try:

@@ -13,11 +13,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainer import download, rundir
+from trainer import VersionAction, download, rundir
 from trainer.config_flags import (
     UsageError,
     add_data_flags,
     add_key_flag,
+    error,
     split_from_flags,
     tokenizer_from_flags,
 )
@@ -26,12 +27,24 @@ from trainer.environment import is_main_rank
 
 # every key with a flag: the data keys of config.json, then every model, axis and training key of the registry
 TRAIN_KEYS: tuple[ConfigKey, ...] = tuple(k for k in (*CONFIG_DATA_KEYS, *KEYS) if k.flag != "")
+# the help's group of each registry section (the sweep's dataset key goes with the data keys)
+TRAIN_GROUPS = {"data": ("data", "where the tokens come from: config.json's data keys"),
+                "sweep": ("data", ""),
+                "model": ("model", "the [model] keys of a study file"),
+                "train": ("training", "the [train] keys and the sweep axes of a study file")}
+TRAIN_DESCRIPTION = ("Train one run: one plain process or one torchrun rank. Reads RUN_DIR/config.json (the cockpit "
+                     "writes it); each flag sets one of its keys. Without a config.json the flags describe the "
+                     "whole run, which is then written to config.json, so that a resume sees the same run.")
 
 
 def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-dir", required=True, type=Path, help="run directory (reads config.json if present)")
+    groups: dict[str, argparse._ArgumentGroup] = {}
     for k in TRAIN_KEYS:
-        add_key_flag(p, k, f"config key {k.dest}")
+        title, text = TRAIN_GROUPS[k.section]
+        if title not in groups:
+            groups[title] = p.add_argument_group(title, text or None)
+        add_key_flag(groups[title], k, f"config key {k.dest}")
     add_data_flags(p)
 
 
@@ -72,7 +85,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         config, fresh = build_config(args)
         settings = from_config(args.run_dir, config, str(args.run_dir / rundir.CONFIG_FILE))
     except (ConfigError, UsageError, rundir.RunDirError) as exc:
-        print(f"hlm-train train: {exc}", file=sys.stderr)
+        error(str(exc))
         if is_main_rank():
             rundir.write_exit(args.run_dir, rundir.EXIT_USAGE, str(exc))
         return rundir.EXIT_USAGE
@@ -91,13 +104,12 @@ def cmd_probe(args: argparse.Namespace) -> int:
     from trainer import distributed, probe
 
     if args.bytes < 4:
-        print(f"hlm-train probe: --bytes must be at least 4, got {args.bytes}", file=sys.stderr)
+        error(f"--bytes must be at least 4, got {args.bytes}")
         return rundir.EXIT_USAGE
     d = distributed.setup(args.device)
     try:
         if not d.enabled:
-            print("hlm-train probe: needs at least 2 processes (torchrun --nproc-per-node 2 -m trainer probe)",
-                  file=sys.stderr)
+            error("probe needs at least 2 processes (torchrun --nproc-per-node 2 -m trainer probe)")
             return rundir.EXIT_USAGE
         result = probe.all_reduce_probe(d, args.bytes, args.nodes)
         if d.is_main:
@@ -114,7 +126,7 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     try:
         return preflight.run(args.run_dir)
     except rundir.RunDirError as exc:
-        print(f"hlm-train preflight: {exc}", file=sys.stderr)
+        error(str(exc))
         return rundir.EXIT_USAGE
 
 
@@ -133,7 +145,21 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_prepare(args: argparse.Namespace) -> int:
     from trainer.data import prepare
 
-    return int(prepare.run(args) or 0)
+    try:
+        return int(prepare.run(args) or 0)
+    except OSError as exc:  # a file that cannot be written or read: one line naming it, no traceback
+        return _file_refusal(exc, args.out)
+
+
+def _file_refusal(exc: OSError, out: Path | None) -> int:
+    """An unusable --out is a bad command line (exit code 2, the flag named); another file, bad input data (3)."""
+    where = Path(exc.filename) if exc.filename else None
+    what = exc.strerror or str(exc)
+    if out is not None and where is not None and (where == out or out in where.parents or where in out.parents):
+        error(f"--out {out}: cannot write the token cache there ({what}: {where}); choose a directory you can write")
+        return rundir.EXIT_USAGE
+    error(f"{where or 'a file'}: {what}")
+    return rundir.EXIT_BAD_INPUT
 
 
 def cmd_download(args: argparse.Namespace) -> int:
@@ -142,8 +168,11 @@ def cmd_download(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hlm-train", description="Heart Language Model trainer (cluster side).")
+    p.add_argument("--version", action=VersionAction)
     sub = p.add_subparsers(dest="command", required=True)
-    prep = sub.add_parser("prepare", help="tokenize ECG records into shards (idempotent)")
+    prep = sub.add_parser("prepare", help="tokenize ECG records into shards (idempotent)",
+                          description="Tokenize ECG records (a PhysioNet-style folder, or the synthetic generator) "
+                                      "into token shards under --out; a second call with the same inputs reuses them.")
     try:
         from trainer.data import prepare
 
@@ -159,7 +188,8 @@ def parser() -> argparse.ArgumentParser:
     pre = sub.add_parser("preflight", help="check this job's environment, devices, links, data and storage")
     pre.add_argument("--run-dir", required=True, type=Path, help="directory with the preflight's config.json")
     pre.set_defaults(func=cmd_preflight)
-    train = sub.add_parser("train", help="train one run (one plain process or one torchrun rank)")
+    train = sub.add_parser("train", help="train one run (one plain process or one torchrun rank)",
+                           description=TRAIN_DESCRIPTION, usage="%(prog)s --run-dir RUN_DIR [--KEY VALUE ...]")
     _add_train_arguments(train)
     train.set_defaults(func=cmd_train)
     ens = sub.add_parser("ensemble", help="score finished fine-tune runs together (mean of their probabilities)")

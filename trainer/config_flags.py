@@ -6,14 +6,24 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from collections.abc import Iterable
 from typing import Any
 
 from trainer.config_keys import TOKENIZER_KEYS, ConfigKey
+from trainer.data.errors import DataError
+from trainer.data.tokenizer_keys import canonical
+
+Flags = argparse._ActionsContainer  # a parser or one of its argument groups: where a flag is added
 
 
 class UsageError(ValueError):
     """A bad command line; exit code 2."""
+
+
+def error(message: str) -> None:
+    """`hlm-train: <message>` on stderr: the one form of every refusal of the trainer's command line."""
+    print(f"hlm-train: {message}", file=sys.stderr)
 
 
 def _type(k: ConfigKey) -> Any:
@@ -22,9 +32,9 @@ def _type(k: ConfigKey) -> Any:
     return str  # a lead is an index or a name: _value turns digits into an index
 
 
-def add_key_flag(p: argparse.ArgumentParser, k: ConfigKey, where: str, choices: bool = True) -> None:
+def add_key_flag(p: Flags, k: ConfigKey, where: str, choices: bool = True) -> None:
     """`--name` for one key (`--compile / --no-compile` for a true/false key); dest is the key's name.
-    ``choices`` False leaves a value to the key's own validator (a tokenizer table's, exit code 3)."""
+    ``choices`` False leaves a value to the key's own validator (tokenizer_from_flags: its words, exit code 2)."""
     flag = "--" + k.flag_name
     shown = "" if k.default is None else f", default {k.default}"
     text = f"{k.help} ({where}{shown})"
@@ -40,17 +50,20 @@ def add_key_flag(p: argparse.ArgumentParser, k: ConfigKey, where: str, choices: 
 
 def add_data_flags(p: argparse.ArgumentParser) -> None:
     """Every tokenizer key (`--tokenizer`, `--vocab`, `--highpass`, `--records`, ...), the split and
-    `--skip-bad-records`: the same flags in `train` and `prepare`, as the study file's [data] names them."""
+    `--skip-bad-records`: the same flags in `train` and `prepare`, as the study file's [data] names them,
+    in two groups of the help."""
+    tokenizer = p.add_argument_group("tokenizer", "the [data.tokenizer] keys of a study file")
     for k in TOKENIZER_KEYS:
-        add_key_flag(p, k, f"tokenizer.{k.name}", choices=False)
-    p.add_argument("--skip-bad-records", action="store_true", default=None,
-                   help="leave out bad records (listed with their reason in the manifest and train.log)")
-    p.add_argument("--test-records", nargs="+", metavar="RECORD", default=None,
-                   help="the test split, explicitly, separated by commas or spaces: split.test_records")
-    p.add_argument("--patient-pattern", metavar="REGEX", default=None,
-                   help="regular expression extracting the patient id from a record name (its group 'patient', "
-                        "else its first group, else the match); the split keeps patients whole: "
-                        "split.patient_pattern")
+        add_key_flag(tokenizer, k, f"tokenizer.{k.name}", choices=False)
+    split = p.add_argument_group("records and split")
+    split.add_argument("--skip-bad-records", action="store_true", default=None,
+                       help="leave out bad records (listed with their reason in the manifest and train.log)")
+    split.add_argument("--test-records", nargs="+", metavar="RECORD", default=None,
+                       help="the test split, explicitly, separated by commas or spaces: split.test_records")
+    split.add_argument("--patient-pattern", metavar="REGEX", default=None,
+                       help="regular expression extracting the patient id from a record name (its group 'patient', "
+                            "else its first group, else the match); the split keeps patients whole: "
+                            "split.patient_pattern")
 
 
 def _value(k: ConfigKey, value: Any) -> Any:
@@ -85,12 +98,19 @@ def _records(values: Iterable[str], flag: str) -> list[str]:
 
 
 def tokenizer_from_flags(args: argparse.Namespace) -> dict[str, Any]:
-    """The tokenizer keys the command line gives (none given: an empty table)."""
+    """The tokenizer keys the command line gives (none given: an empty table), judged by the registry's
+    rules as any tokenizer table is: a bad value is a bad command line (UsageError, exit code 2), not bad data."""
     table: dict[str, Any] = {}
     for k in TOKENIZER_KEYS:
         value = getattr(args, k.name)
         if value is not None:
             table[k.name] = _records(value, "--records") if k.name == "records" else _value(k, value)
+    try:
+        canonical(table)
+    except DataError as exc:  # `tokenizer.name: expected ...` -> `--tokenizer (tokenizer.name): expected ...`
+        key, _, rest = str(exc).partition(":")
+        flag = next((f"--{k.flag_name} ({key})" for k in TOKENIZER_KEYS if key == f"tokenizer.{k.name}"), key)
+        raise UsageError(f"{flag}:{rest}") from None
     return table
 
 

@@ -115,15 +115,15 @@ def score(out: Path, members: list[Path], device: str = "auto") -> dict[str, Any
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     if len(args.members) < 2:
-        print("hlm-train ensemble: give at least two run directories", file=sys.stderr)
+        print("hlm-train: give at least two run directories", file=sys.stderr)
         return rundir.EXIT_USAGE
     try:
         summary = score(args.out, args.members, args.device)
     except ConfigError as exc:
-        print(f"hlm-train ensemble: {exc}", file=sys.stderr)
+        print(f"hlm-train: {exc}", file=sys.stderr)
         return rundir.EXIT_USAGE
     except DataError as exc:
-        print(f"hlm-train ensemble: {exc}", file=sys.stderr)
+        print(f"hlm-train: {exc}", file=sys.stderr)
         return rundir.EXIT_BAD_INPUT
     ev = summary["eval"]
     print(f"{args.out / rundir.ENSEMBLE_FILE}: {len(args.members)} members, {ev['samples']:,} test windows, macro-F1 "

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
+
+from cockpit.commands._args import error
 
 if TYPE_CHECKING:
     from cockpit.spec import Study
@@ -16,5 +17,5 @@ def load(path: str) -> Study | None:
     try:
         return load_study(path)
     except SpecError as exc:
-        print(f"cockpit: {exc}", file=sys.stderr)
+        error(str(exc))
         return None

@@ -8,6 +8,8 @@ import argparse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from cockpit.commands._args import error
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
@@ -16,27 +18,27 @@ if TYPE_CHECKING:
     from cockpit.whatif import Outcome
 
 
-def main(study: Study, args: argparse.Namespace, console: Console, err: Console,
+def main(study: Study, args: argparse.Namespace, console: Console,
          baselines: Callable[[], list[dict[str, Any]]]) -> int:
     """`baselines`: the results of `--baselines DIR` (cockpit.commands.plan.baseline_results)."""
-    from cockpit.session import store_path_for
+    from cockpit.session import node_cores, store_path_for
     from cockpit.store import StoreError
-    from cockpit.whatif import WhatIfError, predict, recorded_inputs, summary_lines
-
-    def fail(message: str) -> int:
-        err.print(f"error: {message}", style="bold red", markup=False, highlight=False, soft_wrap=True)
-        return 2
+    from cockpit.whatif import WhatIfError, predict, recorded_inputs, split_arguments, summary_lines
 
     if args.render:
-        return fail("--render writes the study's own scripts: give it without --what-if (a what-if is not run)")
+        return error("--render writes the study's own scripts: give it without --what-if (a what-if is not run)")
+    # the arguments joined and split again as the plan dialog splits a line: `sweep.gpus_per_node=[1, 2]`
+    # typed without quotes reaches here as two arguments and is one again
+    arguments = split_arguments(" ".join(args.what_if))
     try:
-        outcome = predict(study, args.what_if, recorded_inputs(study, store_path_for(study), baselines()))
+        inputs = recorded_inputs(study, store_path_for(study), baselines(), cores=node_cores(study))
+        outcome = predict(study, arguments, inputs)
     except (WhatIfError, StoreError, ValueError) as exc:  # ValueError: an unusable --baselines
-        return fail(str(exc))
+        return error(str(exc))
     console.print(what_if_table(outcome))
     console.print("\n".join(summary_lines(outcome)), markup=False, highlight=False, soft_wrap=True)
     for problem in outcome.inputs.problems:
-        err.print(f"error: {problem}", style="bold red", markup=False, highlight=False, soft_wrap=True)
+        error(problem)
     return 2 if outcome.inputs.problems else 0
 
 

@@ -1,4 +1,4 @@
-"""`cockpit compare STUDY_A STUDY_B`: two studies side by side (cockpit.compare), read as `cockpit report`
+"""`cockpit compare STUDY OTHER`: two studies side by side (cockpit.compare), read as `cockpit report`
 reads them (a study file or a store, never written), printed as cockpit.report.comparison words them."""
 
 from __future__ import annotations
@@ -7,13 +7,15 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cockpit.commands._args import STUDY, STUDY_OR_STORE_HELP, error
+
 if TYPE_CHECKING:
     from cockpit.prediction import Links
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("study_a", type=Path, help="the first study: its study file (.toml) or a store (.sqlite)")
-    parser.add_argument("study_b", type=Path, help="the second study, compared against the first")
+    parser.add_argument("study_a", type=Path, metavar=STUDY, help=STUDY_OR_STORE_HELP)
+    parser.add_argument("study_b", type=Path, metavar="OTHER", help="the study compared against it: " + STUDY_OR_STORE_HELP)
 
 
 def load(path: Path) -> tuple[str, list[dict[str, Any]], Links]:
@@ -34,8 +36,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         comparison = compare_paths(args.study_a, args.study_b)
     except ReportError as exc:
-        Console(stderr=True).print(f"error: {exc}", style="bold red", markup=False, highlight=False, soft_wrap=True)
-        return 2
+        return error(str(exc))
     for item in renderables(comparison):
         if isinstance(item, str):
             console.print(item, markup=False, highlight=False, soft_wrap=True)

@@ -9,12 +9,13 @@ store (.sqlite), read the same way and never written. The trackers are the optio
 from __future__ import annotations
 
 import argparse
-import sys
+
+from cockpit.commands._args import STUDY, STUDY_OR_STORE_HELP, error
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", metavar="STUDY", help="a study file (.toml) or a cockpit store (.sqlite)")
-    parser.add_argument("--study", help="which study of a store holding several")
+    parser.add_argument("source", metavar=STUDY, help=STUDY_OR_STORE_HELP)
+    parser.add_argument("--study", metavar="NAME", help="which study of a store holding several")
     parser.add_argument("--tensorboard", metavar="DIR",
                         help="write one TensorBoard run per configuration under DIR/<study>/ (tensorboard --logdir DIR)")
     parser.add_argument("--wandb", action="store_true",
@@ -33,16 +34,13 @@ def main(args: argparse.Namespace) -> int:
     from cockpit.report.trackers import TrackerMissing, export_tensorboard, export_wandb
 
     if not args.tensorboard and not args.wandb:
-        print("cockpit export: name a tracker: --tensorboard DIR and/or --wandb", file=sys.stderr)
-        return 2
+        return error("name a tracker: --tensorboard DIR and/or --wandb")
     if args.online and not args.wandb:
-        print("cockpit export: --online goes with --wandb", file=sys.stderr)
-        return 2
+        return error("--online goes with --wandb")
     try:
         data = load_study_data(args.source, args.study)
     except ReportError as exc:
-        print(f"cockpit export: {exc}", file=sys.stderr)
-        return 2
+        return error(str(exc))
     try:
         if args.tensorboard:
             done = export_tensorboard(data, args.tensorboard)
@@ -56,18 +54,15 @@ def main(args: argparse.Namespace) -> int:
             for e in done:
                 print(f"  {e.label}: {e.where} ({e.points} points)")
     except TrackerMissing as exc:
-        print(f"cockpit export: {exc}", file=sys.stderr)
-        return 2
+        return error(str(exc))
     except OSError as exc:  # an unwritable DIR: one line naming it
-        print(f"cockpit export: cannot write {exc.filename or ''} ({exc.strerror or exc})", file=sys.stderr)
-        return 2
+        return error(f"cannot write {exc.filename or ''} ({exc.strerror or exc})")
     except Exception as exc:  # the tracker's own refusal (no W&B login when --online, ...): one line
         if type(exc).__module__.split(".")[0] != "wandb":
             raise
-        print(f"cockpit export: W&B: {exc}", file=sys.stderr)
-        return 2
+        return error(f"W&B: {exc}")
     finally:
         data.close()
     for problem in data.input.problems:  # exported without these runs, as the report is written without them
-        print(f"cockpit export: {data.input.source}: {problem}", file=sys.stderr)
+        error(f"{data.input.source}: {problem}")
     return 2 if data.input.problems else 0

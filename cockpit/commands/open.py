@@ -1,15 +1,16 @@
-"""`cockpit open study.toml|store.sqlite`: the terminal cockpit on a study (plan, submit, follow)."""
+"""`cockpit open STUDY`: the terminal cockpit on a study file (plan, submit, follow) or a store (browse)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+
+from cockpit.commands._args import STUDY, STUDY_OR_STORE_HELP, error
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", help="a study file (.toml) or a cockpit store (.sqlite) to browse")
-    parser.add_argument("--study", help="which study of a store holding several")
+    parser.add_argument("target", metavar=STUDY, help=STUDY_OR_STORE_HELP + " to browse")
+    parser.add_argument("--study", metavar="NAME", help="which study of a store holding several")
     parser.add_argument("--force", action="store_true", help="submit even if the estimate exceeds the budget")
     parser.add_argument("--resubmit-failed", action="store_true", help="submit failed configurations again")
     parser.add_argument("--skip-preflight", action="store_true",
@@ -24,16 +25,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from cockpit.commands._args import not_positive
+    from cockpit.report.source import ReportError, study_or_store
 
     target = Path(args.target)
-    if not target.exists():
-        print(f"cockpit open: {target}: no such file (expected a study .toml or a store .sqlite)", file=sys.stderr)
-        return 2
+    try:
+        kind = study_or_store(target)
+    except ReportError as exc:
+        return error(str(exc))
     problem = not_positive("--poll", args.poll)
     if problem:
-        print(f"cockpit open: {problem}", file=sys.stderr)
-        return 2
-    if target.suffix == ".toml":
+        return error(problem)
+    if kind == "study":
         return _open_study(target, args)
     return _open_store(target, args)
 
@@ -61,13 +63,13 @@ def _open_study(path: Path, args: argparse.Namespace) -> int:
 
 
 def _open_store(path: Path, args: argparse.Namespace) -> int:
+    from cockpit.report.source import ReportError
     from cockpit.store import StoreError
 
     try:
         app, store = browse(path, args.study, poll=args.poll, compare_with=args.compare)
-    except StoreError as exc:
-        print(f"cockpit open: {exc}", file=sys.stderr)
-        return 2
+    except (StoreError, ReportError) as exc:
+        return error(str(exc))
     try:
         app.run()
     finally:
@@ -78,15 +80,14 @@ def _open_store(path: Path, args: argparse.Namespace) -> int:
 def browse(path: Path, study: str | None = None, *, poll: float | None = 2.0, **app_options):  # noqa: ANN201
     """(CockpitApp, StudyStore) browsing a store: read-only, so the file is never written and nothing is left
     beside it, even in a read-only directory; a store a live cockpit is writing is re-read at every poll.
-    Raises StoreError naming the file. The caller runs the app and closes the store."""
-    from cockpit.store import StoreError, StudyStore
+    Raises StoreError naming the file, or ReportError for a study it does not hold (in the report's words).
+    The caller runs the app and closes the store."""
+    from cockpit.report.source import pick_study
+    from cockpit.store import StudyStore
 
     store = StudyStore(path, read_only=True)
     try:
-        names = store.study_names()
-        name = study or (names[0] if len(names) == 1 else None)
-        if name not in names:
-            raise StoreError(f"{path}: name one study with --study (it holds {', '.join(names) or 'none'})")
+        name = pick_study(path, store.study_names(), study)
     except BaseException:
         store.close()
         raise
@@ -102,6 +103,5 @@ def _exit_code(app) -> int:  # noqa: ANN001 - a CockpitApp, imported lazily
     without local variables, just before)."""
     code = app.return_code or 0
     if code:
-        print(f"cockpit open: the cockpit stopped on an error (exit code {code}); see the traceback above",
-              file=sys.stderr)
+        error(f"the cockpit stopped on an error (exit code {code}); see the traceback above")
     return code

@@ -1,4 +1,4 @@
-"""`cockpit plan study.toml`: the configuration matrix grouped by baseline, job count, node-hours."""
+"""`cockpit plan STUDY`: the configuration matrix grouped by baseline, job count, node-hours."""
 
 from __future__ import annotations
 
@@ -6,19 +6,24 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cockpit import labels
+from cockpit.commands._args import STUDY, STUDY_FILE_HELP, error
 from trainer.config_keys import AXIS, AXIS_KEYS
+from trainer.rundir import RESULT_FILE
 
 if TYPE_CHECKING:
     from cockpit.plan import Plan
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("study", type=Path, help="study TOML file")
+    # optional here only so that `--what-if KEY=VALUE STUDY` works too (main finds it among the what-ifs)
+    parser.add_argument("study", type=Path, nargs="?", metavar=STUDY, help=STUDY_FILE_HELP)
     parser.add_argument("--render", type=Path, metavar="DIR", help="also write every batch script into DIR")
-    parser.add_argument("--limit", type=int, default=0, help="show at most this many rows (0 = all)")
+    parser.add_argument("--limit", type=int, default=0, metavar="N",
+                        help="stop after the baseline group that reaches N rows (0 = every row)")
     parser.add_argument("--baselines", type=Path, metavar="DIR",
-                        help="predict from the result.json files under DIR (baselines recorded elsewhere), "
-                             "besides the study's own store")
+                        help=f"predict from the {RESULT_FILE} files under DIR (baselines recorded elsewhere; or one "
+                             f"{RESULT_FILE}), besides the study's own store")
     parser.add_argument("--what-if", dest="what_if", action="extend", nargs="+", metavar="KEY=VALUE", default=[],
                         help="predict the study with KEY (train.bucket_cap_mb, sweep.gpus_per_node, ...) set to "
                              "VALUE (a TOML literal) from its recorded runs, beside the study as recorded")
@@ -29,13 +34,16 @@ def main(args: argparse.Namespace) -> int:
 
     from cockpit.spec import SpecError, load_study
 
+    study_path = args.study or _study_among_what_ifs(args.what_if)
+    if study_path is None:
+        return error(f"plan: give the study file: cockpit plan {STUDY} [--what-if KEY=VALUE ...]")
+    if args.limit < 0:
+        return error(f"--limit must be 0 (every row) or more, got {args.limit}")
     console = Console()
-    err = Console(stderr=True)
     try:
-        study = load_study(args.study)
+        study = load_study(study_path)
     except SpecError as exc:
-        err.print(f"error: {exc}", style="bold red", markup=False, highlight=False, soft_wrap=True)
-        return 2
+        return error(str(exc))
     from cockpit.launch.slurm.render import check_scripts
     from cockpit.launch.slurm.sites import SiteError
     from cockpit.store import StoreError
@@ -43,43 +51,61 @@ def main(args: argparse.Namespace) -> int:
     if args.what_if:  # the changed study predicted from the recorded one (cockpit.whatif)
         from cockpit.commands._whatif import main as what_if_main
 
-        return what_if_main(study, args, console, err, lambda: baseline_results(args.baselines))
+        return what_if_main(study, args, console, lambda: baseline_results(args.baselines))
     try:
         if study.cluster.kind == "slurm":
             check_scripts(study)  # what `cockpit run` would refuse, refused now (the error names the key)
         plan, store_path, problems = current_plan(study, baseline_results(args.baselines))
     except (ValueError, SiteError, StoreError) as exc:
-        err.print(f"error: {exc}", style="bold red", markup=False, highlight=False, soft_wrap=True)
-        return 2
-    console.print(plan_table(study, args.limit, plan, console=console))
-    console.print(plan_summary(study, plan, store_path), highlight=False)
-    if args.render:
+        return error(str(exc))
+    rendered = None
+    if args.render:  # written before the plan is printed, so that a refusal is the only thing printed
         from cockpit.launch.slurm.render import render_study_scripts
 
         try:
-            paths = render_study_scripts(study, args.render)
+            rendered = render_study_scripts(study, args.render)
         except OSError as exc:  # an unwritable --render directory: one line naming it
             what = exc.strerror or str(exc)
-            err.print(f"error: --render {args.render}: cannot write the batch scripts there ({what}); choose a "
-                      "directory you can write", style="bold red", markup=False, highlight=False, soft_wrap=True)
-            return 2
-        console.print(f"wrote {len(paths)} batch scripts to {args.render}", highlight=False)
+            return error(f"--render {args.render}: cannot write the batch scripts there ({what}); choose a "
+                         "directory you can write")
+    console.print(plan_table(study, args.limit, plan, console=console))
+    console.print(plan_summary(study, plan, store_path), highlight=False)
+    if rendered is not None:
+        console.print(f"wrote {len(rendered)} batch scripts to {args.render}", highlight=False)
     for problem in problems:  # the plan was made without these runs' results
-        err.print(f"error: {problem}", style="bold red", markup=False, highlight=False, soft_wrap=True)
+        error(problem)
     return 2 if problems else 0
 
 
+def _study_among_what_ifs(what_ifs: list[str]) -> Path | None:
+    """`cockpit plan --what-if KEY=VALUE STUDY`: the study file that --what-if took as one of its values (the
+    last one without a `=`, which a KEY=VALUE always has); it is taken out of the list."""
+    for index in range(len(what_ifs) - 1, -1, -1):
+        if "=" not in what_ifs[index]:
+            return Path(what_ifs.pop(index))
+    return None
+
+
 def baseline_results(baselines: Path | None) -> list[dict]:
-    """Every result.json under `--baselines DIR` (baselines recorded elsewhere, to predict from). A
-    directory without any, or an unreadable result, is an error naming the path."""
+    """Every result.json under `--baselines DIR` (baselines recorded elsewhere, to predict from), or the one
+    result.json given. A directory without any, or an unreadable result, is an error naming the path."""
     from trainer.rundir import RunDirError, read_result
 
     results: list[dict] = []
     if baselines is None:
         return results
-    if not baselines.is_dir():
-        raise ValueError(f"--baselines {baselines}: no such directory")
-    for path in sorted(baselines.rglob("result.json")):
+    if baselines.is_file():
+        if baselines.name != RESULT_FILE:
+            raise ValueError(f"--baselines {baselines}: expected a directory with {RESULT_FILE} files below it, or "
+                             f"one {RESULT_FILE}; found another file")
+        baselines = baselines.parent
+        paths = [baselines / RESULT_FILE]
+    elif baselines.is_dir():
+        paths = sorted(baselines.rglob(RESULT_FILE))
+    else:
+        raise ValueError(f"--baselines {baselines}: no such file or directory (expected a directory with "
+                         f"{RESULT_FILE} files below it)")
+    for path in paths:
         try:
             result = read_result(path.parent)
         except RunDirError as exc:
@@ -87,7 +113,7 @@ def baseline_results(baselines: Path | None) -> list[dict]:
         if result is not None:
             results.append(result)
     if not results:
-        raise ValueError(f"--baselines {baselines}: no result.json below it")
+        raise ValueError(f"--baselines {baselines}: no {RESULT_FILE} below it")
     return results
 
 
@@ -156,15 +182,17 @@ def _plan_table(study, limit: int, plan: Plan, layout: str):
     varying = [axis for axis, values in study.sweep.items() if len(values) > 1 and axis not in SCALE_AXES]
     fixed = ", ".join(f"{axis}={values[0]}" for axis, values in study.sweep.items() if len(values) == 1 and axis not in SCALE_AXES)
     lines = {line.config_id: line for line in plan.lines}
-    predicted = any(line.predicted is not None for line in lines.values())
+    predicted = any(line.figures is not None for line in lines.values())
+    done = any(line.measured is not None for line in lines.values())
     legend = []
     if layout == "label":
         legend.append("configuration: " + " ".join(_label_word(a) for a in varying) + " NxG")
     else:
         legend += [f"{SHORT_HEADERS[a]} {a}" for a in varying if SHORT_HEADERS[a] != a and a != "dataset"]
-    legend.append("NxG nodes x GPUs per node")
+    legend.append(f"NxG nodes x {labels.worker_word(plan.device)} per node")
     if predicted:
-        legend.append("T s, S, node-h: predicted from the group's finished 1x1 baseline")
+        legend.append("T s, S, node-h: " + ("measured where done (the report's figures), else " if done else "")
+                      + "predicted from the group's finished 1x1 baseline")
     if any(line.status == "too big" for line in plan.lines):
         legend.append(f"too big: more cores than a node's {plan.node_cores}")
     caption = "; ".join(legend) + (f"; fixed: {fixed}" if fixed else "")
@@ -198,7 +226,7 @@ def _plan_table(study, limit: int, plan: Plan, layout: str):
             status = line.status if line else "submit"
             if cfg.is_baseline:
                 status += " (baseline)"
-            p = line.predicted if line else None
+            p = line.figures if line else None
             cells = (f"{p.t_s:.1f}" if p.t_s < 1000 else f"{p.t_s:.0f}", f"{p.speedup:.2f}x",
                      hours(p.node_hours)) if p else ("-", "-", "-")
             scale = f"{cfg.nodes}x{cfg.gpus_per_node}"

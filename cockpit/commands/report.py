@@ -1,16 +1,17 @@
-"""`cockpit report study.toml|store.sqlite --out DIR`: Markdown, CSV, HTML and PNG figures of a study."""
+"""`cockpit report STUDY --out DIR`: Markdown, CSV, HTML and PNG figures of a study (file or store)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+
+from cockpit.commands._args import STUDY, STUDY_OR_STORE_HELP, error
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", help="a study file (.toml) or a cockpit store (.sqlite)")
+    parser.add_argument("source", metavar=STUDY, help=STUDY_OR_STORE_HELP)
     parser.add_argument("--out", required=True, metavar="DIR", help="directory for report.md, report.html, ...")
-    parser.add_argument("--study", help="which study of a store holding several")
+    parser.add_argument("--study", metavar="NAME", help="which study of a store holding several")
     parser.add_argument("--compare", metavar="OTHER",
                         help="add a section comparing the study with OTHER (a study file or a store), as `cockpit "
                              "compare STUDY OTHER` prints it")
@@ -23,8 +24,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         inp = load_input(args.source, args.study)
     except ReportError as exc:
-        print(f"cockpit report: {exc}", file=sys.stderr)
-        return 2
+        return error(str(exc))
     comparison = None
     if args.compare:
         from cockpit.report.comparison import Loaded, compare_loaded, load, site_links_of
@@ -33,18 +33,16 @@ def main(args: argparse.Namespace) -> int:
             own = Loaded(inp.study, inp.results, site_links_of(args.source))
             comparison = compare_loaded(own, load(args.compare))
         except ReportError as exc:
-            print(f"cockpit report: --compare: {exc}", file=sys.stderr)
-            return 2
+            return error(f"--compare: {exc}")
     try:
         files = write_report(inp, args.out, comparison=comparison)
     except OSError as exc:  # an unwritable, full or missing --out: one line naming it, no traceback
-        print(f"cockpit report: {write_failure(args.out, exc)}", file=sys.stderr)
-        return 2
+        return error(write_failure(args.out, exc))
     print(f"{inp.study}: {len(inp.results)} results, {files.configurations} configurations")
     for path in (files.markdown, files.html, files.csv, *(f.path for f in files.figures.values())):
         print(f"  {path}")
     for problem in inp.problems:  # the report was written without these runs
-        print(f"cockpit report: {inp.source}: {problem}", file=sys.stderr)
+        error(f"{inp.source}: {problem}")
     return 2 if inp.problems else 0
 
 

@@ -1,4 +1,4 @@
-"""`cockpit run [--headless] study.toml`: submit a study and follow it to the end, then write its report.
+"""`cockpit run [--headless] STUDY`: submit a study and follow it to the end, then write its report.
 
 Headless, progress goes to stdout as plain lines (a rich progress bar on a terminal); the exit status is
 non-zero when any configuration failed, so a batch pipeline can tell.
@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from cockpit.commands._args import STUDY, STUDY_FILE_HELP, error
 from cockpit.commands.progress import PlainProgress, RichProgress
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ EXIT_REFUSED = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("study", help="the study file (.toml)")
+    parser.add_argument("study", metavar=STUDY, help=STUDY_FILE_HELP)
     parser.add_argument("--headless", action="store_true", help="no screen: progress lines, then the report")
     parser.add_argument("--out", metavar="DIR", help="report directory (default: <study dir>/report or ./<study>-report)")
     parser.add_argument("--force", action="store_true", help="start even if the estimate exceeds the budget")
@@ -46,13 +47,11 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_REFUSED
     problem = not_positive("--timeout", args.timeout)
     if problem:
-        print(f"cockpit run: {problem}", file=sys.stderr)
-        return EXIT_REFUSED
+        return error(problem)
     session = open_session(study, force=args.force, resubmit_failed=args.resubmit_failed,
                            baseline_first=args.baseline_first, preflight=not args.skip_preflight)
     if args.json and not args.headless:
-        print("cockpit run: --json needs --headless (the screen has no JSON form)", file=sys.stderr)
-        return EXIT_REFUSED
+        return error("--json needs --headless (the screen has no JSON form)")
     if not args.headless:
         from cockpit.tui.app import CockpitApp
         from cockpit.tui.live import LiveController
@@ -88,20 +87,17 @@ async def run_headless(session: StudySession, out: Path, *, timeout_s: float | N
             await session.runner.start()
         except PreflightFailed as exc:
             progress.close()
-            print(f"cockpit run: {exc} (fix the study file and run again, or --skip-preflight)", file=sys.stderr)
-            return EXIT_REFUSED
+            return error(f"{exc} (fix the study file and run again, or --skip-preflight)")
         except BudgetExceeded as exc:
-            print(f"cockpit run: {exc} (use --force to start anyway)", file=sys.stderr)
-            return EXIT_REFUSED
+            return error(f"{exc} (use --force to start anyway)")
         except BackendError as exc:
-            print(f"cockpit run: cannot start {session.study.name}: {exc}", file=sys.stderr)
-            return EXIT_REFUSED
+            return error(f"cannot start {session.study.name}: {exc}")
         progress.tick(None)
         try:
             await session.runner.run(timeout_s=timeout_s, on_tick=progress.tick)
         except (TimeoutError, BackendError) as exc:
             progress.close()
-            print(f"cockpit run: {exc} (the store keeps everything so far; run again to resume)", file=sys.stderr)
+            error(f"{exc} (the store keeps everything so far; run again to resume)")
             return EXIT_FAILED
         progress.close()
     finally:

@@ -14,18 +14,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cockpit.commands._args import RUN, error
 from trainer.rundir import RESULT_FILE, TRACE_INDEX_FILE, TRACES_DIR
 
 if TYPE_CHECKING:
     from cockpit.traces import TraceSummary
 
-EXIT_NO_TRACES = 1
-EXIT_USAGE = 2
 MAX_TRACE_BYTES = 1 << 30  # a trace larger than this is not read over the connection
 Reader = Callable[[str], Awaitable[bytes | None]]  # a file of the run directory by its relative path
 
@@ -35,7 +33,7 @@ class TraceCommandError(Exception):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run", nargs="+", metavar="RUN",
+    parser.add_argument("run", nargs="+", metavar=RUN,
                         help="a run directory or one trace file; or STUDY CONFIG_ID: a study file and a "
                              "configuration id (or its unique start), read through the study's backend")
     parser.add_argument("--cycle", type=int, metavar="STEP",
@@ -48,17 +46,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     if len(args.run) > 2:
-        print("cockpit trace: expected RUN (a run directory or trace file) or STUDY CONFIG_ID, got "
-              f"{len(args.run)} arguments", file=sys.stderr)
-        return EXIT_USAGE
+        return error(f"trace: expected {RUN} (a run directory or trace file) or STUDY CONFIG_ID, got "
+                     f"{len(args.run)} arguments")
     try:
         if len(args.run) == 1:
             lines = asyncio.run(_local(Path(args.run[0]), args))
         else:
             lines = asyncio.run(_study(args.run[0], args.run[1], args))
-    except TraceCommandError as exc:
-        print(f"cockpit trace: {exc}", file=sys.stderr)
-        return EXIT_NO_TRACES
+    except TraceCommandError as exc:  # nothing to summarise where it was asked: bad input, as in every command
+        return error(str(exc))
+    except OSError as exc:
+        return error(f"{exc.filename or args.run[0]}: cannot read it ({exc.strerror or exc})")
     print("\n".join(lines))
     return 0
 
@@ -83,12 +81,13 @@ async def _local(path: Path, args: argparse.Namespace) -> list[str]:
 
 async def _study(study_file: str, config_id: str, args: argparse.Namespace) -> list[str]:
     from cockpit.backend import BackendError
-    from cockpit.commands._study import load
     from cockpit.session import backend_for
+    from cockpit.spec import SpecError, load_study
 
-    study = load(study_file)
-    if study is None:
-        raise TraceCommandError(f"{study_file}: not a readable study file (see above)")
+    try:
+        study = load_study(study_file)
+    except SpecError as exc:
+        raise TraceCommandError(str(exc)) from exc
     matches = [c for c in study.matrix() if c.config_id == config_id] or \
               [c for c in study.matrix() if c.config_id.startswith(config_id)]
     if len(matches) != 1:

@@ -27,17 +27,41 @@ class ReportInput:
     runs: Path | None = None
 
 
+STORE_SUFFIXES = (".sqlite", ".db", ".sqlite3")
+
+
+def study_or_store(path: Path) -> str:
+    """"study" for a study file, "store" for a cockpit store: what `cockpit open`, `report`, `export` and
+    `compare` take as STUDY, judged in one set of words (ReportError naming the path otherwise)."""
+    expected = "expected a study file (.toml) or a cockpit store (.sqlite)"
+    if path.is_dir():
+        raise ReportError(f"{path}: a directory; {expected}")
+    if not path.exists():
+        raise ReportError(f"{path}: no such file ({expected})")
+    if path.suffix == ".toml":
+        return "study"
+    if path.suffix in STORE_SUFFIXES:
+        return "store"
+    raise ReportError(f"{path}: {expected}, got {path.suffix or 'no suffix'}")
+
+
+def pick_study(path: Path, names: list[str], study_name: str | None) -> str:
+    """The study of a store to read: `study_name` (`--study`), else the only one it holds; ReportError
+    naming the store and what it holds otherwise."""
+    if study_name is None:
+        if len(names) != 1:
+            raise ReportError(f"{path}: holds {len(names)} studies ({', '.join(names) or 'none'}); name one with --study")
+        return names[0]
+    if study_name not in names:
+        raise ReportError(f"{path}: no study {study_name!r}; it holds {', '.join(names) or 'none'}")
+    return study_name
+
+
 def load_input(path: str | Path, study_name: str | None = None) -> ReportInput:
     """`study.toml` -> its store if one exists, else the result.json files of its local run directories;
     `*.sqlite` -> that store (the only study in it, or `study_name`)."""
     path = Path(path)
-    if not path.exists():
-        raise ReportError(f"{path}: no such file (expected a study .toml or a cockpit store .sqlite)")
-    if path.suffix == ".toml":
-        return _from_study(path)
-    if path.suffix in (".sqlite", ".db", ".sqlite3"):
-        return from_store(path, study_name)
-    raise ReportError(f"{path}: expected a study file (.toml) or a cockpit store (.sqlite), got {path.suffix or 'no suffix'}")
+    return _from_study(path) if study_or_store(path) == "study" else from_store(path, study_name)
 
 
 def _from_study(path: Path) -> ReportInput:
@@ -90,15 +114,7 @@ def from_store(path: Path, study_name: str | None = None) -> ReportInput:
         raise ReportError(str(exc)) from exc
     try:
         with store.reading():  # one look at the file, as it is now
-            names = store.study_names()
-            if study_name is None:
-                if len(names) != 1:
-                    raise ReportError(
-                        f"{path}: holds {len(names)} studies ({', '.join(names) or 'none'}); name one with --study"
-                    )
-                study_name = names[0]
-            elif study_name not in names:
-                raise ReportError(f"{path}: no study {study_name!r}; it holds {', '.join(names) or 'none'}")
+            study_name = pick_study(path, store.study_names(), study_name)
             snap = store.snapshot(study_name)
             key = store.study_key(study_name)
             results = list(store.results(key).values())

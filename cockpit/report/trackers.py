@@ -264,7 +264,7 @@ def wait_for_offline_log(run_dir: Path, timeout: float = OFFLINE_WAIT_S) -> bool
             return True
         if time.monotonic() >= deadline:
             where = logs[0] if logs else run_dir / "run-*.wandb"
-            print(f"cockpit export: W&B had not finished writing {where} after {timeout:g} s; it is completed "
+            print(f"cockpit: W&B had not finished writing {where} after {timeout:g} s; it is completed "
                   "when this process exits, `wandb sync` it after that", file=sys.stderr)
             return False
         time.sleep(0.02)

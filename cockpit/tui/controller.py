@@ -133,9 +133,10 @@ class RecordedController:
 def what_if_of(study: Study, store_path: Path | None, text: str) -> Outcome:
     """`KEY=VALUE ...` typed in the plan dialog, predicted as `cockpit plan --what-if` predicts it from the
     study's store (read-only)."""
+    from cockpit.session import node_cores
     from cockpit.whatif import predict, recorded_inputs, split_arguments
 
-    return predict(study, split_arguments(text), recorded_inputs(study, store_path))
+    return predict(study, split_arguments(text), recorded_inputs(study, store_path, cores=node_cores(study)))
 
 
 def downsample(series: list[GpuSeries], points: int = GPU_HISTORY_POINTS) -> list[GpuSeries]:

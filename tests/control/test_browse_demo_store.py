@@ -305,7 +305,7 @@ def test_an_unprivileged_user_browses_a_read_only_directory():
             cwd=out, capture_output=True, text=True, timeout=120,
         )
         assert refused.returncode == 2
-        assert refused.stderr.strip() == (f"cockpit report: --out {folder / 'r'}: cannot write there "
+        assert refused.stderr.strip() == (f"cockpit: --out {folder / 'r'}: cannot write there "
                                           "(Permission denied); choose a directory you can write")
         assert tree(folder) == before
     finally:
@@ -322,7 +322,7 @@ def test_report_into_an_unwritable_directory_is_one_line(demo: Path, capsys):
     assert cli(["report", str(demo / STORE), "--out", out]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
-    assert err.startswith(f"cockpit report: --out {out}: cannot write there (")
+    assert err.startswith(f"cockpit: --out {out}: cannot write there (")
     assert err.rstrip().endswith("; choose a directory you can write")
 
 

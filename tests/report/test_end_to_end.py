@@ -66,7 +66,7 @@ def test_unknown_host_key_stops_the_run_with_the_fix_and_submits_nothing(make_st
     env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg"), "PYTHONPATH": str(REPO)}
     run = cockpit("run", "--headless", str(spec), "--timeout", "60", env=env, timeout=120)
     assert run.returncode == 2, run.stdout + run.stderr
-    assert f"cockpit run: cannot start {name}:" in run.stderr
+    assert f"cockpit: cannot start {name}:" in run.stderr
     assert "ssh-keyscan" in run.stderr and "Traceback" not in run.stderr
     assert not (Path(load_study(spec).study_dir()) / "runs").exists()
 

@@ -270,7 +270,7 @@ def test_an_unfinished_offline_run_is_named(tmp_path: Path, capsys):
     log.parent.mkdir()
     log.write_bytes(WANDB_HEADER)  # what wandb-core has written of a small run until it closes the stream
     assert wait_for_offline_log(log.parent, timeout=0.1) is False
-    assert capsys.readouterr().err == (f"cockpit export: W&B had not finished writing {log} after 0.1 s; it is "
+    assert capsys.readouterr().err == (f"cockpit: W&B had not finished writing {log} after 0.1 s; it is "
                                        "completed when this process exits, `wandb sync` it after that\n")
 
 

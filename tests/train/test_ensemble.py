@@ -124,10 +124,10 @@ def test_cockpit_scores_names_what_it_cannot_read(members: list[Path], tmp_path:
     assert cockpit(["scores", str(tmp_path / "cut"), str(tmp_path), str(unscored), str(members[1])]) == 2
     captured = capsys.readouterr()
     err = captured.err.splitlines()
-    assert err[0].startswith(f"cockpit scores: {tmp_path / 'cut' / ENSEMBLE_FILE}: not valid JSON")
-    assert err[1] == (f"cockpit scores: {tmp_path}: expected result.json (a run) or ensemble.json (an ensemble), "
+    assert err[0].startswith(f"cockpit: {tmp_path / 'cut' / ENSEMBLE_FILE}: not valid JSON")
+    assert err[1] == (f"cockpit: {tmp_path}: expected result.json (a run) or ensemble.json (an ensemble), "
                       "found neither")
-    assert err[2] == f"cockpit scores: {unscored}: no `eval` (the run was not scored: train.eval = false)"
+    assert err[2] == f"cockpit: {unscored}: no `eval` (the run was not scored: train.eval = false)"
     assert captured.out.startswith(f"{members[1] / rundir.RESULT_FILE}\nModel quality: ")  # the good one still printed
 
     # an ensemble whose member has moved: the ensemble is printed, the member's line says what is missing

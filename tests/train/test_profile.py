@@ -105,7 +105,7 @@ def test_cockpit_trace_reads_a_local_studys_run_through_its_backend(profiled: Pa
     out = capsys.readouterr().out
     assert f"2 traces of {study.run_dir(cfg)}\n" in out
     assert out.count("top 10 operations by self time:") == 2
-    assert cockpit(["trace", str(study_file), "zzz"]) == 1
+    assert cockpit(["trace", str(study_file), "zzz"]) == 2
     assert "'zzz' names 0 configurations" in capsys.readouterr().err
 
 
@@ -155,7 +155,7 @@ def test_a_run_that_ends_inside_a_cycle_writes_what_it_recorded(tmp_path: Path) 
 
 def test_a_run_without_traces_says_how_to_get_them(tmp_path: Path, capsys) -> None:
     (tmp_path / "run").mkdir()
-    assert cockpit(["trace", str(tmp_path / "run")]) == 1
+    assert cockpit(["trace", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
     assert "no traces" in err and "[train] profile_active = N" in err
 

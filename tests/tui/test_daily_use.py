@@ -300,7 +300,7 @@ def test_cockpit_open_exits_non_zero_after_a_crash_without_local_variables(tmp_p
     assert out.returncode != 0, out.stderr
     assert "RuntimeError" in out.stderr and "boom in the app" in out.stderr
     assert "do-not-print-me" not in out.stderr and "locals" not in out.stderr
-    assert "cockpit open: the cockpit stopped on an error" in out.stderr
+    assert "cockpit: the cockpit stopped on an error" in out.stderr
 
 
 # --- keys and words a daily user relies on ------------------------------------------------------------------
