@@ -55,16 +55,16 @@ def commands(body: str) -> list[str]:
 
 
 def all_commands() -> list[tuple[str, str]]:
-    """(where, command) of every bash block of the README and the marked pages, and of every `cockpit ...` or
-    `hlm-train ...` in their text."""
+    """(where, command) of every bash block of the README and of every page of docs/, and of every `cockpit ...`
+    or `hlm-train ...` in their text (not a usage line: `cockpit run STUDY [--out DIR]`)."""
     out = []
-    for path in [REPO / "README.md", *(DOCS / p for p in PAGES)]:
+    for path in [REPO / "README.md", *sorted(DOCS.glob("*.md"))]:
         text = read(path)
         for _, body in blocks(text):
             out += [(path.name, c) for c in commands(body)]
         inline = (re.sub(r" > \S+$", "", " ".join(m.split())) for m in re.findall(r"(?<!`)`([^`]+)`(?!`)", text))
         out += [(path.name, c) for c in inline  # a whole command: it names a file (a bare `cockpit run` is a name)
-                if re.match(r"(cockpit|hlm-train) [a-z]", c) and re.search(r"\.(toml|sqlite)\b|/", c)]
+                if re.match(r"(cockpit|hlm-train) [a-z]", c) and re.search(r"\.(toml|sqlite)\b|/", c) and " [" not in c]
     return out
 
 
@@ -128,10 +128,10 @@ def test_every_pip_install_names_this_project_its_extras_and_the_pinned_torch() 
                 assert arg == "https://download.pytorch.org/whl/cpu", command
             elif arg.startswith("torch"):
                 assert arg == "torch" or arg in pins, f"`{command}`: torch as the README pins it ({pins})"
-            elif arg.startswith("."):
-                assert set(re.findall(r"\w+", arg.partition("[")[2])) <= extras, f"`{command}`: unknown extra"
             elif not arg.startswith("-"):
-                assert arg == project["name"], f"`{command}`: {arg} is not this project ({project['name']})"
+                name, _, wanted = arg.partition("[")
+                assert name in (".", project["name"]), f"`{command}`: {arg} is not this project ({project['name']})"
+                assert set(re.findall(r"\w+", wanted)) <= extras, f"`{command}`: unknown extra"
 
 
 def test_the_examples_marked_run_run(tmp_path: Path) -> None:
