@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -300,3 +301,18 @@ def test_export_needs_a_tracker(capsys):
     assert "--tensorboard DIR and/or --wandb" in capsys.readouterr().err
     assert cli(["export", str(FIXTURES / "nothing.sqlite"), "--wandb"]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_the_documented_run_folders_are_what_the_export_writes(tmp_path: Path, capsys):
+    """docs/trackers.md names the demo's folders: the TensorBoard run as the export writes it, the W&B offline
+    run as W&B names it from the run id (its date and time aside)."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "trackers.md").read_text(encoding="utf-8")
+    (tensorboard,) = re.findall(r"`DIR/(local-demo/[^`]+)/`", text)
+    (offline,) = re.findall(r"`DIR/wandb/(offline-run-\d{8}_\d{6}-[^`]+)/`", text)
+    assert cli(["export", str(DEMO), "--tensorboard", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert (tmp_path / tensorboard).is_dir()
+    data = load_study_data(DEMO)
+    config_id = tensorboard.rpartition("-")[2]
+    assert offline.endswith("-" + wandb_run_id(data.study_id, config_id))
+    data.close()
