@@ -104,8 +104,7 @@ def _check_inside(rec: Record, sample: np.ndarray, ann_source: str) -> None:
         expected = f"expected samples 0..{held - 1:,} of {header}"
     else:
         last = math.ceil(held * rec.time_base / rec.fs) - 1
-        expected = (f"expected samples 0..{last:,} at the annotation file's {rec.time_base:g} Hz: the "
-                    f"{held / rec.fs:,.1f} s that {header} holds at {rec.fs:g} Hz")
+        expected = f"expected samples 0..{last:,} at the annotations' {rec.time_base:g} Hz: the {held / rec.fs:,.1f} s of {header}"
     raise DataError(
         f"{ann_source}: {int(outside.sum()):,} of {len(sample):,} beats lie outside the signal ({expected}, "
         f"found one at {first:,}); the annotation file belongs to a longer record, counts at another rate "
