@@ -11,7 +11,9 @@ data. Standard library only (urllib): a cluster's login node needs nothing insta
 from __future__ import annotations
 
 import argparse
+import errno
 import hashlib
+import http.client
 import os
 import re
 import sys
@@ -29,7 +31,7 @@ INDEX_URL = "https://physionet.org/files/"
 DEFAULT_VERSION = "1.0.0"
 SUMS_FILE = "SHA256SUMS.txt"
 RECORDS_FILE = "RECORDS"
-EXIT_UNREACHABLE = 1  # no answer from the server: nothing wrong with the request, run it again later
+EXIT_UNREACHABLE = 1  # no answer from the server, or no room on the disk: run it again to resume
 CHUNK = 1 << 20
 TIMEOUT_S = 60.0
 _NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
@@ -38,7 +40,7 @@ _SUM_LINE = re.compile(r"([0-9a-fA-F]{64}) [ *]?(.+)")
 
 
 class DownloadError(Exception):
-    """One line for the user; ``code`` is the exit code (2 bad request, 3 bad data, 1 server unreachable)."""
+    """One line for the user; ``code`` is the exit code (2 bad request, 3 bad data, 1 try again)."""
 
     def __init__(self, message: str, code: int = EXIT_BAD_INPUT) -> None:
         super().__init__(message)
@@ -149,8 +151,24 @@ def _digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def _chunks(response: Any) -> Iterator[bytes]:
-    yield from iter(lambda: response.read(CHUNK), b"")
+def _chunks(response: Any, url: str) -> Iterator[bytes]:
+    """The body in pieces; a connection lost midway (an error, or fewer bytes than Content-Length said: urllib
+    does not raise for that) is a DownloadError, and what arrived is kept to resume."""
+    lost = ""
+    while True:
+        try:
+            chunk: bytes = response.read(CHUNK)
+        except (OSError, http.client.HTTPException) as exc:
+            lost = str(exc) or type(exc).__name__
+            break
+        if not chunk:
+            if response.length:  # bytes still owed
+                lost = f"{response.length} bytes short"
+            break
+        yield chunk
+    if lost:
+        raise DownloadError(f"connection lost while fetching {url}: {lost} (run it again to resume)",
+                            EXIT_UNREACHABLE)
 
 
 def _fetch(url: str, part: Path, summary: Summary) -> bool:
@@ -160,7 +178,7 @@ def _fetch(url: str, part: Path, summary: Summary) -> bool:
         continued = start > 0 and response.status == 206
         fd = os.open(part, os.O_WRONLY | os.O_CREAT | (os.O_APPEND if continued else os.O_TRUNC), 0o600)
         with os.fdopen(fd, "wb") as f:
-            for chunk in _chunks(response):
+            for chunk in _chunks(response, url):
                 f.write(chunk)
                 summary.bytes += len(chunk)
     part.chmod(0o600)
@@ -208,19 +226,21 @@ def download(db: str, out: Path, index_url: str = INDEX_URL, records: list[str] 
     if out.exists() and not out.is_dir():
         raise DownloadError(f"--out {out}: not a directory", EXIT_USAGE)
     sums = parse_sums(_text(base + SUMS_FILE), base + SUMS_FILE)
-    listed = _text(base + RECORDS_FILE) if RECORDS_FILE in sums or records else ""
-    names = [line.strip() for line in listed.splitlines() if line.strip()]
-    files = select(sums, names, records)
+    listed = _text(base + RECORDS_FILE) if records else ""  # the whole database: RECORDS is one of its files
+    files = select(sums, [line.strip() for line in listed.splitlines() if line.strip()], records)
     try:
         _private_dir(out)
         summary = Summary()
         for name in files:
             fetch_file(base, name, sums[name], out, summary)
-        _write_private(out / SUMS_FILE, "".join(f"{sums[p]}  {p}\n" for p in sorted(sums)))
+        # the digests of the files here, so that `sha256sum -c SHA256SUMS.txt` checks them in DIR
+        _write_private(out / SUMS_FILE, "".join(f"{sums[p]}  {p}\n" for p in files))
         if records is not None:  # the records here, so that `hlm-train prepare --data DIR` reads just these
             _write_private(out / RECORDS_FILE, "".join(f"{r}\n" for r in records))
-    except PermissionError as exc:
-        raise DownloadError(f"--out {out}: cannot write {exc.filename}: permission denied", EXIT_USAGE) from None
+    except OSError as exc:  # the network's errors are DownloadErrors by now: this is the disk
+        code = EXIT_UNREACHABLE if exc.errno in (errno.ENOSPC, errno.EDQUOT) else EXIT_USAGE
+        raise DownloadError(f"--out {out}: cannot write {exc.filename or out}: {(exc.strerror or str(exc)).lower()}",
+                            code) from None
     return summary
 
 
@@ -250,5 +270,8 @@ def run(args: argparse.Namespace) -> int:
     except DownloadError as exc:
         print(f"hlm-train download: {exc}", file=sys.stderr)
         return exc.code
+    except KeyboardInterrupt:
+        print("hlm-train download: interrupted (run it again to resume)", file=sys.stderr)
+        return EXIT_UNREACHABLE
     print(summary.line(label, args.out))
     return 0

@@ -22,7 +22,8 @@ RECORDS = ["800", "801", "802"]
 
 
 class RangeHandler(http.server.SimpleHTTPRequestHandler):
-    """http.server's file handler with `Range: bytes=N-` honoured (206), as PhysioNet's server does."""
+    """http.server's file handler with `Range: bytes=N-` honoured (206), as PhysioNet's server does; the file
+    named by the server's `cut` is sent half and the connection closed."""
 
     def log_message(self, format: str, *args: object) -> None:  # quiet
         pass
@@ -30,6 +31,14 @@ class RangeHandler(http.server.SimpleHTTPRequestHandler):
     def send_head(self):  # type: ignore[no-untyped-def]
         wanted = self.headers.get("Range", "")
         path = Path(self.translate_path(self.path))
+        if path.name == getattr(self.server, "cut", None) and not wanted:  # the connection drops halfway
+            data = path.read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[:len(data) // 2])
+            self.close_connection = True
+            return None
         if not self.server.ranges or not wanted.startswith("bytes=") or not path.is_file():  # type: ignore[attr-defined]
             return super().send_head()
         start = int(wanted.removeprefix("bytes=").rstrip("-"))
@@ -102,6 +111,8 @@ def test_full_fetch_is_byte_identical_private_and_a_second_run_skips_everything(
 
     assert fetch(mirror, out) == 0
     assert "fetched 0 files (0 bytes), skipped 10 already verified" in capsys.readouterr().out
+    sums = (out / "SHA256SUMS.txt").read_text().splitlines()  # what `sha256sum -c` checks in the folder
+    assert sorted(line.split("  ")[1] for line in sums) == [n for n in served if n != "SHA256SUMS.txt"]
 
 
 def test_a_truncated_file_is_continued_where_the_server_allows_it_else_fetched_again(mirror, tmp_path, capsys):
@@ -117,6 +128,25 @@ def test_a_truncated_file_is_continued_where_the_server_allows_it_else_fetched_a
         assert f"fetched 1 files ({(len(whole) - 1000) / 1e6:.1f} MB), 1 of them resumed, skipped 9" in printed
     else:
         assert f"fetched 1 files ({len(whole) / 1e6:.1f} MB), skipped 9" in printed
+
+
+def test_a_connection_lost_midway_keeps_what_arrived_and_the_next_run_continues_it(mirror, tmp_path, capsys):
+    out = tmp_path / "svdb"
+    mirror.server.cut = "800.dat"  # type: ignore[attr-defined]
+    assert fetch(mirror, out, "--records", "800") == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"hlm-train download: connection lost while fetching {mirror.url}svdb/1.0.0/800.dat")
+    assert "run it again to resume" in err and err.count("\n") == 1
+    whole = (mirror.db / "800.dat").read_bytes()
+    assert (out / "800.dat.part").read_bytes() == whole[:len(whole) // 2]
+    mirror.server.cut = None  # type: ignore[attr-defined]
+    assert fetch(mirror, out, "--records", "800") == 0
+    assert (out / "800.dat").read_bytes() == whole and not (out / "800.dat.part").exists()
+    printed = capsys.readouterr().out
+    if mirror.server.ranges:  # type: ignore[attr-defined]
+        assert f"({(len(whole) - len(whole) // 2) / 1e6:.1f} MB), 1 of them resumed" in printed
+    else:
+        assert f"({len(whole) / 1e6:.1f} MB), skipped" in printed
 
 
 def test_a_partial_file_that_is_not_the_start_of_the_real_one_is_fetched_whole(mirror, tmp_path, capsys):
@@ -193,3 +223,10 @@ def test_an_unwritable_out_is_one_line(mirror, tmp_path, capsys):
     locked.mkdir(mode=0o500)
     assert fetch(mirror, locked / "svdb") == 2
     assert "permission denied" in capsys.readouterr().err
+
+
+def test_an_out_that_cannot_be_made_is_one_line(mirror, capsys):
+    assert fetch(mirror, Path("/proc/hlm-download")) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hlm-train download: --out /proc/hlm-download: cannot write /proc/hlm-download: ")
+    assert err.count("\n") == 1
