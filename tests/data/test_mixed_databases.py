@@ -3,6 +3,8 @@ the further database on the training side only, validation drawn from both, and 
 
 from __future__ import annotations
 
+import re
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +18,7 @@ from trainer.data.errors import DataError
 from trainer.data.prepare import prepare_data
 from trainer.sources import validation_split
 
+DATA_DOC = Path(__file__).resolve().parents[2] / "docs" / "data.md"
 TOKENIZER = {"name": "samples", "fs": 180, "highpass_hz": 0.5}
 
 
@@ -81,11 +84,13 @@ def test_mixing_rates_without_one_target_rate_and_naming_a_folder_twice_are_refu
     assert not cache.exists()  # refused before anything was tokenized
 
 
-def test_prepare_and_train_take_train_data_from_the_command_line(databases: tuple[Path, Path], tmp_path: Path,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_documented_prepare_and_train_take_train_data_from_the_command_line(
+        databases: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     mitdb, svdb = databases
-    flags = ["--data", str(mitdb), "--train-data", str(svdb), "--fs", "180"]
-    assert main(["prepare", *flags, "--out", str(tmp_path / "c"), "--no-progress"]) == 0
+    documented = re.search(r"`hlm-train (prepare --data mitdb --train-data svdb [^`]*)`", DATA_DOC.read_text())
+    assert documented is not None, "docs/data.md shows how to mix databases"
+    words = {"mitdb": str(mitdb), "svdb": str(svdb), "~/tokens": str(tmp_path / "c")}
+    assert main([words.get(w, w) for w in shlex.split(documented.group(1))] + ["--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "mitdb+svdb" in out and "3 train, 1 test records (100)" in out
     bad = tmp_path / "bad"
