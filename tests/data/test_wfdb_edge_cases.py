@@ -150,8 +150,20 @@ def test_invalid_samples_are_padding_counted_and_never_spread(tmp_path: Path) ->
     assert not np.isin(tokens[~gap], [4, 4 + 255]).any()  # no end-bin artefacts beside the gap
     times = beats / 250
     assert rec["invalid_samples"] == 500 and rec["beats_near_gap"] == int(((times > 9) & (times < 13)).sum()) == 5
-    assert "invalid samples: 500 in 1 record(s), stored as the pad token, never as signal; 5 beats lie within 1 s" in summary
+    assert ("invalid samples: 500 in 1 record(s), stored as the pad token, never as signal; 5 beats lie within 1 s "
+            "of one (kept, counted apart): m 500 (5 beats within 1 s)") in summary
     assert rec["n_beats"] == len(beats)  # beats near the gap are kept, counted apart
+
+
+def test_a_lead_of_invalid_samples_only_is_refused_and_another_lead_is_read(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    write_record(db, "r", 250, [np.full(250 * 30, -32768), ecg_like(250 * 30, 250)])
+    write_beats(db, "r", "atr", np.arange(100, 250 * 30, 200))
+    with pytest.raises(DataError, match=r"r\.hea: lead L0 of record 'r' holds only invalid samples \(7,500, the "
+                                        r"value -32768 of its storage format\); choose another lead"):
+        prepare_dataset(db, {"name": "samples"}, tmp_path / "c")
+    rec, _, _ = prepared(db, tmp_path / "c", name="samples", lead=1)
+    assert (rec["lead"], rec["invalid_samples"]) == ("L1", 0)
 
 
 def test_resampling_leaves_no_edge_artefacts(tmp_path: Path) -> None:
