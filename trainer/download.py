@@ -213,6 +213,14 @@ def fetch_file(base: str, name: str, expected: str, out: Path, summary: Summary)
         summary.resumed.append(name)
 
 
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+
+
 def _write_private(path: Path, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
@@ -226,17 +234,19 @@ def download(db: str, out: Path, index_url: str = INDEX_URL, records: list[str] 
     if out.exists() and not out.is_dir():
         raise DownloadError(f"--out {out}: not a directory", EXIT_USAGE)
     sums = parse_sums(_text(base + SUMS_FILE), base + SUMS_FILE)
-    listed = _text(base + RECORDS_FILE) if records else ""  # the whole database: RECORDS is one of its files
-    files = select(sums, [line.strip() for line in listed.splitlines() if line.strip()], records)
+    listed = _lines(_text(base + RECORDS_FILE)) if records else []  # the whole database: RECORDS is one of its files
+    files = select(sums, listed, records)
     try:
         _private_dir(out)
         summary = Summary()
         for name in files:
             fetch_file(base, name, sums[name], out, summary)
-        # the digests of the files here, so that `sha256sum -c SHA256SUMS.txt` checks them in DIR
-        _write_private(out / SUMS_FILE, "".join(f"{sums[p]}  {p}\n" for p in files))
-        if records is not None:  # the records here, so that `hlm-train prepare --data DIR` reads just these
-            _write_private(out / RECORDS_FILE, "".join(f"{r}\n" for r in records))
+        # the digests of the files here (fetched now or before), so that `sha256sum -c SHA256SUMS.txt` checks them
+        here = [p for p in sums if p in files or (p not in (SUMS_FILE, RECORDS_FILE) and (out / p).is_file())]
+        _write_private(out / SUMS_FILE, "".join(f"{sums[p]}  {p}\n" for p in sorted(here)))
+        if records is not None:  # the records here (and those fetched before), which `prepare --data DIR` reads
+            here = [r for r in _lines(_read(out / RECORDS_FILE)) if (out / f"{r}.hea").exists()]
+            _write_private(out / RECORDS_FILE, "".join(f"{r}\n" for r in listed if r in here or r in records))
     except OSError as exc:  # the network's errors are DownloadErrors by now: this is the disk
         code = EXIT_UNREACHABLE if exc.errno in (errno.ENOSPC, errno.EDQUOT) else EXIT_USAGE
         raise DownloadError(f"--out {out}: cannot write {exc.filename or out}: {(exc.strerror or str(exc)).lower()}",

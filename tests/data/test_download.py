@@ -8,6 +8,7 @@ import hashlib
 import http.server
 import os
 import stat
+import subprocess
 import threading
 from collections.abc import Iterator
 from functools import partial
@@ -194,6 +195,10 @@ def test_records_subset_fetches_their_files_and_lists_them(mirror, tmp_path, cap
     assert sorted(p.name for p in out.iterdir()) == [
         "800.atr", "800.dat", "800.hea", "802.atr", "802.dat", "802.hea", "RECORDS", "SHA256SUMS.txt"]
     assert (out / "RECORDS").read_text() == "800\n802\n"
+    assert fetch(mirror, out, "--records", "801") == 0  # one more: the folder's RECORDS lists all three
+    assert (out / "RECORDS").read_text() == "800\n801\n802\n"
+    checked = subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS.txt"], cwd=out, capture_output=True, text=True)
+    assert checked.returncode == 0 and len((out / "SHA256SUMS.txt").read_text().splitlines()) == 9, checked.stdout
     assert main(["download", "svdb", "--out", str(out), "--index-url", mirror.url, "--records", "999"]) == 2
     assert "no record 999 in the database's RECORDS" in capsys.readouterr().err
 
