@@ -1,10 +1,10 @@
 """The WFDB reference library's own test corpus (../shared/data/wfdb-sample-data) as prepare cases.
 
 Every record of the corpus and of its multi-segment folders, with each annotator it has; a record
-without any annotation file gets a generated one (`gen`: a beat a second, at most 1,000, written with wfdb.wrann into
-a folder of links to the record's files), so its signal is read too. A multi-frame record's generated
-beats count at its fastest lead's rate and say so (`## time resolution`), the way WFDB's
-high-resolution annotators write them.
+without any annotation file gets a generated one (`gen`: a beat a second, at most 1,000, written with
+wfdb.wrann into a folder of links to the record's files), so its signal is read too. A multi-frame
+record's generated beats count at its fastest lead's rate and say so (`## time resolution`), the way
+WFDB's high-resolution annotators write them.
 """
 
 from __future__ import annotations
@@ -75,11 +75,10 @@ def _write_generated(folder: Path, record: str) -> None:
 
     header = folder / f"{record}.hea"
     fs = rec_io.read_fs(header)
-    multi = rec_io.is_multi_segment(header)
-    frames = headers.sample_count(header) if multi else headers.record_length(header)
+    frames = rec_io.record_frames(header)
     if frames is None:
         return
-    per_frame = 1 if multi else max((s.per_frame for s in headers.signal_specs(header)), default=1)
+    per_frame = 1 if rec_io.is_multi_segment(header) else max((s.per_frame for s in headers.signal_specs(header)), default=1)
     rate = fs * per_frame
     step = max(1, round(rate), frames * per_frame // MAX_GENERATED)
     sample = np.arange(min(step // 2, max(frames * per_frame - 1, 0)), max(frames * per_frame, 1), step, dtype=np.int64)

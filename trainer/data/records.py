@@ -159,7 +159,7 @@ def rank_annotators(base: Path) -> list[tuple[str, int]]:
     header = base.parent / f"{base.name}.hea"
     try:
         fs = read_fs(header)
-        frames = headers.sample_count(header) if is_multi_segment(header) else headers.record_length(header)
+        frames = record_frames(header)
     except DataError:
         fs, frames = 0.0, None
     counts = []
@@ -223,6 +223,11 @@ def digest_files(files: list[Path], salt: str) -> str:
     return h.hexdigest()
 
 
+def record_frames(header: Path) -> int | None:
+    """Frames the record holds (a multi-segment header's count covers its segments), None if unknown."""
+    return headers.sample_count(header) if is_multi_segment(header) else headers.record_length(header)
+
+
 def is_multi_segment(header: Path) -> bool:
     """A header whose record line names segments (`name/segments ...`): its signal lies in other records."""
     for line in _read_text(header).splitlines():
@@ -281,7 +286,7 @@ def read_record(folder: Path, record: str, annotator: str, lead: int | str | Non
         if nsamp is None:
             raise
         raise DataError(f"{exc}; the record is {nsamp:,} samples long ({header.name})") from None
-    frames = headers.sample_count(header) if is_multi_segment(header) else headers.record_length(header)
+    frames = record_frames(header)
     rec = Record(name=record, fs=fs, ann=ann, source=str(header), extra={"ann_path": str(ann_path)},
                  ann_fs=ann.fs or fs, length=frames)
     if lead is not None:

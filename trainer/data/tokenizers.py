@@ -31,6 +31,9 @@ from trainer.data.tokenizer_keys import (  # noqa: F401 - re-exported: the train
     canonical,
 )
 
+GAP_NEIGHBOURHOOD_S = 1.0  # a beat this close to an invalid sample is counted as near a gap
+TABLE_LIMIT = 1 << 22  # widest value range the quantiser builds a lookup table over (format 32: 2^32)
+
 
 @dataclass
 class Tokenized:
@@ -139,7 +142,7 @@ def tokenize_samples(params: dict[str, Any], rec: Record) -> Tokenized:
         raise DataError(f"{rec.source}: record {rec.name!r} has no signal (the samples tokenizer needs one)")
     ann_source = str(rec.extra.get("ann_path", rec.source))
     sample, code, rhythm = _beat_arrays(rec, ann_source)
-    x, gap = _fill_gaps(rec)
+    x, gap = _fill_gaps(rec, rec.signal)
     x, fs = resample(x, rec.fs, params["fs"])
     check_rate(params, fs, rec.source, rec.name)
     x = remove_baseline(x, fs, float(params["highpass_hz"]))
@@ -158,14 +161,8 @@ def tokenize_samples(params: dict[str, Any], rec: Record) -> Tokenized:
     return Tokenized(tokens, positions, AAMI_OF_CODE[code], rhythm, info)
 
 
-GAP_NEIGHBOURHOOD_S = 1.0  # a beat this close to an invalid sample is counted as near a gap
-TABLE_LIMIT = 1 << 22  # widest value range the quantiser builds a lookup table over (format 32: 2^32)
-
-
-def _fill_gaps(rec: Record) -> tuple[np.ndarray, np.ndarray | None]:
-    """The lead with its invalid samples set to its median, and where they were (None: no gap)."""
-    assert rec.signal is not None
-    x = rec.signal
+def _fill_gaps(rec: Record, x: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The lead `x` of `rec` with its invalid samples set to its median, and where they were (None: no gap)."""
     if rec.invalid_value is None:
         return x, None
     gap = x == rec.invalid_value
@@ -187,7 +184,7 @@ def gap_at_rate(gap: np.ndarray, fs: float, rate: float, n: int) -> np.ndarray:
         return gap
     edges = np.diff(np.concatenate(([0], gap.view(np.int8), [0])))
     starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-    ratio = Fraction(rate / fs).limit_denominator(1000)
+    ratio = _ratio(fs, rate)
     reach = math.ceil(10 * max(ratio.numerator, ratio.denominator) / ratio.denominator) + 1
     lo = np.clip(np.floor(starts * (rate / fs)).astype(np.int64) - reach, 0, n)
     hi = np.clip(np.ceil(ends * (rate / fs)).astype(np.int64) + reach, 0, n)
@@ -235,12 +232,17 @@ def resample(x: np.ndarray, fs: float, target: float | None) -> tuple[np.ndarray
     """
     if not target or abs(target - fs) < 1e-9:
         return x, fs
-    ratio = Fraction(target / fs).limit_denominator(1000)
+    ratio = _ratio(fs, target)
     from scipy.signal import resample_poly
 
     centre = float(np.median(x))
     y = resample_poly(x.astype(np.float64) - centre, ratio.numerator, ratio.denominator, padtype="line")
     return np.rint(y + centre).astype(np.int64), float(fs * ratio)
+
+
+def _ratio(fs: float, target: float) -> Fraction:
+    """The up/down factors of resampling from fs to target (the resampled rate is fs times it)."""
+    return Fraction(target / fs).limit_denominator(1000)
 
 
 def remove_baseline(x: np.ndarray, fs: float, cutoff_hz: float) -> np.ndarray:
