@@ -15,15 +15,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import rich
-from rich.segment import Segments
 from textual import work
 from textual.app import App, ComposeResult
 from textual.notifications import SeverityLevel
 from textual.widget import Widget
 from textual.widgets import Footer, TabbedContent, TabPane
+from textual.worker import get_current_worker
 
 from cockpit.snapshot import GpuSeries, StudySnapshot
-from cockpit.tui.bindings import APP_BINDINGS, help_sections
+from cockpit.tui.bindings import APP_BINDINGS, HelpContext, help_sections
 from cockpit.tui.channel import SnapshotView
 from cockpit.tui.commands import CockpitCommands
 from cockpit.tui.confirm import ConfirmScreen
@@ -77,8 +77,6 @@ class CockpitApp(App):
         self.files = RunFiles(self, controller.run_dir, export_dir)
         self.snapshot: StudySnapshot | None = None
         self.polls = 0
-        self._polling = False
-        self._loading_history = False
         self._seen_problems: set[str] = set()
         self._notices: dict[tuple[str, str], float] = {}
 
@@ -145,18 +143,15 @@ class CockpitApp(App):
         from rich.traceback import Traceback
 
         self.bell()
-        traceback = Traceback(show_locals=False, width=None, suppress=[rich, textual], max_frames=30)
-        self._exit_renderables.append(Segments(self.console.render(traceback, self.console.options)))
-        self._close_messages_no_wait()
+        self.panic(Traceback(show_locals=False, width=None, suppress=[rich, textual], max_frames=30))
 
     # -- polling ---------------------------------------------------------------------------------
 
     def action_refresh(self) -> None:
-        """Poll now unless a poll is still running (polls never overlap)."""
-        if self._polling:
-            return
-        self._polling = True
-        self._poll()
+        """Poll now unless a poll is still running (polls never overlap: the running one's snapshot is as
+        fresh as a new one would be)."""
+        if not any(w.group == "poll" and not w.is_finished for w in self.workers):
+            self._poll()
 
     @work(thread=True, group="poll")
     def _poll(self) -> None:
@@ -166,8 +161,6 @@ class CockpitApp(App):
             self.call_from_thread(self.notify, f"poll failed: {exc}", severity="error")
         else:
             self.call_from_thread(self._apply, snap)
-        finally:
-            self._polling = False
 
     def _tick(self) -> None:
         self.query_one(StatusBar).show(self.snapshot, self.clock())
@@ -229,10 +222,9 @@ class CockpitApp(App):
         behind them."""
         if isinstance(self.screen, HelpScreen):
             return
-        where = type(self.screen).__name__
-        context = {"RunDetailScreen": "detail", "CompareScreen": "compare", "PlanScreen": "plan",
-                   "StudyCompareScreen": "study-compare"}.get(
-            where, self.query_one(TabbedContent).active if where == "Screen" else "other")
+        screen = self.screen
+        context = (screen.HELP_CONTEXT if isinstance(screen, HelpContext)
+                   else self.query_one(TabbedContent).active if screen is self.screen_stack[0] else "other")
         self.push_screen(HelpScreen(help_sections(context, live=self.live, can_submit=self.controller.can_submit)))
 
     def open_detail(self, config_id: str) -> None:
@@ -278,26 +270,21 @@ class CockpitApp(App):
     # -- GPU history of ended jobs ---------------------------------------------------------------
 
     def on_gpu_view_need_history(self, message: GpuView.NeedHistory) -> None:
-        if self._loading_history:
-            self.call_later(self._retry_history, message.config_id)
-            return
-        self._loading_history = True
         self._load_history(message.config_id)
 
-    def _retry_history(self, config_id: str) -> None:
-        self.set_timer(0.2, lambda: self.on_gpu_view_need_history(GpuView.NeedHistory(config_id)))
-
-    @work(thread=True, group="history")
+    @work(thread=True, group="history", exclusive=True)
     def _load_history(self, config_id: str) -> None:
-        """One run's GPU samples over its whole life, read off the UI thread; loads never overlap."""
+        """One run's GPU samples over its whole life, read off the UI thread; the latest request wins (an
+        earlier load still reading is cancelled and its samples never shown)."""
+        worker = get_current_worker()
         try:
             series: list[GpuSeries] = self.controller.gpu_history(config_id)
         except Exception as exc:  # the view says it could not load; the app stays up
             series = []
-            self.call_from_thread(self.notify, f"GPU history of {config_id}: {exc}", severity="error")
-        finally:
-            self._loading_history = False
-        self.call_from_thread(self.query_one(GpuView).set_history, config_id, series)
+            if not worker.is_cancelled:
+                self.call_from_thread(self.notify, f"GPU history of {config_id}: {exc}", severity="error")
+        if not worker.is_cancelled:
+            self.call_from_thread(self.query_one(GpuView).set_history, config_id, series)
 
     def action_open_selected(self) -> None:
         self.query_one(ScalingView).action_open_detail()

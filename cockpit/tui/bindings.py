@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual.binding import Binding
+
+
+class HelpContext:
+    """A screen with its own section of the help screen: `HELP_CONTEXT` names it (a key of HELP_SECTIONS)."""
+
+    HELP_CONTEXT: ClassVar[str]
 
 # The footer shows the focused view's keys first, then these; at 80 columns only the first few fit, so
 # the tab keys (their labels already show them) and the rarer keys stay in the help screen and the palette.

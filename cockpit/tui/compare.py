@@ -18,7 +18,7 @@ from cockpit import explain
 from cockpit.snapshot import ConfigRow, StudySnapshot
 from cockpit.tui import explain_panel, model
 from cockpit.tui import format as fmt
-from cockpit.tui.bindings import COMPARE_BINDINGS
+from cockpit.tui.bindings import COMPARE_BINDINGS, HelpContext
 from cockpit.tui.channel import SnapshotView
 from cockpit.tui.columns import state_word
 from cockpit.tui.detail import rank0
@@ -109,9 +109,11 @@ def verdicts(left: ConfigRow, right: ConfigRow) -> Text:
     return out
 
 
-class CompareScreen(Screen, SnapshotView):
+class CompareScreen(Screen, SnapshotView, HelpContext):
     """`c` on the scaling view: the marked run (or the group's baseline) against the selected one. It opens
     on the snapshot current then and the app hands it every new one (apply)."""
+
+    HELP_CONTEXT = "compare"
 
     BINDINGS = [*COMPARE_BINDINGS]  # a copy, typed as the list of BindingType textual declares
 

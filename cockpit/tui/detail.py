@@ -13,10 +13,11 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Log, Sparkline, Static
 from textual_plotext import PlotextPlot
 
+from cockpit.analysis import comm_words, memory_words
 from cockpit.snapshot import MetricPoint, StudySnapshot
 from cockpit.tui import explain_panel, model, quality_panel
 from cockpit.tui import format as fmt
-from cockpit.tui.bindings import DETAIL_BINDINGS
+from cockpit.tui.bindings import DETAIL_BINDINGS, HelpContext
 from cockpit.tui.channel import SnapshotView
 from cockpit.tui.columns import RUNNING, state_word
 from cockpit.tui.files import CopyRunDir, OpenPager
@@ -48,6 +49,10 @@ def summary_text(snapshot: StudySnapshot, config_id: str, live: bool = True) -> 
                   f"  E = S/{row.workers} = ", (fmt.percent(row.efficiency), fmt.efficiency_style(row.efficiency))]
     if row.tokens_per_s is not None:
         parts += [f"  tokens/s run average {fmt.rate(row.tokens_per_s)}"]
+    if memory := memory_words(a):
+        parts += [f"  {memory}"]
+    if comm := comm_words(a):
+        parts += [f"  comm {comm} s"]
     if row.last_loss is not None:
         parts += [f"  loss {row.last_loss:.3f} @ step {row.last_step}"]
     jobs = snapshot.jobs_of(config_id)
@@ -110,8 +115,10 @@ def breakdown_series(points: list[MetricPoint]) -> list[tuple[str, str, list[tup
     return out
 
 
-class RunDetailScreen(Screen, SnapshotView):
+class RunDetailScreen(Screen, SnapshotView, HelpContext):
     """One run; it opens on the snapshot current then and the app hands it every new one (apply)."""
+
+    HELP_CONTEXT = "detail"
 
     BINDINGS = [*DETAIL_BINDINGS]  # a copy, typed as the list of BindingType textual declares
 

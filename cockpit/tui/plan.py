@@ -15,7 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, ContentSwitcher, DataTable, Input, Static
 
 from cockpit.plan import hours
-from cockpit.tui.bindings import PLAN_BINDINGS
+from cockpit.tui.bindings import PLAN_BINDINGS, HelpContext
 from cockpit.tui.controller import Plan
 from cockpit.tui.latest import LatestRequest
 
@@ -65,9 +65,11 @@ def shared_words(labels: list[str]) -> str:
     return " ".join(words[0][i] for i in range(len(words[0])) if len({w[i] for w in words}) == 1)
 
 
-class PlanScreen(ModalScreen[bool]):
+class PlanScreen(ModalScreen[bool], HelpContext):
     """Answers True when the user confirms the submit. `what_if` (the controller's): a line of KEY=VALUE
     arguments -> cockpit.whatif.Outcome, or None where there is no study file to change."""
+
+    HELP_CONTEXT = "plan"
 
     BINDINGS = [*PLAN_BINDINGS]
 

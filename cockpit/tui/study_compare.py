@@ -14,7 +14,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from cockpit.tui.bindings import STUDY_COMPARE_BINDINGS
+from cockpit.tui.bindings import STUDY_COMPARE_BINDINGS, HelpContext
 from cockpit.tui.latest import LatestRequest
 
 if TYPE_CHECKING:
@@ -25,8 +25,10 @@ if TYPE_CHECKING:
 Side = tuple[Path, str | None]  # a study file or a store, and the study's name in a store holding several
 
 
-class StudyCompareScreen(Screen[None]):
+class StudyCompareScreen(Screen[None], HelpContext):
     """A = the study the cockpit shows (`origin`), B = `other` (asked for on the screen when None)."""
+
+    HELP_CONTEXT = "study-compare"
 
     BINDINGS = [*STUDY_COMPARE_BINDINGS]
 
