@@ -74,7 +74,7 @@ def dataset_facts(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     """A dataset as the trainer will meet it: the folder, its records, one record's header and the
     tokenizer's parameters checked against that record's rate (the validators prepare runs)."""
     from trainer.data.errors import DataError
-    from trainer.data.records import list_records, read_fs, resolve_annotator
+    from trainer.data.records import lead_rate, list_records, read_fs, resolve_annotator
     from trainer.data.tokenizers import canonical, check_rate, tokenized_rate
 
     out: dict[str, Any] = {"path": spec.get("path"), "synthetic": bool(spec.get("synthetic"))}
@@ -94,7 +94,10 @@ def dataset_facts(name: str, spec: dict[str, Any]) -> dict[str, Any]:
                 raise DataError(f"{folder}: tokenizer.records names {', '.join(missing[:5])} which the folder does not list")
             names = [r for r in names if r in wanted]
         first = names[0]
-        fs = read_fs(folder / f"{first}.hea") if tok_name == "samples" or (folder / f"{first}.hea").exists() else None
+        header = folder / f"{first}.hea"
+        # the samples tokenizer reads one lead at its own rate (several samples per frame: a multiple of the header's)
+        fs = (lead_rate(header, params.get("lead", 0)) if tok_name == "samples"
+              else read_fs(header) if header.exists() else None)
         annotation = resolve_annotator(folder, first, str(params.get("annotator", "auto")))
         out.update(records=len(names), checked_record=first, annotation=str(annotation))
         if fs is not None:
@@ -116,7 +119,7 @@ def storage_facts(workdir: str, token_cache: str) -> dict[str, Any]:
     for key, path in (("workdir", workdir), ("token_cache", token_cache)):
         probe_file = Path(path) / f".hlm-preflight-{uuid.uuid4().hex[:8]}"
         try:
-            Path(path).mkdir(parents=True, exist_ok=True)
+            rundir.make_dirs(path)
             probe_file.write_bytes(b"x")
             probe_file.unlink()
             out[f"{key}_writable"] = True
@@ -155,6 +158,7 @@ def scheduler_facts() -> dict[str, Any]:
 def run(run_dir: Path) -> int:
     """Every rank: its facts and the all-reduce; rank 0 adds data, storage and scheduler, writes the file."""
     config = rundir.read_config(run_dir)
+    rundir.share_with(config.get("share_group"))  # what the job writes: private, or the study's group
     started = time.time()
     d = distributed.setup(str(config.get("device", "auto")), timeout_s=float(config.get("timeout_s", 300)))
     try:

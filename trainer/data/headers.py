@@ -93,6 +93,12 @@ def signal_specs(header: Path) -> list[SignalSpec]:
     return specs
 
 
+def lead_names(header: Path) -> list[str]:
+    """Each signal's description (its lead name: the fields after the block size), "" where it has none."""
+    lines = [ln for ln in _text(header).splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    return [" ".join(line.split()[8:]) for line in lines[1:]]
+
+
 def check_signal_files(header: Path) -> None:
     """Every signal file exists, has a supported format and holds exactly the header's sample count."""
     if sample_count(header) == 0:

@@ -267,6 +267,22 @@ def read_fs(header: Path) -> float:
     return fs
 
 
+def lead_rate(header: Path, lead: int | str) -> float:
+    """The rate one lead is sampled at: the record's frame rate times the lead's samples per frame (a lead
+    stored `212x4` runs at four times the header's rate); the lead by index or name, as the tokenizer says."""
+    specs = headers.signal_specs(header)
+    if isinstance(lead, str) and not lead.isdigit():
+        names = headers.lead_names(header)
+        if lead not in names:
+            raise DataError(f"{header}: lead {lead!r} not in this record (leads: {', '.join(names)})")
+        channel = names.index(lead)
+    else:
+        channel = int(lead)
+        if not 0 <= channel < len(specs):
+            raise DataError(f"{header}: lead index {channel} out of range (record has {len(specs)} signals)")
+    return read_fs(header) * specs[channel].per_frame
+
+
 def _read_text(path: Path) -> str:
     try:
         return path.read_text(errors="replace")
