@@ -107,14 +107,25 @@ def section_title(c: Comparison) -> str:
     return f"Compared with {c.b_name}"
 
 
+def keys_that_differ(c: Comparison) -> tuple[str | None, list[str]]:
+    """The report's "Keys that differ" sentence: once for the section when every match differs in the same
+    keys (the usual case: one change, studied at every scale), else one per match (the first item None)."""
+    words = [f"Keys that differ: {differs_words(pair.differs)}." for pair in c.pairs]
+    if len(set(words)) == 1 and len(words) > 1:
+        return words[0].replace("Keys that differ:", "Keys that differ, in every match:", 1), ["" for _ in words]
+    return None, words
+
+
 def markdown_section(c: Comparison) -> list[str]:
     """The report's "Compared with B" section, as Markdown lines."""
     lines = [f"## {section_title(c)}", "", INTRO, "", headline(c) + "."]
     if c.changed_axes:
         lines += ["", matched_without(c) + "."]
-    for pair in c.pairs:
-        lines += ["", f"### {label(pair.a)} vs {label(pair.b)}", "",
-                  "Keys that differ: " + differs_words(pair.differs) + ".", "",
+    shared, each = keys_that_differ(c)
+    if shared:
+        lines += ["", shared]
+    for pair, differs in zip(c.pairs, each, strict=True):
+        lines += ["", f"### {label(pair.a)} vs {label(pair.b)}", "", *([differs, ""] if differs else []),
                   tables.markdown_table(HEADERS, [list(r) for r in figure_rows(pair)]), "", prediction_line(pair) + "."]
     unmatched = unmatched_lines(c)
     if unmatched:
@@ -128,11 +139,14 @@ def html_section(c: Comparison) -> str:
     parts = [f"<h2>{esc(section_title(c))}</h2><p>{esc(INTRO)}</p><p>{esc(headline(c))}.</p>"]
     if c.changed_axes:
         parts.append(f"<p>{esc(matched_without(c))}.</p>")
-    for pair in c.pairs:
-        parts.append(f"<h3>{esc(label(pair.a))} vs {esc(label(pair.b))}</h3>"
-                     f"<p>Keys that differ: {esc(differs_words(pair.differs))}.</p>"
+    shared, each = keys_that_differ(c)
+    if shared:
+        parts.append(f"<p>{esc(shared)}</p>")
+    for pair, differs in zip(c.pairs, each, strict=True):
+        parts.append(f'<section class="pair"><h3>{esc(label(pair.a))} vs {esc(label(pair.b))}</h3>'
+                     + (f"<p>{esc(differs)}</p>" if differs else "")
                      + tables.html_table(HEADERS, [list(r) for r in figure_rows(pair)])
-                     + f"<p>{esc(prediction_line(pair))}.</p>")
+                     + f"<p>{esc(prediction_line(pair))}.</p></section>")
     unmatched = unmatched_lines(c)
     if unmatched:
         parts.append("<ul>" + "".join(f"<li>{esc(line)}</li>" for line in unmatched) + "</ul>")

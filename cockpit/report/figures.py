@@ -20,6 +20,9 @@ FIGURES = series.TITLES  # the figure names (and a GPU study's titles); write_fi
 COLORS = {"data_wait": "#8064a2", "compute": "#c0504d", "comm": "#f79646", "optimizer": "#4bacc6",
           "other": "#9bbb59", "unaccounted": "#7f7f7f"}
 LABEL_ROOM = 0.25  # share of an axis' span left beside the largest bar for its value label
+DPI = 160  # sharp on a high-density screen and in print (each PNG ~1000 px wide), still small files
+WATERFALL_FONT = 9  # points: the waterfall's bar labels and values, read at the figure's width on a phone
+SAVED_HATCH = "//"  # a term below zero: seconds saved, drawn to the left (the legend says so)
 
 
 class Drawn(NamedTuple):
@@ -51,7 +54,7 @@ def draw_figure(name: str, rows: list[dict[str, Any]], pending: list[dict[str, A
     """(figure, axes) of one of the four figures, titled and with its note; the caller saves or inspects it."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=100)
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=DPI)
     ax.set_title(series.titles(labels.device_of_rows(rows))[name], fontsize=10)
     note = DRAW[name](ax, rows, pending) if any(series.usable(r) for r in rows) else "no finished runs yet"
     if note:
@@ -65,7 +68,8 @@ def draw_waterfall(runs: list[dict[str, Any]]):  # noqa: ANN201
     import matplotlib.pyplot as plt
 
     bars = _waterfall_rows(runs)
-    fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.28 * len(bars)), dpi=100)
+    saved = any(width < 0 for _, _, width, _ in bars)
+    fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.34 * len(bars) + (0.4 if saved else 0)), dpi=DPI)
     _waterfall(ax, bars)
     ax.set_title(f"Where the time went: {_group_label(runs[0])}", fontsize=10)
     fig.tight_layout()
@@ -73,7 +77,7 @@ def draw_waterfall(runs: list[dict[str, Any]]):  # noqa: ANN201
 
 
 def _save(fig, path: Path, plt) -> Path:  # noqa: ANN001
-    fig.savefig(path, metadata={"Software": None})
+    fig.savefig(path, dpi=DPI, metadata={"Software": None})
     plt.close(fig)
     return path
 
@@ -193,13 +197,21 @@ def _waterfall_rows(runs: list[dict[str, Any]]) -> list[tuple[str, float, float,
 def _waterfall(ax, bars: list[tuple[str, float, float, str]]) -> None:  # noqa: ANN001
     """One bar per line, top to bottom: T1/N, then each term starting where the previous one ended
     (to the right: seconds lost; to the left, hatched: seconds saved), then T at the baseline's work."""
+    from matplotlib.patches import Patch
+
     for y, (_, left, width, colour) in enumerate(bars):
         ax.barh(y, width, left=left, color=colour, edgecolor="black" if width < 0 else colour,
-                hatch="//" if width < 0 else None, height=0.7)
-        ax.annotate(f" {left + width:.2f} s", (max(left, left + width), y), va="center", fontsize=7)
-    ax.set_yticks(range(len(bars)), [b[0] for b in bars], fontsize=8)
+                hatch=SAVED_HATCH if width < 0 else None, height=0.7)
+        ax.annotate(f" {left + width:.2f} s", (max(left, left + width), y), va="center", fontsize=WATERFALL_FONT)
+    ax.set_yticks(range(len(bars)), [b[0] for b in bars], fontsize=WATERFALL_FONT)
     ax.invert_yaxis()
     ax.set_xlabel("seconds")
+    if any(width < 0 for _, _, width, _ in bars):
+        ax.legend(handles=[Patch(facecolor="white", edgecolor="black", label="seconds lost (to the right)"),
+                           Patch(facecolor="white", edgecolor="black", hatch=SAVED_HATCH,
+                                 label="hatched: seconds saved (to the left)")],
+                  loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.5 / max(len(bars), 1)), ncol=2,
+                  fontsize=WATERFALL_FONT - 1, frameon=False)
     # explicit limits: autoscaling stops at a bar's edge (matplotlib's sticky edges), which clipped the
     # bars that end furthest right and their labels
     ends = [x for _, left, width, _ in bars for x in (left, left + width)]

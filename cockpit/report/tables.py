@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from typing import Any
 
 from cockpit import explain, labels
@@ -88,11 +89,33 @@ def markdown_table(headers: list[str], body: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+# a cell that is one number as cell() writes it (`1.25`, `+0.3`, `-12.5%`, `3e-05`, `2`): right-aligned
+NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?%?")
+LONG_TEXT = 40  # characters: a column holding a longer cell is prose, kept readable instead of squeezed
+
+
+def column_classes(body: list[list[str]], width: int) -> list[str]:
+    """Per column, its cells' and header's class: "num" (every cell a number or "-"), "text" (prose that
+    must not be squeezed to a word's width) or ""."""
+    out = []
+    for i in range(width):
+        cells = [row[i] for row in body if i < len(row) and row[i] != "-"]
+        if cells and all(NUMBER.fullmatch(c) for c in cells):
+            out.append("num")
+        else:
+            out.append("text" if any(len(c) > LONG_TEXT for c in cells) else "")
+    return out
+
+
 def html_table(headers: list[str], body: list[list[str]], css_class: str = "") -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    trs = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in body)
+    """The table inside a box of its own that scrolls sideways when it is wider than the page, so the page
+    never does; each header aligned as its column's cells (numbers right, text left)."""
+    classes = [f' class="{c}"' if c else "" for c in column_classes(body, len(headers))]
+    head = "".join(f"<th{c}>{html.escape(h)}</th>" for h, c in zip(headers, classes, strict=True))
+    trs = "".join("<tr>" + "".join(f"<td{c}>{html.escape(v)}</td>" for v, c in zip(row, classes, strict=False))
+                  + "</tr>" for row in body)
     cls = f' class="{css_class}"' if css_class else ""
-    return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table>"
+    return f'<div class="scroll"><table{cls}><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table></div>'
 
 
 def scaling_body(rows: list[dict[str, Any]]) -> Body:
@@ -141,20 +164,31 @@ def prediction_body(rows: list[dict[str, Any]]) -> Body:
     return headers, body
 
 
+ADVICE_LOSSES = "losses it acts on (s of T/work)"
+ADVICE_GAIN = "predicted gain (s of T)"
+
+
 def advice_body(rows: list[dict[str, Any]]) -> Body:
-    """Per N-worker run and loss term, largest first: the advice (cockpit.advice: the study key to change,
-    the value, the T and E the prediction model expects), its gain and what it rests on; the other keys
-    acting on the same term as "or" rows."""
-    headers = [*_ident_of(rows), "N", "loss", "advice", "predicted gain (s)", "from"]
+    """Per N-worker run, one row per change (cockpit.advice: the study keys to set and their values, the T
+    and E the prediction model expects), in the order of the largest loss it acts on: the losses it acts on
+    (one change may act on several, and several changes on one loss: each is listed once), its gain, counted
+    once, and what the prediction rests on. A loss no key acts on is a row of its own with the reason."""
+    headers = [*_ident_of(rows), "N", ADVICE_LOSSES, "change → predicted T and E", ADVICE_GAIN, "from"]
     body = []
     for r in rows:
+        changes: dict[object, tuple[Any, list[str]]] = {}
         for item in r.get("advice_items") or []:
-            for k, a in enumerate((item, *item.alternatives)):
-                p = a.predicted
-                basis = "not predicted" if p is None else f"{p.basis}; link: {p.link or 'none needed'}" + (
-                    f"; extrapolated: {', '.join(p.extrapolated)}" if p.extrapolated else "")
-                body.append([*_ident(r), cell(r["workers"], "d"), explain.TERM_LABELS[a.term] if k == 0 else "or",
-                             a.text(head=k == 0), cell(a.gain_s, "+.2f"), basis])
+            for a in (item, *item.alternatives):
+                loss = f"{explain.TERM_LABELS[a.term]} {a.loss_s:.2f}"
+                change = changes.setdefault(a.keys or id(a), (a, []))
+                if loss not in change[1]:
+                    change[1].append(loss)
+        for a, losses in changes.values():
+            p = a.predicted
+            basis = "not predicted" if p is None else f"{p.basis}; link: {p.link or 'none needed'}" + (
+                f"; extrapolated: {', '.join(p.extrapolated)}" if p.extrapolated else "")
+            body.append([*_ident(r), cell(r["workers"], "d"), "; ".join(losses), a.text(head=False),
+                         cell(a.gain_s, "+.2f"), basis])
     return headers, body
 
 

@@ -16,13 +16,24 @@ from cockpit.report.source import ReportInput
 if TYPE_CHECKING:
     from cockpit.compare import Comparison
 
+# One page from a 390 px phone to a wide screen: the text wraps at the page's width, a table wider than the
+# page scrolls sideways in its own box (tables.html_table), prose columns keep a readable width, the figures
+# fill the width in one or more columns.
 CSS = """
-body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px;color:#222}
-table{border-collapse:collapse;font-size:13px;margin:1em 0}
-th,td{border:1px solid #ccc;padding:3px 6px;text-align:right}
+body{font-family:system-ui,sans-serif;margin:0 auto;padding:0.5em 1em 2em;max-width:1400px;color:#222;line-height:1.4}
+h1{font-size:1.6em}
+h1,h2,h3,p,li,code{overflow-wrap:anywhere}
+.scroll{overflow-x:auto;max-width:100%;margin:0.5em 0 1em}
+table{border-collapse:collapse;font-size:13px}
+th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#eef}
-td:nth-child(-n+7),td:last-child{text-align:left}
-img{max-width:48%;margin:0.5%;border:1px solid #ddd}
+.num{text-align:right;white-space:nowrap}
+td.text{min-width:16em;max-width:40em}
+.figures{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,480px),1fr));gap:1em}
+figure{margin:0}
+figure.wide{grid-column:1/-1}
+figure img{max-width:100%;height:auto;border:1px solid #ddd}
+.pair{margin-left:1em}
 .meta{color:#666}
 """
 
@@ -86,10 +97,12 @@ def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[s
         ),
         (
             "Advice",
-            "For each loss of an N-worker run, largest first: the study key that acts on it, the value to try, "
-            "and what the prediction model expects: T and E = T1'/(T'/work)/N after the change (T1' the "
-            "baseline after it), from the measured run with each part of T changed as the model changes it "
-            "(docs/prediction.md). Where the model has no formula for a key it says so instead of a figure.",
+            "For each N-worker run, one row per change, in the order of the largest loss it acts on: the study "
+            "keys to set, the values to try, and what the prediction model expects: T and E = T1'/(T'/work)/N "
+            "after the change (T1' the baseline after it), from the measured run with each part of T changed "
+            "as the model changes it (docs/prediction.md). Where the model has no formula for a key it says so "
+            "instead of a figure. A loss is seconds of T/work (its term of O); a gain is seconds of T (T - T'), "
+            "counted once per change even where the change acts on several losses.",
             *tables.advice_body(rows),
         ),
         (
@@ -185,25 +198,35 @@ def _markdown(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Dr
 
 def _html(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Drawn],
           comparison: Comparison | None = None) -> str:
+    """The page a reader opens: the headline and the figures first, then every table."""
     body = [
         f"<h1>Scaling report: {html.escape(inp.study)}</h1>",
         f'<p class="meta">Cluster: {html.escape(inp.cluster)} · {html.escape(_counts(inp))} · '
         f"source: <code>{html.escape(inp.source)}</code> · written {html.escape(stamp)}</p>",
     ]
-    for title, intro, headers, rows in sections:
+    for index, (title, intro, headers, rows) in enumerate(sections):
         body.append(f"<h2>{html.escape(title)}</h2><p>{html.escape(intro)}</p>")
         body.append(tables.html_table(headers, rows) if rows else "<p><em>none yet</em></p>")
+        if index == 0:  # after the headline
+            body.append(_html_figures(figs))
     if comparison is not None:
         from cockpit.report.comparison import html_section
 
         body.append(html_section(comparison))
-    body.append("<h2>Figures</h2>")
-    for fig in figs.values():
-        data = base64.b64encode(fig.path.read_bytes()).decode("ascii")
-        alt = html.escape(fig.title)
-        body.append(f'<img alt="{alt}" title="{alt}" src="data:image/png;base64,{data}">')
     return (
-        "<!DOCTYPE html><html><head><meta charset=\"utf-8\">"
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>Scaling report: {html.escape(inp.study)}</title><style>{CSS}</style></head>"
         f"<body>{''.join(body)}</body></html>\n"
     )
+
+
+def _html_figures(figs: dict[str, figures.Drawn]) -> str:
+    """The figures, embedded (the page stays one self-contained file); a waterfall takes the page's whole width,
+    which its bar labels need."""
+    items = []
+    for name, fig in figs.items():
+        data = base64.b64encode(fig.path.read_bytes()).decode("ascii")
+        wide = ' class="wide"' if name.startswith("waterfall_") else ""
+        items.append(f'<figure{wide}><img alt="{html.escape(fig.title)}" src="data:image/png;base64,{data}"></figure>')
+    return "<h2>Figures</h2>" + (f'<div class="figures">{"".join(items)}</div>' if items else "<p><em>none yet</em></p>")

@@ -200,7 +200,11 @@ def test_the_demos_report_gives_every_n_worker_row_advice_with_a_key_a_value_and
     from tests.report.test_report import markdown_rows
 
     files = write_report(from_store(demo.parent / STORE, "local-demo"), tmp_path / "report")
-    rows = markdown_rows(files.markdown.read_text(), "Advice")
-    windows = {r[2] for r in rows if "→ predicted T" in r[9] and r[10].startswith("+")}
+    text = files.markdown.read_text()
+    header = next(line for line in text.split("## Advice", 1)[1].splitlines() if line.startswith("| "))
+    column = {name.strip(): i for i, name in enumerate(header.split("|")[1:-1])}
+    rows = markdown_rows(text, "Advice")
+    change, gain = column["change → predicted T and E"], column["predicted gain (s of T)"]
+    windows = {r[column["window"]] for r in rows if "→ predicted T" in r[change] and r[gain].startswith("+")}
     assert windows == {"128", "256"}  # both 2-worker rows: a key, a value and a positive predicted gain
-    assert all(r[7] == "2" for r in rows)
+    assert all(r[column["N"]] == "2" for r in rows)

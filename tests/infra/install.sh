@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-apt_packages=(slurmctld slurmd slurm-client slurmdbd munge mariadb-server openssh-server)
+# chromium: tests/report/test_html_in_browser.py lays the HTML report out in a real headless browser
+apt_packages=(slurmctld slurmd slurm-client slurmdbd munge mariadb-server openssh-server chromium)
 missing=()
 for pkg in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
