@@ -1,4 +1,4 @@
-"""Two studies side by side, configuration by configuration (`cockpit compare STUDY_A STUDY_B`).
+"""Two studies side by side, configuration by configuration (`cockpit compare STUDY OTHER`).
 
 Configurations are matched by their axes; an axis each study holds at one value, different in each (the
 batch size of an advised change), is left out of the match and listed as a key that differs. Per match:
