@@ -275,13 +275,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"{label}: from {base}", flush=True)
         summary = download(args.db, args.out, args.index_url, records)
     except ValueError as exc:
-        print(f"hlm-train download: {exc}", file=sys.stderr)
+        print(f"hlm-train: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except DownloadError as exc:
-        print(f"hlm-train download: {exc}", file=sys.stderr)
+        print(f"hlm-train: {exc}", file=sys.stderr)
         return exc.code
     except KeyboardInterrupt:
-        print("hlm-train download: interrupted (run it again to resume)", file=sys.stderr)
+        print("hlm-train: interrupted (run it again to resume)", file=sys.stderr)
         return EXIT_UNREACHABLE
     print(summary.line(label, args.out))
     return 0

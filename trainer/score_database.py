@@ -43,10 +43,10 @@ def run(args: argparse.Namespace) -> int:
         result = score(args.models, args.data, records, args.annotator, args.token_cache, args.device,
                        args.skip_bad_records)
     except DataError as exc:  # before ValueError, which it is
-        print(f"hlm-train evaluate: bad input data: {exc}", file=sys.stderr)
+        print(f"hlm-train: bad input data: {exc}", file=sys.stderr)
         return rundir.EXIT_BAD_INPUT
     except (ConfigError, UsageError, ValueError) as exc:
-        print(f"hlm-train evaluate: {exc}", file=sys.stderr)
+        print(f"hlm-train: {exc}", file=sys.stderr)
         return rundir.EXIT_USAGE
     out.mkdir(parents=True, exist_ok=True)
     rundir.write_json(out / rundir.EVALUATION_FILE, result)

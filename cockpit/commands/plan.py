@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.usage = f"%(prog)s {STUDY} [--what-if KEY=VALUE ...] [--render DIR] [--limit N] [--baselines DIR]"
     # optional here only so that `--what-if KEY=VALUE STUDY` works too (main finds it among the what-ifs)
     parser.add_argument("study", type=Path, nargs="?", metavar=STUDY, help=STUDY_FILE_HELP)
     parser.add_argument("--render", type=Path, metavar="DIR", help="also write every batch script into DIR")

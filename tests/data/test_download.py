@@ -136,7 +136,7 @@ def test_a_connection_lost_midway_keeps_what_arrived_and_the_next_run_continues_
     mirror.server.cut = "800.dat"  # type: ignore[attr-defined]
     assert fetch(mirror, out, "--records", "800") == 1
     err = capsys.readouterr().err
-    assert err.startswith(f"hlm-train download: connection lost while fetching {mirror.url}svdb/1.0.0/800.dat")
+    assert err.startswith(f"hlm-train: connection lost while fetching {mirror.url}svdb/1.0.0/800.dat")
     assert "run it again to resume" in err and err.count("\n") == 1
     whole = (mirror.db / "800.dat").read_bytes()
     assert (out / "800.dat.part").read_bytes() == whole[:len(whole) // 2]
@@ -166,14 +166,14 @@ def test_checksum_mismatch_names_the_file_and_keeps_nothing_of_it(mirror, tmp_pa
     out = tmp_path / "svdb"
     assert fetch(mirror, out) == 3
     err = capsys.readouterr().err
-    assert err.startswith("hlm-train download: 801.dat: checksum mismatch") and err.count("\n") == 1
+    assert err.startswith("hlm-train: 801.dat: checksum mismatch") and err.count("\n") == 1
     assert not (out / "801.dat").exists() and not (out / "801.dat.part").exists()
 
 
 def test_404_of_a_database_and_of_a_listed_file(mirror, tmp_path, capsys):
     assert main(["download", "nosuchdb", "--out", str(tmp_path / "x"), "--index-url", mirror.url]) == 3
     err = capsys.readouterr().err
-    assert err == f"hlm-train download: {mirror.url}nosuchdb/1.0.0/SHA256SUMS.txt: HTTP 404 File not found\n"
+    assert err == f"hlm-train: {mirror.url}nosuchdb/1.0.0/SHA256SUMS.txt: HTTP 404 File not found\n"
     assert not (tmp_path / "x").exists()
     (mirror.db / "802.atr").unlink()  # listed in SHA256SUMS.txt, gone from the server
     assert fetch(mirror, tmp_path / "svdb") == 3
@@ -185,7 +185,7 @@ def test_no_server_is_exit_1_in_one_line(tmp_path, capsys):
         port = closed.server_address[1]  # a port nothing listens on once closed
     code = main(["download", "svdb", "--out", str(tmp_path / "svdb"), "--index-url", f"http://127.0.0.1:{port}/"])
     err = capsys.readouterr().err
-    assert code == 1 and err.startswith(f"hlm-train download: cannot reach http://127.0.0.1:{port}/svdb/1.0.0/")
+    assert code == 1 and err.startswith(f"hlm-train: cannot reach http://127.0.0.1:{port}/svdb/1.0.0/")
     assert "run it again to resume" in err and err.count("\n") == 1
 
 
@@ -206,12 +206,12 @@ def test_records_subset_fetches_their_files_and_lists_them(mirror, tmp_path, cap
 def test_bad_requests_are_refused_before_anything_is_fetched(mirror, tmp_path, capsys):
     (tmp_path / "file").write_text("")
     assert fetch(mirror, tmp_path / "file") == 2
-    assert capsys.readouterr().err == f"hlm-train download: --out {tmp_path / 'file'}: not a directory\n"
+    assert capsys.readouterr().err == f"hlm-train: --out {tmp_path / 'file'}: not a directory\n"
     assert main(["download", "../etc", "--out", str(tmp_path / "x"), "--index-url", mirror.url]) == 2
     assert main(["download", "svdb", "--out", str(tmp_path / "x"), "--index-url", "file:///etc/"]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert err == ["hlm-train download: database '../etc': expected a PhysioNet name such as mitdb or mitdb/1.0.0",
-                   "hlm-train download: --index-url 'file:///etc/': expected an http:// or https:// URL"]
+    assert err == ["hlm-train: database '../etc': expected a PhysioNet name such as mitdb or mitdb/1.0.0",
+                   "hlm-train: --index-url 'file:///etc/': expected an http:// or https:// URL"]
 
 
 def test_a_path_leaving_the_database_folder_is_refused(mirror, tmp_path, capsys):
@@ -233,5 +233,5 @@ def test_an_unwritable_out_is_one_line(mirror, tmp_path, capsys):
 def test_an_out_that_cannot_be_made_is_one_line(mirror, capsys):
     assert fetch(mirror, Path("/proc/hlm-download")) == 2
     err = capsys.readouterr().err
-    assert err.startswith("hlm-train download: --out /proc/hlm-download: cannot write /proc/hlm-download: ")
+    assert err.startswith("hlm-train: --out /proc/hlm-download: cannot write /proc/hlm-download: ")
     assert err.count("\n") == 1
