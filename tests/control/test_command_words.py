@@ -187,3 +187,12 @@ def test_a_cpu_studys_plan_speaks_of_workers(demo: Path, capsys, monkeypatch):
     out = printed(capsys, "plan", str(demo))
     assert "NxG nodes x workers per node" in out and "the worker-hours" in out
     assert "GPU" not in out
+
+
+def test_every_refusal_has_the_one_prefix():
+    """`cockpit: ...` and `hlm-train: ...`, never `cockpit report: ...` or `hlm-train prepare: ...` (written
+    once: cockpit.commands._args.error, trainer.config_flags.error)."""
+    other = re.compile(r"[\"'](cockpit|hlm-train) [a-z-]+: ")
+    found = [f"{path.relative_to(REPO)}:{n}" for top in ("cockpit", "trainer") for path in (REPO / top).rglob("*.py")
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if other.search(line)]
+    assert found == []
