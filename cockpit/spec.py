@@ -114,6 +114,7 @@ class Cluster:
     rdzv_port: int
     python: str
     env: dict[str, str]
+    share_group: str | None = None  # the Unix group that may read the study's files (trainer.rundir.Sharing)
 
 
 @dataclass(frozen=True)
@@ -205,6 +206,7 @@ class Study:
             "prepare_workers": self.prepare_workers,
             "model": dict(self.model),
             "train": train,
+            **({"share_group": self.cluster.share_group} if self.cluster.share_group else {}),
         }
 
 

@@ -84,6 +84,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     try:
         config, fresh = build_config(args)
         settings = from_config(args.run_dir, config, str(args.run_dir / rundir.CONFIG_FILE))
+        rundir.share_with(settings.run.share_group)  # what the run writes: private, or the study's group
     except (ConfigError, UsageError, rundir.RunDirError) as exc:
         error(str(exc))
         if is_main_rank():

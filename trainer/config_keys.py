@@ -16,6 +16,7 @@ Long because it is a table, one entry per key; the machinery above the tables is
 from __future__ import annotations
 
 import math
+import re
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
@@ -251,6 +252,12 @@ class TrainKeys:
     test_slow_step_s: float = key(0.0, "test only: its sleep per step", minimum=0, study=False, flag="")
 
 
+def is_group_name(v: Any) -> bool:
+    """A Unix group name as sites make them (it reaches chgrp in the batch script): letters, digits, '_', '-',
+    '.', not starting with '-', at most 32 characters."""
+    return isinstance(v, str) and re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}", v) is not None
+
+
 @dataclass(frozen=True)
 class RunKeys:
     """The run's identity in config.json, written by the cockpit (not a study key)."""
@@ -262,6 +269,9 @@ class RunKeys:
                                study=False, flag="")
     config_id: str = key("standalone", "the configuration's digest", study=False, flag="")
     group_id: str = key("standalone", "its scale group's digest", study=False, flag="")
+    share_group: str | None = key(None, "the Unix group the run's files are shared with ([cluster].share_group); "
+                                  "unset: private to the owner (0700 / 0600)", study=False, flag="",
+                                  rule=is_group_name, expected_words="a Unix group name")
 
 
 def _folders(v: Any) -> bool:
@@ -373,6 +383,10 @@ _CLUSTER: tuple[tuple[str, tuple[type, ...], Any, dict[str, Any]], ...] = (
     ("rdzv_port", (int,), 29500, {"minimum": 1, "help": "multi-node rendezvous port (plus job id mod 1000)"}),
     ("python", (str,), "python3", {"help": "the interpreter jobs run, with torch and this project"}),
     ("env", (dict,), {}, {"help": "environment variables of every job (over the site profile's)"}),
+    ("share_group", (str,), None, {"rule": is_group_name, "expected_words": "a Unix group name",
+                                   "help": "a Unix group (a project's, e.g. p200000) that may read the study's "
+                                           "directories and files: 2750 / 0640 and that group; unset: private, "
+                                           "0700 / 0600, whatever the umask"}),
 )
 CLUSTER_KEYS = tuple(ConfigKey("cluster", name, kind, default, **rules) for name, kind, default, rules in _CLUSTER)
 _SPLIT = (

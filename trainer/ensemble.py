@@ -107,7 +107,7 @@ def score(out: Path, members: list[Path], device: str = "auto") -> dict[str, Any
         "test_records": data.info.get("test_records"),
         "eval": {"split": "test", **scores},
     }
-    out.mkdir(parents=True, exist_ok=True)
+    rundir.make_dirs(out)
     rundir.write_json(out / rundir.ENSEMBLE_FILE, summary)
     return summary
 

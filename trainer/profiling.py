@@ -106,8 +106,9 @@ class StepProfiler:
         first, last = self._recording[0], self._recording[-1]
         self._recording = []
         path = self.run_dir / rundir.trace_file(self.d.rank, first, last)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        rundir.make_dirs(path.parent)
         prof.export_chrome_trace(str(path))
+        rundir.protect(path)
         comm_on_own_track(path)
         files = [rundir.trace_file(rank, first, last) for rank in range(self.d.world)]
         self.record["traces"].extend(files)

@@ -6,6 +6,7 @@ read and written through this module; docs/run-directory.md documents each field
 
 from __future__ import annotations
 
+import grp
 import json
 import os
 import tempfile
@@ -182,6 +183,113 @@ class RunDirError(ValueError):
     """A run-directory file exists but cannot be used; the message names the file and the problem."""
 
 
+# --- file modes: private by default, or shared with a project's Unix group ----------------------------------
+# A login node and a shared file system serve hundreds of accounts, and token shards are ECG recordings sample
+# by sample: every directory the trainer and the cockpit create is 0700 and every file 0600, whatever the
+# umask, unless the study names a Unix group ([cluster].share_group): then 2750 / 0640 and that group.
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """Who may read what this process creates: its owner alone (group None) or also a Unix group."""
+
+    group: str | None = None
+
+    @property
+    def dir_mode(self) -> int:
+        return 0o2750 if self.group else 0o700  # setgid: what is created inside keeps the group
+
+    @property
+    def file_mode(self) -> int:
+        return 0o640 if self.group else 0o600
+
+    @property
+    def umask(self) -> int:
+        """The launchers' umask (the batch script's, the local executor's for its workers), for what libraries
+        create on their own."""
+        return 0o027 if self.group else 0o077
+
+    @property
+    def gid(self) -> int | None:
+        if self.group is None:
+            return None
+        try:
+            return grp.getgrnam(self.group).gr_gid
+        except KeyError:
+            raise RunDirError(f"share_group {self.group!r}: no such Unix group on {os.uname().nodename}") from None
+
+
+_sharing = Sharing()
+
+
+def share_with(group: str | None) -> Sharing:
+    """Set this process's policy for everything it creates from now on: private (None) or shared with
+    ``group``. The trainer's commands call it with their config.json's share_group; returns the policy.
+    (The umask is the launcher's to set: the process may be a library's host, such as a test run.)"""
+    global _sharing
+    _sharing = Sharing(group or None)
+    _sharing.gid  # noqa: B018 - an unknown group is refused here, not at the first file
+    return _sharing
+
+
+def sharing() -> Sharing:
+    return _sharing
+
+
+def make_dirs(path: str | os.PathLike[str], policy: Sharing | None = None) -> Path:
+    """`mkdir -p` whose every created directory gets the policy's mode and group (existing ones are left as
+    they are: a site's project directory is not ours to change). ``policy``: a study's own (the local
+    executor's runs) instead of the process's."""
+    policy = policy or _sharing
+    path = Path(path)
+    missing = []
+    for p in (path, *path.parents):
+        if p.is_dir():
+            break
+        missing.append(p)
+    for p in reversed(missing):
+        try:
+            p.mkdir(mode=0o700)
+        except FileExistsError:  # made meanwhile by another rank or process: theirs has the same policy
+            continue
+        _apply(p, policy.dir_mode, policy)
+    return path
+
+
+def protect(path: str | os.PathLike[str]) -> Path:
+    """Give a file this process has just written the policy's mode and group (a library chose its own)."""
+    _apply(Path(path), _sharing.file_mode, _sharing)
+    return Path(path)
+
+
+def open_new(path: str | os.PathLike[str], mode: str = "w", policy: Sharing | None = None) -> IO[Any]:
+    """open() for writing ("w", "wb", "a", "ab", "x"...) that creates the file with the policy's mode and group,
+    never readable by others in between."""
+    policy = policy or _sharing
+    flags = os.O_WRONLY | os.O_CREAT | {"w": os.O_TRUNC, "a": os.O_APPEND, "x": os.O_EXCL}[mode[0]]
+    fd = os.open(path, flags, policy.file_mode)
+    try:
+        _apply_fd(fd, policy.file_mode, policy)
+        return os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _apply(path: Path, mode: int, policy: Sharing) -> None:
+    gid = policy.gid
+    if gid is not None:
+        os.chown(path, -1, gid)  # before the mode: chown clears a directory's setgid bit on some systems
+    os.chmod(path, mode)
+
+
+def _apply_fd(fd: int, mode: int, policy: Sharing) -> None:
+    gid = policy.gid
+    if gid is not None:
+        os.fchown(fd, -1, gid)
+    os.fchmod(fd, mode)
+
+
 @contextmanager
 def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
     """Yield a handle on a temporary file beside `path`; on success fsync it and rename it over `path`.
@@ -189,9 +297,10 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[A
     A reader (or a resumed run) therefore sees the old file or the new one, never half of one.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        _apply_fd(fd, _sharing.file_mode, _sharing)
         with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as handle:
             yield handle
             handle.flush()
@@ -292,7 +401,7 @@ def read_exit(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
 def append_jsonl(path: str | os.PathLike[str], record: dict[str, Any]) -> None:
     """Append one record as a single write() so concurrent ranks never interleave inside a line."""
     line = json.dumps(record, separators=(",", ":"), allow_nan=True) + "\n"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, _sharing.file_mode)
     try:
         os.write(fd, line.encode("utf-8"))
     finally:

@@ -42,6 +42,7 @@ class Interrupted(Exception):
 
 def _setup_logging(run_dir: Path, d: Dist) -> logging.Handler:
     handler: logging.Handler = logging.FileHandler(run_dir / rundir.LOG_FILE)
+    rundir.protect(run_dir / rundir.LOG_FILE)
     prefix = "" if d.is_main else f"[rank {d.rank}] "
     handler.setFormatter(logging.Formatter(f"%(asctime)s %(levelname)s {prefix}%(message)s"))
     handler.setLevel(logging.INFO if d.is_main else logging.WARNING)
@@ -54,7 +55,7 @@ def _setup_logging(run_dir: Path, d: Dist) -> logging.Handler:
 def run(s: Settings, data: sources.Data | None = None) -> int:
     """Train one rank to completion or interruption; returns the process exit code (see rundir.EXIT_*)."""
     launch, launch_source = provenance.launch_time()
-    s.run_dir.mkdir(parents=True, exist_ok=True)
+    rundir.make_dirs(s.run_dir)
     threads_before = torch.get_num_threads()
     restore_environment = environment.threads_for_process(s.threads)  # OMP_NUM_THREADS, set here only
     d = Dist()

@@ -97,6 +97,7 @@ class LocalExecutor(Backend):
         self.gpus = [] if device == "cpu" else list(gpus if gpus is not None else visible_gpus())
         if device == "cuda" and not self.gpus:
             raise LocalSubmitError('[train].device is "cuda" but this machine has no visible GPU')
+        self.sharing = rundir.Sharing(study.cluster.share_group)  # the run directories' modes and group
         self.label = f"local ({self.max_cores} cores" + (f", {len(self.gpus)} GPUs)" if self.gpus else ")")
         self._jobs: dict[str, _Job] = {}
         self._ids = itertools.count(1)
@@ -121,8 +122,7 @@ class LocalExecutor(Backend):
                 f"configuration {cfg.config_id} needs {nproc} GPUs but this machine has {len(self.gpus)} "
                 '(set [train].device = "cpu" to run CPU workers instead)'
             )
-        run_dir = Path(self.study.run_dir(cfg))
-        run_dir.mkdir(parents=True, exist_ok=True)
+        run_dir = rundir.make_dirs(self.study.run_dir(cfg), self.sharing)
         rundir.write_config(run_dir, self.study.run_config(cfg))
         job = _Job(
             job_id=f"local-{os.getpid()}-{next(self._ids)}",
@@ -142,8 +142,7 @@ class LocalExecutor(Backend):
         if cfg.nodes != 1 or not self.study.fits_node(cfg, self.max_cores):
             raise LocalSubmitError(f"preflight {job.name} needs {cfg.nodes} node(s) x {cores} cores; this machine "
                                    f"allows 1 x {self.max_cores}")
-        directory = Path(preflight_dir(await self.study_dir(), job))
-        directory.mkdir(parents=True, exist_ok=True)
+        directory = rundir.make_dirs(preflight_dir(await self.study_dir(), job), self.sharing)
         rundir.write_config(directory, config)
         local = _Job(job_id=f"local-{os.getpid()}-{next(self._ids)}", cfg=cfg, run_dir=directory, cores=cores,
                      gpus_needed=cfg.gpus_per_node if self.gpus else 0, preflight=True)
@@ -248,7 +247,8 @@ class LocalExecutor(Backend):
         run = str(job.run_dir)
         deadline = (job.started or time.time()) + self.study.cluster.time_limit_minutes * 60.0
         launcher = [self._python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc)]
-        with open(job.run_dir / rundir.LOCAL_STDOUT_FILE, "ab") as out, open(job.run_dir / rundir.LOCAL_STDERR_FILE, "ab") as err:
+        with rundir.open_new(job.run_dir / rundir.LOCAL_STDOUT_FILE, "ab", self.sharing) as out, \
+                rundir.open_new(job.run_dir / rundir.LOCAL_STDERR_FILE, "ab", self.sharing) as err:
             if job.preflight:  # as the batch script does: the Python first, then every worker
                 with resources.as_file(resources.files("sbatch_templates") / sbatch_templates.ENV_PROBE) as probe:
                     await self._step(job, [self._python, str(probe), rundir.PREFLIGHT_ENV_FILE], env, out, err, deadline)
@@ -264,7 +264,8 @@ class LocalExecutor(Backend):
     async def _step(self, job: _Job, argv: list[str], env: dict[str, str], out, err, deadline: float) -> int:
         """One process (group) of the job; SIGTERM at the time limit, as Slurm would."""
         job.process = await asyncio.create_subprocess_exec(
-            *argv, cwd=job.run_dir, env=env, stdout=out, stderr=err, stdin=asyncio.subprocess.DEVNULL, start_new_session=True
+            *argv, cwd=job.run_dir, env=env, stdout=out, stderr=err, stdin=asyncio.subprocess.DEVNULL, start_new_session=True,
+            umask=self.sharing.umask,  # what the workers' libraries create: private, or the study's group
         )
         try:
             return await asyncio.wait_for(asyncio.shield(job.process.wait()), timeout=max(0.1, deadline - time.time()))
@@ -330,7 +331,7 @@ def _exit_marker(run_dir: Path, since: float) -> dict | None:
 
 
 def _note(run_dir: Path, line: str) -> None:
-    with contextlib.suppress(OSError), open(run_dir / rundir.LOCAL_STDERR_FILE, "a", encoding="utf-8") as handle:
+    with contextlib.suppress(OSError), rundir.open_new(run_dir / rundir.LOCAL_STDERR_FILE, "a") as handle:
         handle.write(line + "\n")
 
 

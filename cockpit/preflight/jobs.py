@@ -114,4 +114,5 @@ def job_config(study: Study, job: PreflightJob, study_dir: str) -> dict[str, Any
         "token_cache": study.token_cache,
         "probe_bytes": PROBE_BYTES,
         "timeout_s": time_limit_minutes(study) * 60,
+        **({"share_group": study.cluster.share_group} if study.cluster.share_group else {}),
     }

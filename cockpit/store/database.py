@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cockpit.store.rows import Rows, StoreError
+from trainer import rundir
 
 if TYPE_CHECKING:
     from cockpit.store.browse import FollowedFile
@@ -190,7 +191,7 @@ class Database:
         if read_only:
             self._open_read_only()
         else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _private(self.path)
             try:
                 conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
                 self.db = LockedConnection(conn, self._lock)
@@ -280,3 +281,18 @@ class Database:
     def schema_version(self) -> int:
         """PRAGMA user_version. Only the tests call it (kept: the migration tests' seam, one line)."""
         return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def _private(path: Path) -> None:
+    """The store is the owner's alone, whatever the umask: its directory made 0700 where we create it, the
+    file 0600 (an older store too), and so its -wal and -shm, which SQLite creates with the database's mode."""
+    rundir.make_dirs(path.parent, rundir.Sharing())
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        if side.exists():
+            side.chmod(0o600)

@@ -13,9 +13,12 @@
 #       QOS      test 00:30:00, short 06:00:00, default 2-00:00:00 (MaxWall, Flags=DenyOnLimit: a longer
 #                --time is refused by sbatch, not left pending), normal (Slurm's own, no limit: the
 #                default, so jobs submitted without -q behave as before), onenode (MaxTRESPerJob=node=1,
-#                DenyOnLimit: refuses every multi-node job, for tests of a refusal in the middle of a study)
+#                DenyOnLimit: refuses every multi-node job, for tests of a refusal in the middle of a study),
+#                capped (a site's per-user limits: MaxSubmitJobsPerUser=3 queued or running, MaxJobsPerUser=2
+#                running, GrpJobs none; sbatch refuses a fourth job with QOSMaxSubmitJobPerUserLimit and a
+#                third waits with reason QOSMaxJobsPerUserLimit)
 #       users    $HLM_TEST_USER and root in hlm (their default account) and p200000, allowed the QOSs
-#                normal,test,short,default,onenode with DefaultQOS=normal.
+#                normal,test,short,default,onenode,capped with DefaultQOS=normal.
 
 : "${HLM_SLURM_DB_PORT:=3316}"    # MariaDB on 127.0.0.1 (not the default 3306 of a system server)
 : "${HLM_SLURM_DBD_PORT:=6839}"   # slurmdbd (clear of the slurmd ports 6818.. of slurm.sh)
@@ -26,7 +29,8 @@ cluster_name=hlmtest
 site_accounts=(hlm p200000)
 other_account=p200001
 # name:MaxWall:extra sacctmgr settings
-site_qos=("test:00:30:00:" "short:06:00:00:" "default:2-00:00:00:" "onenode::MaxTRESPerJob=node=1")
+site_qos=("test:00:30:00:" "short:06:00:00:" "default:2-00:00:00:" "onenode::MaxTRESPerJob=node=1"
+          "capped::MaxSubmitJobsPerUser=3 MaxJobsPerUser=2")
 
 db_client() { mariadb --no-defaults --socket="$db/mysqld.sock" --user=root "$@"; }
 

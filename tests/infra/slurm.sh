@@ -13,7 +13,9 @@
 # Must run as root. Everything lives under $HLM_SLURM_DIR (default /tmp/hlm-slurm, see env.sh).
 #
 # Changes it makes outside that directory, so that jobs can run as an unprivileged user:
-#   - creates the test user $HLM_TEST_USER when missing (password field '*': no password, keys allowed);
+#   - creates the test user $HLM_TEST_USER when missing (password field '*': no password, keys allowed),
+#     another account $HLM_TEST_PEER (locked: no login) and the group $HLM_TEST_GROUP with both as members,
+#     for the tests of who may read a study's files;
 #   - `chmod o+x` on every directory above the Python interpreter (e.g. /root, which is 0700 when Python
 #     lives under /root/.pyenv; for a virtual environment both its bin/ and the base interpreter its
 #     python3 links to) and above this checkout, so the test user can run the project's Python with its
@@ -95,6 +97,8 @@ print_env() {
     echo "SLURM_CONF=$conf"
     echo "HLM_SLURM_DIR=$dir"
     echo "HLM_TEST_USER=$user"
+    echo "HLM_TEST_PEER=$HLM_TEST_PEER"
+    echo "HLM_TEST_GROUP=$HLM_TEST_GROUP"
     echo "HLM_SLURM_PARTITION=$HLM_SLURM_PARTITION"
     echo "HLM_SLURM_MULTI_PARTITION=$( (( HLM_SLURM_NODES > 1 )) && echo "$HLM_SLURM_MULTI_PARTITION")"
     echo "HLM_SLURM_NODES=$HLM_SLURM_NODES"
@@ -164,6 +168,14 @@ ensure_user() {
     if [[ "$(getent shadow "$user" | cut -d: -f2)" == '!'* ]]; then
         usermod -p '*' "$user"
     fi
+    [[ "$HLM_TEST_PEER" =~ ^[a-z_][a-z0-9_-]*$ && "$HLM_TEST_GROUP" =~ ^[a-z_][a-z0-9_-]*$ ]] \
+        || die "refusing peer or group name '$HLM_TEST_PEER' / '$HLM_TEST_GROUP'" 2
+    id "$HLM_TEST_PEER" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$HLM_TEST_PEER"
+    getent group "$HLM_TEST_GROUP" >/dev/null || groupadd "$HLM_TEST_GROUP"
+    local member
+    for member in "$user" "$HLM_TEST_PEER"; do
+        id -nG "$member" | tr ' ' '\n' | grep -qx "$HLM_TEST_GROUP" || usermod -aG "$HLM_TEST_GROUP" "$member"
+    done
 }
 
 traversable() {
@@ -345,6 +357,7 @@ up() {
     ensure_user
     expose_python
     if status; then
+        SLURM_CONF=$conf init_accounting  # a no-op unless what accounting.sh wants changed since
         print_env
         return 0
     fi

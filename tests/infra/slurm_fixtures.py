@@ -41,6 +41,12 @@ class SlurmCluster:
     python_bin: str
     site_partitions: tuple[str, ...] = ()  # MeluXina-shaped partitions (cpu, gpu)
     accounting: str = ""  # "slurmdbd" when accounts and QOSs are enforced
+    peer: str = ""  # another unprivileged account on the machine (no login)
+    group: str = ""  # a Unix group both the test user and the peer belong to
+
+    def as_peer(self, args: list[str]) -> subprocess.CompletedProcess[str]:
+        """Run a command as the other account (root only): what any other user of the machine could do."""
+        return subprocess.run(["runuser", "-u", self.peer, "--", *args], capture_output=True, text=True, timeout=60)
 
     @property
     def env(self) -> dict[str, str]:
@@ -137,6 +143,8 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
         python_bin=env["HLM_PYTHON_BIN"],
         site_partitions=tuple(p for p in env.get("HLM_SLURM_SITE_PARTITIONS", "").split(",") if p),
         accounting=env.get("HLM_SLURM_ACCOUNTING", ""),
+        peer=env.get("HLM_TEST_PEER", ""),
+        group=env.get("HLM_TEST_GROUP", ""),
     )
     yield cluster
     if not was_up and os.environ.get("HLM_SLURM_DOWN") == "1":

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from trainer import rundir
 from trainer.config_flags import (
     UsageError,
     add_data_flags,
@@ -128,7 +129,7 @@ def prepare_dataset(
     if _up_to_date(current, jobs, rejected, skip_bad_records, split_options):
         return shard  # the manifest is written last and atomically, no lock needed to read it
     with shards.prepare_lock(shard):
-        (shard / shards.RECORDS_DIR).mkdir(parents=True, exist_ok=True)
+        rundir.make_dirs(shard / shards.RECORDS_DIR)
         shards.clean_temp_files(shard)
         current = _read_manifest(shard / shards.MANIFEST)  # another prepare may have finished meanwhile
         if _up_to_date(current, jobs, rejected, skip_bad_records, split_options):
@@ -456,6 +457,7 @@ def _from_run_dir(run_dir: Path) -> dict[str, Any]:
 
     try:
         config = read_config(run_dir)
+        rundir.share_with(config.get("share_group"))  # the shards: private, or the study's group
     except RunDirError as exc:
         raise UsageError(str(exc)) from None
     where = run_dir / "config.json"

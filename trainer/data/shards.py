@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from trainer import rundir
 from trainer.data.errors import DataError
 from trainer.rundir import write_json
 
@@ -53,7 +54,7 @@ def save_array(path: Path, array: np.ndarray) -> None:
     """np.save to a hidden temp name in the same folder, then rename: the final name is always whole."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        with open(tmp, "wb") as fh:
+        with rundir.open_new(tmp, "wb") as fh:  # private (or the study's group) from the first byte
             np.save(fh, array, allow_pickle=False)
         os.replace(tmp, path)
     except BaseException:
@@ -93,9 +94,9 @@ def clean_temp_files(shard: Path) -> None:
 @contextmanager
 def prepare_lock(shard: Path) -> Iterator[None]:
     """Exclusive flock on the shard's lock file: a second prepare of the same shards waits, then skips."""
-    shard.mkdir(parents=True, exist_ok=True)
+    rundir.make_dirs(shard)
     try:
-        fd = os.open(shard / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(shard / LOCK, os.O_RDWR | os.O_CREAT, rundir.sharing().file_mode)
     except OSError as exc:
         raise DataError(f"{shard / LOCK}: cannot create the prepare lock ({exc.strerror})") from None
     try:

@@ -13,7 +13,14 @@ from cockpit.backend import JOB_ACTIONS, Backend, JobInfo
 from cockpit.follow import RemoteFollower
 from cockpit.launch.slurm.client import ParseProblem, SlurmClient, SlurmError
 from cockpit.launch.slurm.quoting import path_expr
-from cockpit.launch.slurm.render import job_comment, job_name, render_preflight_script, render_script
+from cockpit.launch.slurm.render import (
+    dirs_command,
+    job_comment,
+    job_name,
+    render_preflight_script,
+    render_script,
+    script_mode,
+)
 from cockpit.launch.slurm.sites import site_for
 from cockpit.preflight.jobs import preflight_dir
 from cockpit.ssh import SshConnection, resolve_target
@@ -89,15 +96,18 @@ class SlurmBackend(Backend):
     async def submit(self, cfg: Configuration) -> str:
         script = render_script(self.study, cfg)
         run_dir = await self.run_dir(cfg)
-        return await self.slurm.submit(script, f"{run_dir}/{rundir.JOB_SCRIPT_FILE}", hold=self.hold)
+        return await self.slurm.submit(script, f"{run_dir}/{rundir.JOB_SCRIPT_FILE}", hold=self.hold,
+                                       mode=script_mode(self.study), prepare=dirs_command(self.study, run_dir, study_dir=await self.study_dir(),
+                                                            script=f"{run_dir}/{rundir.JOB_SCRIPT_FILE}"))
 
     async def submit_preflight(self, job: PreflightJob, config: dict[str, Any]) -> tuple[str, str, list[str]]:
-        directory = preflight_dir(await self.study_dir(), job)
-        made = await self.connection.run(f"mkdir -p {shlex.quote(directory)}")  # SFTP would only say "No such file"
+        study_dir = await self.study_dir()
+        directory = preflight_dir(study_dir, job)
+        made = await self.connection.run(dirs_command(self.study, directory, study_dir=study_dir))  # SFTP would only say "No such file"
         if made.exit_status != 0:
             raise SlurmError(f"cannot create {directory} on the cluster: {made.stderr.strip() or made.exit_status}")
         script = render_preflight_script(self.study, job, config, directory)
-        job_id = await self.slurm.submit(script, f"{directory}/{rundir.JOB_SCRIPT_FILE}")
+        job_id = await self.slurm.submit(script, f"{directory}/{rundir.JOB_SCRIPT_FILE}", mode=script_mode(self.study))
         return job_id, directory, [f"{directory}/{name}" for name in rundir.slurm_log_files(job_id)]
 
     async def qos_limits(self) -> tuple[dict[str, int | None], str]:

@@ -335,23 +335,27 @@ class SlurmClient:
         self.calls: dict[str, int] = {}
 
     async def _run(self, tool: str, args: Sequence[str], *, idempotent: bool = True,
-                   cwd: str | None = None) -> CommandResult:
+                   cwd: str | None = None, prepare: str = "") -> CommandResult:
         self.calls[tool] = self.calls.get(tool, 0) + 1
         cmd = shlex.join([tool, *args])
         if cwd:
             cmd = f"cd {shlex.quote(cwd)} && {cmd}"
+        if prepare:
+            cmd = f"{prepare} && {cmd}"
         if self.env_prefix:
             cmd = f"{self.env_prefix} {cmd}"
         return await self.runner.run(cmd, idempotent=idempotent)
 
     async def submit(self, script: str | bytes, remote_path: str, *, hold: bool = False,
-                     extra_args: Sequence[str] = ()) -> str:
-        """Upload the script, then ``sbatch --parsable`` it from its directory; returns the job id."""
+                     extra_args: Sequence[str] = (), mode: int = 0o600, prepare: str = "") -> str:
+        """Upload the script (``mode``), then ``sbatch --parsable`` it from its directory, after the shell
+        line ``prepare`` (render.dirs_command: the directories' modes) in the same round trip; returns the
+        job id."""
         data = script.encode() if isinstance(script, str) else script
-        await self.runner.write_file(remote_path, data, 0o755)
+        await self.runner.write_file(remote_path, data, mode)
         directory, _, _ = remote_path.rpartition("/")
         args = ["--parsable", *(["--hold"] if hold else []), *extra_args, remote_path]
-        result = await self._run("sbatch", args, idempotent=False, cwd=directory or None)
+        result = await self._run("sbatch", args, idempotent=False, cwd=directory or None, prepare=prepare)
         return parse_sbatch(result)
 
     async def squeue(self, *, name_prefix: str = "", comment: str = "") -> Parsed:

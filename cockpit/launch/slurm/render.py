@@ -26,7 +26,7 @@ from cockpit.launch.slurm.quoting import (
 )
 from cockpit.launch.slurm.sites import Site, SiteError, check_cluster, site_for
 from trainer import rundir
-from trainer.rundir import SCHEMA_VERSION, SLURM_STDERR_FILE, SLURM_STDOUT_FILE
+from trainer.rundir import SCHEMA_VERSION, SLURM_STDERR_FILE, SLURM_STDOUT_FILE, Sharing
 
 if TYPE_CHECKING:
     from cockpit.preflight.jobs import PreflightJob
@@ -99,16 +99,47 @@ def render_study_scripts(study: Study, out_dir: str | Path) -> list[Path]:
     for cfg in study.runnable():
         path = out / f"{cfg.config_id}{SCRIPT_SUFFIX}"
         path.write_text(render_script(study, cfg, shared), encoding="utf-8")
-        path.chmod(0o755)
+        path.chmod(script_mode(study))
         paths.append(path)
     return paths
 
 
 def submit_command(study: Study, cfg: Configuration, script_path: str) -> str:
     """The shell line that submits a rendered script: the run directory must exist before Slurm opens the
-    job's log files in it, and sbatch runs from there so relative log paths land in it too."""
+    job's log files in it (made private, or shared with the study's group: dirs_command), and sbatch runs
+    from there so relative log paths land in it too."""
     run_dir = path_expr("[cluster].workdir", study.run_dir(cfg))
-    return f"mkdir -p {run_dir} && cd {run_dir} && sbatch --parsable {path_expr('script', script_path)}"
+    return f"{dirs_command(study, study.run_dir(cfg))} && cd {run_dir} && sbatch --parsable {path_expr('script', script_path)}"
+
+
+def dirs_command(study: Study, run_dir: str, *extra: str, study_dir: str | None = None, script: str = "") -> str:
+    """The shell line that makes a run directory and the study's directories above it (plus ``extra``, shell
+    words such as "$TOKEN_CACHE") with the study's file modes, whatever the login shell's umask: 0700 and
+    umask 077, or with [cluster].share_group 2750, that group and umask 027 (trainer.rundir.Sharing; the
+    batch script keeps the umask for everything the job writes). ``study_dir``: the study's directory as
+    run_dir spells it (the backend's, with the work directory expanded), by default the study file's.
+    ``script``: a batch script already uploaded there, given the study's group too."""
+    sharing = Sharing(study.cluster.share_group)
+    study_dir = study_dir or study.study_dir()
+    paths = [study_dir]
+    if run_dir.startswith(f"{study_dir}/"):
+        parts = run_dir[len(study_dir) + 1:].split("/")
+        paths += [f"{study_dir}/{'/'.join(parts[:i])}" for i in range(1, len(parts) + 1)]
+    else:
+        paths.append(run_dir)
+    words = " ".join([*(path_expr("[cluster].workdir", p) for p in paths), *extra])
+    line = f"umask {sharing.umask:03o} && mkdir -p {words}"
+    if sharing.group:
+        group = shell_quote("[cluster].share_group", sharing.group)
+        line += f" && chgrp {group} {words}"
+        if script:
+            line += f" {path_expr('script', script)}"
+    return f"{line} && chmod {sharing.dir_mode:o} {words}"
+
+
+def script_mode(study: Study) -> int:
+    """The batch script's mode, as every file of the study (sbatch reads it; nobody executes it)."""
+    return Sharing(study.cluster.share_group).file_mode
 
 
 @functools.cache
@@ -199,6 +230,7 @@ def _config_context(study: Study, cfg: Configuration, shared: dict[str, Any],
         "stdout_path": stdout_path,
         "stderr_path": stderr_path,
         "run_dir": path_expr("[cluster].workdir", run_dir),
+        "make_dirs": dirs_command(study, run_dir, '"$TOKEN_CACHE"'),
         "binds": _binds(study, cfg),
     }
 
