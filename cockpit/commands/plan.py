@@ -37,7 +37,7 @@ def main(args: argparse.Namespace) -> int:
 
     study_path = args.study or _study_among_what_ifs(args.what_if)
     if study_path is None:
-        return error(f"plan: give the study file: cockpit plan {STUDY} [--what-if KEY=VALUE ...]")
+        return error(f"give the study file: cockpit plan {STUDY} [--what-if KEY=VALUE ...]")
     if args.limit < 0:
         return error(f"--limit must be 0 (every row) or more, got {args.limit}")
     console = Console()
@@ -99,8 +99,7 @@ def baseline_results(baselines: Path | None) -> list[dict]:
         if baselines.name != RESULT_FILE:
             raise ValueError(f"--baselines {baselines}: expected a directory with {RESULT_FILE} files below it, or "
                              f"one {RESULT_FILE}; found another file")
-        baselines = baselines.parent
-        paths = [baselines / RESULT_FILE]
+        paths = [baselines]
     elif baselines.is_dir():
         paths = sorted(baselines.rglob(RESULT_FILE))
     else:

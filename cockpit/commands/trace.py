@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     if len(args.run) > 2:
-        return error(f"trace: expected {RUN} (a run directory or trace file) or STUDY CONFIG_ID, got "
+        return error(f"expected {RUN} (a run directory or trace file) or STUDY CONFIG_ID, got "
                      f"{len(args.run)} arguments")
     try:
         if len(args.run) == 1:

@@ -70,7 +70,7 @@ def test_the_study_may_follow_the_what_ifs(demo: Path, capsys, monkeypatch):
     assert "what-if: [train] bucket_cap_mb unset -> 0.1" in after
     assert printed(capsys, "plan", str(demo), "--what-if", "train.bucket_cap_mb=0.1") == after
     assert refused(capsys, "plan", "--what-if", "train.bucket_cap_mb=0.1") == \
-        "cockpit: plan: give the study file: cockpit plan STUDY [--what-if KEY=VALUE ...]"
+        "cockpit: give the study file: cockpit plan STUDY [--what-if KEY=VALUE ...]"
 
 
 def plan_rows(out: str) -> dict[str, list[str]]:
