@@ -24,6 +24,7 @@ from cockpit import advice, explain, labels, prediction
 from cockpit.quality import quality_of
 from cockpit.spec import AXES, SCALE_AXES, Configuration
 from trainer.config_keys import AXIS_KEYS
+from trainer.rundir import COMM_KINDS, MEMORY_FIGURES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -84,6 +85,14 @@ def run_row(result: dict[str, Any]) -> dict[str, Any]:
         row[f"{part}_s"] = _float(parts.get(part))
     for cost in explain.FIXED_COSTS:
         row[cost] = _float(timing.get(cost))
+    by_kind = (result.get("comm") or {}).get("by_kind") or {}
+    for kind in COMM_KINDS:  # the comm part's exposed seconds by collective (they add up to comm_s)
+        row[f"comm_{kind}_s"] = _float((by_kind.get(kind) or {}).get("exposed_s", 0.0 if by_kind else None))
+    memory = result.get("memory") or {}
+    for figure in MEMORY_FIGURES:  # rank 0's; the peak is the largest any rank reached
+        row[f"memory_{figure}"] = _float(memory.get(figure))
+    peaks = [m.get("peak_bytes") for m in memory.get("by_rank") or [] if isinstance(m.get("peak_bytes"), int | float)]
+    row["memory_peak_bytes"] = float(max(peaks)) if peaks else row["memory_peak_bytes"]
     row["ranks"] = explain.ranks_of(result)
     row["result"] = result  # the prediction reads the baseline's comm and steps
     q = quality_of(result)
@@ -172,13 +181,15 @@ def _predicted(run: dict[str, Any], base: dict[str, Any], work: float, links: pr
     """What the scaling model predicted for this run from its baseline, and how far off it was."""
     if run["nodes"] == 1 and run["gpus_per_node"] == 1:
         return {}
-    p = prediction.predict(base["result"], run["nodes"], run["gpus_per_node"], work, links)
+    p = prediction.predict(base["result"], run["nodes"], run["gpus_per_node"], work, links,
+                           strategy=run["strategy"])
     if isinstance(p, prediction.NoPrediction):
         return {"predicted_t_same_work_s": NAN, "predicted_speedup": NAN, "prediction_error": NAN,
                 "prediction_note": p.reason}
     measured = run["train_time_s"] / work
     return {"predicted_t_same_work_s": p.t_same_work_s, "predicted_speedup": p.speedup,
             "predicted_comm_s": p.parts["comm"], "prediction_error": measured / p.t_same_work_s - 1.0,
+            "predicted_peak_bytes": p.memory["peak_bytes"] if p.memory else NAN,
             "prediction_note": f"link: {p.link}"}
 
 
@@ -283,6 +294,22 @@ def summary_by_workers(rows: Iterable[dict[str, Any]], pending: Iterable[dict[st
          "speedups": sorted(r["speedup"] for r in rs), "overheads_s": sorted(r["overhead_s"] for r in rs)}
         for n, rs in sorted(by_n.items())
     ]
+
+
+def comm_words(row: dict[str, Any]) -> str:
+    """`all-gather 0.25 + reduce-scatter 0.08`: a row's comm part as exposed seconds per collective (its
+    comm_<kind>_s, which add up to comm_s); "" where the result recorded none."""
+    kinds = [(k, row.get(f"comm_{k}_s")) for k in COMM_KINDS]
+    return " + ".join(f"{k.replace('_', '-')} {v:.2f}" for k, v in kinds if isinstance(v, float) and v == v and v > 0)
+
+
+def memory_words(row: dict[str, Any]) -> str:
+    """`model states 1.2 MiB, peak 350 MiB per rank` from a row's memory_* figures; "" where none."""
+    states, peak = row.get("memory_model_states_bytes"), row.get("memory_peak_bytes")
+    if not isinstance(states, float) or states != states:
+        return ""
+    peak_words = f", peak {peak / 2**20:.3g} MiB" if isinstance(peak, float) and peak == peak else ""
+    return f"model states {states / 2**20:.3g} MiB{peak_words} per rank"
 
 
 def _float(value: Any) -> float:

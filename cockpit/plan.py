@@ -133,7 +133,7 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
             p = prediction.predict(base, cfg.nodes, cfg.gpus_per_node,
                                    prediction.work_for(study.train, cfg.workers), links, strategy=cfg.strategy)
             pred = p if isinstance(p, prediction.Prediction) else None
-            if pred is not None and (flag := prediction.memory_flag(pred, base, gpu_bytes)):
+            if pred is not None and (flag := prediction.memory_flag(pred.memory, device, gpu_bytes)):
                 over_memory[cfg.label] = flag
         run = runs.get(cfg.config_id) if status == "done" else None
         figures = run or pred

@@ -14,7 +14,9 @@ baseline's samples in steps_N = steps_1 x work / N steps:
 
 G is the gradient bytes and busbw the bus bandwidth of the link the run spans (within a node, or across
 nodes when nodes > 1): measured by the trainer's start-up probe in a finished run of the study, else the
-site profile's figure. What the model leaves out (workers slowing each other down on shared cores or memory
+site profile's figure. That is DDP; each strategy (docs/strategies.md) has its own collectives per step
+(STRATEGY_COMM: zero1 adds a broadcast of the updated shards, fsdp all-gathers the parameters twice and
+reduce-scatters the gradients), and its own memory per rank (`memory_per_rank`: what it shards divided by N). What the model leaves out (workers slowing each other down on shared cores or memory
 bandwidth, stragglers) is what the measured run's explanation then shows.
 """
 
@@ -28,9 +30,22 @@ from typing import Any
 
 from cockpit import labels
 from cockpit.explain import FIXED_COSTS, PARTS
+from trainer.config_keys import STRATEGY_SHARDS
 
 BACKWARD_SHARE = 2.0 / 3.0  # backward is ~2x the forward's FLOPs
 BATCH_PARTS = ("data_wait", "compute")  # the parts of a step that grow with the samples in it
+# Per optimizer step, the collectives each strategy issues: (kind, bytes moved in units of the model's bytes G,
+# before the ring's (N-1)/N). ddp: the gradients all-reduced (2: reduce-scatter + all-gather inside the ring);
+# zero1 (torch's ZeroRedundancyOptimizer): the same, then each rank broadcasts its updated share (G in all);
+# fsdp: parameters all-gathered before forward and again before backward, gradients reduce-scattered (3G, the
+# ZeRO paper's 1.5x of DDP); fsdp_noreshard keeps the forward's gathered parameters for backward (2G).
+STRATEGY_COMM: dict[str, tuple[tuple[str, float], ...]] = {
+    "ddp": (("all_reduce", 2.0),),
+    "zero1": (("all_reduce", 2.0), ("broadcast", 1.0)),
+    "fsdp": (("all_gather", 2.0), ("reduce_scatter", 1.0)),
+    "fsdp_noreshard": (("all_gather", 1.0), ("reduce_scatter", 1.0)),
+}
+MEMORY_PARTS = ("params_bytes", "grads_bytes", "optimizer_bytes")
 
 
 @dataclass(frozen=True)
@@ -65,6 +80,8 @@ class Prediction:
     node_hours: float
     parts: dict[str, float] = field(default_factory=dict)
     link: str = ""
+    comm_by_kind: dict[str, float] = field(default_factory=dict)  # exposed seconds per collective kind, over T
+    memory: dict[str, float] | None = None  # memory_per_rank; None when the baseline recorded no memory
 
 
 @dataclass(frozen=True)
@@ -114,14 +131,80 @@ def merge(first: Links, fallback: Links) -> Links:
     return Links(first.intra_node or fallback.intra_node, first.inter_node or fallback.inter_node)
 
 
+def memory_per_rank(base: dict[str, Any], workers: int, strategy: str = "ddp") -> dict[str, float] | None:
+    """Bytes per rank of parameters, gradients and optimizer state (the baseline's, divided by N where the
+    strategy shards them: the ZeRO paper's accounting) and the peak: the baseline's peak with its model states
+    replaced by these, plus what the strategy gathers for a while (fsdp: one block's parameters; fsdp_noreshard:
+    all of them, from forward to backward). None when the baseline's result.json has no memory figures."""
+    mem = base.get("memory") or {}
+    if not all(isinstance(mem.get(k), int | float) for k in (*MEMORY_PARTS, "peak_bytes")):
+        return None
+    shards = STRATEGY_SHARDS.get(strategy, ()) if workers > 1 else ()
+    out = {k: float(mem[k]) / (workers if k.removesuffix("_bytes") in shards else 1) for k in MEMORY_PARTS}
+    out["model_states_bytes"] = sum(out[k] for k in MEMORY_PARTS)
+    params = float(mem["params_bytes"])
+    gathered = 0.0
+    if workers > 1 and strategy == "fsdp":
+        gathered = params / (int((base.get("model") or {}).get("layers") or 1) + 1)
+    elif workers > 1 and strategy == "fsdp_noreshard":
+        gathered = params * (workers - 1) / workers
+    held = sum(float(mem[k]) for k in MEMORY_PARTS)
+    out["peak_bytes"] = float(mem["peak_bytes"]) - held + out["model_states_bytes"] + gathered
+    return out
+
+
+def memory_flag(memory: dict[str, float] | None, device: str, gpu_bytes: float) -> str:
+    """A warning when a GPU study's predicted peak per rank (memory_per_rank) exceeds one GPU's memory
+    (`gpu_bytes`, the site profile's gpu_memory_gb), else "" (always for a CPU study, `device` "cpu": its
+    peak is the process's resident memory)."""
+    if not memory or gpu_bytes <= 0 or device == "cpu" or memory["peak_bytes"] <= gpu_bytes:
+        return ""
+    return (f"predicted peak memory {memory['peak_bytes'] / 1e9:.1f} GB per GPU exceeds the GPU's "
+            f"{gpu_bytes / 1e9:g} GB: shard more (strategy zero1, fsdp) or lower batch_size")
+
+
+def memory_words(memory: dict[str, float]) -> str:
+    """`model states 1.2 MiB (params 0.3, grads 0.3, optimizer 0.6), peak 350 MiB` per rank."""
+    def mb(v: float) -> str:
+        return f"{v / 2**20:.3g}"
+
+    return (f"model states {mb(memory['model_states_bytes'])} MiB (params {mb(memory['params_bytes'])}, grads "
+            f"{mb(memory['grads_bytes'])}, optimizer {mb(memory['optimizer_bytes'])}), peak {mb(memory['peak_bytes'])} MiB")
+
+
+def strategy_comm(strategy: str, n: int, grad: float, link: Link, *, buckets: int, groups: int, compute: float,
+                  on_cpu: bool) -> dict[str, float]:
+    """Exposed seconds per step of each collective the strategy issues on n workers (STRATEGY_COMM).
+
+    all-reduce: t = 2(N-1)/N G / busbw + 2(N-1) x buckets x latency, exposed max(t / buckets, t - backward)
+    (DDP overlaps every bucket but the last with the rest of backward). broadcast (zero1, after the local
+    optimizer step): all of it. all-gather / reduce-scatter (fsdp): t = f (N-1)/N G / busbw + (N-1) x groups x
+    latency per round; on CPU all of it (gloo runs them on the training thread, as measured), on GPU FSDP
+    prefetches one block ahead, so max(t / groups, t - compute)."""
+    out: dict[str, float] = {}
+    ring = (n - 1) / n
+    for kind, factor in STRATEGY_COMM.get(strategy, STRATEGY_COMM["ddp"]):
+        if kind == "all_reduce":
+            t = factor * ring * grad / link.busbw + 2 * (n - 1) * buckets * link.latency_s
+            out[kind] = max(t / buckets, t - BACKWARD_SHARE * compute)
+        elif kind == "broadcast":
+            out[kind] = factor * ring * grad / link.busbw + (n - 1) * link.latency_s
+        else:
+            rounds = factor if kind == "all_gather" else 1.0
+            t = factor * ring * grad / link.busbw + rounds * (n - 1) * groups * link.latency_s
+            out[kind] = t if on_cpu else max(t / groups, t - compute)
+    return out
+
+
 def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, links: Links, *,
-            batch_factor: float = 1.0, buckets: int | None = None) -> Prediction | NoPrediction:
+            batch_factor: float = 1.0, buckets: int | None = None, strategy: str = "ddp") -> Prediction | NoPrediction:
     """T of the configuration with `nodes` x `gpus_per_node` workers doing `work` x the baseline's samples.
 
     ``batch_factor``: samples per worker and optimizer step over the baseline's (batch_size x grad_accum):
     data wait and compute per step scale with it, the optimizer, other loop time and the all-reduce per step
     do not, and there are that many times fewer steps. ``buckets``: DDP's gradient buckets, when not the
-    baseline's (a what-if of bucket_cap_mb; cockpit.advice.buckets_for)."""
+    baseline's (a what-if of bucket_cap_mb; cockpit.advice.buckets_for). ``strategy``: the configuration's
+    (its baseline, one worker, ran the plain model whatever the strategy)."""
     timing = base.get("timing") or {}
     steps_1 = timing.get("steps")
     parts_1 = base.get("breakdown_s") or {}
@@ -134,6 +217,7 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
     for scaled in BATCH_PARTS:
         per_step[scaled] *= batch_factor
     per_step["comm"] = 0.0
+    by_kind: dict[str, float] = {}
     link_name = "inter_node" if nodes > 1 else "intra_node"
     if n > 1:
         link = links.for_nodes(nodes)
@@ -145,9 +229,13 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
         if not grad:
             return NoPrediction("the baseline's result.json has no comm.grad_bytes (an older trainer)")
         buckets = max(1, int(buckets or comm.get("buckets") or 1))
-        t_ar = 2 * (n - 1) / n * grad / link.busbw + 2 * (n - 1) * buckets * link.latency_s
-        backward = BACKWARD_SHARE * per_step["compute"]
-        per_step["comm"] = max(t_ar / buckets, t_ar - backward)
+        # FSDP on a GPU in bf16 gathers and reduces bf16 (trainer.parallel's MixedPrecisionPolicy)
+        half = strategy in ("fsdp", "fsdp_noreshard") and base.get("device") == "cuda" and \
+            (base.get("config") or {}).get("precision") == "bf16"
+        by_kind = strategy_comm(strategy, n, float(grad) * (0.5 if half else 1.0), link, buckets=buckets,
+                                groups=int((base.get("model") or {}).get("layers") or 1) + 1,
+                                compute=per_step["compute"], on_cpu=base.get("device") == "cpu")
+        per_step["comm"] = sum(by_kind.values())
         link_name += f" ({link.source})"
     parts = {p: v * steps_n for p, v in per_step.items()}
     t_n = sum(parts.values())
@@ -156,7 +244,8 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
     fixed = sum(float(timing.get(c) or 0.0) for c in FIXED_COSTS)
     return Prediction(workers=n, nodes=nodes, work=work, t_s=t_n, t_same_work_s=t_same, speedup=s,
                       efficiency=s / n, node_hours=(t_n + fixed) * nodes / 3600.0, parts=parts,
-                      link="" if n == 1 else link_name)
+                      link="" if n == 1 else link_name, comm_by_kind={k: v * steps_n for k, v in by_kind.items()},
+                      memory=memory_per_rank(base, n, strategy))
 
 
 def work_for(train: dict[str, Any], workers: int) -> float:

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cockpit import advice, prediction
-from cockpit.plan import hours, measured_figures, study_site_links
+from cockpit.labels import device_of
+from cockpit.plan import hours, measured_figures, study_gpu_memory_gb, study_site_links
 from trainer.config_keys import LABEL_ORDER
 
 if TYPE_CHECKING:
@@ -406,4 +407,17 @@ def summary_lines(o: Outcome) -> list[str]:
                      + ", ".join(too_big))
     if w.dropped:
         lines.append(f"not in the what-if ({len(w.dropped)}): " + ", ".join(w.dropped))
-    return lines
+    return lines + memory_lines(o, predicted)
+
+
+def memory_lines(o: Outcome, predicted: list[WhatIfLine]) -> list[str]:
+    """Memory per rank as predicted (cockpit.prediction.memory_per_rank), flagged where a GPU's is exceeded."""
+    gpu_bytes = study_gpu_memory_gb(o.variant) * 1e9
+    device = device_of((r.get("device") for r in o.inputs.results), o.variant.train.get("device"))
+    out = []
+    for line in predicted:
+        memory = line.predicted.memory if isinstance(line.predicted, advice.Forecast) else None
+        if memory:
+            flag = prediction.memory_flag(memory, device, gpu_bytes)
+            out.append(f"memory per rank, {line.label}: {prediction.memory_words(memory)}" + (f"; {flag}" if flag else ""))
+    return out

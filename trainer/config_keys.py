@@ -31,6 +31,10 @@ WAVEFORMS = ("raw", "diff")  # what a samples window holds: trainer.data.beat_te
 POOLS = ("mean", "centre")  # trainer.model
 CLASS_WEIGHTS = ("balanced", "sqrt", "none")
 STRATEGIES = ("ddp", "zero1", "fsdp", "fsdp_noreshard")  # data parallelism: trainer.parallel, docs/strategies.md
+# what each strategy keeps only a 1/N share of on a worker (the trainer's result.json and the cockpit's prediction)
+STRATEGY_SHARDS: dict[str, tuple[str, ...]] = {"ddp": (), "zero1": ("optimizer",),
+                                               "fsdp": ("params", "grads", "optimizer"),
+                                               "fsdp_noreshard": ("params", "grads", "optimizer")}
 TOKENIZERS = ("samples", "beats")
 N_SPECIAL = 4  # pad, mask, cls, sep: trainer.data.tokenizer_keys.SPECIAL_TOKENS
 
@@ -197,13 +201,13 @@ class AxisKeys:
                                     "study's matrix uses 1)", minimum=1, unit="cores",
                                     axis=Axis("CPUs/task", ("cpus", "cpus/task", "cpus_per_task", "cpu"), "c{}",
                                               "{} CPUs/task", short="c", core=True))
-    gpus_per_node: int = key(1, "workers (GPUs) per node", minimum=1, study=False, flag="",
-                             axis=Axis("GPUs/node", ("gpus", "gpus_per_node", "gpus/node"), scale=True, core=True))
-    nodes: int = key(1, "nodes", minimum=1, study=False, flag="", axis=Axis("nodes", ("nodes",), scale=True, core=True))
     strategy: str = key("ddp", "data parallelism: ddp (a full replica per worker), zero1 (optimizer state "
                         "sharded), fsdp (parameters, gradients and optimizer state sharded), fsdp_noreshard (fsdp "
                         "keeping the gathered parameters from forward to backward)", choices=STRATEGIES,
                         resume=True, axis=Axis("strategy", ("strategy", "strat"), short="strat"))
+    gpus_per_node: int = key(1, "workers (GPUs) per node", minimum=1, study=False, flag="",
+                             axis=Axis("GPUs/node", ("gpus", "gpus_per_node", "gpus/node"), scale=True, core=True))
+    nodes: int = key(1, "nodes", minimum=1, study=False, flag="", axis=Axis("nodes", ("nodes",), scale=True, core=True))
 
 
 @dataclass(frozen=True)

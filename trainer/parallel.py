@@ -38,15 +38,13 @@ from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+from trainer.config_keys import STRATEGY_SHARDS
 from trainer.distributed import Dist
 from trainer.model import HeartLanguageModel
 from trainer.settings import ConfigError, Settings
 from trainer.timing import CommMeter, comm_hook
 
 FSDP_STRATEGIES = ("fsdp", "fsdp_noreshard")
-# What each strategy keeps only a 1/N share of on a worker (result.json `memory.sharded`, docs/strategies.md).
-SHARDED: dict[str, tuple[str, ...]] = {"ddp": (), "zero1": ("optimizer",), "fsdp": ("params", "grads", "optimizer"),
-                                       "fsdp_noreshard": ("params", "grads", "optimizer")}
 
 
 @dataclass
@@ -70,7 +68,7 @@ class Parallel:
 
     @property
     def sharded(self) -> tuple[str, ...]:
-        return SHARDED[self.applied] if self.applied in SHARDED else ()
+        return STRATEGY_SHARDS.get(self.applied, ())
 
 
 class _TimedAllGather(DefaultAllGather):

@@ -63,6 +63,10 @@ RESULT_STATUSES = ("completed", "failed")
 # The parts of T, in the order every table shows them: result.json breakdown_s, metrics.jsonl `<part>_s`, the
 # cockpit's overhead terms, and the trainer's torch.profiler ranges (`hlm:<part>`, see trace_range).
 BREAKDOWN_PARTS = ("data_wait", "compute", "comm", "optimizer", "other")
+# The kinds of collective result.json `comm.by_kind` attributes the comm part to (trainer.timing.CommMeter).
+COMM_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
+# result.json `memory`'s figures per rank, in bytes (ResultMemory)
+MEMORY_FIGURES = ("params_bytes", "grads_bytes", "optimizer_bytes", "model_states_bytes", "peak_bytes")
 
 # torch.profiler traces (train.profile_active): one Chrome-trace JSON per rank and profiling cycle.
 TRACES_DIR = "traces"

@@ -18,7 +18,7 @@ import torch.distributed as dist
 from torch.autograd.profiler import record_function
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-from trainer.rundir import BREAKDOWN_PARTS, trace_range
+from trainer.rundir import BREAKDOWN_PARTS, COMM_KINDS, trace_range
 
 PHASES = BREAKDOWN_PARTS  # the one table of part names (trainer/rundir.py), also the profiler ranges' names
 Mark = torch.cuda.Event | float  # what Clock.mark() returns: a recorded CUDA event, or perf_counter()
@@ -83,9 +83,6 @@ class PartRanges:
         if self._comm_range is not None:
             self._comm_range.__exit__(None, None, None)
             self._comm_range = None
-
-
-COMM_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")  # result.json comm.by_kind
 
 
 @dataclass

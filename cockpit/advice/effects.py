@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cockpit.spec import AXES, SCALE_AXES
-from trainer.config_keys import BY_NAME
+from trainer.config_keys import AXIS_KEYS, BY_NAME
 
 GROUP_AXES = tuple(a for a in AXES if a not in SCALE_AXES)
 DDP_FIRST_BUCKET_MB = 1.0  # as trainer/probe.py: DDP's first bucket when bucket_cap_mb is left unset
@@ -47,6 +47,10 @@ EFFECTS: dict[str, Effect] = {
     "train.epochs": Effect("formula", (), "samples x epochs'/epochs"),
     "gpus_per_node": Effect("formula", ("comm",), "N workers: ring all-reduce over the link the run spans"),
     "nodes": Effect("formula", ("comm",), "N workers: the inter-node link once nodes > 1"),
+    "strategy": Effect("formula", ("comm", "optimizer"),
+                       "per step ddp 2(N-1)/N G all-reduced; zero1 the same plus (N-1)/N P broadcast; fsdp "
+                       "3(N-1)/N P all-gathered twice and reduce-scattered (fsdp_noreshard 2); memory per rank "
+                       "params, grads, optimizer state / N where sharded"),
     "cpus_per_task": Effect("recorded", ("compute", "data_wait"),
                             "only from a recorded baseline with that many cores per task"),
     "window": Effect("recorded"),
@@ -79,17 +83,19 @@ def buckets_for(grad_bytes: float, cap_mb: float | None) -> int:
 # --- reading configurations --------------------------------------------------------------------------------
 
 def axes_of(result: dict[str, Any]) -> dict[str, Any]:
-    """A result's (or a config.json's) axis values."""
+    """A result's (or a config.json's) axis values; one written before a later axis existed ran at that axis's
+    default (trainer.config_keys.shows)."""
     inner = result.get("config")
     cfg: dict[str, Any] = inner if isinstance(inner, dict) else result
-    return {a: cfg.get(a, result.get(a)) for a in AXES}
+    return {k.name: cfg.get(k.name, result.get(k.name, None if k.axis and k.axis.core else k.default))
+            for k in AXIS_KEYS}
 
 
 def config_of(result: dict[str, Any]) -> dict[str, Any]:
     """The config.json a result was run from (its axes at the top level, as Study.run_config writes it)."""
     cfg = dict(result.get("config") or {})
-    for a in AXES:
-        cfg.setdefault(a, result.get(a))
+    for a, value in axes_of(result).items():  # an axis added later: its default (axes_of)
+        cfg.setdefault(a, value)
     return cfg
 
 

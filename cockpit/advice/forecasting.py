@@ -81,6 +81,13 @@ def _without_batch(group: tuple) -> tuple:
     return group[:_BATCH] + group[_BATCH + 1:]
 
 
+_STRATEGY = GROUP_AXES.index("strategy")
+
+
+def _without_strategy(group: tuple) -> tuple:
+    return group[:_STRATEGY] + group[_STRATEGY + 1:]
+
+
 # --- the forecast ---------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -102,6 +109,7 @@ class Forecast:
     extrapolated: tuple[str, ...] = ()  # axis values the recorded study never ran
     changes: tuple[tuple[str, Any, Any], ...] = ()  # the keys that differ from the run it starts from
     parts: dict[str, float] = field(default_factory=dict)  # T's parts as predicted (rank 0; "unaccounted")
+    memory: dict[str, float] | None = None  # bytes per rank as the model predicts them (prediction.memory_per_rank)
 
     @property
     def t_same_work_s(self) -> float:
@@ -143,7 +151,8 @@ def forecast(target: dict[str, Any], recorded: Recorded | Iterable[dict[str, Any
         w = _samples_ratio(cfg, src, nodes * gpus)
         if w is None:
             raise _Unpredicted("neither steps nor epochs to count the samples by")
-        p = prediction.predict(src, nodes, gpus, w, links, batch_factor=_batch_factor(cfg, src_cfg), buckets=buckets)
+        p = prediction.predict(src, nodes, gpus, w, links, batch_factor=_batch_factor(cfg, src_cfg), buckets=buckets,
+                               strategy=axes_of(cfg)["strategy"])
         if isinstance(p, prediction.NoPrediction):
             raise _Unpredicted(p.reason)
         return p, w
@@ -178,7 +187,8 @@ def forecast(target: dict[str, Any], recorded: Recorded | Iterable[dict[str, Any
     fixed = sum(float(timing.get(c) or 0.0) for c in explain.FIXED_COSTS)
     return Forecast(workers=n, nodes=nodes, t_s=t, t1_s=t1, work=work, speedup=s, efficiency=s / n,
                     node_hours=(t + fixed) * nodes / 3600.0, model_t_s=t_model.t_s, basis=basis,
-                    link=t_model.link, extrapolated=tuple(extrapolated), changes=tuple(changes), parts=parts)
+                    link=t_model.link, extrapolated=tuple(extrapolated), changes=tuple(changes), parts=parts,
+                    memory=t_model.memory)
 
 
 class _Unpredicted(Exception):
@@ -231,6 +241,11 @@ def _source(rec: Recorded, ax: dict[str, Any]) -> tuple[dict[str, Any] | None, s
         return rec.baselines[group], ""
     if not rec.baselines:
         return None, "no finished 1x1 baseline recorded"
+    same_model = [key for key in rec.baselines if _without_strategy(key) == _without_strategy(group)]
+    if same_model:  # one worker runs the plain model whatever its strategy (trainer.parallel)
+        other = rec.baselines[same_model[0]]
+        return other, f"strategy {ax['strategy']} from the {axes_of(other)['strategy']} baseline (one worker runs " \
+                      "every strategy the same way)"
     near = rec.by_batch.get(_without_batch(group))
     if near:
         b = ax["batch_size"]

@@ -113,7 +113,12 @@ def _candidates(term: str, cfg: dict[str, Any], run: dict[str, Any], rec: dict[s
     """(keys to set, reason it cannot be predicted or "") for each key that acts on `term`."""
     batch = _double_batch(cfg)
     if term == "comm":
-        return [*_bucket_options(cfg, run, recorded, links), (batch, "")]
+        strategy = axes_of(run)["strategy"]
+        # DDP's buckets act on ddp's and zero1's all-reduce only; a strategy that moves more than ddp is priced
+        # against ddp (cockpit.prediction.STRATEGY_COMM)
+        buckets = _bucket_options(cfg, run, recorded, links) if strategy in ("ddp", "zero1") else []
+        other = [((("strategy", "ddp"),), "")] if strategy != "ddp" else []
+        return [*buckets, (batch, ""), *other]
     if term in ("optimizer", "other"):
         return [(batch, "")]
     cores = (("cpus_per_task", 2 * int(cfg["cpus_per_task"])),)
@@ -160,7 +165,8 @@ def _bucket_options(cfg: dict[str, Any], run: dict[str, Any], recorded: Recorded
     work = float(rec_work) if (rec_work := run_work(run, base)) else 1.0
     scored = []
     for k, cap in caps.items():
-        p = prediction.predict(base, int(ax["nodes"]), int(ax["gpus_per_node"]), work, links, buckets=k) if base else None
+        p = prediction.predict(base, int(ax["nodes"]), int(ax["gpus_per_node"]), work, links, buckets=k,
+                               strategy=ax["strategy"]) if base else None
         scored.append((p.parts["comm"] if isinstance(p, prediction.Prediction) else math.inf, -cap, cap))
     best = min(scored)[2]
     return [((("train.bucket_cap_mb", best),), "")]

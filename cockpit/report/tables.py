@@ -12,7 +12,8 @@ import re
 from typing import Any
 
 from cockpit import explain, labels
-from trainer.config_keys import AXIS, AXIS_KEYS, LABEL_ORDER
+from cockpit.analysis import comm_words
+from trainer.config_keys import AXIS, AXIS_KEYS, BY_NAME, LABEL_ORDER, shows
 
 Body = tuple[list[str], list[list[str]]]
 
@@ -26,9 +27,15 @@ def _axis_column(a: str, device: str = "gpu") -> tuple[str, str, str]:
     return (a, AXIS[a].header, "d" if a in _NUMBERED else "s")
 
 
-# (key of an analysis row, header, format)
+def shown_axes(rows: list[dict[str, Any]]) -> list[str]:
+    """The identity columns of a table over `rows`: LABEL_ORDER's, an axis added later only where some row
+    sets it away from its default (trainer.config_keys.shows, as the configuration label shows it), so a study
+    that never names it keeps its tables."""
+    return [a for a in LABEL_ORDER if a == "scale" or any(shows(BY_NAME[a], r) for r in rows)]
+
+
+# (key of an analysis row, header, format) after the identity columns
 COLUMNS: tuple[tuple[str, str, str], ...] = (
-    *(_axis_column(a) for a in LABEL_ORDER),
     ("workers", "N", "d"),
     ("train_time_s", "T (s)", ".2f"),
     ("work_ratio", "work", ".3g"),
@@ -40,6 +47,9 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("karp_flatt", "Karp-Flatt", ".3f"),
     ("tokens_per_s", "tokens/s", ".0f"),
     ("verdict", "where the time went", "s"),
+    ("comm_by_kind", "comm by kind (s)", "s"),
+    ("memory_model_states_bytes", "model states/rank (MiB)", "MiB"),
+    ("memory_peak_bytes", "peak memory/rank (MiB)", "MiB"),
 )
 TERMS = (*explain.PARTS, "unaccounted")
 
@@ -58,24 +68,28 @@ def cell(value: Any, spec: str) -> str:
         return str(value)
     if spec == "d":
         return str(int(value))
+    if spec == "MiB":
+        return f"{float(value) / 2**20:.3g}"
     return format(float(value), spec)
+
 
 
 def _scale(r: dict[str, Any]) -> str:
     return f"{r['nodes']}×{r['gpus_per_node']}"
 
 
-def _ident(r: dict[str, Any]) -> list[str]:
-    return [_scale(r) if a == "scale" else cell(r[a], spec) for a, _, spec in map(_axis_column, LABEL_ORDER)]
+def _ident(r: dict[str, Any], axes: list[str]) -> list[str]:
+    return [_scale(r) if a == "scale" else cell(r[a], spec) for a, _, spec in map(_axis_column, axes)]
 
 
-def ident_headers(device: str = "gpu") -> list[str]:
-    """The headers of the configuration's axes; `nodes×workers` in a CPU study (cockpit.labels)."""
-    return [_axis_column(a, device)[1] for a in LABEL_ORDER]
+def ident_headers(device: str = "gpu", axes: list[str] | None = None) -> list[str]:
+    """The headers of the configuration's axes (`shown_axes`; all of LABEL_ORDER when not given);
+    `nodes×workers` in a CPU study (cockpit.labels)."""
+    return [_axis_column(a, device)[1] for a in (LABEL_ORDER if axes is None else axes)]
 
 
 def _ident_of(rows: list[dict[str, Any]]) -> list[str]:
-    return ident_headers(labels.device_of_rows(rows))
+    return ident_headers(labels.device_of_rows(rows), shown_axes(rows))
 
 
 
@@ -120,21 +134,24 @@ def html_table(headers: list[str], body: list[list[str]], css_class: str = "") -
 
 def scaling_body(rows: list[dict[str, Any]]) -> Body:
     scale = labels.scale_label(labels.device_of_rows(rows))
-    headers = [scale if key == "scale" else h for key, h, _ in COLUMNS]
+    axes = shown_axes(rows)
+    columns = [*map(_axis_column, axes), *COLUMNS]
+    headers = [scale if key == "scale" else h for key, h, _ in columns]
     body = []
     for r in rows:
-        rec = {**r, "scale": _scale(r)}
+        rec = {**r, "scale": _scale(r), "comm_by_kind": comm_words(r) or "-"}
         if r.get("status") != "completed":
             rec["verdict"] = f"{r.get('status')}: {r.get('note', '')}"
         elif r.get("note") and not r.get("verdict"):
             rec["verdict"] = r["note"]
-        body.append([cell(rec.get(key), spec) for key, _, spec in COLUMNS])
+        body.append([cell(rec.get(key), spec) for key, _, spec in columns])
     return headers, body
 
 
 def attribution_body(rows: list[dict[str, Any]]) -> Body:
     """Per N-worker run: T1/N, T/work and the overhead split into seconds per term (printed, they add up to
     the printed O: explain.shown_split)."""
+    axes = shown_axes(rows)
     headers = [*_ident_of(rows), "N", "T1/N (s)", "T/work (s)", "O (s)",
                *[f"{explain.TERM_LABELS[t]} (s)" for t in TERMS], "explanation"]
     body = []
@@ -144,7 +161,7 @@ def attribution_body(rows: list[dict[str, Any]]) -> Body:
         terms = [(t, v) for t in TERMS if (v := r.get(f"loss_{t}_s")) is not None and v == v]
         o, shown = explain.shown_split(r["overhead_s"], terms)  # printed terms that add up to the printed O
         shown_by_term = dict(shown)
-        body.append([*_ident(r), cell(r["workers"], "d"), cell(r["t1_over_n_s"], ".2f"),
+        body.append([*_ident(r, axes), cell(r["workers"], "d"), cell(r["t1_over_n_s"], ".2f"),
                      cell(r["t_same_work_s"], ".2f"), cell(o, "+.2f"),
                      *[cell(shown_by_term.get(t), "+.2f") for t in TERMS], r.get("explanation", "")])
     return headers, body
@@ -152,13 +169,14 @@ def attribution_body(rows: list[dict[str, Any]]) -> Body:
 
 def prediction_body(rows: list[dict[str, Any]]) -> Body:
     """Per N-worker run: what cockpit.prediction predicted from the baseline alone, beside what was measured."""
+    axes = shown_axes(rows)
     headers = [*_ident_of(rows), "N", "predicted T/work (s)", "measured T/work (s)", "error", "predicted S", "measured S",
                "from"]
     body = []
     for r in rows:
         if "prediction_note" not in r:
             continue
-        body.append([*_ident(r), cell(r["workers"], "d"), cell(r["predicted_t_same_work_s"], ".2f"),
+        body.append([*_ident(r, axes), cell(r["workers"], "d"), cell(r["predicted_t_same_work_s"], ".2f"),
                      cell(r["t_same_work_s"], ".2f"), cell(r["prediction_error"], "+.1%"),
                      cell(r["predicted_speedup"], ".3f"), cell(r["speedup"], ".3f"), r["prediction_note"]])
     return headers, body
@@ -173,6 +191,7 @@ def advice_body(rows: list[dict[str, Any]]) -> Body:
     and E the prediction model expects), in the order of the largest loss it acts on: the losses it acts on
     (one change may act on several, and several changes on one loss: each is listed once), its gain, counted
     once, and what the prediction rests on. A loss no key acts on is a row of its own with the reason."""
+    axes = shown_axes(rows)
     headers = [*_ident_of(rows), "N", ADVICE_LOSSES, "change → predicted T and E", ADVICE_GAIN, "from"]
     body = []
     for r in rows:
@@ -187,16 +206,17 @@ def advice_body(rows: list[dict[str, Any]]) -> Body:
             p = a.predicted
             basis = "not predicted" if p is None else f"{p.basis}; link: {p.link or 'none needed'}" + (
                 f"; extrapolated: {', '.join(p.extrapolated)}" if p.extrapolated else "")
-            body.append([*_ident(r), cell(r["workers"], "d"), "; ".join(losses), a.text(head=False),
+            body.append([*_ident(r, axes), cell(r["workers"], "d"), "; ".join(losses), a.text(head=False),
                          cell(a.gain_s, "+.2f"), basis])
     return headers, body
 
 
 def breakdown_body(rows: list[dict[str, Any]]) -> Body:
     """Seconds per part of T (rank 0), and the costs outside T that also take node-hours."""
+    axes = shown_axes(rows)
     headers = [*_ident_of(rows), "T (s)", *[f"{explain.SHORT_LABELS[p]} (s)" for p in explain.PARTS],
                *[c.removesuffix("_s") + " (s)" for c in explain.FIXED_COSTS]]
-    body = [[*_ident(r), cell(r["train_time_s"], ".2f"), *[cell(r.get(f"{p}_s"), ".2f") for p in explain.PARTS],
+    body = [[*_ident(r, axes), cell(r["train_time_s"], ".2f"), *[cell(r.get(f"{p}_s"), ".2f") for p in explain.PARTS],
              *[cell(r.get(c), ".2f") for c in explain.FIXED_COSTS]]
             for r in rows if r.get("status") == "completed"]
     return headers, body
@@ -204,6 +224,7 @@ def breakdown_body(rows: list[dict[str, Any]]) -> Body:
 
 def ranks_body(rows: list[dict[str, Any]]) -> Body:
     """Each rank's breakdown of every multi-worker run, the straggler marked (the rank the others wait for)."""
+    axes = shown_axes(rows)
     headers = [*_ident_of(rows), "rank", "host", *[f"{explain.SHORT_LABELS[p]} (s)" for p in explain.PARTS], "total (s)", ""]
     body = []
     for r in rows:
@@ -213,7 +234,7 @@ def ranks_body(rows: list[dict[str, Any]]) -> Body:
             mark = ""
             if rank["rank"] == r.get("straggler_rank"):
                 mark = f"straggler: the others waited {r['straggler_excess_s']:.2f} s more"
-            body.append([*_ident(r), str(rank["rank"]), str(rank["host"]),
+            body.append([*_ident(r, axes), str(rank["rank"]), str(rank["host"]),
                          *[cell(rank[p], ".2f") for p in explain.PARTS], cell(rank["total"], ".2f"), mark])
     return headers, body
 
@@ -236,8 +257,9 @@ def headline_body(rows: list[dict[str, Any]], pending: list[dict[str, Any]] | No
 
 def quality_body(rows: list[dict[str, Any]]) -> Body:
     """Per scored run: its quality figure with the inputs it is the mean of, beside its group's baseline."""
+    axes = shown_axes(rows)
     headers = [*_ident_of(rows), "N", "metric", "value", "from", "1×1 value", "change"]
-    body = [[*_ident(r), cell(r.get("workers"), "d"), r["quality_metric"], cell(r["quality"], ".3f"),
+    body = [[*_ident(r, axes), cell(r.get("workers"), "d"), r["quality_metric"], cell(r["quality"], ".3f"),
              r.get("quality_inputs", ""), cell(r.get("quality_1"), ".3f"), cell(r.get("quality_change"), "+.3f")]
             for r in rows if r.get("quality_metric")]
     return headers, body
@@ -246,11 +268,12 @@ def quality_body(rows: list[dict[str, Any]]) -> Body:
 def class_body(rows: list[dict[str, Any]]) -> Body:
     """Per fine-tune run and class: support, sensitivity (Se), positive predictivity (+P) and F1, from the
     confusion matrix of its test split."""
+    axes = shown_axes(rows)
     headers = [*_ident_of(rows), "class", "support", "Se", "+P", "F1"]
     body = []
     for r in rows:
         q = r.get("quality_detail")
         for c in q.classes if q else ():
-            body.append([*_ident(r), c.name, str(c.support), cell(c.sensitivity, ".3f"), cell(c.ppv, ".3f"),
+            body.append([*_ident(r, axes), c.name, str(c.support), cell(c.sensitivity, ".3f"), cell(c.ppv, ".3f"),
                          cell(c.f1, ".3f")])
     return headers, body

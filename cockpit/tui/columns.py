@@ -46,9 +46,10 @@ SCALING_COLUMN = {
     "quality": Column("quality", "quality Δ1×1", 14),
 }
 FIGURES = ("state", "speedup", "efficiency", "time", "t_same_work", "work", "overhead", "tokens", "verdict")
-# every column in the historical order (headless consumers and the report's cross-check index cells by it)
+# every column in the historical order (headless consumers and the report's cross-check index cells by it); an
+# axis added later is not in it (a study's own layout shows it where it varies: model.scaling_layout)
 SCALING_COLUMNS = tuple(SCALING_COLUMN[k] for k in (
-    "mark", *(a for a in LABEL_ORDER if a != "batch_size"), "state", "time", "work", "t_same_work", "speedup",
+    "mark", *(a for a in LABEL_ORDER if a != "batch_size" and (a == "scale" or AXIS[a].core)), "state", "time", "work", "t_same_work", "speedup",
     "efficiency", "overhead", "tokens", "verdict"))
 SORTABLE = tuple(k for k in SCALING_COLUMN if k != "mark")
 

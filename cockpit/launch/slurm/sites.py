@@ -36,6 +36,7 @@ _KEYS: dict[str, tuple[type | tuple[type, ...], Any]] = {
     "intra_node_busbw_gbs": ((int, float), 0.0),
     "inter_node_busbw_gbs": ((int, float), 0.0),
     "allreduce_latency_us": ((int, float), 0.0),
+    "gpu_memory_gb": ((int, float), 0.0),  # one GPU's memory: the plan flags a configuration predicted above it
 }
 
 
@@ -68,6 +69,7 @@ class Site:
     intra_node_busbw_gbs: float = 0.0  # all-reduce bus bandwidth within a node, GB/s
     inter_node_busbw_gbs: float = 0.0  # across nodes
     allreduce_latency_us: float = 0.0  # per ring step
+    gpu_memory_gb: float = 0.0  # one GPU's memory, GB (10^9 bytes); 0 = unknown
 
 
 def builtin_sites() -> list[str]:
@@ -139,7 +141,7 @@ def parse_site(text: str, source: str) -> Site:
             raise SiteError(f"{source}: [site.env].{name} must be a string or number, found {value!r}")
         env[name] = str(value)
     values["env"] = env
-    for key in ("intra_node_busbw_gbs", "inter_node_busbw_gbs", "allreduce_latency_us"):
+    for key in ("intra_node_busbw_gbs", "inter_node_busbw_gbs", "allreduce_latency_us", "gpu_memory_gb"):
         if values[key] < 0:
             raise SiteError(f"{source}: [site].{key} must be >= 0 (0 = unknown), found {values[key]!r}")
         values[key] = float(values[key])
