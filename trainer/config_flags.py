@@ -11,8 +11,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from trainer.config_keys import TOKENIZER_KEYS, ConfigKey
-from trainer.data.errors import DataError
-from trainer.data.tokenizer_keys import canonical
 
 Flags = argparse._ActionsContainer  # a parser or one of its argument groups: where a flag is added
 
@@ -34,7 +32,7 @@ def _type(k: ConfigKey) -> Any:
 
 def add_key_flag(p: Flags, k: ConfigKey, where: str, choices: bool = True) -> None:
     """`--name` for one key (`--compile / --no-compile` for a true/false key); dest is the key's name.
-    ``choices`` False leaves a value to the key's own validator (tokenizer_from_flags: its words, exit code 2)."""
+    ``choices`` False leaves a value to the key's own rule (tokenizer_from_flags: its words, exit code 2)."""
     flag = "--" + k.flag_name
     shown = "" if k.default is None else f", default {k.default}"
     text = f"{k.help} ({where}{shown})"
@@ -98,19 +96,17 @@ def _records(values: Iterable[str], flag: str) -> list[str]:
 
 
 def tokenizer_from_flags(args: argparse.Namespace) -> dict[str, Any]:
-    """The tokenizer keys the command line gives (none given: an empty table), judged by the registry's
-    rules as any tokenizer table is: a bad value is a bad command line (UsageError, exit code 2), not bad data."""
+    """The tokenizer keys the command line gives (none given: an empty table), each judged by the registry's
+    rule (ConfigKey.problem, as a tokenizer table's keys are): a bad value is a bad command line (UsageError,
+    exit code 2), not bad data."""
     table: dict[str, Any] = {}
     for k in TOKENIZER_KEYS:
         value = getattr(args, k.name)
         if value is not None:
             table[k.name] = _records(value, "--records") if k.name == "records" else _value(k, value)
-    try:
-        canonical(table)
-    except DataError as exc:  # `tokenizer.name: expected ...` -> `--tokenizer (tokenizer.name): expected ...`
-        key, _, rest = str(exc).partition(":")
-        flag = next((f"--{k.flag_name} ({key})" for k in TOKENIZER_KEYS if key == f"tokenizer.{k.name}"), key)
-        raise UsageError(f"{flag}:{rest}") from None
+            problem = k.problem(table[k.name])
+            if problem:
+                raise UsageError(f"--{k.flag_name} (tokenizer.{k.name}): {problem}")
     return table
 
 
