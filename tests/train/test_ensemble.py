@@ -125,8 +125,8 @@ def test_cockpit_scores_names_what_it_cannot_read(members: list[Path], tmp_path:
     captured = capsys.readouterr()
     err = captured.err.splitlines()
     assert err[0].startswith(f"cockpit: {tmp_path / 'cut' / ENSEMBLE_FILE}: not valid JSON")
-    assert err[1] == (f"cockpit: {tmp_path}: expected result.json (a run) or ensemble.json (an ensemble), "
-                      "found neither")
+    assert err[1] == (f"cockpit: {tmp_path}: expected result.json (a run), ensemble.json (an ensemble) or "
+                      "evaluation.json (a database scored by `hlm-train evaluate`), found none")
     assert err[2] == f"cockpit: {unscored}: no `eval` (the run was not scored: train.eval = false)"
     assert captured.out.startswith(f"{members[1] / rundir.RESULT_FILE}\nModel quality: ")  # the good one still printed
 
