@@ -11,6 +11,7 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
+from cockpit.prediction import Prediction, measured_links, memory_flag, predict
 from tests.train.test_ddp import weights
 from tests.train.tiny import free_port, tiny_data, tiny_settings
 from trainer import rundir
@@ -116,3 +117,30 @@ def test_communication_by_kind_adds_up_to_the_comm_part(pair_runs: Path) -> None
     # parameters gathered before forward and again before backward, unless kept from forward to backward
     assert fsdp["all_gather"]["bytes"] == 2 * noreshard["all_gather"]["bytes"]
     assert fsdp["reduce_scatter"]["bytes"] == noreshard["reduce_scatter"]["bytes"] >= steps * grad_bytes
+
+
+def test_prediction_prices_each_strategy_and_shards_memory_as_measured(pair_runs: Path, single: Path) -> None:
+    """cockpit.prediction from the real one-process baseline and the pair runs' own link probe: each strategy's
+    collectives (fsdp 1.5x ddp's bytes, fsdp_noreshard and ddp the same, zero1 a broadcast more), its memory
+    per rank against what the pair runs held, and the GPU memory flag."""
+    base = _result(single)
+    runs = {s: _result(pair_runs / s) for s in STRATEGIES}
+    links = measured_links(runs.values())
+    predicted = {s: predict(base, 1, 2, 1.0, links, strategy=s) for s in STRATEGIES}
+    p = {s: v for s, v in predicted.items() if isinstance(v, Prediction)}
+    assert set(p) == set(STRATEGIES), predicted
+    assert set(p["zero1"].comm_by_kind) == {"all_reduce", "broadcast"}
+    assert set(p["fsdp"].comm_by_kind) == {"all_gather", "reduce_scatter"}
+    ddp_comm = p["ddp"].parts["comm"]  # one bucket, nothing left to overlap: the whole all-reduce
+    assert p["fsdp"].parts["comm"] == pytest.approx(1.5 * ddp_comm)
+    assert p["fsdp_noreshard"].parts["comm"] == pytest.approx(ddp_comm)
+    assert p["zero1"].parts["comm"] == pytest.approx(1.5 * ddp_comm)
+    for s in STRATEGIES:
+        mem, measured = p[s].memory, runs[s]["memory"]
+        assert mem is not None
+        for part in ("params_bytes", "grads_bytes", "optimizer_bytes"):  # FSDP pads each shard a little
+            assert mem[part] == pytest.approx(measured[part], rel=0.05), (s, part)
+    just_below = p["fsdp"].memory["peak_bytes"] - 1
+    assert "exceeds the GPU's" in memory_flag(p["fsdp"].memory, "gpu", just_below)
+    assert memory_flag(p["fsdp"].memory, "cpu", just_below) == ""
+    assert memory_flag(p["fsdp"].memory, "gpu", just_below + 2) == ""
