@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cockpit.spec import SQLITE_HEADER
+
 
 class ReportError(ValueError):
     """The report's input cannot be used; the message names the file and what was expected."""
@@ -40,9 +42,17 @@ def study_or_store(path: Path) -> str:
         raise ReportError(f"{path}: no such file ({expected})")
     if path.suffix == ".toml":
         return "study"
-    if path.suffix in STORE_SUFFIXES:
+    if path.suffix in STORE_SUFFIXES or _starts_with(path, SQLITE_HEADER):  # a store copied under another name too
         return "store"
     raise ReportError(f"{path}: {expected}, got {path.suffix or 'no suffix'}")
+
+
+def _starts_with(path: Path, header: bytes) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(header)) == header
+    except OSError:
+        return False
 
 
 def pick_study(path: Path, names: list[str], study_name: str | None) -> str:

@@ -18,7 +18,7 @@ import pytest
 from cockpit.analysis import analyse
 from cockpit.cli import build_parser
 from cockpit.cli import main as cli
-from cockpit.report.source import from_store
+from cockpit.report.source import from_store, study_or_store
 from tests.studies import REPO
 
 FIXTURE = REPO / "tests" / "fixtures" / "demo-store"
@@ -155,6 +155,9 @@ def test_open_names_a_directory_and_a_missing_study_in_the_reports_words(demo: P
     opened = refused(capsys, "open", store, "--study", "nosuch")
     assert opened == f"cockpit: {store}: no study 'nosuch'; it holds local-demo"
     assert refused(capsys, "report", store, "--study", "nosuch", "--out", str(tmp_path / "r")) == opened
+    copy = tmp_path / "cockpit.sqlite.bak"  # a store kept under another name is still read as one
+    shutil.copyfile(store, copy)
+    assert study_or_store(copy) == "store"
 
 
 def test_trace_refuses_bad_input_with_code_2(demo: Path, tmp_path: Path, capsys):
