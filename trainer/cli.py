@@ -144,10 +144,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:
-    from trainer.data import prepare
+    from trainer import prepare_command  # numpy, scipy: the training extra; `download` runs without them
 
     try:
-        return int(prepare.run(args) or 0)
+        return int(prepare_command.run(args) or 0)
     except OSError as exc:  # a file that cannot be written or read: one line naming it, no traceback
         return _file_refusal(exc, args.out)
 
@@ -175,10 +175,10 @@ def parser() -> argparse.ArgumentParser:
                           description="Tokenize ECG records (a PhysioNet-style folder, or the synthetic generator) "
                                       "into token shards under --out; a second call with the same inputs reuses them.")
     try:
-        from trainer.data import prepare
+        from trainer import prepare_command  # numpy, scipy: the training extra; `download` runs without them
 
-        prepare.add_arguments(prep)
-    except ImportError:  # a trainer without its data module can still train from prepared shards
+        prepare_command.add_arguments(prep)
+    except ImportError:  # a trainer without its data dependencies can still download and train from shards
         pass
     prep.set_defaults(func=cmd_prepare)
     pr = sub.add_parser("probe", help="measure all-reduce bus bandwidth between this launch's processes")

@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from trainer.config_keys import TOKENIZER_KEYS, ConfigKey
+from trainer.data.errors import DataError
+from trainer.data.tokenizer_keys import canonical
 
 Flags = argparse._ActionsContainer  # a parser or one of its argument groups: where a flag is added
 
@@ -107,6 +109,10 @@ def tokenizer_from_flags(args: argparse.Namespace) -> dict[str, Any]:
             problem = k.problem(table[k.name])
             if problem:
                 raise UsageError(f"--{k.flag_name} (tokenizer.{k.name}): {problem}")
+    try:
+        canonical(table)  # the rules across keys: --rr-max-ms above --rr-min-ms
+    except DataError as exc:
+        raise UsageError(str(exc)) from None
     return table
 
 

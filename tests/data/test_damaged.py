@@ -13,7 +13,8 @@ import pytest
 
 from trainer.data.dataset import WindowDataset, load_manifest
 from trainer.data.errors import DataError
-from trainer.data.prepare import add_arguments, prepare_dataset, run
+from trainer.data.prepare import prepare_dataset
+from trainer.prepare_command import add_arguments, run
 
 SAMPLES = {"name": "samples"}
 

@@ -12,7 +12,8 @@ import wfdb
 from tests.data.conftest import copy_records
 from trainer.data.dataset import WindowDataset
 from trainer.data.errors import DataError
-from trainer.data.prepare import add_arguments, prepare_dataset, run
+from trainer.data.prepare import prepare_dataset
+from trainer.prepare_command import add_arguments, run
 from trainer.rundir import write_config
 
 SAMPLES = {"name": "samples"}
@@ -101,8 +102,8 @@ def test_cli_exit_codes(mitdb_copy: Path, tmp_path: Path, capsys: pytest.Capture
     assert cli("--data", str(mitdb_copy), "--out", str(tmp_path / "c")) == 3
     assert "101.dat: signal file not found" in capsys.readouterr().err
     assert cli("--data", str(mitdb_copy), "--out", str(tmp_path / "c"), "--workers", "0") == 2
-    assert cli("--data", str(mitdb_copy), "--out", str(tmp_path / "c"), "--tokenizer", "bpe") == 3
-    assert "tokenizer.name: expected one of samples, beats, got 'bpe'" in capsys.readouterr().err
+    assert cli("--data", str(mitdb_copy), "--out", str(tmp_path / "c"), "--tokenizer", "bpe") == 2  # a bad argument, not bad data
+    assert "--tokenizer (tokenizer.name): expected one of samples, beats, got 'bpe'" in capsys.readouterr().err
     assert cli("--data", str(mitdb_copy), "--out", str(tmp_path / "c"), "--tokenizer", "beats",
                "--records", "100", "--no-progress") == 0
     out = capsys.readouterr().out
@@ -122,3 +123,11 @@ def test_cli_run_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert cli("--run-dir", str(run_dir)) == 3
     assert "tokenizer.name: expected one of samples, beats, got 'nope'" in capsys.readouterr().err
     assert cli("--run-dir", str(tmp_path / "absent")) == 2
+
+
+def test_contradictory_rr_flags_are_a_bad_command_line(mitdb_copy: Path, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli("--data", str(mitdb_copy), "--out", str(tmp_path / "c"), "--tokenizer", "beats",
+               "--rr-min-ms", "500", "--rr-max-ms", "400") == 2
+    err = capsys.readouterr().err
+    assert err == "hlm-train: tokenizer.rr_max_ms: expected a number of ms above rr_min_ms (500), got 400\n"

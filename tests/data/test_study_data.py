@@ -12,7 +12,7 @@ from cockpit.commands import demo
 from cockpit.spec import SpecError, load_study, parse_study
 from trainer import cli as trainer_cli
 from trainer.data.dataset import load_manifest
-from trainer.data.prepare import add_arguments, run
+from trainer.prepare_command import add_arguments, run
 from trainer.rundir import write_config
 from trainer.settings import from_config
 
