@@ -108,6 +108,36 @@ class SubmitRefused(BackendError):
     """The scheduler refused a job (account, QOS, partition, limits, resources beyond a node)."""
 
 
+class SubmitLater(SubmitRefused):
+    """The scheduler refused a job for now only: a per-user or per-association limit on the jobs queued or
+    running is full, or the controller is busy. Nothing was queued; the same submit succeeds later, so the
+    runner waits and retries (never a failure). ``limit``: which limit, in people's words."""
+
+    def __init__(self, message: str, limit: str) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+@dataclass(frozen=True)
+class UserLimits:
+    """What the site lets this user have at once (the study's account and QOS) and what the user has now,
+    every study included: the pace a study can go at."""
+
+    max_submit: int | None = None  # jobs queued or running at once (MaxSubmitJobsPerUser, MaxSubmitJobs)
+    max_running: int | None = None  # jobs running at once (MaxJobsPerUser, MaxJobs)
+    queued: int = 0  # the user's jobs queued or running now
+    running: int = 0
+    source: str = ""  # where the limits come from, for people
+
+    def words(self, limit: str) -> str:
+        """"QOS submit limit (3 of 3 in use)": a limit with what the user has against it, where known."""
+        if "submit" in limit and self.max_submit is not None:
+            return f"{limit} ({self.queued} of {self.max_submit} in use)"
+        if "job" in limit and self.max_running is not None:
+            return f"{limit} ({self.running} of {self.max_running} running)"
+        return limit
+
+
 class OutcomeUnknown(BackendError):
     """The connection dropped while a non-idempotent action was in flight: its outcome is unknown."""
 
@@ -188,6 +218,10 @@ class Backend(ABC):
     async def qos_limits(self) -> tuple[dict[str, int | None], str]:
         """The longest wall time (minutes) each QOS allows, and where that came from; none by default."""
         return {}, ""
+
+    async def user_limits(self) -> UserLimits | None:
+        """The user's limits and jobs now (None: the backend knows of no limit but its own)."""
+        return None
 
     async def list_run_dirs(self) -> list[str] | None:
         """Configuration ids that have a run directory, in one round trip; None when the backend has no

@@ -18,14 +18,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cockpit.backend import AdaptiveInterval, Backend, BackendError, ConnectionLost, ConnectionState, JobInfo
+from cockpit.backend import (
+    AdaptiveInterval,
+    Backend,
+    BackendError,
+    ConnectionLost,
+    ConnectionState,
+    JobInfo,
+    SubmitLater,
+    UserLimits,
+)
 from cockpit.plan import Plan, study_plan
 from cockpit.run.job_states import JobStates
 from cockpit.run.live_files import LiveFiles
 from cockpit.run.outcome import exit_reason, parse_result
 from cockpit.run.preflight_gate import PreflightFailed, PreflightGate
 from cockpit.run.scope import RunScope
-from cockpit.run.submission import BudgetExceeded, check_budget, submit_more
+from cockpit.run.submission import BudgetExceeded, check_budget, pace, submit_more
 from cockpit.snapshot import ACTIVE_STATES
 from cockpit.store import LiveStatus, StudyStore
 
@@ -38,6 +47,7 @@ if TYPE_CHECKING:
 # the runner's names that callers catch or call, wherever their part defines them
 __all__ = ["BudgetExceeded", "PreflightFailed", "StudyRunner", "TickReport", "exit_reason", "parse_result"]
 
+MIN_BACKOFF_S, MAX_BACKOFF_S = 5.0, 120.0  # the wait after a "not now" refusal, doubling between these
 
 @dataclass
 class TickReport:
@@ -45,6 +55,7 @@ class TickReport:
 
     submitted: list[str] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)  # (config id, why) of submits refused this tick
+    waiting: str = ""  # the site limit submissions wait for ("QOS submit limit (3 of 3 in use)"), if any
     finished: list[str] = field(default_factory=list)
     changed: bool = False
     polled: int = 0
@@ -84,6 +95,10 @@ class StudyRunner:
         self._live = LiveFiles(self._scope)
         self._preflight = PreflightGate()
         self.started = False
+        self.limits: UserLimits | None = None  # the site's limits and the user's jobs (start(), each wait)
+        self.waiting = ""  # the limit submissions wait for, in people's words
+        self._retry_at = 0.0  # no submit before this (monotonic): back-off after a "not now" refusal
+        self._backoff_s = 0.0
         self.interval_s = self.interval.fast_s
         self._listening: Callable[[ConnectionState, str], None] | None = None
 
@@ -127,6 +142,7 @@ class StudyRunner:
                 "run_dir": run_dirs[cfg.config_id], "total_steps": total_steps,
             })
         self.store.upsert_configs(self.key, rows)
+        self.limits = await self.backend.user_limits()
         await self.reconcile()
         await self.ensure_preflight()
         self.check_budget()
@@ -190,10 +206,14 @@ class StudyRunner:
             report.changed |= bool(report.finished)
             if self.follow:
                 report.ingested_metrics = await self._live.follow()
-            report.submitted = await submit_more(
-                self._scope, self.plan(), report.refused, force=self.force, baseline_first=self.baseline_first,
-                hooks=self.hooks, reconcile=self.reconcile,
-            )
+            if time.monotonic() >= self._retry_at:
+                later: list[SubmitLater] = []
+                report.submitted = await submit_more(
+                    self._scope, self.plan(), report.refused, cap=self.pace(), later=later, force=self.force,
+                    baseline_first=self.baseline_first, hooks=self.hooks, reconcile=self.reconcile,
+                )
+                await self._wait_or_go(later, bool(report.submitted))
+            report.waiting = self.waiting
             report.changed |= bool(report.submitted or report.refused)
             self._record_problems()
         except (ConnectionLost, OSError) as exc:
@@ -204,6 +224,26 @@ class StudyRunner:
             report.changed = True
         self.interval_s = self.interval.next(list(seen.values()), report.changed)
         return report
+
+    def pace(self) -> int:
+        """The study's jobs at once: its max_concurrent_jobs, else what the site's limits allow (submission.pace)."""
+        return pace(self.study.cluster.max_concurrent_jobs, self.limits, len(self.store.active_jobs(self.key)))
+
+    async def _wait_or_go(self, later: list[SubmitLater], submitted: bool) -> None:
+        """After a "not now" refusal, wait with back-off (5 s doubling to 2 min) and say for which limit, with
+        the user's jobs against it; a submit that goes through ends the wait."""
+        live = self.store.live.setdefault(self.study.name, LiveStatus())
+        if later:
+            self.limits = await self.backend.user_limits() or self.limits
+            words = self.limits.words(later[0].limit) if self.limits else later[0].limit
+            self._backoff_s = min(MAX_BACKOFF_S, self._backoff_s * 2 or MIN_BACKOFF_S)
+            self._retry_at = time.monotonic() + self._backoff_s
+            if words != self.waiting:
+                self.store.add_problem(self.key, "waiting", f"{words}: submitting again in {self._backoff_s:g} s")
+            self.waiting = live.waiting = words
+        else:
+            self.waiting = live.waiting = ""
+            self._backoff_s = 0.0
 
     def _following(self) -> LiveFiles | None:
         """The live files to read to the end when a job departs (None when the runner does not follow)."""

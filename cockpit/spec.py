@@ -106,7 +106,7 @@ class Cluster:
     container_binds: tuple[str, ...]
     gpus_per_node: int
     cores_per_node: int
-    max_concurrent_jobs: int
+    max_concurrent_jobs: int | None  # None: the site's limits set the pace (cockpit.run.submission.pace)
     node_hour_budget: float | None
     hint_nomultithread: bool
     signal_seconds: int

@@ -376,7 +376,8 @@ _CLUSTER: tuple[tuple[str, tuple[type, ...], Any, dict[str, Any]], ...] = (
     ("cores_per_node", (int,), None, {"minimum": 1, "unit": "cores",
                                       "help": "cores a node has (slurm: required; local: this machine's): "
                                               "gpus_per_node x cpus_per_task must fit"}),
-    ("max_concurrent_jobs", (int,), 4, {"minimum": 1, "help": "jobs queued or running at once"}),
+    ("max_concurrent_jobs", (int,), None, {"minimum": 1, "help": "jobs queued or running at once (unset: what "
+                                           "the site's submit limit leaves beside the user's other jobs, else 4)"}),
     ("node_hour_budget", (float,), None, {"minimum": 0, "unit": "node-hours",
                                           "help": "nothing is submitted past it (--force to override); unset: no limit"}),
     ("hint_nomultithread", (bool,), False, {"help": "#SBATCH --hint=nomultithread (one task per core)"}),

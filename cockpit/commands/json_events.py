@@ -55,6 +55,8 @@ class JsonProgress(PlainProgress):
         for cid, why in report.refused if report is not None else []:
             row = snap.config(cid)
             self.emit("refused", config_id=cid, label=_label(row.values) if row else cid, reason=why)
+        if report is not None and self.waiting_changed(report):
+            self.emit("waiting", limit=report.waiting)  # "" once submitting goes on
         for row in snap.configs:
             if self._states.get(row.config_id) != row.state:
                 self._states[row.config_id] = row.state

@@ -73,6 +73,7 @@ class PlainProgress:
         self.session = session
         self.stream = stream
         self._last: tuple | None = None
+        self._waiting = ""  # the site limit last said to be waited for
         conn = session.runner.backend.connection
         if conn is not None:  # printed as it happens, also while a tick waits through an outage
             conn.listeners.append(self._on_connection)
@@ -87,12 +88,20 @@ class PlainProgress:
         snap = self.session.store.snapshot(self.session.study.name)
         out = [f"submitted {cid}" for cid in report.submitted]
         out += [f"REFUSED {cid} ({why})" for cid, why in report.refused]
+        if self.waiting_changed(report):
+            out.append(f"waiting: {report.waiting}" if report.waiting else "submitting again")
         for cid in report.finished:
             row = snap.config(cid)
             state = row.state.replace("_", " ") if row else "ended"
             why = "" if row is None or state == "completed" else f" ({failure_reason(snap, row)})"
             out.append(f"{state} {cid}{why}")
         return out
+
+    def waiting_changed(self, report) -> bool:  # noqa: ANN001 - TickReport
+        """Whether the site limit submissions wait for changed this tick (said once, not every tick)."""
+        changed = report.waiting != self._waiting
+        self._waiting = report.waiting
+        return changed
 
     def _on_connection(self, state, detail: str) -> None:  # noqa: ANN001 - ConnectionState
         self.say(f"{time.strftime('%H:%M:%S')} connection: {state}" + (f" ({detail})" if detail else ""))

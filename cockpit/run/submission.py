@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from cockpit.backend import BackendError, OutcomeUnknown
+from cockpit.backend import BackendError, OutcomeUnknown, SubmitLater, UserLimits
 from cockpit.snapshot import ACTIVE_STATES
 
 if TYPE_CHECKING:
@@ -28,20 +28,39 @@ def check_budget(plan: Plan, *, force: bool) -> None:
         raise BudgetExceeded(plan.budget_message())
 
 
+def pace(configured: int | None, limits: UserLimits | None, active: int) -> int:
+    """How many of the study's jobs may be queued or running at once: [cluster].max_concurrent_jobs where
+    the study sets it, else what the site's submit limit leaves beside the user's other jobs (``active``:
+    the study's own, counted in ``limits.queued``), else the running limit, else 4."""
+    if configured is not None:
+        return configured
+    if limits is None:
+        return DEFAULT_PACE
+    if limits.max_submit is not None:
+        return max(1, limits.max_submit - max(0, limits.queued - active))
+    return limits.max_running or DEFAULT_PACE
+
+
+DEFAULT_PACE = 4  # jobs at once where neither the study nor the site says
+
+
 async def submit_more(
     scope: RunScope,
     plan: Plan,
     refused: list[tuple[str, str]],
     *,
+    cap: int,
+    later: list[SubmitLater],
     force: bool,
     baseline_first: bool,
     hooks: dict[str, Callable[..., Any]],
     reconcile: Callable[[], Awaitable[None]],
 ) -> list[str]:
-    """Submit what the plan and the limits allow; returns the submitted config ids and appends each
-    refused one with its reason to ``refused``. ``reconcile`` settles a submit whose outcome is unknown."""
+    """Submit what the plan and the limits allow (``cap`` jobs at once: pace()); returns the submitted config
+    ids and appends each refused one with its reason to ``refused``. A "not now" refusal (SubmitLater)
+    leaves no attempt behind, is appended to ``later`` and ends this round: the runner waits and retries.
+    ``reconcile`` settles a submit whose outcome is unknown."""
     store, key = scope.store, scope.key
-    cap = scope.study.cluster.max_concurrent_jobs
     active = len(store.active_jobs(key))
     budget = plan.budget
     committed = plan.committed  # spent, plus what the queued and running jobs will spend
@@ -70,6 +89,10 @@ async def submit_more(
             active = len(store.active_jobs(key))
             committed += line.node_hours  # it may be queued: count it
             continue
+        except SubmitLater as exc:  # a site limit is full for now: nothing was queued, try again later
+            store.withdraw_intent(row)
+            later.append(exc)
+            break
         except (BackendError, ValueError) as exc:
             # sbatch refused, or the upload failed before sbatch ran: nothing was queued
             store.record_submit_failed(row, str(exc))

@@ -130,6 +130,13 @@ class Ledger(Database):
             )
             db.execute("INSERT INTO job_states VALUES (?, ?, 'pending', '')", (job_row, now))
 
+    def withdraw_intent(self, job_row: int) -> None:
+        """A 'submitting' row whose sbatch answered "not now": nothing was queued, so no attempt is left
+        behind (the configuration stays to submit)."""
+        with self.tx() as db:
+            db.execute("DELETE FROM job_states WHERE job=? AND state='submitting'", (job_row,))
+            db.execute("DELETE FROM jobs WHERE id=? AND state='submitting'", (job_row,))
+
     def record_submit_failed(self, job_row: int, message: str) -> None:
         self.set_job_state(job_row, "failed", reason=message, ended=True)
 
@@ -222,3 +229,4 @@ class LiveStatus:
     connection: ConnectionState = ConnectionState.DISCONNECTED
     detail: str = ""
     cluster: str = ""
+    waiting: str = ""  # the site limit submissions wait for ("QOS submit limit (3 of 3 in use)"), if any

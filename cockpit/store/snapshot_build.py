@@ -96,7 +96,7 @@ class SnapshotBuilder:
             study=study_name,
             cluster=live.cluster or cluster,
             connection=live.connection,
-            connection_detail=live.detail,
+            connection_detail=" · ".join(x for x in (live.detail, live.waiting and f"waiting: {live.waiting}") if x),
             taken_at=now,
             last_poll_at=last_poll,
             configs=rows,

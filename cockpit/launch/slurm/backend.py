@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from cockpit.backend import JOB_ACTIONS, Backend, JobInfo
+from cockpit.backend import JOB_ACTIONS, Backend, JobInfo, UserLimits
 from cockpit.follow import RemoteFollower
 from cockpit.launch.slurm.client import ParseProblem, SlurmClient, SlurmError
 from cockpit.launch.slurm.quoting import path_expr
@@ -116,6 +116,13 @@ class SlurmBackend(Backend):
             return await self.slurm.qos_limits(), "sacctmgr"
         except (SlurmError, ValueError):
             return dict(site_for(self.study).qos_max_minutes), f"the {self.study.cluster.site} site profile"
+
+    async def user_limits(self) -> UserLimits | None:
+        """The study's association and QOS limits and the user's jobs now (None where accounting is off)."""
+        try:
+            return await self.slurm.user_limits(self.study.cluster.account, self.study.cluster.qos)
+        except SlurmError:
+            return None
 
     async def poll(self) -> list[JobInfo]:
         parsed = await self.slurm.squeue(name_prefix=f"{self.study.name}-", comment=job_comment(self.study))

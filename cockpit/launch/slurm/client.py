@@ -91,6 +91,32 @@ class SubmitRefused(SlurmError, backend.SubmitRefused):
     """``sbatch`` refused the job (bad QOS/account/partition, limits, resources beyond the node)."""
 
 
+class SubmitLater(SubmitRefused, backend.SubmitLater):
+    """``sbatch`` refused the job for now (a per-user or association limit is full, the controller is busy)."""
+
+
+# Slurm's words for a refusal that only means "not now" (the reason codes sbatch prints for a full per-user
+# or per-association limit, and a controller that did not answer in time) -> the limit in people's words.
+# Every other refusal (unknown account, QOS or partition, a time over the QOS's MaxWall, resources no node
+# has) stays final.
+TRANSIENT_REFUSALS: tuple[tuple[str, str], ...] = (
+    ("QOSMaxSubmitJobPerUserLimit", "QOS submit limit"),
+    ("QOSMaxSubmitJobPerAccountLimit", "QOS submit limit of the account"),
+    ("AssocMaxSubmitJobLimit", "association submit limit"),
+    ("AssocGrpSubmitJobsLimit", "association group submit limit"),
+    ("QOSGrpSubmitJobsLimit", "QOS group submit limit"),
+    ("QOSMaxJobsPerUserLimit", "QOS job limit"),
+    ("QOSMaxJobsPerAccountLimit", "QOS job limit of the account"),
+    ("AssocMaxJobsLimit", "association job limit"),
+    ("AssocGrpJobsLimit", "association group job limit"),
+    ("QOSGrpJobsLimit", "QOS group job limit"),
+    ("QOSGrpTRES", "QOS group resource limit"),
+    ("AssocGrpTRES", "association group resource limit"),
+    ("Slurm temporarily unable to accept job", "the controller is busy"),
+    ("Socket timed out", "the controller is busy"),
+)
+
+
 @dataclass
 class Parsed:
     jobs: list[JobInfo] = field(default_factory=list)
@@ -288,7 +314,11 @@ def parse_scontrol(output: str) -> Parsed:
 def parse_sbatch(result: CommandResult) -> str:
     """The job id from ``sbatch --parsable`` ('123' or '123;cluster'); SubmitRefused with Slurm's message."""
     if result.exit_status != 0:
-        msg = _slurm_message(result.stderr or result.stdout) or f"exit status {result.exit_status}, no message"
+        text = result.stderr or result.stdout
+        msg = _slurm_message(text) or f"exit status {result.exit_status}, no message"
+        limit = transient_limit(text)
+        if limit is not None:
+            raise SubmitLater(f"sbatch: not now: {msg}", limit)
         raise SubmitRefused(f"sbatch refused the job: {msg}")
     for line in reversed(result.stdout.strip().splitlines()):
         job_id = line.strip().split(";", 1)[0]
@@ -310,6 +340,47 @@ def wall_minutes(text: str) -> int:
     else:
         hours, minutes, seconds = 0, parts[0], 0
     return (int(days or 0) * 24 + hours) * 60 + minutes + (1 if seconds else 0)
+
+
+def transient_limit(text: str) -> str | None:
+    """The limit a "not now" refusal names (TRANSIENT_REFUSALS), or None for a final one."""
+    low = text.lower()
+    return next((words for code, words in TRANSIENT_REFUSALS if code.lower() in low), None)
+
+
+def parse_limits(assoc: str, qos: str, jobs: str, account: str | None, qos_name: str | None) -> backend.UserLimits:
+    """The user's limits from ``sacctmgr -nP show assoc`` (Account|QOS|MaxJobs|MaxSubmitJobs) and ``show qos``
+    (Name|MaxJobsPerUser|MaxSubmitJobsPerUser) and the user's jobs from ``squeue --me -o %t``: the tightest
+    of the study's association (its account, else every one of the user's) and its QOS (else each QOS the
+    association allows, the loosest: the default one is one of them)."""
+    def number(text: str) -> int | None:
+        return int(text) if text.strip().isdigit() else None
+
+    def tightest(values: Iterable[int | None]) -> int | None:
+        known = [v for v in values if v is not None]
+        return min(known) if known else None
+
+    rows = [line.split("|") for line in assoc.splitlines() if line.count("|") >= 3]
+    rows = [r for r in rows if account is None or r[0] == account] or rows
+    qos_rows = {r[0]: r for r in (line.split("|") for line in qos.splitlines() if line.count("|") >= 2)}
+    allowed = {q for r in rows for q in r[1].split(",") if q}
+    names = [qos_name] if qos_name else sorted(allowed)
+    q_running = [number(qos_rows[n][1]) if n in qos_rows else None for n in names]
+    q_submit = [number(qos_rows[n][2]) if n in qos_rows else None for n in names]
+    def loosest(values: list[int | None]) -> int | None:
+        known = [v for v in values if v is not None]
+        return None if len(known) < len(values) or not known else max(known)
+
+    # with no QOS named, the job gets one of those allowed: the loosest of them is the most it can be held to
+    qos_running = tightest(q_running) if qos_name else loosest(q_running)
+    qos_submit = tightest(q_submit) if qos_name else loosest(q_submit)
+    states = [s.strip() for s in jobs.splitlines() if s.strip()]
+    return backend.UserLimits(
+        max_submit=tightest([qos_submit, *(number(r[3]) for r in rows)]),
+        max_running=tightest([qos_running, *(number(r[2]) for r in rows)]),
+        queued=len(states), running=sum(1 for s in states if s in ("R", "CG")),
+        source="sacctmgr (association and QOS) and squeue",
+    )
 
 
 def _slurm_message(text: str) -> str:
@@ -357,6 +428,22 @@ class SlurmClient:
         args = ["--parsable", *(["--hold"] if hold else []), *extra_args, remote_path]
         result = await self._run("sbatch", args, idempotent=False, cwd=directory or None, prepare=prepare)
         return parse_sbatch(result)
+
+    async def user_limits(self, account: str | None, qos: str | None) -> backend.UserLimits:
+        """The user's association and QOS limits and the user's jobs now, in one round trip; SlurmError where
+        accounting cannot be asked."""
+        self.calls["sacctmgr"] = self.calls.get("sacctmgr", 0) + 1
+        cmd = ('sacctmgr -nP show assoc where user="$(id -un)" format=Account,QOS,MaxJobs,MaxSubmitJobs'
+               " && echo @@ && sacctmgr -nP show qos format=Name,MaxJobsPerUser,MaxSubmitJobsPerUser"
+               " && echo @@ && squeue --me --noheader --array --format=%t")
+        if self.env_prefix:
+            cmd = f"{self.env_prefix} {cmd}"
+        res = await self.runner.run(cmd)
+        parts = res.stdout.split("@@\n")
+        if res.exit_status != 0 or len(parts) != 3:
+            raise SlurmError(f"sacctmgr failed: {_slurm_message(res.stderr) or res.exit_status}")
+        assoc, qos_text, jobs = parts
+        return parse_limits(assoc, qos_text, jobs, account, qos)
 
     async def squeue(self, *, name_prefix: str = "", comment: str = "") -> Parsed:
         """All of the user's jobs of one study in exactly one call (filtered by name prefix or comment)."""

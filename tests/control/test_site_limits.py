@@ -1,0 +1,74 @@
+"""A study larger than the site lets one user have at once, on the real Slurm: QOS `capped` of the test
+Slurm (tests/infra/accounting.sh: MaxSubmitJobsPerUser=3, MaxJobsPerUser=2). sbatch's "not now" becomes a
+wait, never a refused line, and every configuration runs exactly once; left unset, the pace comes from the
+limits and nothing is refused at all.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+
+import pytest
+
+from cockpit.backend import AdaptiveInterval
+from cockpit.launch.slurm.backend import SlurmBackend
+from cockpit.runner import StudyRunner, TickReport
+from cockpit.spec import load_study
+from cockpit.store import StudyStore
+
+pytestmark = [pytest.mark.slurm, pytest.mark.sshd]
+FAST = AdaptiveInterval(fast_s=0.3, running_s=0.6, slow_s=1.0)
+FIVE = "window = [32, 40, 48, 56, 64]"  # five 1x1 configurations, above the QOS's 3 queued or running
+
+
+def _jobcomp_ids(slurm_env: dict[str, str], job_name: str) -> set[str]:
+    path = Path(slurm_env["HLM_SLURM_DIR"]) / "log" / "jobcomp.txt"
+    text = path.read_text() if path.exists() else ""
+    return set(re.findall(rf"JobId=(\d+) \S+ \S+ Name={re.escape(job_name)} ", text))
+
+
+async def _run(study, store: StudyStore) -> tuple[StudyRunner, list[TickReport]]:
+    runner = StudyRunner(study, SlurmBackend.from_study(study, follow_interval_s=0.3), store, interval=FAST)
+    reports: list[TickReport] = []
+    try:
+        await runner.run(timeout_s=400, on_tick=reports.append)
+    finally:
+        await runner.close()
+    return runner, reports
+
+
+def _every_configuration_once(study, store: StudyStore, slurm_env) -> None:
+    snap = store.snapshot(study.name)
+    assert [c.state for c in snap.configs] == ["completed"] * 5, snap.problems
+    assert sorted(j.config_id for j in snap.jobs) == sorted(c.config_id for c in study.runnable())
+    for cfg in study.runnable():
+        assert len(_jobcomp_ids(slurm_env, f"{study.name}-{cfg.config_id}")) == 1
+
+
+async def test_a_study_over_the_submit_limit_waits_and_runs_each_configuration_once(make_study, slurm_env,
+                                                                                   tmp_path):
+    name = f"cap-{uuid.uuid4().hex[:6]}"
+    # max_concurrent_jobs above the QOS's limit, as a study written for another site would say
+    study = load_study(make_study(name, FIVE, steps=4, qos="capped", max_concurrent_jobs=6, cores_per_node=2))
+    store = StudyStore(tmp_path / "cockpit.sqlite")
+    runner, reports = await _run(study, store)
+    assert not [r for r in reports if r.refused], [r.refused for r in reports if r.refused]
+    waits = {r.waiting for r in reports if r.waiting}
+    assert waits == {"QOS submit limit (3 of 3 in use)"}, waits  # what the TUI, the lines and the events say
+    assert runner.limits is not None and (runner.limits.max_submit, runner.limits.max_running) == (3, 2)
+    _every_configuration_once(study, store, slurm_env)
+    store.close()
+
+
+async def test_left_unset_the_pace_is_what_the_site_allows(make_study, slurm_env, tmp_path):
+    name = f"pace-{uuid.uuid4().hex[:6]}"
+    study = load_study(make_study(name, FIVE, steps=4, qos="capped", max_concurrent_jobs=None, cores_per_node=2))
+    assert study.cluster.max_concurrent_jobs is None
+    store = StudyStore(tmp_path / "cockpit.sqlite")
+    runner, reports = await _run(study, store)
+    assert not [r for r in reports if r.refused or r.waiting]  # never ran into the limit
+    assert max(len(r.submitted) for r in reports) == 3  # the QOS's 3 at once, not the old default of 4
+    _every_configuration_once(study, store, slurm_env)
+    store.close()
