@@ -40,6 +40,15 @@ class PlanLine:
         return self.measured or self.predicted
 
 
+def figures_words(lines: list[PlanLine]) -> str | None:
+    """What the plan's T, S and node-hours are, in the words of every view that shows them (None: no figures)."""
+    if not any(line.figures is not None for line in lines):
+        return None
+    done = any(line.measured is not None for line in lines)
+    return ("measured where done (the report's figures), else " if done else "") + \
+        "predicted from the group's finished 1x1 baseline"
+
+
 @dataclass(frozen=True)
 class Plan:
     """The matrix with a status per configuration, the node-hour estimate and the budget."""

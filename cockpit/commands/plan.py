@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from cockpit import labels
 from cockpit.commands._args import STUDY, STUDY_FILE_HELP, error
+from cockpit.plan import figures_words
 from trainer.config_keys import AXIS, AXIS_KEYS
 from trainer.rundir import RESULT_FILE
 
@@ -182,17 +183,15 @@ def _plan_table(study, limit: int, plan: Plan, layout: str):
     varying = [axis for axis, values in study.sweep.items() if len(values) > 1 and axis not in SCALE_AXES]
     fixed = ", ".join(f"{axis}={values[0]}" for axis, values in study.sweep.items() if len(values) == 1 and axis not in SCALE_AXES)
     lines = {line.config_id: line for line in plan.lines}
-    predicted = any(line.figures is not None for line in lines.values())
-    done = any(line.measured is not None for line in lines.values())
+    figures = figures_words(plan.lines)
     legend = []
     if layout == "label":
         legend.append("configuration: " + " ".join(_label_word(a) for a in varying) + " NxG")
     else:
         legend += [f"{SHORT_HEADERS[a]} {a}" for a in varying if SHORT_HEADERS[a] != a and a != "dataset"]
     legend.append(f"NxG nodes x {labels.worker_word(plan.device)} per node")
-    if predicted:
-        legend.append("T s, S, node-h: " + ("measured where done (the report's figures), else " if done else "")
-                      + "predicted from the group's finished 1x1 baseline")
+    if figures:
+        legend.append(f"T s, S, node-h: {figures}")
     if any(line.status == "too big" for line in plan.lines):
         legend.append(f"too big: more cores than a node's {plan.node_cores}")
     caption = "; ".join(legend) + (f"; fixed: {fixed}" if fixed else "")

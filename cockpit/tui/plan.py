@@ -14,7 +14,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, ContentSwitcher, DataTable, Input, Static
 
-from cockpit.plan import hours
+from cockpit.plan import figures_words, hours
 from cockpit.tui.bindings import PLAN_BINDINGS, HelpContext
 from cockpit.tui.controller import Plan
 from cockpit.tui.latest import LatestRequest
@@ -107,12 +107,16 @@ class PlanScreen(ModalScreen[bool], HelpContext):
         table = self.query_one("#plan-table", DataTable)
         labels = [line.label for line in self.plan.lines]
         shared = shared_words(labels)
-        table.add_columns("configuration", "status", "node-hours", "predicted T s", "predicted S")
-        if shared:
+        table.add_columns("configuration", "status", "node-hours", "T s", "S")
+        notes = [f"every configuration: {shared}"] if shared else []
+        figures = figures_words(self.plan.lines)
+        if figures:
+            notes.append(f"T s, S, node-hours: {figures}")
+        if notes:
             summary = self.query_one("#plan-summary", Static)
-            summary.update(plan_summary(self.plan) + Text(f"\nevery configuration: {shared}", style="dim"))
+            summary.update(plan_summary(self.plan) + Text("\n" + "\n".join(notes), style="dim"))
         for line, label in zip(self.plan.lines, short_labels(labels), strict=True):
-            p = line.predicted
+            p = line.figures
             table.add_row(label, Text(line.status, style=STATUS_STYLE.get(line.status, "")),
                           hours(line.node_hours), f"{p.t_s:.1f}" if p else "-", f"{p.speedup:.2f}x" if p else "-")
         self.query_one("#no", Button).focus()

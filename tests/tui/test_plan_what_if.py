@@ -182,3 +182,29 @@ async def test_what_ifs_never_overlap_and_the_latest_line_wins(demo):
         screen.ask("")  # an empty line: the plan again
         await pilot.pause()
         assert screen.query_one("#plan-views").current == "plan-view"
+
+
+async def test_the_plan_dialog_shows_what_done_runs_measured(demo):
+    """A done configuration's row carries its run's T and S as the report gives them (cockpit.analysis),
+    as `cockpit plan` prints them, never the model's prediction for it."""
+    from cockpit.analysis import analyse
+    from cockpit.report.source import from_store
+
+    path, store = demo
+    measured = {r["config_id"]: r for r in analyse(from_store(path.parent / STORE, "local-demo").results)}
+    app = app_on(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        app.action_plan()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, PlanScreen)
+        table = screen.query_one("#plan-table")
+        ids = [line.config_id for line in screen.plan.lines]
+        rows = dict(zip(ids, cells(table), strict=True))
+        summary = str(screen.query_one("#plan-summary").render())
+    assert set(rows) == set(measured) and len(rows) == 4
+    for config_id, row in rows.items():
+        assert row[1] == "done"
+        assert row[3] == f"{measured[config_id]['train_time_s']:.1f}"
+        assert row[4] == f"{measured[config_id]['speedup']:.2f}x"
+    assert "T s, S, node-hours: measured where done (the report's figures)" in summary
