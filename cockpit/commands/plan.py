@@ -208,7 +208,7 @@ def _plan_table(study, limit: int, plan: Plan, layout: str):
             table.add_column(SHORT_HEADERS.get(axis, axis), no_wrap=numeric, overflow="fold",
                              justify="right" if numeric else "left")
         table.add_column("NxG", no_wrap=True)
-    if predicted:
+    if figures:
         for column in ("T s", "S", "node-h"):
             table.add_column(column, no_wrap=True, justify="right")
     table.add_column("status", overflow="fold")
@@ -237,7 +237,7 @@ def _plan_table(study, limit: int, plan: Plan, layout: str):
                 *((group_id if index == 0 else "",) if layout == "wide" else ()),
                 cfg.config_id,
                 *axes_cells,
-                *(cells if predicted else ()),
+                *(cells if figures else ()),
                 status,
                 end_section=index == len(cfgs) - 1,
             )
