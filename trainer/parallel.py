@@ -54,6 +54,7 @@ class Parallel:
     strategy: str  # as configured
     applied: str  # what runs: the strategy, or "none" with one process
     model: nn.Module  # what the step calls
+    root: nn.Module  # the model itself (under FSDP its root FSDPModule, even when `model` is compiled)
     optimizer: torch.optim.Optimizer
     opt_kind: str  # "fused" or "foreach"
     mixed_precision: str | None  # FSDP's parameter/reduction dtype on GPU ("bf16"), else None
@@ -62,8 +63,8 @@ class Parallel:
         """Around one micro-batch: gradients are synchronised only on the step's last one."""
         if isinstance(self.model, DDP) and not last_micro:
             return self.model.no_sync()
-        if isinstance(self.model, FSDPModule):
-            self.model.set_requires_gradient_sync(last_micro)
+        if isinstance(self.root, FSDPModule):
+            self.root.set_requires_gradient_sync(last_micro)
         return contextlib.nullcontext()
 
     @property
@@ -138,7 +139,7 @@ def parallelize(raw: HeartLanguageModel, s: Settings, d: Dist, meter: CommMeter)
         ddp.register_comm_hook(meter, comm_hook)
         model = ddp
     optimizer, opt_kind = _optimizer(raw, s, meter if applied == "zero1" else None)
-    return Parallel(strategy, applied, model, optimizer, opt_kind, mixed)
+    return Parallel(strategy, applied, model, raw, optimizer, opt_kind, mixed)
 
 
 def _optimizer(model: nn.Module, s: Settings, zero: CommMeter | None) -> tuple[torch.optim.Optimizer, str]:
