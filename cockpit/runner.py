@@ -201,6 +201,7 @@ class StudyRunner:
             self.store.set_last_poll(self.key, time.time())
             report.polled = len(jobs)
             seen = {j.job_id: j for j in jobs}
+            report.changed |= bool(self._jobs.adopt_unknown(seen))  # another cockpit's, on the same study
             report.changed |= self._jobs.update_queued(seen)
             report.finished = await self._jobs.settle_departed(set(seen), self._following())
             report.changed |= bool(report.finished)

@@ -37,6 +37,24 @@ class JobStates:
                     )
         return changed
 
+    def adopt_unknown(self, seen: dict[str, JobInfo]) -> list[str]:
+        """The study's jobs on the cluster that the store never heard of: submitted by another cockpit on the
+        same study (the login node's while this is the laptop's, each with its own store), or before this
+        store existed. From now on followed, settled and counted here, never submitted again; said once in
+        the study's problems, which `cockpit open` shows. Returns their config ids."""
+        scope, store = self.scope, self.scope.store
+        known = {j.job_id for j in store.jobs(scope.key) if j.job_id}
+        adopted = []
+        for job in seen.values():
+            cid = scope.config_of(job)
+            if job.job_id not in known and cid in scope.configs:
+                store.add_adopted_job(scope.key, cid, job.job_id, job.state.value)
+                adopted.append(f"{cid} (job {job.job_id})")
+        if adopted:
+            store.add_problem(scope.key, "adopted", f"{len(adopted)} job(s) submitted by another cockpit (or before "
+                              f"this store) followed here, never submitted again: {', '.join(adopted)}")
+        return adopted
+
     async def settle_departed(self, queued: set[str], live: LiveFiles | None) -> list[str]:
         """Jobs active in the store but absent from the queue: final state in one batch, then results.
         ``live``: read the rest of their live files first (None when the runner does not follow)."""
@@ -107,12 +125,8 @@ class JobStates:
                                         f"code {exit_rec.get('code')}", exit_code=exit_rec.get("code"), ended=True)
                 else:
                     store.set_job_state(row.id, "lost", reason="submission not found on the cluster", ended=True)
-        # jobs on the cluster the store never heard of (store lost or older cockpit)
-        for job in ours.values():
-            if job.job_id not in known:
-                cid = scope.config_of(job)
-                if cid is not None:
-                    store.add_adopted_job(scope.key, cid, job.job_id, job.state.value)
+        # jobs on the cluster the store never heard of (another cockpit's, a lost store, an older cockpit)
+        self.adopt_unknown(ours)
         # jobs the store thinks active but the cluster no longer queues: resolved by the normal tick path
         await self.settle_departed(set(ours), live)
         # results on disk the store lacks (a crash between the job's end and the collection)
@@ -137,6 +151,10 @@ class JobStates:
                 return await scope.read_result(cid)
 
         found = await asyncio.gather(*(read(cid) for cid in todo))
+        foreign = [cid for cid, res in zip(todo, found, strict=True) if res is not None and cid not in latest]
+        if foreign:
+            store.add_problem(scope.key, "adopted", f"{len(foreign)} result(s) of runs another cockpit submitted (or "
+                              f"before this store) counted here, never submitted again: {', '.join(foreign)}")
         for cid, res in zip(todo, found, strict=True):
             if res is not None:
                 job = latest.get(cid)
