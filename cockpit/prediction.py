@@ -92,16 +92,20 @@ class NoPrediction:
 
 
 def measured_links(results: Iterable[dict[str, Any]]) -> Links:
-    """The median bus bandwidth per link kind over the start-up probes of finished runs."""
+    """The median bus bandwidth and latency per link kind over the start-up probes of finished runs (a probe
+    of an older trainer has no latency: 0, as a profile without one)."""
     found: dict[str, list[float]] = {"intra_node": [], "inter_node": []}
+    latency: dict[str, list[float]] = {"intra_node": [], "inter_node": []}
     for r in results:
         probe = ((r.get("comm") or {}).get("probe") or {})
         for kind, link in (probe.get("links") or {}).items():
-            bw = link.get("busbw_bytes_per_s")
+            bw, lat = link.get("busbw_bytes_per_s"), link.get("latency_s")
             if kind in found and isinstance(bw, int | float) and bw > 0:
                 found[kind].append(float(bw))
-    return Links(**{k: Link(statistics.median(v), 0.0, f"measured by {len(v)} run(s) of this study")
-                    for k, v in found.items() if v})
+                if isinstance(lat, int | float) and lat >= 0:
+                    latency[kind].append(float(lat))
+    return Links(**{k: Link(statistics.median(v), statistics.median(latency[k]) if latency[k] else 0.0,
+                            f"measured by {len(v)} run(s) of this study") for k, v in found.items() if v})
 
 
 def preflight_links(busbw: dict[str, float], digest: str) -> Links:

@@ -1,11 +1,14 @@
 """What a scaling prediction needs from a run, measured at start-up outside T: gradient bytes, DDP buckets,
-and the bus bandwidth all-reduce achieves over each kind of link the run spans.
+and the bus bandwidth and latency all-reduce achieves over each kind of link the run spans.
 
 The probe all-reduces a tensor of the gradient's size a few times once the process group exists (one
 warm-up, then `REPEATS` timed), over the whole group and, when the run spans several nodes with several
 ranks on each, over each node's ranks alone. Bandwidth is reported the way NCCL's tests do:
 algorithm bandwidth = bytes / time, bus bandwidth = algbw x 2(n-1)/n (what each link carried), so figures
-from different world sizes compare. docs/prediction.md uses them.
+from different world sizes compare. A one-element all-reduce, timed `SMALL_REPEATS` times, gives the latency
+(the alpha of the alpha-beta model: a message's time is alpha + bytes / beta): its seconds over the ring's
+2(n-1) steps, `latency_s` per step, as cockpit.prediction prices every collective call. docs/prediction.md
+uses them.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import torch.distributed as dist
 from trainer.distributed import Dist
 
 REPEATS = 3
+SMALL_REPEATS = 20  # a one-element all-reduce costs microseconds: more repeats for a steady mean
 DDP_FIRST_BUCKET_MB = 1.0  # DDP puts the last layers' gradients in a small first bucket
 DDP_DEFAULT_BUCKET_MB = 25.0
 
@@ -50,8 +54,17 @@ def _time_all_reduce(tensor: torch.Tensor, group: Any, size: int, device: torch.
     seconds = (time.perf_counter() - t0) / REPEATS
     nbytes = tensor.numel() * tensor.element_size()
     algbw = nbytes / seconds if seconds > 0 else math.nan
+    small = torch.ones(1, dtype=tensor.dtype, device=device)
+    dist.all_reduce(small, group=group)
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(SMALL_REPEATS):
+        dist.all_reduce(small, group=group)
+    sync()
+    small_s = (time.perf_counter() - t0) / SMALL_REPEATS
     return {"ranks": size, "seconds": seconds, "algbw_bytes_per_s": algbw,
-            "busbw_bytes_per_s": algbw * 2 * (size - 1) / size}
+            "busbw_bytes_per_s": algbw * 2 * (size - 1) / size,
+            "small_seconds": small_s, "latency_s": small_s / (2 * (size - 1))}
 
 
 def all_reduce_probe(d: Dist, nbytes: int, nodes: int) -> dict[str, Any] | None:
