@@ -5,8 +5,8 @@ The marks are where docs/training.md says: data wait from asking the loader for 
 issued; forward and backward from the mark before forward to the mark after backward returns, of which the
 stretch after the last gradient bucket was handed to DDP is the exposed all-reduce wait (timing.CommMeter), and
 so is the time inside the collectives FSDP issues (all-gather, reduce-scatter; blocking on CPU); optimizer from
-before unscaling to after zeroing the gradients, less ZeRO-1's broadcast of the updated shards (comm too). The profiler's ranges (timing.PartRanges)
-sit inside the same marks.
+before unscaling to after zeroing the gradients, less ZeRO-1's broadcast of the updated shards (comm too). The
+profiler's ranges (timing.PartRanges) sit inside the same marks.
 """
 
 from __future__ import annotations
