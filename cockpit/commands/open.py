@@ -5,18 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from cockpit.commands._args import STUDY, STUDY_OR_STORE_HELP, error
+from cockpit.commands._args import STUDY, STUDY_OR_STORE_HELP, USAGE, error, not_positive
+from cockpit.commands._study import add_submit_flags, open_study
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar=STUDY, help=STUDY_OR_STORE_HELP + " to browse")
     parser.add_argument("--study", metavar="NAME", help="which study of a store holding several")
-    parser.add_argument("--force", action="store_true", help="submit even if the estimate exceeds the budget")
-    parser.add_argument("--resubmit-failed", action="store_true", help="submit failed configurations again")
-    parser.add_argument("--skip-preflight", action="store_true",
-                        help="submit without a passed preflight of this study file (see `cockpit preflight`)")
-    parser.add_argument("--baseline-first", action="store_true",
-                        help="submit each group's 1x1 run first, the rest once its result predicts their cost")
+    add_submit_flags(parser)
     parser.add_argument("--compare", type=Path, metavar="OTHER",
                         help="open on the two-studies screen: this study against OTHER (a study file or a store), "
                              "as `cockpit compare` prints it")
@@ -24,7 +20,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cockpit.commands._args import not_positive
     from cockpit.report.source import ReportError, study_or_store
 
     target = Path(args.target)
@@ -41,14 +36,9 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _open_study(path: Path, args: argparse.Namespace) -> int:
-    from cockpit.commands._study import load
-    from cockpit.session import open_session
-
-    study = load(str(path))
-    if study is None:
-        return 2
-    session = open_session(study, force=args.force, resubmit_failed=args.resubmit_failed,
-                           baseline_first=args.baseline_first, preflight=not args.skip_preflight)
+    session = open_study(str(path), args)
+    if session is None:
+        return USAGE
     from cockpit.tui.app import CockpitApp
     from cockpit.tui.live import LiveController
 

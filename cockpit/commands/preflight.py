@@ -8,6 +8,7 @@ import argparse
 import asyncio
 
 from cockpit.commands._args import STUDY, STUDY_FILE_HELP, error
+from cockpit.commands._study import open_study
 
 EXIT_FAILED = 1
 EXIT_REFUSED = 2
@@ -20,17 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cockpit.commands._args import not_positive
-    from cockpit.commands._study import load
-    from cockpit.session import open_session
-
-    study = load(args.study)
-    if study is None:
+    session = open_study(args.study, positive={"--timeout": args.timeout})
+    if session is None:
         return EXIT_REFUSED
-    problem = not_positive("--timeout", args.timeout)
-    if problem:
-        return error(problem)
-    session = open_session(study)
     try:
         return asyncio.run(_preflight(session, args.timeout))
     finally:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from cockpit.commands._args import STUDY, STUDY_FILE_HELP, error
+from cockpit.commands._study import add_submit_flags, open_study
 from cockpit.commands.progress import PlainProgress, RichProgress
 
 if TYPE_CHECKING:
@@ -26,32 +27,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", metavar=STUDY, help=STUDY_FILE_HELP)
     parser.add_argument("--headless", action="store_true", help="no screen: progress lines, then the report")
     parser.add_argument("--out", metavar="DIR", help="report directory (default: <study dir>/report or ./<study>-report)")
-    parser.add_argument("--force", action="store_true", help="start even if the estimate exceeds the budget")
-    parser.add_argument("--resubmit-failed", action="store_true", help="submit failed configurations again")
-    parser.add_argument("--skip-preflight", action="store_true",
-                        help="submit without a passed preflight of this study file (see `cockpit preflight`)")
-    parser.add_argument("--baseline-first", action="store_true",
-                        help="submit each group's 1x1 run first, the rest once its result predicts their cost")
+    add_submit_flags(parser)
     parser.add_argument("--timeout", type=float, metavar="S", help="give up (exit 1) after S seconds")
     parser.add_argument("--json", action="store_true",
                         help="with --headless: one JSON object per event on stdout (docs/json-events.md)")
 
 
 def main(args: argparse.Namespace) -> int:
-    from cockpit.commands._args import not_positive
-    from cockpit.commands._study import load
-    from cockpit.session import open_session
-
-    study = load(args.study)
-    if study is None:
-        return EXIT_REFUSED
-    problem = not_positive("--timeout", args.timeout)
-    if problem:
-        return error(problem)
-    session = open_session(study, force=args.force, resubmit_failed=args.resubmit_failed,
-                           baseline_first=args.baseline_first, preflight=not args.skip_preflight)
     if args.json and not args.headless:
         return error("--json needs --headless (the screen has no JSON form)")
+    session = open_study(args.study, args, positive={"--timeout": args.timeout})
+    if session is None:
+        return EXIT_REFUSED
     if not args.headless:
         from cockpit.tui.app import CockpitApp
         from cockpit.tui.live import LiveController
