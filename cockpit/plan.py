@@ -6,6 +6,7 @@ agree on which configurations are still to run and what they cost.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ class PlanLine:
     predicted: prediction.Prediction | None = None  # from the group's finished baseline (docs/prediction.md)
     group_id: str = ""
     measured: prediction.Prediction | None = None  # a done configuration's own run, as the report shows it
+    nodes: int = 1
 
     @property
     def figures(self) -> prediction.Prediction | None:
@@ -86,6 +88,15 @@ class Plan:
     def over_budget(self) -> bool:
         left = self.budget_left
         return left is not None and self.estimate > left + 1e-9
+
+    def duration_hours(self, pace: int) -> float:
+        """Wall hours until every configuration still to submit has run, ``pace`` jobs at a time (the site's
+        limits or max_concurrent_jobs: cockpit.run.submission.pace): the longest first, each onto the
+        slot that frees first; a run's hours are its node-hours over its nodes. Queue waits not included."""
+        slots = [0.0] * max(1, pace)
+        for hours in sorted((p.node_hours / max(1, p.nodes) for p in self.to_submit), reverse=True):
+            heapq.heapreplace(slots, slots[0] + hours)
+        return max(slots)
 
     def count(self, status: str) -> int:
         return sum(1 for line in self.lines if line.status == status)
@@ -147,7 +158,7 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
         run = runs.get(cfg.config_id) if status == "done" else None
         figures = run or pred
         hours = figures.node_hours if figures is not None else study.node_hours(cfg)
-        lines.append(PlanLine(cfg.label, hours, status, cfg.config_id, pred, cfg.group_id, run))
+        lines.append(PlanLine(cfg.label, hours, status, cfg.config_id, pred, cfg.group_id, run, cfg.nodes))
     c = study.cluster
     basis = (f"{c.expected_minutes:g} min expected per run" if c.expected_minutes is not None
              else f"time limit {c.time_limit} per run (an upper bound)")

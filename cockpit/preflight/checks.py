@@ -98,6 +98,36 @@ def evaluate(study: Study, job: PreflightJob, found: JobFindings, *, expect_gpus
     return checks
 
 
+@dataclass(frozen=True)
+class SiteLimits:
+    """The site's limits as the preflight shows them (cockpit.backend.UserLimits' figures)."""
+
+    max_submit: int | None
+    max_running: int | None
+    queued: int
+
+
+def pace_check(study: Study, limits: SiteLimits | None, pace: int, hours: float, runs: int) -> Check:
+    """The site's limits on what one user may have at once (sacctmgr) against the study's pace: how many of
+    its jobs go at once, and how long its runs take at that pace. A max_concurrent_jobs above what the
+    submit limit leaves is a warning: the runner then waits at the limit (never a failure)."""
+    took = f"{runs} runs take about {hours:.1f} h at that pace (queue waits not included)"
+    configured = study.cluster.max_concurrent_jobs
+    if limits is None:
+        return Check("site limits", NOT_RUN, f"no limits known (accounting not reachable): {pace} jobs at once "
+                     f"([cluster].max_concurrent_jobs{'' if configured else ' unset: 4'}); {took}")
+    caps = [f"submit limit {limits.max_submit}" if limits.max_submit is not None else "no submit limit",
+            f"running limit {limits.max_running}" if limits.max_running is not None else "no running limit"]
+    found = (f"{', '.join(caps)} (QOS {study.cluster.qos or 'default'}); {limits.queued} job(s) of yours queued "
+             f"or running now; {pace} of the study's jobs at once; {took}")
+    room = None if limits.max_submit is None else limits.max_submit - limits.queued
+    if configured is not None and room is not None and configured > room:
+        return Check("site limits", WARN, found, f"max_concurrent_jobs <= {max(room, 0)}",
+                     "unset [cluster].max_concurrent_jobs to go at the site's pace, or leave it: the runner "
+                     "waits at the limit")
+    return Check("site limits", PASS, found)
+
+
 def _submit_fix(message: str) -> str:
     low = message.lower()
     if "account" in low:

@@ -13,8 +13,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from cockpit.launch.slurm.sites import site_for
+from cockpit.plan import study_plan
 from cockpit.preflight import checks, jobs
 from cockpit.preflight.checks import JobFindings, JobOutcome, PreflightReport
+from cockpit.run.submission import pace
 from trainer import rundir
 
 if TYPE_CHECKING:
@@ -34,6 +36,7 @@ async def run_preflight(study: Study, backend: Backend, *, on_event: Callable[[s
     say = on_event or (lambda _line: None)
     wanted = jobs.preflight_jobs(study)
     qos_minutes, qos_source = await backend.qos_limits()
+    limits = await backend.user_limits()
     found: dict[int, JobFindings] = {}
     for job in wanted:
         config = jobs.job_config(study, job, await backend.study_dir())
@@ -54,6 +57,12 @@ async def run_preflight(study: Study, backend: Backend, *, on_event: Callable[[s
             await _collect(backend, f)
         rows = checks.evaluate(study, job, f, expect_gpus=gpus, laptop=laptop, link_figures=figures)
         outcomes.append(JobOutcome(job.name, job.nodes, job.gpus_per_node, f.job_id, f.state, f.log_paths, rows))
+    if outcomes:  # the site's pace is the study's, not a job's: once, in the first table
+        plan = study_plan(study, cores=backend.cores_per_node)
+        speed = pace(study.cluster.max_concurrent_jobs, limits, 0)
+        site = None if limits is None else checks.SiteLimits(limits.max_submit, limits.max_running, limits.queued)
+        outcomes[0].checks.append(checks.pace_check(study, site, speed, plan.duration_hours(speed),
+                                                    len(plan.to_submit)))
     report = PreflightReport(study.name, jobs.study_digest(study), time.time(), outcomes, _links(found))
     say(f"preflight {'passed' if report.passed else 'FAILED'}: {len(outcomes)} job(s)")
     return report

@@ -14,6 +14,7 @@ import pytest
 
 from cockpit.backend import AdaptiveInterval
 from cockpit.launch.slurm.backend import SlurmBackend
+from cockpit.run.preflight import run_preflight
 from cockpit.runner import StudyRunner, TickReport
 from cockpit.spec import load_study
 from cockpit.store import StudyStore
@@ -72,3 +73,18 @@ async def test_left_unset_the_pace_is_what_the_site_allows(make_study, slurm_env
     assert max(len(r.submitted) for r in reports) == 3  # the QOS's 3 at once, not the old default of 4
     _every_configuration_once(study, store, slurm_env)
     store.close()
+
+
+async def test_the_preflight_reads_the_limits_and_says_how_long_the_study_takes(make_study, tmp_path):
+    name = f"pf-pace-{uuid.uuid4().hex[:6]}"
+    study = load_study(make_study(name, FIVE, steps=4, qos="capped", max_concurrent_jobs=6, cores_per_node=2))
+    backend = SlurmBackend.from_study(study)
+    try:
+        report = await run_preflight(study, backend, poll_s=0.3, timeout_s=120)
+    finally:
+        await backend.close()
+    row = next(c for job in report.jobs for c in job.checks if c.area == "site limits")
+    # five 1-minute runs (expected_minutes = 1), six at once: one round
+    assert row.found.startswith("submit limit 3, running limit 2 (QOS capped); 0 job(s) of yours"), row.found
+    assert f"6 of the study's jobs at once; 5 runs take about {study.hours_per_run():.1f} h" in row.found, row.found
+    assert row.verdict == "warn" and row.expected == "max_concurrent_jobs <= 3"  # a warning: the runner waits

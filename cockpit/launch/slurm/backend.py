@@ -105,7 +105,8 @@ class SlurmBackend(Backend):
         directory = preflight_dir(study_dir, job)
         made = await self.connection.run(dirs_command(self.study, directory, study_dir=study_dir))  # SFTP would only say "No such file"
         if made.exit_status != 0:
-            raise SlurmError(f"cannot create {directory} on the cluster: {made.stderr.strip() or made.exit_status}")
+            first = next(iter(made.stderr.strip().splitlines()), "")  # mkdir -p says it once per directory
+            raise SlurmError(f"cannot create {directory} on the cluster: {first or made.exit_status}")
         script = render_preflight_script(self.study, job, config, directory)
         job_id = await self.slurm.submit(script, f"{directory}/{rundir.JOB_SCRIPT_FILE}", mode=script_mode(self.study))
         return job_id, directory, [f"{directory}/{name}" for name in rundir.slurm_log_files(job_id)]
