@@ -263,6 +263,7 @@ def plan_summary(study, plan: Plan | None = None, store_path: Path | None = None
     dialog and the runner compute them), saying what the estimate rests on, which store the statuses come
     from, and each predicted group's recommendation."""
     from cockpit.plan import hours, study_plan
+    from cockpit.run.submission import DEFAULT_PACE
 
     plan = plan or study_plan(study)
     matrix = study.matrix()
@@ -277,6 +278,12 @@ def plan_summary(study, plan: Plan | None = None, store_path: Path | None = None
         f"{submit} jobs to submit" + (f"; {', '.join(others)}" if others else ""),
         f"estimated {hours(plan.estimate)} node-hours ({plan.basis})",
     ]
+    if submit:  # the pace: the study's own, else the site's limits decide when the runner starts
+        at_once = study.cluster.max_concurrent_jobs
+        source = ("the study's max_concurrent_jobs" if at_once else
+                  "max_concurrent_jobs unset: the site's submit limit sets it at run time; `cockpit preflight` reads it")
+        lines.append(f"about {plan.duration_hours(at_once or DEFAULT_PACE):.1f} h of runs at "
+                     f"{at_once or DEFAULT_PACE} job(s) at once ({source}; queue waits not included)")
     if plan.budget is not None:
         lines.append(f"node-hour budget {plan.budget:g}, {hours(plan.used)} used: "
                      + ("EXCEEDS budget" if plan.over_budget else "within budget"))

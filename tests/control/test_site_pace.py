@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from cockpit.backend import UserLimits
+from cockpit.commands.plan import plan_summary
 from cockpit.launch.slurm.client import SubmitLater, SubmitRefused, parse_limits, parse_sbatch
 from cockpit.plan import study_plan
 from cockpit.run.submission import pace
@@ -76,3 +77,5 @@ def test_the_plan_says_how_long_the_study_takes_at_a_pace() -> None:
     assert plan.duration_hours(8) == 288 / 8 * 0.5
     assert plan.duration_hours(3) == 96 * 0.5
     assert plan.duration_hours(1000) == 0.5
+    assert "about 18.0 h of runs at 8 job(s) at once (the study's max_concurrent_jobs;" in plan_summary(
+        load_study(EXAMPLE), plan)  # what `cockpit plan` prints
