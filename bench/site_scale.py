@@ -1,0 +1,192 @@
+"""A study of many jobs on the test Slurm under a per-user submit limit, the cockpit killed half way.
+
+    sudo python bench/site_scale.py [--configs 288] [--steps 2]
+
+Needs root, the test Slurm (tests/infra/slurm.sh) and Debian's sshd (tests/infra/sshd.sh), as the Slurm
+tests do. The study: --configs one-worker configurations of real training on MIT-BIH record 101 (--steps
+steps each, one window value per configuration), QOS `capped` (MaxSubmitJobsPerUser=3, MaxJobsPerUser=2),
+max_concurrent_jobs unset (the pace comes from the limits). The cockpit runs in a child process with its own
+store, reached over SSH like a real cluster; it is SIGKILLed once half the results are in and started again
+on the same store, which runs the study to the end. Printed:
+
+  jobs lost and duplicated   Slurm's own completion log (jobcomp) against the matrix: a configuration with no
+                             completed job is lost, one with two jobs duplicated
+  polls                      squeue round trips, and the seconds one poll costs (median, max), per cockpit
+  followed                   bytes and files followed into the store (its follow offsets), per second of study
+  snapshot                   building the TUI's snapshot of the final store, every row present (the screen's
+                             render of 1000 rows is bench/tui_refresh.py's figure)
+  store                      the SQLite file (and its WAL) at the end
+  RSS                        each cockpit process's resident memory at its start and at its end
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.control.conftest import study_text  # noqa: E402
+from tests.infra.sshd_fixtures import start_sshd, stop_sshd  # noqa: E402
+
+CHILD = """
+import asyncio, json, os, resource, statistics, sys, time
+sys.path.insert(0, {root!r})
+from cockpit.backend import AdaptiveInterval
+from cockpit.launch.slurm.backend import SlurmBackend
+from cockpit.runner import StudyRunner
+from cockpit.spec import load_study
+from cockpit.store import StudyStore
+
+
+def rss_mib():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+
+
+async def main():
+    study = load_study({study!r})
+    backend = SlurmBackend.from_study(study, follow_interval_s=1.0)
+    store = StudyStore({store!r})
+    runner = StudyRunner(study, backend, store, interval=AdaptiveInterval(fast_s=1.0, running_s=2.0, slow_s=4.0))
+    stats = {{"rss_start_mib": rss_mib(), "polls_s": [], "ticks": 0, "waits": 0}}
+    poll = backend.poll
+
+    async def timed():
+        t = time.perf_counter()
+        jobs = await poll()
+        stats["polls_s"].append(time.perf_counter() - t)
+        return jobs
+
+    backend.poll = timed
+
+    def on_tick(report):
+        stats["ticks"] += 1
+        stats["waits"] += bool(report.waiting)
+        stats["results"] = len(store.results(runner.key))
+        stats["squeue"] = backend.slurm.calls.get("squeue", 0)
+        stats["rss_end_mib"] = rss_mib()
+        tmp = {out!r} + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(stats, f)
+        os.replace(tmp, {out!r})
+
+    try:
+        await runner.run(on_tick=on_tick)
+    finally:
+        await runner.close()
+
+
+asyncio.run(main())
+"""
+
+
+def slurm_env() -> dict[str, str]:
+    up = subprocess.run(["bash", str(ROOT / "tests" / "infra" / "slurm.sh"), "up"], capture_output=True, text=True,
+                        check=True)
+    return dict(line.split("=", 1) for line in up.stdout.splitlines() if "=" in line)
+
+
+def cockpit(study: Path, store: Path, out: Path) -> subprocess.Popen[bytes]:
+    code = CHILD.format(root=str(ROOT), study=str(study), store=str(store), out=str(out))
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def read_stats(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def completed_jobs(state_dir: Path, name: str) -> dict[str, int]:
+    """Config id -> how many of its jobs Slurm's completion log holds as COMPLETED."""
+    text = (state_dir / "log" / "jobcomp.txt").read_text()
+    out: dict[str, int] = {}
+    for cid in re.findall(rf"JobId=\d+ \S+ \S+ Name={re.escape(name)}-(\w+) .*?JobState=COMPLETED", text):
+        out[cid] = out.get(cid, 0) + 1
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--configs", type=int, default=288)
+    parser.add_argument("--steps", type=int, default=2)
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("bench/site_scale.py: needs root (the test Slurm and sshd run as root; jobs run as the test user)")
+    env = slurm_env()
+    state = Path(tempfile.mkdtemp(prefix="hlm-sshd-"))
+    state.chmod(0o755)
+    sshd = start_sshd(state)
+    work = Path(env["HLM_SLURM_DIR"]) / "work" / f"scale-{os.getpid()}"
+    work.mkdir(parents=True)
+    subprocess.run(["chown", f"{env['HLM_TEST_USER']}:", str(work)], check=True)
+    name = f"scale{os.getpid()}"
+    windows = ", ".join(str(32 + i) for i in range(args.configs))
+    study = work / f"{name}.toml"
+    study.write_text(study_text(name=name, sshd=sshd, workdir=work, slurm_env=env, sweep=f"window = [{windows}]",
+                                steps=args.steps, qos="capped", max_concurrent_jobs=None, cores_per_node=2,
+                                gpus_per_node=1))
+    store = work / "cockpit.sqlite"
+    outs = [work / "first.json", work / "second.json"]
+    try:
+        started = time.monotonic()
+        first = cockpit(study, store, outs[0])
+        while read_stats(outs[0]).get("results", 0) < args.configs // 2 and first.poll() is None:
+            time.sleep(1.0)
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        killed_at = time.monotonic() - started
+        second = cockpit(study, store, outs[1])
+        _, err = second.communicate()
+        if second.returncode != 0:
+            sys.exit(f"the second cockpit failed: {err.decode()[-2000:]}")
+        wall = time.monotonic() - started
+        done = completed_jobs(Path(env["HLM_SLURM_DIR"]), name)
+        from cockpit.spec import load_study
+        from cockpit.store import StudyStore
+
+        ids = [c.config_id for c in load_study(study).runnable()]
+        lost = sum(1 for cid in ids if done.get(cid, 0) == 0)
+        duplicated = sum(1 for cid in ids if done.get(cid, 0) > 1)
+        db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+        followed_bytes, followed_files = db.execute("SELECT COALESCE(SUM(offset), 0), COUNT(*) FROM follow_offsets").fetchone()
+        db.close()
+        reader = StudyStore(store, read_only=True)
+        t0 = time.perf_counter()
+        snap = reader.snapshot(name)
+        snapshot_s = time.perf_counter() - t0
+        reader.close()
+        size = sum(p.stat().st_size for p in (store, store.with_name(store.name + "-wal")) if p.exists())
+        print(f"{len(ids)} configurations, {args.steps} steps each, QOS capped (3 queued or running per user); "
+              f"cockpit SIGKILLed at {killed_at:.0f} s, study over at {wall:.0f} s")
+        print(f"jobs lost {lost}, duplicated {duplicated} (Slurm's completion log); {len(snap.configs)} rows, "
+              f"{snap.counts.done} done in the store")
+        for label, path in zip(("first cockpit", "second cockpit"), outs, strict=True):
+            s = read_stats(path)
+            polls = s.get("polls_s") or [0.0]
+            print(f"{label}: {s.get('ticks', 0)} ticks, {s.get('squeue', 0)} squeue round trips, one poll "
+                  f"{1000 * statistics.median(polls):.0f} ms median / {1000 * max(polls):.0f} ms max, "
+                  f"{s.get('waits', 0)} ticks waiting at the limit; RSS {s.get('rss_start_mib', 0):.0f} -> "
+                  f"{s.get('rss_end_mib', 0):.0f} MiB")
+        print(f"followed {followed_bytes:,} bytes in {followed_files} files: {followed_bytes / wall:,.0f} bytes/s, "
+              f"{followed_files / wall:.1f} files/s of study")
+        print(f"snapshot of the final store, all {len(snap.configs)} rows: {1000 * snapshot_s:.0f} ms; "
+              f"store {size / 2**20:.1f} MiB")
+    finally:
+        stop_sshd(state)
+        subprocess.run(["rm", "-rf", str(state)], check=False)
+
+
+if __name__ == "__main__":
+    main()
