@@ -185,7 +185,7 @@ def main() -> None:
               f"store {size / 2**20:.1f} MiB")
     finally:
         stop_sshd(state)
-        subprocess.run(["rm", "-rf", str(state)], check=False)
+        subprocess.run(["rm", "-rf", str(state), str(work)], check=False)
 
 
 if __name__ == "__main__":
