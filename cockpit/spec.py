@@ -19,7 +19,7 @@ from typing import Any
 
 from cockpit import spec_rules
 from cockpit.spec_rules import SYNTHETIC, SpecError
-from trainer.config_keys import AXES, SCALE_AXES, AxisKeys, config_label, id_values
+from trainer.config_keys import AXES, SCALE_AXES, AxisKeys, ClusterKeys, config_label, id_values
 from trainer.rundir import MODEL_FILE
 
 __all__ = ["AXES", "SCALE_AXES", "SYNTHETIC", "Cluster", "Configuration", "Dataset", "SpecError", "Study",
@@ -83,38 +83,15 @@ class Configuration(AxisKeys):
 
 
 @dataclass(frozen=True)
-class Cluster:
-    """Where and how jobs run. Every site-specific value lives here, none in code."""
+class Cluster(ClusterKeys):
+    """[cluster] resolved (spec_rules.cluster_values): the registry's ClusterKeys with the local defaults
+    filled in and the time limit in minutes. Every site-specific value lives here, none in code."""
 
-    kind: str
-    site: str
-    ssh_host: str | None
-    host: str | None
-    port: int | None
-    user: str | None
-    known_hosts: str | None
-    identity_file: str | None
-    account: str | None
-    qos: str | None
-    partition: str | None
-    time_limit: str
-    time_limit_minutes: int
-    expected_minutes: float | None
-    modules: tuple[str, ...]
-    workdir: str
-    container: str
-    container_binds: tuple[str, ...]
-    gpus_per_node: int
-    cores_per_node: int
-    max_concurrent_jobs: int | None  # None: the site's limits set the pace (cockpit.run.submission.pace)
-    node_hour_budget: float | None
-    hint_nomultithread: bool
-    signal_seconds: int
-    gres_style: str
-    rdzv_port: int
-    python: str
-    env: dict[str, str]
-    share_group: str | None = None  # the Unix group that may read the study's files (trainer.rundir.Sharing)
+    time_limit: str = "01:00:00"  # as Slurm reads it
+    workdir: str = ""  # local: resolved to an absolute path
+    cores_per_node: int = 1  # local: this machine's when unset
+    env: dict[str, str] = field(default_factory=dict)
+    time_limit_minutes: int = 60
 
 
 @dataclass(frozen=True)

@@ -147,8 +147,7 @@ def cluster_values(where: str, c: dict[str, Any], path: Path) -> dict[str, Any]:
     if cores is None:
         raise SpecError(f"{where}: [cluster].cores_per_node is required when kind = \"slurm\"")
     return {**c, "workdir": workdir, "cores_per_node": cores, "time_limit": str(c["time_limit"]),
-            "time_limit_minutes": parse_time_limit(where, c["time_limit"]), "modules": tuple(c["modules"]),
-            "container_binds": tuple(c["container_binds"]), "env": {k: str(v) for k, v in env.items()}}
+            "time_limit_minutes": parse_time_limit(where, c["time_limit"]), "env": {k: str(v) for k, v in env.items()}}
 
 
 def given_keys(where: str, prefix: str, values: dict[str, Any], keys: dict[str, ConfigKey]) -> dict[str, Any]:

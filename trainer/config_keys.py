@@ -141,8 +141,12 @@ class ConfigKey:
 
 
 def key(default: Any = None, help: str = "", **rules: Any) -> Any:
-    """A field of a section dataclass with its rules (ConfigKey's fields, minus section, name and kind)."""
-    return field(default=default, metadata={"rules": {"help": help, **rules}})
+    """A field of a section dataclass with its rules (ConfigKey's fields, minus section, name and kind); a list
+    or table default is copied for each instance."""
+    metadata = {"rules": {"help": help, **rules}}
+    if isinstance(default, list | dict):
+        return field(default_factory=lambda: type(default)(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 def _kind(hint: Any) -> tuple[type, ...]:
@@ -158,7 +162,7 @@ def keys_of(section: str, cls: type, **common: Any) -> tuple[ConfigKey, ...]:
     out = []
     for f in fields(cls):
         rules: dict[str, Any] = dict(f.metadata.get("rules", {}))
-        default = None if f.default is MISSING else f.default
+        default = f.default_factory() if f.default_factory is not MISSING else None if f.default is MISSING else f.default
         out.append(ConfigKey(section, f.name, _kind(hints[f.name]), default, **{**common, **rules}))
     return tuple(out)
 
@@ -350,50 +354,51 @@ STUDY_KEYS = (
     ConfigKey("study", "name", (str,), required=True, help="1-64 letters, digits, '_', '.', '-'"),
     ConfigKey("study", "description", (str,), "", help="free text about the study"),
 )
-_CLUSTER: tuple[tuple[str, tuple[type, ...], Any, dict[str, Any]], ...] = (
-    ("kind", (str,), "local", {"choices": ("local", "slurm"),
-                               "help": "local: this machine's cores (no scheduler); slurm: a cluster over SSH"}),
-    ("site", (str,), "generic", {"help": "site profile: generic, meluxina or a file"}),
-    ("ssh_host", (str,), None, {"help": "an ~/.ssh/config alias"}),
-    ("host", (str,), None, {"help": "the login node's address, when there is no ssh_host alias"}),
-    ("port", (int,), None, {"minimum": 1, "help": "the login node's SSH port (unset: from ~/.ssh/config, else 22)"}),
-    ("user", (str,), None, {"help": "the cluster user (default: from ~/.ssh/config)"}),
-    ("known_hosts", (str,), None, {"help": "the file host keys are checked against (default ~/.ssh/known_hosts)"}),
-    ("identity_file", (str,), None, {"help": "the SSH private key (default: from ~/.ssh/config)"}),
-    ("account", (str,), None, {"help": "Slurm account (-A; required where the site profile says so)"}),
-    ("qos", (str,), None, {"help": "Slurm QOS (-q; its wall-time limit is checked before submitting)"}),
-    ("partition", (str,), None, {"help": "Slurm partition (-p; default: the site profile's)"}),
-    ("time_limit", (str, int), "01:00:00", {"help": "a Slurm time or whole minutes"}),
-    ("expected_minutes", (float,), None, {"minimum": 0, "unit": "min",
-                                          "help": "expected wall time of one run: the node-hour estimate uses it "
-                                                  "instead of time_limit"}),
-    ("modules", (list,), [], {"help": "environment modules each job loads (`module load`) before it starts"}),
-    ("workdir", (str,), None, {"help": "where run directories go (slurm: required, absolute on the cluster; "
-                                       "local: default ~/.local/share/hlm-cockpit)"}),
-    ("container", (str,), "", {"help": "an Apptainer image the trainer runs in (containers/README.md)"}),
-    ("container_binds", (list,), [], {"help": "further host paths bound into the container"}),
-    ("gpus_per_node", (int,), 1, {"minimum": 1, "help": "GPUs a node has: the largest [sweep].gpus_per_node"}),
-    ("cores_per_node", (int,), None, {"minimum": 1, "unit": "cores",
-                                      "help": "cores a node has (slurm: required; local: this machine's): "
-                                              "gpus_per_node x cpus_per_task must fit"}),
-    ("max_concurrent_jobs", (int,), None, {"minimum": 1, "help": "jobs queued or running at once (unset: what "
-                                           "the site's submit limit leaves beside the user's other jobs, else 4)"}),
-    ("node_hour_budget", (float,), None, {"minimum": 0, "unit": "node-hours",
-                                          "help": "nothing is submitted past it (--force to override); unset: no limit"}),
-    ("hint_nomultithread", (bool,), False, {"help": "#SBATCH --hint=nomultithread (one task per core)"}),
-    ("signal_seconds", (int,), 120, {"minimum": 0, "unit": "s",
-                                     "help": "USR1 this long before the time limit: checkpoint and requeue"}),
-    ("gres_style", (str,), "gpus-per-node", {"choices": ("gpus-per-node", "gres"),
-                                             "help": "GPUs asked as --gpus-per-node=G or --gres=gpu:G"}),
-    ("rdzv_port", (int,), 29500, {"minimum": 1, "help": "multi-node rendezvous port (plus job id mod 1000)"}),
-    ("python", (str,), "python3", {"help": "the interpreter jobs run, with torch and this project"}),
-    ("env", (dict,), {}, {"help": "environment variables of every job (over the site profile's)"}),
-    ("share_group", (str,), None, {"rule": is_group_name, "expected_words": "a Unix group name",
-                                   "help": "a Unix group (a project's, e.g. p200000) that may read the study's "
-                                           "directories and files: 2750 / 0640 and that group; unset: private, "
-                                           "0700 / 0600, whatever the umask"}),
-)
-CLUSTER_KEYS = tuple(ConfigKey("cluster", name, kind, default, **rules) for name, kind, default, rules in _CLUSTER)
+@dataclass(frozen=True)
+class ClusterKeys:
+    """[cluster]: where and how jobs run; cockpit.spec.Cluster is this table resolved (local defaults filled in)."""
+
+    kind: str = key("local", "local: this machine's cores (no scheduler); slurm: a cluster over SSH",
+                    choices=("local", "slurm"))
+    site: str = key("generic", "site profile: generic, meluxina or a file")
+    ssh_host: str | None = key(None, "an ~/.ssh/config alias")
+    host: str | None = key(None, "the login node's address, when there is no ssh_host alias")
+    port: int | None = key(None, "the login node's SSH port (unset: from ~/.ssh/config, else 22)", minimum=1)
+    user: str | None = key(None, "the cluster user (default: from ~/.ssh/config)")
+    known_hosts: str | None = key(None, "the file host keys are checked against (default ~/.ssh/known_hosts)")
+    identity_file: str | None = key(None, "the SSH private key (default: from ~/.ssh/config)")
+    account: str | None = key(None, "Slurm account (-A; required where the site profile says so)")
+    qos: str | None = key(None, "Slurm QOS (-q; its wall-time limit is checked before submitting)")
+    partition: str | None = key(None, "Slurm partition (-p; default: the site profile's)")
+    time_limit: str | int = key("01:00:00", "a Slurm time or whole minutes")
+    expected_minutes: float | None = key(None, "expected wall time of one run: the node-hour estimate uses it "
+                                         "instead of time_limit", minimum=0, unit="min")
+    modules: list = key([], "environment modules each job loads (`module load`) before it starts")
+    workdir: str | None = key(None, "where run directories go (slurm: required, absolute on the cluster; local: "
+                              "default ~/.local/share/hlm-cockpit)")
+    container: str = key("", "an Apptainer image the trainer runs in (containers/README.md)")
+    container_binds: list = key([], "further host paths bound into the container")
+    gpus_per_node: int = key(1, "GPUs a node has: the largest [sweep].gpus_per_node", minimum=1)
+    cores_per_node: int | None = key(None, "cores a node has (slurm: required; local: this machine's): "
+                                     "gpus_per_node x cpus_per_task must fit", minimum=1, unit="cores")
+    max_concurrent_jobs: int | None = key(None, "jobs queued or running at once (unset: what the site's submit "
+                                          "limit leaves beside the user's other jobs, else 4)", minimum=1)
+    node_hour_budget: float | None = key(None, "nothing is submitted past it (--force to override); unset: no limit",
+                                         minimum=0, unit="node-hours")
+    hint_nomultithread: bool = key(False, "#SBATCH --hint=nomultithread (one task per core)")
+    signal_seconds: int = key(120, "USR1 this long before the time limit: checkpoint and requeue", minimum=0,
+                              unit="s")
+    gres_style: str = key("gpus-per-node", "GPUs asked as --gpus-per-node=G or --gres=gpu:G",
+                          choices=("gpus-per-node", "gres"))
+    rdzv_port: int = key(29500, "multi-node rendezvous port (plus job id mod 1000)", minimum=1)
+    python: str = key("python3", "the interpreter jobs run, with torch and this project")
+    env: dict = key({}, "environment variables of every job (over the site profile's)")
+    share_group: str | None = key(None, "a Unix group (a project's, e.g. p200000) that may read the study's "
+                                  "directories and files: 2750 / 0640 and that group; unset: private, 0700 / 0600, "
+                                  "whatever the umask", rule=is_group_name, expected_words="a Unix group name")
+
+
+CLUSTER_KEYS = keys_of("cluster", ClusterKeys)
 _SPLIT = (
     ConfigKey("data", "test_records", (list,), help="the test split, explicitly"),
     ConfigKey("data", "patient_pattern", (str,), help="regular expression extracting the patient id"),
