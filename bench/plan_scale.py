@@ -15,11 +15,14 @@ writes every batch script into a temporary directory (`cockpit plan --render`). 
            what the TUI's plan dialog computes too
   table    the plan table of every row and the summary rendered to text (commands.plan, as printed)
   render   one batch script per runnable configuration written (render.render_study_scripts)
+  dialog   the TUI's plan dialog (cockpit.tui.plan.PlanScreen) pushed on a headless app until it is idle,
+           every row in its table (the plan itself not included)
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import cProfile
 import io
 import pstats
@@ -84,6 +87,25 @@ def command_seconds(path: Path, repeat: int) -> float:
     return min(times)
 
 
+def dialog_seconds(study: Study) -> float:
+    """The TUI's plan dialog with every row, from push to idle, headless (the plan computed before)."""
+    from textual.app import App
+
+    from cockpit.tui.plan import PlanScreen
+
+    plan = study_plan(study)
+
+    async def shown() -> float:
+        app = App()
+        async with app.run_test(size=(120, 40)) as pilot:
+            start = time.perf_counter()
+            app.push_screen(PlanScreen(plan, None))
+            await pilot.pause()
+            return time.perf_counter() - start
+
+    return asyncio.run(shown())
+
+
 def top_functions(fn: Callable[[], object], count: int = 5) -> list[tuple[str, float]]:
     """The functions with the most own time in one run of fn (under the profiler, so slower than measured)."""
     profile = cProfile.Profile()
@@ -102,6 +124,7 @@ def main() -> None:
         directory = Path(tmp)
         print(f"{'configs':>8} {'runnable':>8} {'load s':>7} {'check s':>8} {'plan s':>7} {'table s':>8} "
               f"{'command s':>9} {'render s':>8}   per configuration (us): load check plan table render")
+        dialogs: list[str] = []
         for size in args.sizes:
             path = study_file(size, directory)
             study = load_study(path)
@@ -116,6 +139,8 @@ def main() -> None:
             per = " ".join(f"{1e6 * t / n:.0f}" for t in (t_load, t_check, t_plan, t_table, t_render))
             print(f"{n:>8,} {runnable:>8,} {t_load:>7.3f} {t_check:>8.3f} {t_plan:>7.3f} {t_table:>8.3f} "
                   f"{t_command:>9.3f} {t_render:>8.3f}   {per}")
+            dialogs.append(f"TUI plan dialog with {n:,} rows: {dialog_seconds(study):.2f} s from push to idle")
+        print("\n".join(dialogs))
         print(f"\nwhere the time goes for {n:,} configurations (own time under the profiler):")
         for stage, fn in (("check", check_scripts), ("plan", study_plan), ("table", table_text)):
             fresh = load_study(path)  # ids not yet digested: what a fresh `cockpit plan` pays
