@@ -17,6 +17,7 @@ from trainer.config_keys import (
     CLUSTER_KEYS,
     DATA_KEYS,
     DATASET_KEYS,
+    SPLIT_KEYS,
     STUDY_KEYS,
     TOKENIZER_KEYS,
     ConfigKey,
@@ -28,7 +29,6 @@ from trainer.data.errors import DataError
 from trainer.data.tokenizer_keys import canonical
 
 SYNTHETIC = "synthetic"
-SPLIT_KEYS = ("test_records", "patient_pattern")
 
 
 class SpecError(ValueError):

@@ -403,6 +403,7 @@ _SPLIT = (
     ConfigKey("data", "test_records", (list,), help="the test split, explicitly"),
     ConfigKey("data", "patient_pattern", (str,), help="regular expression extracting the patient id"),
 )
+SPLIT_KEYS = tuple(k.name for k in _SPLIT)  # a split is one of them (trainer.data.splits.check_options)
 DATA_KEYS = (
     ConfigKey("data", "datasets", (dict,), {}, help="one table per dataset (see [data.datasets.NAME])"),
     ConfigKey("data", "tokenizer", (dict,), {}, help="the tokenizer of every dataset (see [data.tokenizer])"),

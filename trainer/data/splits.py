@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainer.config_keys import SPLIT_KEYS
 from trainer.data.errors import DataError
 
 # AAMI EC57 inter-patient split (de Chazal et al. 2004); paced records excluded.
@@ -27,7 +28,6 @@ PACED = ("102", "104", "107", "217")
 MITDB = frozenset(DS1) | frozenset(DS2) | frozenset(PACED)
 SPLITS = ("train", "test", "all")
 TEST_FRACTION = 0.2
-OPTION_KEYS = ("test_records", "patient_pattern")
 _NUMBERED = re.compile(r"^(.+)_\d+$")  # data_8_2 -> data_8: a patient id followed by a recording number
 
 
@@ -67,9 +67,9 @@ def check_options(options: Any, where: str = "split") -> dict[str, Any]:
         return {}
     if not isinstance(options, dict):
         raise DataError(f"{where}: expected a table with test_records or patient_pattern, found {options!r}")
-    unknown = sorted(set(options) - set(OPTION_KEYS))
+    unknown = sorted(set(options) - set(SPLIT_KEYS))
     if unknown:
-        raise DataError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(OPTION_KEYS)})")
+        raise DataError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(SPLIT_KEYS)})")
     out = {k: v for k, v in options.items() if v is not None}
     if len(out) > 1:
         raise DataError(f"{where}: give test_records or patient_pattern, not both")
