@@ -7,7 +7,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from trainer.config_keys import (
     AXIS_KEYS,
@@ -19,27 +18,11 @@ from trainer.config_keys import (
     TRAINER_KEYS,
     ConfigKey,
     section_keys,
+    toml_value,
 )
 
 COMMAND = "python -m trainer.config_doc > docs/study-keys.md"
 _TYPES = {int: "integer", float: "number", str: "string", bool: "boolean", list: "list", dict: "table"}
-
-
-def toml_value(value: Any) -> str:
-    """A default as a study file writes it: `"fp32"`, `true`, `0.0003`, `[]`; None is unset."""
-    if value is None:
-        return "unset"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return f'"{value}"'
-    if isinstance(value, float):
-        return f"{value:g}" if "e" not in f"{value:g}" else repr(value)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + "}"
-    return str(value)
 
 
 def _cell(text: str) -> str:

@@ -448,6 +448,24 @@ def section_keys(section: str, *, study: bool | None = None) -> list[ConfigKey]:
     return [k for k in KEYS if k.section == section and (study is None or k.study == study)]
 
 
+def toml_value(value: Any) -> str:
+    """A value as a study file (and `--what-if`, and docs/study-keys.md) writes it: `"fp32"`, `true`,
+    `0.0003`, `5.0`, `[1, 2]`, `{a = 1}`; "unset" for None (a key a study does not set)."""
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, float):
+        return f"{value:g}" if value == value and not value.is_integer() else f"{value:.1f}"
+    return str(value)
+
+
 def tokenizer_defaults(name: str) -> dict[str, Any]:
     """Every parameter of one tokenizer with its default."""
     return {k.name: k.default for k in TOKENIZER_KEYS if name in k.tokenizers}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cockpit.spec import AXES, SCALE_AXES
-from trainer.config_keys import AXIS_KEYS, BY_NAME
+from trainer.config_keys import AXIS_KEYS, BY_NAME, toml_value
 
 GROUP_AXES = tuple(a for a in AXES if a not in SCALE_AXES)
 DDP_FIRST_BUCKET_MB = 1.0  # as trainer/probe.py: DDP's first bucket when bucket_cap_mb is left unset
@@ -123,21 +123,6 @@ def diff_keys(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[str, 
     unset)."""
     a, b = flat_config(before), flat_config(after)
     return [(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-
-
-def toml_value(value: Any) -> str:
-    """A value as a study file (and `--what-if`) writes it; "unset" for a key a study does not set."""
-    if value is None:
-        return "unset"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, float):
-        return f"{value:g}" if value == value and not value.is_integer() else f"{value:.1f}"
-    return str(value)
 
 
 def study_key(key: str, value: Any) -> str:
