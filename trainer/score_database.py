@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, UsageError, ValueError) as exc:
         print(f"hlm-train: {exc}", file=sys.stderr)
         return rundir.EXIT_USAGE
-    out.mkdir(parents=True, exist_ok=True)
+    rundir.make_dirs(out)
     rundir.write_json(out / rundir.EVALUATION_FILE, result)
     print("\n".join([str(out / rundir.EVALUATION_FILE), *lines(result)]))
     return rundir.EXIT_OK

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cockpit.commands._args import error, not_positive
+from trainer import rundir
 from trainer.config_flags import record_names  # the one parser of --records (commas or spaces)
 
 # Shipped inside the package (examples/local-demo.toml links here), so a wheel install finds it too.
@@ -98,7 +99,7 @@ def main(args: argparse.Namespace) -> int:
     from cockpit.spec import SpecError, parse_study
 
     workdir = Path(args.workdir).resolve()
-    workdir.mkdir(parents=True, exist_ok=True)
+    rundir.make_dirs(workdir)
     try:
         study = parse_study(demo_raw(args), workdir / "local-demo.toml")
     except SpecError as exc:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cockpit.commands._args import RUN, error
+from trainer import rundir
 from trainer.rundir import RESULT_FILE, TRACE_INDEX_FILE, TRACES_DIR
 
 if TYPE_CHECKING:
@@ -189,7 +190,7 @@ def _report(files: list[tuple[str, bytes]], where: str, args: argparse.Namespace
 
 
 def _copy(files: list[tuple[str, bytes]], out: Path) -> list[str]:
-    out.mkdir(parents=True, exist_ok=True)
+    rundir.make_dirs(out)
     paths = []
     for name, data in files:
         target = out / Path(name).name

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from cockpit import explain
 from cockpit.report import study_data
 from cockpit.report.study_data import StudyData
+from trainer import rundir
 
 if TYPE_CHECKING:
     from cockpit.snapshot import GpuSample, MetricPoint
@@ -101,7 +102,7 @@ def export_tensorboard(data: StudyData, out: str | Path) -> list[Exported]:
         raise TrackerMissing(f"TensorBoard export needs the tracking extra ({exc.name} is missing): {EXTRA}") from exc
 
     root = Path(out) / _safe(data.name)
-    root.mkdir(parents=True, exist_ok=True)
+    rundir.make_dirs(root)
     rows = [r for r in data.rows if r.get("config_id")]
     _clear_events(root)
     experiment = EventFileWriter(str(root))
@@ -120,7 +121,7 @@ def export_tensorboard(data: StudyData, out: str | Path) -> list[Exported]:
     for row in rows:
         cid = str(row["config_id"])
         run_dir = root / study_data.run_name(row)
-        run_dir.mkdir(parents=True, exist_ok=True)
+        rundir.make_dirs(run_dir)
         _clear_events(run_dir)
         run = _TensorBoardRun(EventFileWriter(str(run_dir)), event_pb2.Event, scalar_pb)
         try:
@@ -195,7 +196,7 @@ def export_wandb(data: StudyData, out: str | Path = ".", *, online: bool = False
         raise TrackerMissing(f"W&B export needs the tracking extra ({exc.name} is missing): {EXTRA}") from exc
 
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    rundir.make_dirs(out)
     wanted: dict[str, Any] = {"mode": "online" if online else "offline", "silent": True, "console": "off",
               "x_disable_stats": True, "x_disable_meta": True, "x_disable_machine_info": True,
               "x_save_requirements": False, "disable_git": True, "save_code": False, "disable_job_creation": True}

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from cockpit import labels
 from cockpit.report import figures, tables
 from cockpit.report.source import ReportInput
+from trainer import rundir
 
 if TYPE_CHECKING:
     from cockpit.compare import Comparison
@@ -51,7 +52,7 @@ def write_report(inp: ReportInput, out: str | Path, now: float | None = None,
                  comparison: Comparison | None = None) -> ReportFiles:
     """`comparison`: this study (A) against another (`cockpit report --compare`), a "Compared with" section."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    rundir.make_dirs(out)  # private (0700) where it is made: the report names runs and their figures
     from cockpit.analysis import write_scaling_csv
 
     rows = tables.scaling(inp.results)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from trainer import rundir
 from trainer.data import records as rec_io
 from trainer.data import shards
 from trainer.data.errors import DataError
@@ -88,7 +89,7 @@ def combine(first: Path, parts: list[Path], split: dict[str, Any] | None) -> Pat
                 "totals": _totals(records, skipped),
                 "timing": _timing([base, *others])}
     manifest["split"] = {**manifest_split(manifest, split).as_dict(), "options": split or {}}
-    out.mkdir(parents=True, exist_ok=True)
+    rundir.make_dirs(out)
     write_json(out / shards.MANIFEST, manifest)
     return out
 
