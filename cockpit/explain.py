@@ -54,6 +54,35 @@ def term_words(word: str) -> tuple[str, ...]:
     return next((words for words in TERM_WORDS.values() if w in words), (w,))
 
 
+def comm_kinds(rec: dict[str, Any]) -> list[tuple[str, float]]:
+    """(kind, exposed seconds) of each collective a run issued (its row's comm_<kind>_s, which add up to its
+    comm_s: all_reduce, all_gather, reduce_scatter, broadcast), those with time in them, in the row's order."""
+    return [(k.removeprefix("comm_").removesuffix("_s"), float(v)) for k, v in rec.items()
+            if k.startswith("comm_") and k.endswith("_s") and k != "comm_s" and isinstance(v, int | float)
+            and v == v and v > 0]
+
+
+def term_label(term: str, rec: dict[str, Any]) -> str:
+    """A term's label for one run: the comm term named by the collectives the run issued ("exposed all-gather
+    and reduce-scatter" under FSDP, "exposed all-reduce" under DDP or where the kinds were not recorded)."""
+    kinds = [k for k, _ in comm_kinds(rec)]
+    if term != "comm" or not kinds or kinds == ["all_reduce"]:
+        return TERM_LABELS[term]
+    return "exposed " + " and ".join(k.replace("_", "-") for k in kinds)
+
+
+def comm_split(term: str, seconds: float, rec: dict[str, Any]) -> str:
+    """The comm term's seconds split by kind in proportion to the run's exposed seconds per kind, as printed
+    (hundredths that add up to the term's): ` (all-gather 0.40 s, reduce-scatter 0.20 s)`; "" for another
+    term or a run with one kind."""
+    kinds = comm_kinds(rec)
+    total = sum(v for _, v in kinds)
+    if term != "comm" or len(kinds) < 2 or total <= 0:
+        return ""
+    _, shown = shown_split(seconds, [(k, seconds * v / total) for k, v in kinds])
+    return " (" + ", ".join(f"{k.replace('_', '-')} {v:.2f} s" for k, v in shown) + ")"
+
+
 def attribution(run: dict[str, Any], base: dict[str, Any], n: int, work: float) -> dict[str, float]:
     """Seconds each part added to the overhead (negative: it saved time); keys `loss_<part>_s`."""
     terms = {f"loss_{p}_s": _num(run.get(f"{p}_s")) / work - _num(base.get(f"{p}_s")) / n for p in PARTS}
@@ -77,6 +106,10 @@ def advice(term: str, rec: dict[str, Any]) -> str:
         if rec.get("device") == "cuda":
             return f"{head}: the per-GPU batch may be too small to fill the GPU; raise batch_size"
         return f"{head}: workers share cores and memory bandwidth; give each its own cores (cpus_per_task) and bind them"
+    sharded = [k.replace("_", "-") for k, _ in comm_kinds(rec) if k != "all_reduce"]
+    if term == "comm" and sharded:
+        return (f"the strategy's {' and '.join(sharded)} wait on the step: fewer, larger steps (grad_accum, "
+                "batch_size), a faster link, or strategy ddp where the model fits")
     return {
         "comm": "overlap more of the all-reduce with backward (bucket_cap_mb), use a faster link, "
                 "or all-reduce less often (grad_accum)",
@@ -136,14 +169,22 @@ def shown_terms(rec: dict[str, Any]) -> tuple[float, list[tuple[str, float]]]:
     return shown_split(rec.get("overhead_s", math.nan), ranked_terms(rec))
 
 
-def short_terms(terms: list[tuple[str, float]], shown: int = 2) -> list[tuple[str, float]]:
+def short_label(term: str, rec: dict[str, Any] | None = None) -> str:
+    """A term's short label; the comm term by the run's collectives as term_label names them."""
+    if term == "comm" and rec is not None:
+        return term_label(term, rec).removeprefix("exposed ")
+    return SHORT_LABELS[term]
+
+
+def short_terms(terms: list[tuple[str, float]], shown: int = 2,
+                rec: dict[str, Any] | None = None) -> list[tuple[str, float]]:
     """(short label, seconds) that still add up to O: the `shown` largest terms by size (a saving can be
     among them), in ranked order, and the others summed as "rest" unless there is only one of them.
     Give it :func:`shown_terms`' values, so that the rest is the sum of what the full sentence prints."""
     if len(terms) <= shown + 1:
-        return [(SHORT_LABELS[t], v) for t, v in terms]
+        return [(short_label(t, rec), v) for t, v in terms]
     biggest = set(sorted(range(len(terms)), key=lambda i: -abs(terms[i][1]))[:shown])
-    kept = [(SHORT_LABELS[t], v) for i, (t, v) in enumerate(terms) if i in biggest]
+    kept = [(short_label(t, rec), v) for i, (t, v) in enumerate(terms) if i in biggest]
     rest = sum(round(v * 100) for i, (_, v) in enumerate(terms) if i not in biggest) / 100
     return [*kept, ("rest", rest)]
 
@@ -195,16 +236,16 @@ def verdicts(rec: dict[str, Any]) -> tuple[str, str]:
         text = f"no loss: T at the baseline's work {rec['t_same_work_s']:.2f} s, T1/N {rec['t1_over_n_s']:.2f} s"
         return text, text
     o, terms = shown_terms(rec)  # printed: hundredths that add up to O's
-    short = f"lost {lost:.0%} = {o:.2f} s: " + ", ".join(f"{v:+.2f} s {label}" for label, v in short_terms(terms))
+    short = f"lost {lost:.0%} = {o:.2f} s: " + ", ".join(f"{v:+.2f} s {label}" for label, v in short_terms(terms, rec=rec))
     pieces = []
     for t, v in terms:
-        piece = f"{v:+.2f} s {TERM_LABELS[t]}"
+        piece = f"{v:+.2f} s {term_label(t, rec)}{comm_split(t, v, rec)}"
         if t == "compute" and rec.get("compute_ratio") == rec.get("compute_ratio"):
             piece += f" (per-sample compute {rec['compute_ratio']:.2f}x the baseline's)"
         pieces.append(piece)
     largest = terms[0][0]
     full = (f"lost {lost:.0%} ({o:.2f} s over T1/N = {rec['t1_over_n_s']:.2f} s): " + ", ".join(pieces)
-            + f". Largest: {TERM_LABELS[largest]}: {advice(largest, rec)}")
+            + f". Largest: {term_label(largest, rec)}: {advice(largest, rec)}")
     ps = rec.get("predicted_speedup")
     if ps is not None and ps == ps:
         full += (f". Should have achieved S = {ps:.2f}x (T/work {rec['predicted_t_same_work_s']:.2f} s, predicted "

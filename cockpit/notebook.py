@@ -8,6 +8,7 @@ Figures (docs/notebook.md).
     study.metrics(config_id)            # the run's metrics records (every rank)
     study.gpu(config_id)                # its NVML samples
     study.attribution(config_id)        # its overhead O in seconds per term, as printed
+    study.memory(config_id)             # its memory per rank: bytes held by kind and the peak
     study.figures()                     # the report's four figures
 
 Reading never writes: a store is opened read-only, as `cockpit report` and `cockpit open store.sqlite`
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from cockpit.report.study_data import StudyData, label, load_study_data
 from trainer.config_keys import AXIS_KEYS
+from trainer.rundir import MEMORY_FIGURES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -139,6 +141,22 @@ class NotebookStudy:
         )
         frame.attrs.update(overhead_s=shown_o, config_id=str(row["config_id"]), label=label(row),
                            explanation=row.get("explanation", ""))
+        return frame
+
+    def memory(self, config: str) -> pd.DataFrame:
+        """Memory per rank as result.json records it: one row per rank with params_bytes, grads_bytes,
+        optimizer_bytes (held, counted from the tensors; a sharded strategy's own shard), model_states_bytes
+        (their sum) and peak_bytes (the device's peak). `.attrs` holds `peak_source` (CUDA's
+        max_memory_allocated or the CPU process's peak resident memory), `strategy`, `config_id` and `label`.
+        scaling() has rank 0's figures (and the largest peak) as its memory_* columns."""
+        import pandas as pd
+
+        row = self._data.row(config)
+        memory = (row.get("result") or {}).get("memory") or {}
+        frame = pd.DataFrame([{"rank": m.get("rank"), **{f: m.get(f) for f in MEMORY_FIGURES}}
+                              for m in memory.get("by_rank") or []], columns=["rank", *MEMORY_FIGURES])
+        frame.attrs.update(peak_source=memory.get("peak_source", ""), strategy=row.get("strategy"),
+                           config_id=str(row["config_id"]), label=label(row))
         return frame
 
     def figures(self) -> dict[str, Figure]:

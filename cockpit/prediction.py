@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cockpit import labels
@@ -48,13 +48,24 @@ STRATEGY_COMM: dict[str, tuple[tuple[str, float], ...]] = {
 MEMORY_PARTS = ("params_bytes", "grads_bytes", "optimizer_bytes")
 
 
+DEFAULT_LATENCY_S = 20e-6  # per ring step, where neither a probe nor the site profile gives one (docs/prediction.md)
+
+
 @dataclass(frozen=True)
 class Link:
-    """Bus bandwidth (bytes/s) and per-step latency of one kind of link, and where the figure came from."""
+    """Bus bandwidth (bytes/s) and per-step latency of one kind of link, and where each figure came from
+    (`latency_s` None: none known, the prediction then prices DEFAULT_LATENCY_S and says so)."""
 
     busbw: float
-    latency_s: float = 0.0
+    latency_s: float | None = None
     source: str = ""
+    latency_source: str = ""
+
+    def priced_latency(self) -> tuple[float, str]:
+        """The latency a prediction prices per ring step, and where it comes from, in words."""
+        if self.latency_s is not None:
+            return self.latency_s, f"latency {self.latency_s * 1e6:.3g} us {self.latency_source or 'as given'}"
+        return DEFAULT_LATENCY_S, f"latency {DEFAULT_LATENCY_S * 1e6:g} us by default (none measured or in the profile)"
 
 
 @dataclass(frozen=True)
@@ -93,7 +104,7 @@ class NoPrediction:
 
 def measured_links(results: Iterable[dict[str, Any]]) -> Links:
     """The median bus bandwidth and latency per link kind over the start-up probes of finished runs (a probe
-    of an older trainer has no latency: 0, as a profile without one)."""
+    of an older trainer has no latency: None, as a profile without one)."""
     found: dict[str, list[float]] = {"intra_node": [], "inter_node": []}
     latency: dict[str, list[float]] = {"intra_node": [], "inter_node": []}
     for r in results:
@@ -104,8 +115,10 @@ def measured_links(results: Iterable[dict[str, Any]]) -> Links:
                 found[kind].append(float(bw))
                 if isinstance(lat, int | float) and lat >= 0:
                     latency[kind].append(float(lat))
-    return Links(**{k: Link(statistics.median(v), statistics.median(latency[k]) if latency[k] else 0.0,
-                            f"measured by {len(v)} run(s) of this study") for k, v in found.items() if v})
+    return Links(**{k: Link(statistics.median(v), statistics.median(latency[k]) if latency[k] else None,
+                            f"measured by {len(v)} run(s) of this study",
+                            f"measured by {len(latency[k])} run(s)' probes" if latency[k] else "")
+                    for k, v in found.items() if v})
 
 
 def preflight_links(busbw: dict[str, float], digest: str) -> Links:
@@ -113,7 +126,7 @@ def preflight_links(busbw: dict[str, float], digest: str) -> Links:
     nominal figures, replaced by the runs' own start-up probes once there are some."""
     def link(kind: str) -> Link | None:
         bw = busbw.get(kind)
-        return Link(float(bw), 0.0, f"measured by the preflight ({digest})") if bw and bw > 0 else None
+        return Link(float(bw), None, f"measured by the preflight ({digest})") if bw and bw > 0 else None
 
     return Links(link("intra_node"), link("inter_node"))
 
@@ -124,36 +137,55 @@ def site_links(site: Any) -> Links:
     name = getattr(site, "name", "site")
 
     def link(gbs: float, what: str) -> Link | None:
-        return Link(gbs * 1e9, latency, f"{name} profile {what}") if gbs and gbs > 0 else None
+        return Link(gbs * 1e9, latency or None, f"{name} profile {what}",
+                    f"from the {name} profile's allreduce_latency_us" if latency else "") if gbs and gbs > 0 else None
 
     return Links(link(getattr(site, "intra_node_busbw_gbs", 0.0), "intra_node_busbw_gbs"),
                  link(getattr(site, "inter_node_busbw_gbs", 0.0), "inter_node_busbw_gbs"))
 
 
 def merge(first: Links, fallback: Links) -> Links:
-    """Measured figures where there are some, the profile's elsewhere."""
-    return Links(first.intra_node or fallback.intra_node, first.inter_node or fallback.inter_node)
+    """Measured figures where there are some, the profile's elsewhere: a measured bandwidth without a
+    measured latency (the preflight's, an older probe's) takes the fallback's latency."""
+    def one(a: Link | None, b: Link | None) -> Link | None:
+        if a is not None and b is not None and a.latency_s is None and b.latency_s is not None:
+            return replace(a, latency_s=b.latency_s, latency_source=b.latency_source)
+        return a or b
+
+    return Links(one(first.intra_node, fallback.intra_node), one(first.inter_node, fallback.inter_node))
+
+
+def model_states(params: float, grads: float, optimizer: float, workers: int, strategy: str,
+                 layers: int) -> dict[str, float]:
+    """Bytes per rank of parameters, gradients and optimizer state, each divided by N where the strategy shards
+    it (the ZeRO paper's accounting), their sum `model_states_bytes`, and `gathered_bytes`: what the strategy
+    holds whole for a while besides (fsdp: one block's parameters of `layers` + 1 groups; fsdp_noreshard: all
+    of them, from forward to backward). The one formula of memory per rank: the prediction of a measured
+    baseline's (memory_per_rank) and the largest model that fits one GPU (largest_fitting) both use it."""
+    shards = STRATEGY_SHARDS.get(strategy, ()) if workers > 1 else ()
+    held = {"params_bytes": params, "grads_bytes": grads, "optimizer_bytes": optimizer}
+    out = {k: v / (workers if k.removesuffix("_bytes") in shards else 1) for k, v in held.items()}
+    out["model_states_bytes"] = sum(out.values())
+    gathered = 0.0
+    if workers > 1 and strategy == "fsdp":
+        gathered = params / (layers + 1)
+    elif workers > 1 and strategy == "fsdp_noreshard":
+        gathered = params * (workers - 1) / workers
+    out["gathered_bytes"] = gathered
+    return out
 
 
 def memory_per_rank(base: dict[str, Any], workers: int, strategy: str = "ddp") -> dict[str, float] | None:
-    """Bytes per rank of parameters, gradients and optimizer state (the baseline's, divided by N where the
-    strategy shards them: the ZeRO paper's accounting) and the peak: the baseline's peak with its model states
-    replaced by these, plus what the strategy gathers for a while (fsdp: one block's parameters; fsdp_noreshard:
-    all of them, from forward to backward). None when the baseline's result.json has no memory figures."""
+    """Bytes per rank of parameters, gradients and optimizer state (the baseline's, as `model_states`
+    shards them) and the peak: the baseline's peak with its model states replaced by these, plus what the
+    strategy gathers for a while. None when the baseline's result.json has no memory figures."""
     mem = base.get("memory") or {}
     if not all(isinstance(mem.get(k), int | float) for k in (*MEMORY_PARTS, "peak_bytes")):
         return None
-    shards = STRATEGY_SHARDS.get(strategy, ()) if workers > 1 else ()
-    out = {k: float(mem[k]) / (workers if k.removesuffix("_bytes") in shards else 1) for k in MEMORY_PARTS}
-    out["model_states_bytes"] = sum(out[k] for k in MEMORY_PARTS)
-    params = float(mem["params_bytes"])
-    gathered = 0.0
-    if workers > 1 and strategy == "fsdp":
-        gathered = params / (int((base.get("model") or {}).get("layers") or 1) + 1)
-    elif workers > 1 and strategy == "fsdp_noreshard":
-        gathered = params * (workers - 1) / workers
+    out = model_states(float(mem["params_bytes"]), float(mem["grads_bytes"]), float(mem["optimizer_bytes"]),
+                       workers, strategy, int((base.get("model") or {}).get("layers") or 1))
     held = sum(float(mem[k]) for k in MEMORY_PARTS)
-    out["peak_bytes"] = float(mem["peak_bytes"]) - held + out["model_states_bytes"] + gathered
+    out["peak_bytes"] = float(mem["peak_bytes"]) - held + out["model_states_bytes"] + out["gathered_bytes"]
     return out
 
 
@@ -187,15 +219,16 @@ def strategy_comm(strategy: str, n: int, grad: float, link: Link, *, buckets: in
     prefetches one block ahead, so max(t / groups, t - compute)."""
     out: dict[str, float] = {}
     ring = (n - 1) / n
+    latency, _ = link.priced_latency()
     for kind, factor in STRATEGY_COMM.get(strategy, STRATEGY_COMM["ddp"]):
         if kind == "all_reduce":
-            t = factor * ring * grad / link.busbw + 2 * (n - 1) * buckets * link.latency_s
+            t = factor * ring * grad / link.busbw + 2 * (n - 1) * buckets * latency
             out[kind] = max(t / buckets, t - BACKWARD_SHARE * compute)
         elif kind == "broadcast":
-            out[kind] = factor * ring * grad / link.busbw + (n - 1) * link.latency_s
+            out[kind] = factor * ring * grad / link.busbw + (n - 1) * latency
         else:
             rounds = factor if kind == "all_gather" else 1.0
-            t = factor * ring * grad / link.busbw + rounds * (n - 1) * groups * link.latency_s
+            t = factor * ring * grad / link.busbw + rounds * (n - 1) * groups * latency
             out[kind] = t if on_cpu else max(t / groups, t - compute)
     return out
 
@@ -240,7 +273,7 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
                                 groups=int((base.get("model") or {}).get("layers") or 1) + 1,
                                 compute=per_step["compute"], on_cpu=base.get("device") == "cpu")
         per_step["comm"] = sum(by_kind.values())
-        link_name += f" ({link.source})"
+        link_name += f" ({link.source}; {link.priced_latency()[1]})"
     parts = {p: v * steps_n for p, v in per_step.items()}
     t_n = sum(parts.values())
     t_same = t_n / work

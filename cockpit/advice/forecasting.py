@@ -63,6 +63,8 @@ class Recorded:
             for a in AXES:
                 self.values[a].add(ax[a])
         self.runs = {key: _median(rs) for key, rs in runs.items()}
+        # the spread of T over a configuration's repeated runs (max - min, seconds) and how many there are
+        self.spread = {key: (max(map(_t, rs)) - min(map(_t, rs)), len(rs)) for key, rs in runs.items() if len(rs) > 1}
         self.baselines = {key[:len(GROUP_AXES)]: r for key, r in self.runs.items() if key[-2:] == (1, 1)}
         self.by_batch: dict[tuple, dict[Any, dict[str, Any]]] = {}  # baselines by their group without batch
         for key, r in self.baselines.items():

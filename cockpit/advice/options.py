@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cockpit import explain, prediction
@@ -26,6 +26,7 @@ from cockpit.advice.effects import (
     what_if_arg,
 )
 from cockpit.advice.forecasting import Forecast, Recorded, forecast
+from cockpit.spec import AXES
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class Advice:
     predicted: Forecast | None = None
     reason: str = ""  # why it is not predicted
     alternatives: tuple[Advice, ...] = field(default=(), compare=False)
+    label: str = ""  # the term's label for this run (explain.term_label: comm by the kinds it issued)
 
     @property
     def gain_s(self) -> float:
@@ -58,7 +60,7 @@ class Advice:
     def text(self, head: bool = True) -> str:
         """The advice in one line, e.g. `exposed all-reduce 0.94 s: set [train] bucket_cap_mb = 1.0 →
         predicted T 4.31 s → 3.72 s, E 0.66 → 0.77`: every view prints this (``head``: the loss first)."""
-        lead = f"{explain.TERM_LABELS[self.term]} {self.loss_s:.2f} s: " if head else ""
+        lead = f"{self.label or explain.TERM_LABELS[self.term]} {self.loss_s:.2f} s: " if head else ""
         if not self.keys:
             return f"{lead}{self.reason}"
         p = self.predicted
@@ -82,17 +84,19 @@ def advise(rec: dict[str, Any], recorded: Recorded, links: prediction.Links) -> 
     for term, loss in shown:
         if loss <= 0:
             continue
+        label = explain.term_label(term, rec)
         options = [_option(term, loss, keys, cfg, rec, recorded, links, reason)
                    for keys, reason in _candidates(term, cfg, run, rec, recorded, links)]
         if not options:
-            out.append(Advice(term, loss, (), rec["train_time_s"], rec["efficiency"],
+            out.append(Advice(term, loss, (), rec["train_time_s"], rec["efficiency"], label=label,
                               reason="no key acts on it: the result's parts do not add up to its T (rerun with "
                                      "the current trainer)"))
             continue
         predicted = [o for o in options if o.predicted is not None]
         best = min(predicted, key=lambda o: o.predicted.t_s if o.predicted else math.inf, default=options[0])
-        rest = tuple(o for o in options if o is not best)
-        out.append(Advice(best.term, loss, best.keys, best.t_s, best.efficiency, best.predicted, best.reason, rest))
+        rest = tuple(replace(o, label=label) for o in options if o is not best)
+        out.append(Advice(best.term, loss, best.keys, best.t_s, best.efficiency, best.predicted, best.reason, rest,
+                          label))
     return out
 
 
@@ -105,7 +109,21 @@ def _option(term: str, loss: float, keys: tuple[tuple[str, Any], ...], cfg: dict
     p = forecast(target, recorded, links, [(k, get_key(cfg, k), v) for k, v in keys])
     if isinstance(p, prediction.NoPrediction):
         return Advice(term, loss, keys, t, e, reason=p.reason)
-    return Advice(term, loss, keys, t, e, p)
+    unclear = gain_unclear(t, p.t_s, recorded.spread.get(tuple(axes_of(cfg)[a] for a in AXES)))
+    return Advice(term, loss, keys, t, e, reason=unclear) if unclear else Advice(term, loss, keys, t, e, p)
+
+
+def gain_unclear(t: float, predicted_t: float, spread: tuple[float, int] | None) -> str:
+    """Why a predicted T is not given as a gain, or "": a change predicted no faster is never advised, and
+    where the study repeated the run, a gain within the spread of T over its repeats (max - min) is noise
+    as far as the study can tell."""
+    gain = t - predicted_t
+    if gain <= 0:
+        return f"predicted no faster: T {t:.2f} s → {predicted_t:.2f} s"
+    if spread is not None and gain <= spread[0]:
+        return (f"the predicted gain {gain:.2f} s (T {t:.2f} s → {predicted_t:.2f} s) is within the {spread[0]:.2f} s "
+                f"spread of T over {spread[1]} repeated runs")
+    return ""
 
 
 def _candidates(term: str, cfg: dict[str, Any], run: dict[str, Any], rec: dict[str, Any], recorded: Recorded,

@@ -11,7 +11,7 @@ import math
 import re
 from typing import Any
 
-from cockpit import explain, labels
+from cockpit import explain, gpu_fit, labels
 from cockpit.analysis import comm_words
 from trainer.config_keys import AXIS, AXIS_KEYS, BY_NAME, LABEL_ORDER, shows
 
@@ -198,7 +198,7 @@ def advice_body(rows: list[dict[str, Any]]) -> Body:
         changes: dict[object, tuple[Any, list[str]]] = {}
         for item in r.get("advice_items") or []:
             for a in (item, *item.alternatives):
-                loss = f"{explain.TERM_LABELS[a.term]} {a.loss_s:.2f}"
+                loss = f"{a.label or explain.TERM_LABELS[a.term]} {a.loss_s:.2f}"
                 change = changes.setdefault(a.keys or id(a), (a, []))
                 if loss not in change[1]:
                     change[1].append(loss)
@@ -208,6 +208,37 @@ def advice_body(rows: list[dict[str, Any]]) -> Body:
                 f"; extrapolated: {', '.join(p.extrapolated)}" if p.extrapolated else "")
             body.append([*_ident(r, axes), cell(r["workers"], "d"), "; ".join(losses), a.text(head=False),
                          cell(a.gain_s, "+.2f"), basis])
+    return headers, body
+
+
+def fit_body(rows: list[dict[str, Any]], gpu_bytes: float) -> Body:
+    """Per strategy, worker count, batch and window the study ran: the largest model that fits one GPU of
+    `gpu_bytes` (cockpit.gpu_fit), with its inputs: model-state bytes per parameter per rank, activations,
+    the peak per rank against the GPU's memory, and the next shape, which does not fit."""
+    headers = ["strategy", "N", "batch", "window", "precision", "model states (B/param/rank)",
+               "largest that fits (layers×d_model)", "parameters (M)", "model states/rank (GB)",
+               "gathered/rank (GB)", "activations/rank (GB)", "peak/rank (GB)", "next, does not fit", "its peak/rank (GB)"]
+    seen: dict[tuple, list[str]] = {}
+    for r in rows:
+        model = (r.get("result") or {}).get("model") or {}
+        if r.get("status") != "completed" or not model.get("vocab_size") or gpu_bytes <= 0:
+            continue
+        key = (r["strategy"], int(r["workers"]), int(r["batch_size"]), int(r["window"]), r["precision"],
+               int(model["vocab_size"]), int(model.get("num_classes") or 0))
+        if key in seen:
+            continue
+        f = gpu_fit.largest_fitting(gpu_bytes, key[0], key[1], batch=key[2], window=key[3], vocab=key[5],
+                                    classes=key[6], element_bytes=2 if key[4] in ("bf16", "fp16") else 4)
+        m, nxt = f.memory or {}, f.next_memory or {}
+
+        def gb(mem: dict[str, float], k: str) -> str:
+            return cell(mem.get(k, math.nan) / 1e9, ".3g")
+
+        seen[key] = [key[0], str(key[1]), str(key[2]), str(key[3]), key[4], cell(f.bytes_per_param, ".3g"),
+                     "×".join(map(str, f.shape)) if f.shape else "none", cell(m.get("parameters", math.nan) / 1e6, ".4g"),
+                     gb(m, "model_states_bytes"), gb(m, "gathered_bytes"), gb(m, "activations_bytes"), gb(m, "peak_bytes"),
+                     "×".join(map(str, f.next_shape)) if f.next_shape else "-", gb(nxt, "peak_bytes")]
+    body = [seen[k] for k in sorted(seen, key=lambda k: (k[1], k[0], k[2], k[3]))]
     return headers, body
 
 

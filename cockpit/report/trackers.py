@@ -47,6 +47,7 @@ from cockpit import explain
 from cockpit.report import study_data
 from cockpit.report.study_data import StudyData
 from trainer import rundir
+from trainer.rundir import MEMORY_FIGURES
 
 if TYPE_CHECKING:
     from cockpit.snapshot import GpuSample, MetricPoint
@@ -71,6 +72,10 @@ GPU_CURVES = (
     ("power_w", "GPU power (W)"),
     ("temp_c", "GPU temperature (C)"),
 )
+# memory per rank (rank 0's held bytes, the largest peak of any rank: scaling.csv's memory_* columns)
+MEMORY = tuple(f"memory_{f}" for f in MEMORY_FIGURES)
+MEMORY_TEXT = {f"memory_{f}": f"{f.removesuffix('_bytes').replace('_', ' ')} per rank (bytes{', any rank' if f == 'peak_bytes' else ', rank 0'})"
+               for f in MEMORY_FIGURES}
 SCALING = "scaling/"  # TensorBoard tag prefix of the scaling figures (the tag is then the CSV column's name)
 # W&B summary: the scaling figures under scaling.csv's names, and the row's words
 SUMMARY_TEXT = ("status", "quality_metric", "quality_inputs", "verdict", "note")
@@ -143,6 +148,8 @@ def export_tensorboard(data: StudyData, out: str | Path) -> list[Exported]:
             wall = _num(result.get("finished_at")) or (curve[-1].t if curve else _started(rows))
             for name, value in study_data.figures(row).items():
                 run.scalar(SCALING + name, value, last_step, wall, study_data.DESCRIPTIONS[name])
+            for name, value in study_data.figures(row, MEMORY).items():
+                run.scalar(SCALING + name, value, last_step, wall, MEMORY_TEXT[name])
         finally:
             run.writer.close()
         done.append(Exported(cid, study_data.label(row), str(run_dir), run.points))
@@ -338,7 +345,7 @@ def history_rows(metrics: list[MetricPoint], gpu: list[GpuSample]) -> Iterator[d
 def wandb_summary(row: dict[str, Any]) -> dict[str, Any]:
     """The scaling figures under scaling.csv's names (those with a value), the overhead's terms as
     printed (`O_terms`), and the row's words."""
-    summary: dict[str, Any] = dict(study_data.figures(row))
+    summary: dict[str, Any] = {**study_data.figures(row), **study_data.figures(row, MEMORY)}
     summary["workers"] = row.get("workers")
     summary.update({k: row[k] for k in SUMMARY_TEXT if isinstance(row.get(k), str) and row[k]})
     if "overhead_s" in summary:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cockpit import labels
+from cockpit import gpu_fit, labels
 from cockpit.report import figures, tables
 from cockpit.report.source import ReportInput
 from trainer import rundir
@@ -73,6 +73,7 @@ def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[s
     """(title, intro, headers, body) for each table of the report."""
     device = labels.device_of_rows(rows)
     words = labels.worker_word(device)
+    gpu_bytes, gpu_source = gpu_fit.reference_gpu(inp.cluster)
     out = [
         (
             "Headline",
@@ -112,6 +113,18 @@ def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[s
             "link bandwidth (the study's start-up probes, else the site profile; docs/prediction.md), beside the "
             "measured ones. error = measured / predicted - 1.",
             *tables.prediction_body(rows),
+        ),
+        (
+            "Largest model per GPU",
+            f"Per strategy and number of {words} N at the study's batch (per {labels.worker_word(device, 1)}) "
+            f"and window: the largest of cockpit.gpu_fit.LADDER's shapes (heads of {gpu_fit.HEAD_DIM}) that fits "
+            f"one GPU of {gpu_bytes / 1e9:g} GB ({gpu_source}). Per rank: model states at the bytes per "
+            "parameter shown (fp32 parameters 4, gradients 4, AdamW's moments 8, divided by N where the strategy "
+            "shards them), what FSDP gathers for a while (one block's parameters; all of them without "
+            "resharding), and activations s·b·h·(34 + 5·a·s/h) bytes per layer at 16 bits (Korthikanti et al. "
+            "2022; twice that in fp32) plus the logits and their gradient in fp32. It fits when model states + "
+            "gathered + activations ≤ the GPU's memory, as the plan's memory flag judges (docs/strategies.md).",
+            *tables.fit_body(rows, gpu_bytes),
         ),
         (
             "Time breakdown and fixed costs",
