@@ -209,14 +209,16 @@ def memory_words(memory: dict[str, float]) -> str:
 
 
 def strategy_comm(strategy: str, n: int, grad: float, link: Link, *, buckets: int, groups: int, compute: float,
-                  on_cpu: bool) -> dict[str, float]:
+                  on_cpu: bool, micro_batches: float = 1.0) -> dict[str, float]:
     """Exposed seconds per step of each collective the strategy issues on n workers (STRATEGY_COMM).
 
     all-reduce: t = 2(N-1)/N G / busbw + 2(N-1) x buckets x latency, exposed max(t / buckets, t - backward)
     (DDP overlaps every bucket but the last with the rest of backward). broadcast (zero1, after the local
     optimizer step): all of it. all-gather / reduce-scatter (fsdp): t = f (N-1)/N G / busbw + (N-1) x groups x
     latency per round; on CPU all of it (gloo runs them on the training thread, as measured), on GPU FSDP
-    prefetches one block ahead, so max(t / groups, t - compute)."""
+    prefetches one block ahead, so max(t / groups, t - compute). With `micro_batches` (grad_accum) per step,
+    DDP and ZeRO-1 synchronise on the last one only, while FSDP gathers the parameters for every one of them
+    (only its reduce-scatter waits for the last)."""
     out: dict[str, float] = {}
     ring = (n - 1) / n
     latency, _ = link.priced_latency()
@@ -229,19 +231,22 @@ def strategy_comm(strategy: str, n: int, grad: float, link: Link, *, buckets: in
         else:
             rounds = factor if kind == "all_gather" else 1.0
             t = factor * ring * grad / link.busbw + rounds * (n - 1) * groups * latency
+            t *= micro_batches if kind == "all_gather" else 1.0
             out[kind] = t if on_cpu else max(t / groups, t - compute)
     return out
 
 
 def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, links: Links, *,
-            batch_factor: float = 1.0, buckets: int | None = None, strategy: str = "ddp") -> Prediction | NoPrediction:
+            batch_factor: float = 1.0, buckets: int | None = None, strategy: str = "ddp",
+            micro_batches: float = 1.0) -> Prediction | NoPrediction:
     """T of the configuration with `nodes` x `gpus_per_node` workers doing `work` x the baseline's samples.
 
     ``batch_factor``: samples per worker and optimizer step over the baseline's (batch_size x grad_accum):
     data wait and compute per step scale with it, the optimizer, other loop time and the all-reduce per step
     do not, and there are that many times fewer steps. ``buckets``: DDP's gradient buckets, when not the
     baseline's (a what-if of bucket_cap_mb; cockpit.advice.buckets_for). ``strategy``: the configuration's
-    (its baseline, one worker, ran the plain model whatever the strategy)."""
+    (its baseline, one worker, ran the plain model whatever the strategy). ``micro_batches``: its grad_accum
+    (FSDP gathers the parameters for each micro-batch)."""
     timing = base.get("timing") or {}
     steps_1 = timing.get("steps")
     parts_1 = base.get("breakdown_s") or {}
@@ -271,7 +276,8 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
             (base.get("config") or {}).get("precision") == "bf16"
         by_kind = strategy_comm(strategy, n, float(grad) * (0.5 if half else 1.0), link, buckets=buckets,
                                 groups=int((base.get("model") or {}).get("layers") or 1) + 1,
-                                compute=per_step["compute"], on_cpu=base.get("device") == "cpu")
+                                compute=per_step["compute"], on_cpu=base.get("device") == "cpu",
+                                micro_batches=micro_batches)
         per_step["comm"] = sum(by_kind.values())
         link_name += f" ({link.source}; {link.priced_latency()[1]})"
     parts = {p: v * steps_n for p, v in per_step.items()}

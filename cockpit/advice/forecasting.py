@@ -154,7 +154,7 @@ def forecast(target: dict[str, Any], recorded: Recorded | Iterable[dict[str, Any
         if w is None:
             raise _Unpredicted("neither steps nor epochs to count the samples by")
         p = prediction.predict(src, nodes, gpus, w, links, batch_factor=_batch_factor(cfg, src_cfg), buckets=buckets,
-                               strategy=axes_of(cfg)["strategy"])
+                               strategy=axes_of(cfg)["strategy"], micro_batches=_accum(cfg))
         if isinstance(p, prediction.NoPrediction):
             raise _Unpredicted(p.reason)
         return p, w

@@ -230,16 +230,17 @@ def fit_body(rows: list[dict[str, Any]], gpu_bytes: float) -> Body:
         f = gpu_fit.largest_fitting(gpu_bytes, key[0], key[1], batch=key[2], window=key[3], vocab=key[5],
                                     classes=key[6], element_bytes=2 if key[4] in ("bf16", "fp16") else 4)
         m, nxt = f.memory or {}, f.next_memory or {}
-
-        def gb(mem: dict[str, float], k: str) -> str:
-            return cell(mem.get(k, math.nan) / 1e9, ".3g")
-
         seen[key] = [key[0], str(key[1]), str(key[2]), str(key[3]), key[4], cell(f.bytes_per_param, ".3g"),
                      "×".join(map(str, f.shape)) if f.shape else "none", cell(m.get("parameters", math.nan) / 1e6, ".4g"),
-                     gb(m, "model_states_bytes"), gb(m, "gathered_bytes"), gb(m, "activations_bytes"), gb(m, "peak_bytes"),
-                     "×".join(map(str, f.next_shape)) if f.next_shape else "-", gb(nxt, "peak_bytes")]
+                     _gb(m, "model_states_bytes"), _gb(m, "gathered_bytes"), _gb(m, "activations_bytes"),
+                     _gb(m, "peak_bytes"), "×".join(map(str, f.next_shape)) if f.next_shape else "-",
+                     _gb(nxt, "peak_bytes")]
     body = [seen[k] for k in sorted(seen, key=lambda k: (k[1], k[0], k[2], k[3]))]
     return headers, body
+
+
+def _gb(memory: dict[str, float], key: str) -> str:
+    return cell(memory.get(key, math.nan) / 1e9, ".3g")
 
 
 def breakdown_body(rows: list[dict[str, Any]]) -> Body:

@@ -73,3 +73,15 @@ def test_a_gain_is_advised_only_beyond_the_repeats_spread():
     assert gain_unclear(2.0, 1.5, (0.2, 3)) == ""
     assert "within the 0.60 s spread of T over 3 repeated runs" in gain_unclear(2.0, 1.5, (0.6, 3))
     assert gain_unclear(2.0, 2.1, None) == "predicted no faster: T 2.00 s → 2.10 s"
+
+
+def test_fsdp_gathers_for_every_micro_batch_ddp_synchronises_once():
+    link = Link(1e9, 30e-6, "t")
+
+    def comm(strategy: str, micro: float) -> dict[str, float]:
+        return strategy_comm(strategy, 2, 4e6, link, buckets=2, groups=3, compute=0.0, on_cpu=True,
+                             micro_batches=micro)
+
+    one, two = comm("fsdp", 1), comm("fsdp", 2)
+    assert two["all_gather"] == pytest.approx(2 * one["all_gather"]) and two["reduce_scatter"] == one["reduce_scatter"]
+    assert comm("ddp", 2) == comm("ddp", 1) and comm("zero1", 2) == comm("zero1", 1)
