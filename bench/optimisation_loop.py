@@ -1,42 +1,52 @@
-"""The optimisation loop, for real on CPU workers: a baseline study, the cockpit's advice, the advised
-change as a second study, and `cockpit compare`; the advised change's predicted gain against the measured
-one.
+"""The optimisation loop, for real on CPU workers: a baseline study run three times, the cockpit's advice for
+its 2-worker run, and several changes (bucket sizes, grad_accum, batch size, a strategy) each predicted by the
+model the advice uses, each run three times: predicted against measured T with the spread of the repeats, and
+whether the advice names the change.
 
 Study A is small and real (local executor, synthetic ECG, 1 and 2 gloo workers of one core each, a fixed
-number of steps). Its 2-worker run's advice (cockpit.advice, as the report and the headless lines print it)
-names a key, a value and the T the prediction model expects. Study B is A with exactly the advised keys set
-(`--what-if`'s arguments, applied by cockpit.whatif to A's file), run the same way. `cockpit compare A B`
-then prints both side by side with B as predicted from A. The gain is T of A's 2-worker run minus T of B's.
+number of steps), run as three studies A1-A3 with the same configurations: the cockpit reads them as three
+repeated runs of each configuration, so its advice (cockpit.advice, as the report prints it) may give a gain
+only beyond the spread of T over those repeats (docs/prediction.md). Each change is A's 2-worker run with the
+keys set (cockpit.advice.forecast predicts it from A's recorded runs, as `cockpit plan --what-if` and the
+advice do; a change that halves the steps keeps the samples, so T compares), run three times as a 2-worker
+study. "advised" is what the advice says of it (cockpit.advice.options.gain_unclear: predicted faster and by
+more than A's spread); "direction" whether the measured median moved the way the prediction said.
 
-Nothing is tuned to the answer: the model is chosen so that the all-reduce is a visible share of a step on
-two cores (about 3.4 MB of gradients against a small batch), and whatever key the advice names is what B
-changes. Each study runs its configurations one at a time; run it alone (the load average is printed).
+Nothing is tuned to the answer: the model is chosen so that the all-reduce is a visible share of a step on two
+cores (about 3.4 MB of gradients against a small batch). The machine may be shared: the load average is
+printed before and after, and each change's three runs are interleaved with the others' (round-robin), so a
+burst of load spreads over all of them rather than one.
 
-    python bench/optimisation_loop.py            # about 2-4 minutes on 2 cores
+    python bench/optimisation_loop.py            # about 5-10 minutes on 2 cores
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from cockpit import advice  # noqa: E402
+from cockpit import advice, prediction  # noqa: E402
+from cockpit.advice.effects import get_key  # noqa: E402
+from cockpit.advice.options import gain_unclear  # noqa: E402
+from cockpit.analysis import analyse  # noqa: E402
 from cockpit.commands.compare import load as load_study_results  # noqa: E402
-from cockpit.compare import Pair, compare  # noqa: E402
 from cockpit.report.source import load_input  # noqa: E402
-from cockpit.whatif import parse_assignment, variant_of  # noqa: E402
+from cockpit.spec import AXES  # noqa: E402
 from tests.studies import to_toml  # noqa: E402 - the one writer of study TOML
 
-TOLERANCE = 0.25  # of the predicted gain
+REPEATS = 3
 
 
 def study_toml(name: str, workdir: Path, args: argparse.Namespace) -> str:
@@ -66,7 +76,6 @@ heads = 4
 [train]
 steps = {args.steps}
 lr = 1e-3
-batch_size = {args.batch_size}
 cpus_per_task = 1
 device = "cpu"
 eval = false
@@ -74,22 +83,52 @@ metrics_interval_s = 1.0
 
 [sweep]
 window = [{args.window}]
+batch_size = [{args.batch_size}]
 gpus_per_node = [1, 2]
 """
 
 
-def run_study(path: Path) -> float:
-    """`cockpit run --headless` (no preflight: nothing to check on this machine); its explained lines."""
-    t0 = time.perf_counter()
+# the changes tried, as functions of the arguments: two bucket sizes, gradient accumulation and a doubled batch
+# at the same samples (half the steps), a sharded strategy
+CHANGES: tuple[Callable[[argparse.Namespace], tuple[tuple[str, Any], ...]], ...] = (
+    lambda a: (("train.bucket_cap_mb", 0.5),),
+    lambda a: (("train.bucket_cap_mb", 0.1),),
+    lambda a: (("train.grad_accum", 2), ("train.steps", max(1, a.steps // 2))),
+    lambda a: (("batch_size", 2 * a.batch_size), ("train.steps", max(1, a.steps // 2))),
+    lambda a: (("strategy", "zero1"),),
+)
+
+
+def run_study(path: Path) -> list[dict[str, Any]]:
+    """`cockpit run --headless` (no preflight: nothing to check on this machine); the study's results."""
     proc = subprocess.run([sys.executable, "-m", "cockpit", "run", "--headless", "--skip-preflight", str(path),
                            "--out", str(path.parent / f"{path.stem}-report")],
                           cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"{path.name} failed:\n{proc.stdout}\n{proc.stderr}")
-    for line in proc.stdout.splitlines():
-        if ": T " in line:
-            print("   ", line)
-    return time.perf_counter() - t0
+    return load_input(path).results
+
+
+def variant(raw: dict[str, Any], name: str, keys: tuple[tuple[str, Any], ...]) -> str:
+    """A's study file with the keys set, its 2-worker configuration only."""
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
+    out["study"] = {**out["study"], "name": name}
+    out["sweep"] = {**out["sweep"], "gpus_per_node": [2]}
+    for key, value in keys:
+        if key in AXES:
+            out["sweep"][key] = [value]
+        else:
+            section, field = key.split(".", 1)
+            out[section] = {**out.get(section, {}), field: value}
+    return to_toml(out)
+
+
+def two_worker_t(results: list[dict[str, Any]]) -> float:
+    return next(float(r["timing"]["train_time_s"]) for r in results if (r.get("config") or {}).get("gpus_per_node") == 2)
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} [{min(values):.2f}-{max(values):.2f}]"
 
 
 def main() -> int:
@@ -101,79 +140,62 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--keep", action="store_true", help="keep the studies' directory and print it")
     args = p.parse_args()
+    t0 = time.perf_counter()
     print(f"load average before: {load_average()} on {os.cpu_count()} cores")
     tmp = Path(tempfile.mkdtemp(prefix="hlm-loop-"))
-    a_path = tmp / "A.toml"
-    a_path.write_text(study_toml("loop-a", tmp / "work", args))
-    print(f"1. baseline study A ({a_path.name}): 1 and 2 workers, d_model {args.d_model} x {args.layers} layers, "
-          f"window {args.window}, batch {args.batch_size}, {args.steps} steps")
-    wall = run_study(a_path)
-
-    from cockpit.analysis import analyse
-
-    rows = analyse(load_input(a_path).results)
-    row = next(r for r in rows if r.get("workers") == 2)
-    items = row["advice_items"]
-    chosen = next((a for a in items if a.predicted is not None), None)
-    print(f"2. the cockpit's advice for A's 2-worker run ({row['verdict']}):")
-    for item in items:
+    print(f"1. study A: 1 and 2 workers, d_model {args.d_model} x {args.layers} layers, window {args.window}, batch "
+          f"{args.batch_size}, {args.steps} steps; and {len(CHANGES)} changes of its 2-worker run; {REPEATS} rounds, "
+          "each A then every change once (round-robin, so load that comes and goes falls on all of them)")
+    a_results: list[dict[str, Any]] = []
+    a_path = tmp / "A1.toml"
+    tried: list[dict[str, Any]] = [{"keys": change(args), "t": []} for change in CHANGES]
+    for rep in range(1, REPEATS + 1):
+        path = tmp / f"A{rep}.toml"
+        path.write_text(study_toml(f"loop-a{rep}", tmp / "work", args))
+        a_results += run_study(path)
+        raw = tomllib.loads(path.read_text())
+        for i, c in enumerate(tried):
+            path = tmp / f"C{i}-{rep}.toml"
+            path.write_text(variant(raw, f"loop-c{i}-{rep}", c["keys"]))
+            c["t"].append(two_worker_t(run_study(path)))
+    _, _, site = load_study_results(a_path)
+    links = prediction.merge(prediction.measured_links(a_results), site)
+    recorded = advice.Recorded(a_results)
+    row = next(r for r in analyse(a_results, site) if r.get("workers") == 2)
+    run = row["result"]
+    t_a = [float(r["timing"]["train_time_s"]) for r in a_results if r["config"]["gpus_per_node"] == 2]
+    key = tuple(advice.axes_of(run)[a] for a in AXES)
+    print(f"2. A's 2-worker T over {len(t_a)} runs: {spread(t_a)} s (median [min-max]); the median run: {row['verdict']}")
+    print("   the cockpit's advice for it (A1-A3 read as repeated runs of one study):")
+    for item in row["advice_items"]:
         print(f"    {item.text()}")
         for other in item.alternatives:
             print(f"      or {other.text(head=False)}")
-    if chosen is None or chosen.predicted is None:
-        print("no advice with a predicted gain: nothing to try")
-        return 1
-    predicted = chosen.predicted
-    what_if = chosen.what_if
-    print(f"   trying the advice: {chosen.setting} (= cockpit plan A.toml --what-if {' '.join(what_if)})")
+    cfg = advice.config_of(run)
+    for c in tried:
+        f = advice.forecast(advice.changed(cfg, c["keys"]), recorded, links,
+                            [(k, get_key(cfg, k), v) for k, v in c["keys"]])
+        c["forecast"] = f
+        c["advised"] = (f"not predicted: {f.reason}" if isinstance(f, prediction.NoPrediction) else
+                        gain_unclear(row["train_time_s"], f.t_s, recorded.spread.get(key)) or "advised")
+    print(f"   link: {next((c['forecast'].link for c in tried if not isinstance(c['forecast'], prediction.NoPrediction)), '')}")
 
-    from cockpit.spec import load_study
-
-    assignments = [parse_assignment(a) for a in what_if]
-    variant_of(load_study(a_path), assignments)  # the spec accepts it, as --what-if would
-    raw = tomllib.loads(a_path.read_text())
-    for key, value in assignments:
-        section, name = key.split(".", 1)
-        raw.setdefault(section, {})[name] = value
-    raw["study"]["name"] = "loop-b"
-    b_path = tmp / "B.toml"
-    b_path.write_text(to_toml(raw))
-    print(f"3. study B = A with {chosen.setting}")
-    wall += run_study(b_path)
-    a2_path = tmp / "A2.toml"
-    a2_path.write_text(a_path.read_text().replace('name = "loop-a"', 'name = "loop-a2"'))
-    print("4. study A again (A2), after B: how much two runs of the same study differ here")
-    wall += run_study(a2_path)
-
-    print("5. cockpit compare A.toml B.toml")
-    subprocess.run([sys.executable, "-m", "cockpit", "compare", str(a_path), str(b_path)], cwd=REPO,
-                   env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "110"}, check=True)
-
-    pairs = {}
-    for name, path in (("B", b_path), ("A2", a2_path)):
-        a_name, a_results, links = load_study_results(a_path)
-        x_name, x_results, _ = load_study_results(path)
-        c = compare(a_name, a_results, x_name, x_results, links)
-        pairs[name] = next(pr for pr in c.pairs if pr.a.get("workers") == 2)
-    pair, again = pairs["B"], pairs["A2"]
-    t_a, t_b, t_a2 = pair.a["train_time_s"], pair.b["train_time_s"], again.b["train_time_s"]
-    gain_p, gain_m = t_a - predicted.t_s, t_a - t_b
-    ratio = gain_m / gain_p if gain_p else float("nan")
-    print(f"6. the advised change, {chosen.setting}, on the 2-worker run (rank 0's T and its parts):")
-    print(f"   {'':22}{'A':>8}{'B predicted':>13}{'B measured':>12}{'A2 (A again)':>14}")
-    for part in PARTS:
-        a, b, a2 = (r.get(f"{part}_s", 0.0) for r in (pair.a, pair.b, again.b))
-        print(f"   {LABELS[part]:22}{a:8.2f}{predicted.parts.get(part, 0.0):13.2f}{b:12.2f}{a2:14.2f}")
-    print(f"   {'T':22}{t_a:8.2f}{predicted.t_s:13.2f}{t_b:12.2f}{t_a2:14.2f}")
-    print(f"   {'E = T1/(T/work)/N':22}{pair.a['efficiency']:8.3f}{predicted.efficiency:13.3f}"
-          f"{pair.b['efficiency']:12.3f}{again.b['efficiency']:14.3f}")
-    print(f"   gain T_A - T_B: predicted {gain_p:+.2f} s, measured {gain_m:+.2f} s ({ratio:.2f}x the predicted); "
-          f"A2 - A: {t_a2 - t_a:+.2f} s (two runs of the same study)")
-    if abs(ratio - 1) <= TOLERANCE:
-        print(f"   within {TOLERANCE:.0%} of the predicted gain")
-    else:
-        print(f"   NOT within {TOLERANCE:.0%}: off by {gain_m - gain_p:+.2f} s ({ratio - 1:+.0%}). Why: {why(pair, again, predicted)}")
-    print(f"wall: {wall:.0f} s for the three studies; load average after: {load_average()}")
+    t_med = statistics.median(t_a)
+    print(f"3. predicted against measured T of the 2-worker run (s; A: {spread(t_a)}):")
+    print(f"   {'change':58}{'predicted T':>12}{'gain':>7}{'measured T [min-max]':>23}{'gain':>7}  direction  advice")
+    for c in tried:
+        setting = " and ".join(advice.study_key(k, v) for k, v in c["keys"])
+        if isinstance(c["forecast"], prediction.NoPrediction):
+            print(f"   {setting:58}{'-':>12}{'':7}{spread(c['t']):>23}{t_med - statistics.median(c['t']):+7.2f}  "
+                  f"{'-':9}  {c['advised']}")
+            continue
+        pt = c["forecast"].t_s
+        mt = statistics.median(c["t"])
+        noise = max(max(t_a) - min(t_a), max(c["t"]) - min(c["t"]))
+        right = "right" if (t_med - pt) * (t_med - mt) > 0 else ("within noise" if abs(t_med - mt) <= noise else "WRONG")
+        print(f"   {setting:58}{pt:12.2f}{t_med - pt:+7.2f}{spread(c['t']):>23}{t_med - mt:+7.2f}  {right:9}  "
+              f"{c['advised']}")
+    print(f"wall: {time.perf_counter() - t0:.0f} s; load average after: {load_average()}")
     if args.keep:
         print(f"kept: {tmp}")
     else:
@@ -183,34 +205,8 @@ def main() -> int:
     return 0
 
 
-PARTS = ("data_wait", "compute", "comm", "optimizer", "other")
-LABELS = {"data_wait": "data wait", "compute": "compute", "comm": "exposed all-reduce", "optimizer": "optimizer",
-          "other": "other loop time"}
-
-
 def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def why(pair: Pair, again: Pair, predicted: advice.Forecast) -> str:
-    """Where the measured change parted from the predicted one: the parts the model changes (predicted
-    against measured) and the parts it holds fixed (measured against how much the repeat of A moved them)."""
-    a, b, a2 = pair.a, pair.b, again.b
-
-    def part(r: dict, p: str) -> float:
-        return float(r.get(f"{p}_s") or 0.0)
-
-    priced = [p for p in PARTS if abs(predicted.parts.get(p, 0.0) - part(a, p)) > 1e-6]
-    fixed = [p for p in PARTS if p not in priced]
-    words = [f"{LABELS[p]} (which the model changes) moved {part(b, p) - part(a, p):+.2f} s against a predicted "
-             f"{predicted.parts.get(p, 0.0) - part(a, p):+.2f} s" for p in priced]
-    worst = max(fixed, key=lambda p: abs(part(b, p) - part(a, p)))
-    moved, noise = part(b, worst) - part(a, worst), part(a2, worst) - part(a, worst)
-    words.append(f"{LABELS[worst]}, which the model holds fixed under this key, moved {moved:+.2f} s "
-                 f"({moved / part(a, worst):+.0%}) while running A again moved it {noise:+.2f} s"
-                 + (": the change itself moved it, an effect the model does not price" if abs(moved) > 2 * abs(noise)
-                    else ": within what two runs of one study differ by here"))
-    return "; ".join(words)
 
 
 if __name__ == "__main__":
