@@ -215,7 +215,8 @@ def fit_body(rows: list[dict[str, Any]], gpu_bytes: float) -> Body:
     """Per strategy, worker count, batch and window the study ran: the largest model that fits one GPU of
     `gpu_bytes` (cockpit.gpu_fit), with its inputs: model-state bytes per parameter per rank, activations,
     the peak per rank against the GPU's memory, and the next shape, which does not fit."""
-    headers = ["strategy", "N", "batch", "window", "precision", "model states (B/param/rank)",
+    headers = [AXIS["strategy"].header, "N", AXIS["batch_size"].header, AXIS["window"].header,
+               AXIS["precision"].header, "model states (B/param/rank)",
                "largest that fits (layers×d_model)", "parameters (M)", "model states/rank (GB)",
                "gathered/rank (GB)", "activations/rank (GB)", "peak/rank (GB)", "next, does not fit", "its peak/rank (GB)"]
     seen: dict[tuple, list[str]] = {}

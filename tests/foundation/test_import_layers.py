@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                                 "cockpit.labels", "cockpit.preflight")),
     ("figures of a study", ("cockpit.prediction", "cockpit.explain", "cockpit.quality", "cockpit.analysis",
                             "cockpit.series", "cockpit.advice", "cockpit.traces")),
-    ("backends and state", ("cockpit.ssh", "cockpit.launch", "cockpit.store",
+    ("backends and state", ("cockpit.ssh", "cockpit.launch", "cockpit.store", "cockpit.gpu_fit",
                             "cockpit.plan", "cockpit.whatif", "cockpit.compare")),
     ("orchestration", ("cockpit.runner", "cockpit.run", "cockpit.session")),
     ("presentation", ("cockpit.report", "cockpit.tui", "cockpit.notebook")),

@@ -65,7 +65,7 @@ def test_every_figure_of_both_with_its_change_and_b_predicted_from_a(studies):
     assert p.changes == (("train.bucket_cap_mb", None, 0.01),) and "measured" in p.basis
     line = cmp.prediction_line(two)
     assert re.search(r"B predicted from A: T \d+\.\d\d s .*measured T \d+\.\d\d s .*error [+-]\d", line), line
-    assert "gain T_A - T_B: predicted" in line and "intra_node (measured by 1 run(s) of this study)" in line
+    assert "gain T_A - T_B: predicted" in line and "intra_node (measured by 1 run(s) of this study; latency " in line
 
 
 def test_cockpit_compare_prints_both_with_stores_or_study_files(studies, capsys, monkeypatch):
