@@ -30,11 +30,17 @@ def _jobcomp_ids(slurm_env: dict[str, str], job_name: str) -> set[str]:
     return set(re.findall(rf"JobId=(\d+) \S+ \S+ Name={re.escape(job_name)} ", text))
 
 
-async def _run(study, store: StudyStore) -> tuple[StudyRunner, list[TickReport]]:
+async def _run(study, store: StudyStore, headers: list[str] | None = None) -> tuple[StudyRunner, list[TickReport]]:
     runner = StudyRunner(study, SlurmBackend.from_study(study, follow_interval_s=0.3), store, interval=FAST)
     reports: list[TickReport] = []
+
+    def on_tick(report: TickReport) -> None:
+        reports.append(report)
+        if headers is not None:  # what the TUI's header shows beside the connection
+            headers.append(store.snapshot(study.name).connection_detail)
+
     try:
-        await runner.run(timeout_s=400, on_tick=reports.append)
+        await runner.run(timeout_s=400, on_tick=on_tick)
     finally:
         await runner.close()
     return runner, reports
@@ -54,10 +60,13 @@ async def test_a_study_over_the_submit_limit_waits_and_runs_each_configuration_o
     # max_concurrent_jobs above the QOS's limit, as a study written for another site would say
     study = load_study(make_study(name, FIVE, steps=4, qos="capped", max_concurrent_jobs=6, cores_per_node=2))
     store = StudyStore(tmp_path / "cockpit.sqlite")
-    runner, reports = await _run(study, store)
+    headers: list[str] = []
+    runner, reports = await _run(study, store, headers)
     assert not [r for r in reports if r.refused], [r.refused for r in reports if r.refused]
     waits = {r.waiting for r in reports if r.waiting}
-    assert waits == {"QOS submit limit (3 of 3 in use)"}, waits  # what the TUI, the lines and the events say
+    assert waits == {"QOS submit limit (3 of 3 in use)"}, waits  # what the lines and the events say
+    assert any(h.endswith(" · waiting: QOS submit limit (3 of 3 in use)") for h in headers), headers  # the TUI
+    assert "waiting" not in headers[-1]
     assert runner.limits is not None and (runner.limits.max_submit, runner.limits.max_running) == (3, 2)
     _every_configuration_once(study, store, slurm_env)
     store.close()
