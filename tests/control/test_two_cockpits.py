@@ -19,7 +19,7 @@ from cockpit.store import StudyStore
 
 pytestmark = [pytest.mark.slurm, pytest.mark.sshd]
 FAST = AdaptiveInterval(fast_s=0.3, running_s=0.6, slow_s=1.0)
-FOUR = "window = [32, 40, 48, 56]"
+SIX = "window = [32, 40, 48, 56, 64, 72]"
 
 
 def _jobcomp_ids(slurm_env: dict[str, str], job_name: str) -> set[str]:
@@ -30,22 +30,22 @@ def _jobcomp_ids(slurm_env: dict[str, str], job_name: str) -> set[str]:
 
 async def test_a_second_cockpit_adopts_a_study_in_flight_and_submits_nothing_twice(make_study, slurm_env, tmp_path):
     name = f"two-{uuid.uuid4().hex[:6]}"
-    study = load_study(make_study(name, FOUR, steps=40, max_concurrent_jobs=2, cores_per_node=2))
+    study = load_study(make_study(name, SIX, steps=40, max_concurrent_jobs=2, cores_per_node=2))
     first_store = StudyStore(tmp_path / "laptop.sqlite")
     first = StudyRunner(study, SlurmBackend.from_study(study, follow_interval_s=0.3), first_store, interval=FAST)
     by_first: list[str] = []
-    try:  # the laptop's cockpit: until one job has a result and the next two are queued or running
+    try:  # the laptop's cockpit: until a job has a result while others are queued or running
         for _ in range(600):
             report = await first.tick()
             by_first += report.submitted
-            if first_store.results(first.key) and len(first_store.active_jobs(first.key)) == 2:
+            if first_store.results(first.key) and first_store.active_jobs(first.key):
                 break
             await asyncio.sleep(first.interval_s)
         else:
             pytest.fail("the first cockpit never had one result and two active jobs")
     finally:
         await first.close()  # its jobs go on without it
-    assert len(by_first) == 3
+    assert 2 <= len(by_first) < 6  # two at a time: some done, some in flight, the rest not yet submitted
 
     second_store = StudyStore(tmp_path / "login-node.sqlite")  # empty: it has never heard of the study
     second = StudyRunner(study, SlurmBackend.from_study(study, follow_interval_s=0.3), second_store, interval=FAST)
@@ -57,8 +57,8 @@ async def test_a_second_cockpit_adopts_a_study_in_flight_and_submits_nothing_twi
     by_second = [cid for r in reports for cid in r.submitted]
     assert sorted(by_first + by_second) == sorted(c.config_id for c in study.runnable())  # one submit each
     snap = second_store.snapshot(name)
-    assert [c.state for c in snap.configs] == ["completed"] * 4, snap.problems
-    assert len(second_store.results(second.key)) == 4  # the first cockpit's runs counted too
+    assert [c.state for c in snap.configs] == ["completed"] * 6, snap.problems
+    assert len(second_store.results(second.key)) == 6  # the first cockpit's runs counted too
     for cfg in study.runnable():
         assert len(_jobcomp_ids(slurm_env, f"{name}-{cfg.config_id}")) == 1
     said = [p for p in snap.problems if "another cockpit" in p]
