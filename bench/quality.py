@@ -17,7 +17,7 @@ It prints the issue's table with the new rows, S sensitivity without record 232 
 every DS2 record, the generalisation table and the ablation, the time of each phase and the load average
 (the machine may be shared). Nothing is tuned on DS2.
 
-    python bench/quality.py                   # one fine-tune per recipe, ablation, generalisation: ~35 min
+    python bench/quality.py                   # recipe, generalisation, ablation: 95 min on 2 shared cores
     python bench/quality.py --seed 1          # the same with another seed
     python bench/quality.py --members 5       # the recipe as an ensemble of five fine-tunes
     python bench/quality.py --quick           # the same commands with few steps (checks the commands)
