@@ -37,6 +37,7 @@ class Dataset:
     synthetic_params: dict[str, Any] = field(default_factory=dict)
     skip_bad_records: bool = False
     split: dict[str, Any] = field(default_factory=dict)  # test_records or patient_pattern; empty: the default
+    train_data: tuple[str, ...] = ()  # further folders that only train (trainer.data.mixed)
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,7 @@ class Study:
             "tokenizer": dataset.tokenizer,
             **({"skip_bad_records": True} if dataset.skip_bad_records else {}),
             **({"split": dict(dataset.split)} if dataset.split else {}),
+            **({"train_data": list(dataset.train_data)} if dataset.train_data else {}),
             "token_cache": self.token_cache,
             "prepare_workers": self.prepare_workers,
             "model": dict(self.model),

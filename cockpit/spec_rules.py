@@ -194,11 +194,17 @@ def dataset_values(where: str, data: dict[str, Any], path: Path, kind: str) -> l
             raise SpecError(f"{where}: {prefix} needs a path (or synthetic = true for the built-in generator)")
         if data_path and kind == "local":
             data_path = str((path.parent / os.path.expanduser(data_path)).resolve())
+        train_data = list(d["train_data"] or [])
+        if train_data and synthetic:
+            raise SpecError(f"{where}: {prefix}.train_data goes with a path, not with the synthetic generator")
+        if kind == "local":
+            train_data = [str((path.parent / os.path.expanduser(p)).resolve()) for p in train_data]
         out.append({
             "name": name, "path": None if synthetic else data_path, "tokenizer": tok, "synthetic": synthetic,
             "synthetic_params": {k: d[k] for k in ("records", "seconds", "seed")} if synthetic else {},
             "skip_bad_records": data["skip_bad_records"] if d["skip_bad_records"] is None else d["skip_bad_records"],
             "split": split_of(where, prefix, d) or default_split,
+            "train_data": tuple(train_data),
         })
     return out
 

@@ -420,6 +420,9 @@ DATASET_KEYS = (  # a table of [data.datasets]
     ConfigKey("dataset", "seconds", (float,), 300, minimum=1, unit="s", help="synthetic: seconds per record"),
     ConfigKey("dataset", "seed", (int,), 0, help="synthetic: generator seed"),
     ConfigKey("dataset", "skip_bad_records", (bool,), help="over [data].skip_bad_records for this dataset"),
+    ConfigKey("dataset", "train_data", (list,), help="further PhysioNet-style folders (as path: where the jobs "
+              "run) whose every record trains, never tests; mixed at one rate, the tokenizer's fs "
+              "(docs/training.md)", rule=_folders, expected_words="a non-empty list of folder paths"),
     *(ConfigKey("dataset", k.name, k.kind, help=k.help) for k in _SPLIT),
 )
 

@@ -1,0 +1,52 @@
+"""A study's dataset may train on further databases (`train_data`, as `hlm-train --train-data` does): the study
+file resolves the folders, config.json carries them, the trainer's settings accept them; a mistake is one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cockpit.spec import SpecError, load_study
+from trainer import rundir
+from trainer.settings import from_config
+
+DATA = Path(__file__).resolve().parents[2].parent / "shared/data/physionet"
+
+
+def _study(tmp_path: Path, dataset: str) -> Path:
+    path = tmp_path / "study.toml"
+    path.write_text(f"""
+[study]
+name = "mixed"
+[cluster]
+kind = "local"
+workdir = "work"
+[data.tokenizer]
+fs = 180
+[data.datasets.mitdb]
+{dataset}
+[train]
+steps = 10
+[sweep]
+dataset = ["mitdb"]
+mode = ["finetune"]
+""")
+    return path
+
+
+def test_train_data_reaches_config_json_resolved(tmp_path: Path) -> None:
+    study = load_study(_study(tmp_path, f'path = "{DATA / "mitdb"}"\ntrain_data = ["{DATA / "svdb"}"]'))
+    (cfg,) = study.matrix()
+    config = {"schema_version": rundir.SCHEMA_VERSION, **study.run_config(cfg)}
+    assert config["train_data"] == [str(DATA / "svdb")]
+    assert from_config(tmp_path, config).data.train_data == [str(DATA / "svdb")]
+
+
+@pytest.mark.parametrize(("dataset", "words"), [
+    ('path = "x"\ntrain_data = []', r"train_data: expected a non-empty list of folder paths, got \[\]"),
+    ('synthetic = true\ntrain_data = ["svdb"]', r"\[data.datasets\].mitdb.train_data goes with a path"),
+])
+def test_a_bad_train_data_is_one_line(tmp_path: Path, dataset: str, words: str) -> None:
+    with pytest.raises(SpecError, match=words):
+        load_study(_study(tmp_path, dataset))
