@@ -7,6 +7,7 @@ limits and nothing is refused at all.
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from pathlib import Path
 
@@ -22,6 +23,20 @@ from cockpit.store import StudyStore
 pytestmark = [pytest.mark.slurm, pytest.mark.sshd]
 FAST = AdaptiveInterval(fast_s=0.3, running_s=0.6, slow_s=1.0)
 FIVE = "window = [32, 40, 48, 56, 64]"  # five 1x1 configurations, above the QOS's 3 queued or running
+
+
+@pytest.fixture(autouse=True)
+def _none_of_our_jobs_left(slurm_cluster):
+    """The limits count every job of the user: start from none. An earlier test's jobs may still be
+    completing, and Slurm counts a job against the submit limit until squeue no longer lists it."""
+    deadline = time.monotonic() + 180
+    while jobs := slurm_cluster.run(["squeue", "--me", "-h", "-o", "%i %T"], check=False).stdout.split("\n"):
+        if not any(j.strip() for j in jobs):
+            break
+        if time.monotonic() > deadline:
+            pytest.fail(f"the test user still has jobs after 180 s: {jobs}")
+        time.sleep(1)
+    time.sleep(2)  # the limit's count follows squeue by a moment
 
 
 def _jobcomp_ids(slurm_env: dict[str, str], job_name: str) -> set[str]:
