@@ -163,12 +163,15 @@ class CockpitApp(App):
             self.call_from_thread(self._apply, snap)
 
     def _tick(self) -> None:
-        self.query_one(StatusBar).show(self.snapshot, self.clock())
+        # the clock's timer can fire while the app is closing and its widgets are already gone
+        for bar in self.query(StatusBar):
+            bar.show(self.snapshot, self.clock())
 
     def _apply(self, snap: StudySnapshot) -> None:
         self.snapshot = snap
         self.polls += 1
-        self.query_one(StatusBar).show(snap, self.clock())
+        for bar in self.query(StatusBar):  # none while the app is closing
+            bar.show(snap, self.clock())
         self._apply_tab(self.query_one(TabbedContent).active, snap)
         if isinstance(self.screen, SnapshotView):  # a run detail or a comparison follows the study too
             self._hand(self.screen, snap)

@@ -115,4 +115,5 @@ async def test_the_preflight_reads_the_limits_and_says_how_long_the_study_takes(
     # the user's jobs now: the preflight's own may already be queued when squeue answers
     assert re.match(r"submit limit 3, running limit 2 \(QOS capped\); \d+ job\(s\) of yours", row.found), row.found
     assert f"6 of the study's jobs at once; 5 runs take about {study.hours_per_run():.1f} h" in row.found, row.found
-    assert row.verdict == "warn" and row.expected == "max_concurrent_jobs <= 3"  # a warning: the runner waits
+    # a warning: the runner waits; what the limit leaves depends on the jobs squeue lists at that moment
+    assert row.verdict == "warn" and re.fullmatch(r"max_concurrent_jobs <= \d+", row.expected), row.expected
