@@ -41,27 +41,24 @@ def expected_buckets(nbytes: int, bucket_cap_mb: float | None) -> int:
 
 
 def _time_all_reduce(tensor: torch.Tensor, group: Any, size: int, device: torch.device) -> dict[str, float]:
-    def sync() -> None:
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+    def mean_seconds(t: torch.Tensor, repeats: int) -> float:
+        """One all-reduce of `t`, in seconds, over `repeats` after a warm-up (connection set-up, NCCL init)."""
+        def sync() -> None:
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
 
-    dist.all_reduce(tensor, group=group)  # warm-up: connection set-up, NCCL communicator init
-    sync()
-    t0 = time.perf_counter()
-    for _ in range(REPEATS):
-        dist.all_reduce(tensor, group=group)
-    sync()
-    seconds = (time.perf_counter() - t0) / REPEATS
+        dist.all_reduce(t, group=group)
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(repeats):
+            dist.all_reduce(t, group=group)
+        sync()
+        return (time.perf_counter() - t0) / repeats
+
+    seconds = mean_seconds(tensor, REPEATS)
     nbytes = tensor.numel() * tensor.element_size()
     algbw = nbytes / seconds if seconds > 0 else math.nan
-    small = torch.ones(1, dtype=tensor.dtype, device=device)
-    dist.all_reduce(small, group=group)
-    sync()
-    t0 = time.perf_counter()
-    for _ in range(SMALL_REPEATS):
-        dist.all_reduce(small, group=group)
-    sync()
-    small_s = (time.perf_counter() - t0) / SMALL_REPEATS
+    small_s = mean_seconds(torch.ones(1, dtype=tensor.dtype, device=device), SMALL_REPEATS)
     return {"ranks": size, "seconds": seconds, "algbw_bytes_per_s": algbw,
             "busbw_bytes_per_s": algbw * 2 * (size - 1) / size,
             "small_seconds": small_s, "latency_s": small_s / (2 * (size - 1))}
