@@ -118,8 +118,9 @@ def pace_check(study: Study, limits: SiteLimits | None, pace: int, hours: float,
                      f"([cluster].max_concurrent_jobs{'' if configured else ' unset: 4'}); {took}")
     caps = [f"submit limit {limits.max_submit}" if limits.max_submit is not None else "no submit limit",
             f"running limit {limits.max_running}" if limits.max_running is not None else "no running limit"]
+    against = " against the submit limit" if limits.max_submit is not None else ""
     found = (f"{', '.join(caps)} (QOS {study.cluster.qos or 'default'}); {limits.queued} job(s) of yours queued "
-             f"or running now; {pace} of the study's jobs at once; {took}")
+             f"or running{against} now; {pace} of the study's jobs at once; {took}")
     room = None if limits.max_submit is None else limits.max_submit - limits.queued
     if configured is not None and room is not None and configured > room:
         return Check("site limits", WARN, found, f"max_concurrent_jobs <= {max(room, 0)}",

@@ -1,7 +1,7 @@
 """A study larger than the site lets one user have at once, on the real Slurm: QOS `capped` of the test
 Slurm (tests/infra/accounting.sh: MaxSubmitJobsPerUser=3, MaxJobsPerUser=2). sbatch's "not now" becomes a
 wait, never a refused line, and every configuration runs exactly once; left unset, the pace comes from the
-limits and nothing is refused at all.
+limits and the first round fills them without running into them.
 """
 
 from __future__ import annotations
@@ -96,8 +96,12 @@ async def test_left_unset_the_pace_is_what_the_site_allows(make_study, slurm_env
     assert study.cluster.max_concurrent_jobs is None
     store = StudyStore(tmp_path / "cockpit.sqlite")
     runner, reports = await _run(study, store)
-    assert not [r for r in reports if r.refused or r.waiting]  # never ran into the limit
-    assert max(len(r.submitted) for r in reports) == 3  # the QOS's 3 at once, not the old default of 4
+    assert not [r for r in reports if r.refused]
+    # the first round is the QOS's 3 at once (not the old default of 4) and never runs into the limit; later,
+    # Slurm may count a job that squeue no longer lists for a moment: a wait then, never a refusal
+    first = next(i for i, r in enumerate(reports) if r.submitted)
+    assert len(reports[first].submitted) == 3 and not reports[first].waiting, reports[first]
+    assert not [r for r in reports[:first + 1] if r.waiting]
     _every_configuration_once(study, store, slurm_env)
     store.close()
 

@@ -55,9 +55,17 @@ def test_what_no_wait_changes_stays_refused_in_slurms_words(stderr: str) -> None
 def test_the_tightest_of_association_and_qos_against_the_users_jobs() -> None:
     assoc = "hlm|capped,normal|10||\np200000|normal|||\n"  # Account|QOS|MaxJobs|MaxSubmitJobs
     qos = "normal||\ncapped|2|3\n"  # Name|MaxJobsPerUser|MaxSubmitJobsPerUser
-    limits = parse_limits(assoc, qos, "R\nPD\nCG\n", "hlm", "capped")
+    limits = parse_limits(assoc, qos, "R|capped|hlm\nPD|capped|hlm\nCG|capped|hlm\n", "hlm", "capped")
     assert (limits.max_submit, limits.max_running, limits.queued, limits.running) == (3, 2, 3, 2)
     assert limits.words("QOS submit limit") == "QOS submit limit (3 of 3 in use)"
+    # jobs in another QOS do not count against the QOS's limit, but do against the association's
+    others = "R|normal|hlm\nR|normal|hlm\nPD|normal|p200000\nR|capped|hlm\n"
+    limits = parse_limits(assoc, qos, others, "hlm", "capped")
+    assert (limits.max_submit, limits.queued) == (3, 1)
+    assert (limits.max_running, limits.running) == (2, 1)
+    crowded = "R|normal|hlm\n" * 9 + "PD|capped|hlm\n"  # the association's MaxJobs 10: 9 running, room 1
+    assert (parse_limits(assoc, qos, crowded, "hlm", "capped").max_running,
+            parse_limits(assoc, qos, crowded, "hlm", "capped").running) == (10, 9)
     # no QOS named: the loosest QOS the association allows (normal: none), then the association's own
     assert parse_limits(assoc, qos, "", "hlm", None).max_running == 10
     assert parse_limits(assoc, qos, "", "hlm", None).max_submit is None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -350,37 +350,44 @@ def transient_limit(text: str) -> str | None:
 
 def parse_limits(assoc: str, qos: str, jobs: str, account: str | None, qos_name: str | None) -> backend.UserLimits:
     """The user's limits from ``sacctmgr -nP show assoc`` (Account|QOS|MaxJobs|MaxSubmitJobs) and ``show qos``
-    (Name|MaxJobsPerUser|MaxSubmitJobsPerUser) and the user's jobs from ``squeue --me -o %t``: the tightest
-    of the study's association (its account, else every one of the user's) and its QOS (else each QOS the
-    association allows, the loosest: the default one is one of them)."""
+    (Name|MaxJobsPerUser|MaxSubmitJobsPerUser) and the user's jobs from ``squeue --me -o %t|%q|%a``. Each
+    limit counts only its own jobs, as Slurm does: a QOS limit the user's jobs in that QOS, an association's
+    the jobs charged to its account. The binding limit is the one with the least room left: of the study's
+    association (its account, else every one of the user's) and its QOS (else each QOS the association
+    allows, the loosest: the default one is one of them)."""
     def number(text: str) -> int | None:
         return int(text) if text.strip().isdigit() else None
-
-    def tightest(values: Iterable[int | None]) -> int | None:
-        known = [v for v in values if v is not None]
-        return min(known) if known else None
 
     rows = [line.split("|") for line in assoc.splitlines() if line.count("|") >= 3]
     rows = [r for r in rows if account is None or r[0] == account] or rows
     qos_rows = {r[0]: r for r in (line.split("|") for line in qos.splitlines() if line.count("|") >= 2)}
     allowed = {q for r in rows for q in r[1].split(",") if q}
     names = [qos_name] if qos_name else sorted(allowed)
-    q_running = [number(qos_rows[n][1]) if n in qos_rows else None for n in names]
-    q_submit = [number(qos_rows[n][2]) if n in qos_rows else None for n in names]
+    listed = [(p + ["", ""])[:3] for p in (line.strip().split("|") for line in jobs.splitlines() if line.strip())]
+
     def loosest(values: list[int | None]) -> int | None:
         known = [v for v in values if v is not None]
         return None if len(known) < len(values) or not known else max(known)
 
-    # with no QOS named, the job gets one of those allowed: the loosest of them is the most it can be held to
-    qos_running = tightest(q_running) if qos_name else loosest(q_running)
-    qos_submit = tightest(q_submit) if qos_name else loosest(q_submit)
-    states = [s.strip() for s in jobs.splitlines() if s.strip()]
-    return backend.UserLimits(
-        max_submit=tightest([qos_submit, *(number(r[3]) for r in rows)]),
-        max_running=tightest([qos_running, *(number(r[2]) for r in rows)]),
-        queued=len(states), running=sum(1 for s in states if s in ("R", "CG")),
-        source="sacctmgr (association and QOS) and squeue",
-    )
+    def qos_limit(column: int) -> int | None:
+        values = [number(qos_rows[n][column]) if n in qos_rows else None for n in names]
+        known = [v for v in values if v is not None]
+        # with no QOS named, the job gets one of those allowed: the loosest of them is the most it can be held to
+        return (min(known) if known else None) if qos_name else loosest(values)
+
+    def binding(qos_cap: int | None, assoc_column: int, counted: Callable[[str], bool]) -> tuple[int | None, int]:
+        """(limit, the user's jobs against it) of the limit with the least room; (None, all jobs) if none."""
+        in_qos = [s for s, q, _ in listed if counted(s) and (qos_name is None or q == qos_name)]
+        caps = [(qos_cap, len(in_qos))] if qos_cap is not None else []
+        for r in rows:
+            if (cap := number(r[assoc_column])) is not None:
+                caps.append((cap, sum(1 for s, _, a in listed if counted(s) and a in (r[0], ""))))
+        return min(caps, key=lambda c: c[0] - c[1]) if caps else (None, sum(1 for s, _, _ in listed if counted(s)))
+
+    max_submit, queued = binding(qos_limit(2), 3, lambda s: True)
+    max_running, running = binding(qos_limit(1), 2, lambda s: s in ("R", "CG"))
+    return backend.UserLimits(max_submit=max_submit, max_running=max_running, queued=queued, running=running,
+                              source="sacctmgr (association and QOS) and squeue")
 
 
 def _slurm_message(text: str) -> str:
@@ -435,7 +442,7 @@ class SlurmClient:
         self.calls["sacctmgr"] = self.calls.get("sacctmgr", 0) + 1
         cmd = ('sacctmgr -nP show assoc where user="$(id -un)" format=Account,QOS,MaxJobs,MaxSubmitJobs'
                " && echo @@ && sacctmgr -nP show qos format=Name,MaxJobsPerUser,MaxSubmitJobsPerUser"
-               " && echo @@ && squeue --me --noheader --array --format=%t")
+               " && echo @@ && squeue --me --noheader --array --format='%t|%q|%a'")
         if self.env_prefix:
             cmd = f"{self.env_prefix} {cmd}"
         res = await self.runner.run(cmd)
