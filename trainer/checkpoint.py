@@ -1,14 +1,18 @@
 """Atomic checkpoints and RNG state capture, so an interrupted run resumes to the same final state.
 
-A checkpoint holds the model, optimizer and grad-scaler states (whole whatever the strategy: a sharded state
-is gathered to rank 0 by trainer.parallel.checkpoint_state, and each rank takes its share back on resume), the
-position in the data (epoch and step within it), every rank's RNG states and the training time accumulated so
-far. It is written to a temporary file, fsynced and renamed: a run killed while saving keeps its previous one.
+A checkpoint holds the model, optimizer and grad-scaler states, the position in the data (epoch and step
+within it), every rank's RNG states and the training time accumulated so far. checkpoint.pt is written to a
+temporary file, fsynced and renamed: a run killed while saving keeps its previous one. Where the strategy
+shards the state (FSDP), every rank writes its own shards with torch.distributed.checkpoint into
+checkpoint.shards/step-N/, which checkpoint.pt names; the folder is complete before checkpoint.pt points at it,
+so a kill while saving still leaves the previous pair. Otherwise the model and optimizer sit in checkpoint.pt
+itself (ZeroRedundancyOptimizer's state consolidated on rank 0 first).
 """
 
 from __future__ import annotations
 
 import random
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,13 +105,42 @@ def save_resumable(path: Path, d: Dist, raw: HeartLanguageModel, optimizer: torc
 
     t0 = time.perf_counter()
     rngs = distributed.gather_objects(d, rng_state())
-    model_state, optim_state = parallel.checkpoint_state(raw, optimizer, d)  # every rank: shards are gathered
+    shards: str | None = None
+    model_state: dict[str, Any] | None = None
+    optim_state: dict[str, Any] | None = None
+    if parallel.shards_state(raw):
+        shards = f"{rundir.SHARDS_DIR}/step-{prog.step:08d}"
+        if d.is_main:
+            shutil.rmtree(path.parent / shards, ignore_errors=True)  # a save of this step that was cut short
+            rundir.make_dirs(path.parent / shards)
+        distributed.barrier(d)
+        parallel.save_shards(raw, optimizer, path.parent / shards)  # every rank its own file
+    else:
+        model_state, optim_state = parallel.checkpoint_state(raw, optimizer, d)
+    distributed.barrier(d)  # every rank's shards are written before checkpoint.pt names them
     if d.is_main:
-        save(path, {"model": model_state, "optimizer": optim_state, "scaler": scaler.state_dict(),
+        save(path, {"model": model_state, "optimizer": optim_state, "shards": shards, "scaler": scaler.state_dict(),
                     "progress": prog.__dict__, "rng": rngs, "model_config": raw.cfg.to_dict(),
                     "settings": s.flat(), "best_model": best_model})
+        remove_shards(path.parent, keep=shards)
     distributed.barrier(d)
     return time.perf_counter() - t0
+
+
+def remove_shards(run_dir: Path, keep: str | None = None) -> None:
+    """Remove the sharded saves checkpoint.pt no longer names (all of them once the run has ended); the one
+    kept gets the run directory's file modes (torch.distributed.checkpoint writes with the umask)."""
+    folder = run_dir / rundir.SHARDS_DIR
+    if not folder.is_dir():
+        return
+    for step in folder.iterdir():
+        if keep is None or step != run_dir / keep:
+            shutil.rmtree(step, ignore_errors=True)
+        else:
+            for file in step.iterdir():
+                rundir.protect(file)
+    if keep is None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def restore(state: dict[str, Any], path: Path, s: Settings, d: Dist, raw: torch.nn.Module,
@@ -123,7 +156,14 @@ def restore(state: dict[str, Any], path: Path, s: Settings, d: Dist, raw: torch.
         if key in saved and saved[key] != s.value(key):
             raise ConfigError(f"{path} was written with {key} = {saved[key]!r}, config.json now says "
                               f"{s.value(key)!r}: restore it, or delete the checkpoint to start over")
-    parallel.load_checkpoint_state(raw, optimizer, state["model"], state["optimizer"])
+    if state.get("shards"):
+        shards = path.parent / state["shards"]
+        if not (shards / ".metadata").is_file():
+            raise ConfigError(f"{path} names its sharded state {shards}, which is missing or incomplete: "
+                              "delete checkpoint.pt to start the run over")
+        parallel.load_shards(raw, optimizer, shards)
+    else:
+        parallel.load_checkpoint_state(raw, optimizer, state["model"], state["optimizer"])
     scaler.load_state_dict(state["scaler"])
     set_rng_state(state["rng"][d.rank])
     prog = Progress(**state["progress"])

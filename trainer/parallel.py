@@ -21,10 +21,12 @@ from __future__ import annotations
 import contextlib
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
 from torch import nn
 from torch.distributed.checkpoint.state_dict import (
     StateDictOptions,
@@ -188,13 +190,32 @@ def total_norm(norm: torch.Tensor) -> torch.Tensor:
     return norm.full_tensor() if isinstance(norm, DTensor) else norm
 
 
+def shards_state(raw: nn.Module) -> bool:
+    """Whether the model and optimizer state live in shards (FSDP): saved shard by shard, never gathered."""
+    return isinstance(raw, FSDPModule)
+
+
+def save_shards(raw: nn.Module, optimizer: torch.optim.Optimizer, directory: Path) -> None:
+    """Every rank writes its own shards of the model and optimizer state with torch.distributed.checkpoint
+    (one .distcp file per rank and a .metadata): nothing is gathered, so no rank needs the whole state in
+    memory. Every rank must call it."""
+    model_state, optim_state = get_state_dict(raw, optimizer)
+    dcp.save({"model": model_state, "optimizer": optim_state}, checkpoint_id=directory)
+
+
+def load_shards(raw: nn.Module, optimizer: torch.optim.Optimizer, directory: Path) -> None:
+    """Read what `save_shards` wrote back into each rank's own shards (the same layout). Every rank calls it."""
+    model_state, optim_state = get_state_dict(raw, optimizer)
+    state = {"model": model_state, "optimizer": optim_state}
+    dcp.load(state, checkpoint_id=directory)
+    set_state_dict(raw, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
+
+
 def checkpoint_state(raw: nn.Module, optimizer: torch.optim.Optimizer,
                      d: Dist) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Model and optimizer state for checkpoint.pt, whole on rank 0 (every rank must call it: sharded states
-    are gathered). FSDP through torch.distributed.checkpoint's get_state_dict (full, offloaded to CPU);
-    ZeroRedundancyOptimizer consolidated on rank 0."""
-    if isinstance(raw, FSDPModule):
-        return get_state_dict(raw, optimizer, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    """Model and optimizer state for checkpoint.pt where it is not sharded (`shards_state`): whole on rank 0.
+    ZeroRedundancyOptimizer's state is consolidated on rank 0 (torch saves it no other way); every rank must
+    call it."""
     if isinstance(optimizer, ZeroRedundancyOptimizer):
         optimizer.consolidate_state_dict(to=0)
         return raw.state_dict(), optimizer.state_dict() if d.is_main else {}
@@ -204,10 +225,6 @@ def checkpoint_state(raw: nn.Module, optimizer: torch.optim.Optimizer,
 def load_checkpoint_state(raw: nn.Module, optimizer: torch.optim.Optimizer, model_state: dict[str, Any],
                           optim_state: dict[str, Any]) -> None:
     """Load what `checkpoint_state` saved (every rank read checkpoint.pt): each keeps its own share."""
-    if isinstance(raw, FSDPModule):
-        set_state_dict(raw, optimizer, model_state_dict=model_state, optim_state_dict=optim_state,
-                       options=StateDictOptions(full_state_dict=True))
-        return
     raw.load_state_dict(model_state)
     optimizer.load_state_dict(optim_state)
 

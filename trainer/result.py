@@ -56,7 +56,8 @@ def evaluate(t: Trainer) -> tuple[dict[str, Any] | None, float]:
 
 def write(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: float, launch: float,
           launch_source: str) -> None:
-    """Gather every rank's breakdown and memory; rank 0 writes result.json and removes checkpoint.pt."""
+    """Gather every rank's breakdown and memory; rank 0 writes result.json and removes checkpoint.pt
+    and any sharded state."""
     peak = peak_memory_bytes(t.d.device)
     ranks = distributed.gather_objects(t.d, ({"rank": t.d.rank, "host": socket.gethostname(), **t.prog.breakdown},
                                              {"rank": t.d.rank, **(t.memory or {}), "peak_bytes": t.train_peak_bytes}))
@@ -66,6 +67,7 @@ def write(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: f
     result = record(t, end, evaluation, eval_s, launch, launch_source, by_rank, peak, memory)
     rundir.write_result(t.s.run_dir, result)
     t.ckpt_path.unlink(missing_ok=True)
+    checkpoint.remove_shards(t.s.run_dir)
     log.info("done: T = %.3f s, %d steps, %.1f samples/s", t.prog.train_time_s, t.prog.step,
              result["throughput"]["samples_per_s"])
 

@@ -25,6 +25,7 @@ GPU_FILE = "gpu.jsonl"
 LOG_FILE = "train.log"
 EXIT_FILE = "exit.json"
 CHECKPOINT_FILE = "checkpoint.pt"
+SHARDS_DIR = "checkpoint.shards"  # a sharded strategy's state beside checkpoint.pt: one folder per save, step-NNNNNNNN
 MODEL_FILE = "model.pt"
 PREFLIGHT_FILE = "preflight.json"  # `hlm-train preflight`: what one short job of the study found
 PREFLIGHT_ENV_FILE = "preflight-env.json"  # the job's python, torch and project versions (before torch loads)

@@ -3,6 +3,7 @@ on the doubled batch ends; memory per rank counted from the tensors, communicati
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import torch.multiprocessing as mp
 from cockpit.prediction import Prediction, measured_links, memory_flag, predict
 from tests.train.test_ddp import weights
 from tests.train.tiny import free_port, tiny_data, tiny_settings
-from trainer import rundir
+from trainer import checkpoint, rundir
 from trainer.config_keys import STRATEGIES
 from trainer.train import run
 
@@ -37,6 +38,10 @@ def _ranks(rank: int, world: int, ports: list[int], base: str, signal_rank: int)
         expect = rundir.EXIT_CHECKPOINTED if interrupted else rundir.EXIT_OK
         if code != expect:
             raise SystemExit(f"rank {rank}, {strategy}: exited with {code}, expected {expect}")
+        if interrupted and rank == 0:  # what the stop left for the resume to read
+            left = {str(f.relative_to(s.run_dir)): f.stat().st_mode & 0o777 for f in s.run_dir.rglob("*")}
+            named = checkpoint.load(s.run_dir / rundir.CHECKPOINT_FILE)["shards"]
+            (Path(base) / f"{strategy}.stopped.json").write_text(json.dumps({"files": left, "shards": named}))
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +83,22 @@ def test_each_strategy_resumes_after_sigterm_and_ends_where_one_process_ends(pai
     records = [r for r in rundir.read_jsonl(run_dir / rundir.METRICS_FILE).records if r["rank"] == 0]
     steps = [r["step"] for r in records if r["steps_in_interval"]]
     assert steps == sorted(steps) and steps[-1] == 6 and len(set(steps)) == len(steps)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_sharded_strategy_saves_each_ranks_shard_and_no_rank_gathers_the_state(pair_runs: Path,
+                                                                                strategy: str) -> None:
+    stopped = json.loads((pair_runs / f"{strategy}.stopped.json").read_text())
+    left, named = stopped["files"], stopped["shards"]
+    shards = [f for f in left if f.startswith(rundir.SHARDS_DIR + "/") and not left[f] & 0o100]
+    assert rundir.CHECKPOINT_FILE in left
+    if strategy.startswith("fsdp"):  # torch.distributed.checkpoint: one file per rank and the metadata
+        assert sorted(Path(f).name for f in shards) == [".metadata", "__0_0.distcp", "__1_0.distcp"], shards
+        assert {str(Path(f).parent) for f in shards} == {named}  # one save, the one checkpoint.pt names
+        assert {left[f] for f in shards} == {0o600} and left[named] == left[rundir.SHARDS_DIR] == 0o700  # private
+    else:
+        assert not shards and named is None, shards  # whole in checkpoint.pt (ZeroRedundancyOptimizer consolidated on rank 0)
+    assert not (pair_runs / strategy / rundir.SHARDS_DIR).exists()  # the finished run removed them
 
 
 def test_one_process_degenerates_to_the_plain_model(single: Path) -> None:
