@@ -206,9 +206,8 @@ def save_shards(raw: nn.Module, optimizer: torch.optim.Optimizer, directory: Pat
 def load_shards(raw: nn.Module, optimizer: torch.optim.Optimizer, directory: Path) -> None:
     """Read what `save_shards` wrote back into each rank's own shards (the same layout). Every rank calls it."""
     model_state, optim_state = get_state_dict(raw, optimizer)
-    state = {"model": model_state, "optimizer": optim_state}
-    dcp.load(state, checkpoint_id=directory)
-    set_state_dict(raw, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
+    dcp.load({"model": model_state, "optimizer": optim_state}, checkpoint_id=directory)  # in place
+    set_state_dict(raw, optimizer, model_state_dict=model_state, optim_state_dict=optim_state)
 
 
 def checkpoint_state(raw: nn.Module, optimizer: torch.optim.Optimizer,
