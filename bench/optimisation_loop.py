@@ -18,11 +18,17 @@ printed before and after, and each change's three runs are interleaved with the 
 burst of load spreads over all of them rather than one.
 
     python bench/optimisation_loop.py            # about 5-10 minutes on 2 cores
+    sudo python bench/optimisation_loop.py --slurm   # the same on the test Slurm, reached over the test sshd
+
+With --slurm every study runs as Slurm jobs (tests/infra/slurm.sh and Debian's sshd, as the Slurm tests and
+bench/site_scale.py need: root): the advice is judged where it will be used, start-up and queue included
+outside T.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -30,7 +36,7 @@ import sys
 import tempfile
 import time
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,15 +55,11 @@ from tests.studies import to_toml  # noqa: E402 - the one writer of study TOML
 REPEATS = 3
 
 
-def study_toml(name: str, workdir: Path, args: argparse.Namespace) -> str:
-    return f"""[study]
-name = "{name}"
-
-[cluster]
-kind = "local"
-workdir = "{workdir}"
-gpus_per_node = 2
-max_concurrent_jobs = 1
+def study_toml(name: str, workdir: Path, args: argparse.Namespace, cluster: dict[str, Any] | None) -> str:
+    """Study A: local (one job at a time) unless ``cluster`` is another [cluster] table (--slurm)."""
+    table = {"kind": "local", "workdir": str(workdir), "gpus_per_node": 2, "max_concurrent_jobs": 1,
+             **(cluster or {})}
+    return to_toml({"study": {"name": name}, "cluster": table}) + f"""
 
 [data.datasets.synthetic]
 synthetic = true
@@ -139,10 +141,44 @@ def main() -> int:
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--keep", action="store_true", help="keep the studies' directory and print it")
+    p.add_argument("--slurm", action="store_true", help="run every study on the test Slurm (needs root)")
     args = p.parse_args()
     t0 = time.perf_counter()
     print(f"load average before: {load_average()} on {os.cpu_count()} cores")
     tmp = Path(tempfile.mkdtemp(prefix="hlm-loop-"))
+    with test_slurm(args.slurm) as cluster:
+        return loop(args, tmp, cluster, t0)
+
+
+@contextlib.contextmanager
+def test_slurm(wanted: bool) -> Iterator[dict[str, Any] | None]:
+    """The [cluster] table of the test Slurm over the test sshd (started here, stopped after), or None."""
+    if not wanted:
+        yield None
+        return
+    if os.geteuid() != 0:
+        sys.exit("bench/optimisation_loop.py --slurm: needs root (the test Slurm and sshd run as root)")
+    from bench.site_scale import slurm_env
+    from tests.control.conftest import slurm_cluster_table
+    from tests.infra.sshd_fixtures import start_sshd, stop_sshd
+
+    env = slurm_env()
+    state = Path(tempfile.mkdtemp(prefix="hlm-sshd-"))
+    state.chmod(0o755)
+    sshd = start_sshd(state)
+    work = Path(env["HLM_SLURM_DIR"]) / "work" / f"loop-{os.getpid()}"
+    work.mkdir(parents=True)
+    subprocess.run(["chown", f"{env['HLM_TEST_USER']}:", str(work)], check=True)
+    try:
+        yield slurm_cluster_table(sshd, env, workdir=str(work), max_concurrent_jobs=1, gpus_per_node=2)
+    finally:
+        stop_sshd(state)
+
+
+def loop(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any] | None, t0: float) -> int:
+    """Study A three times, each change three times, round-robin; then the advice against the measurements."""
+    where = "the test Slurm" if cluster else "the local executor"
+    print(f"   on {where}")
     print(f"1. study A: 1 and 2 workers, d_model {args.d_model} x {args.layers} layers, window {args.window}, batch "
           f"{args.batch_size}, {args.steps} steps; and {len(CHANGES)} changes of its 2-worker run; {REPEATS} rounds, "
           "each A then every change once (round-robin, so load that comes and goes falls on all of them)")
@@ -151,7 +187,7 @@ def main() -> int:
     tried: list[dict[str, Any]] = [{"keys": change(args), "t": []} for change in CHANGES]
     for rep in range(1, REPEATS + 1):
         path = tmp / f"A{rep}.toml"
-        path.write_text(study_toml(f"loop-a{rep}", tmp / "work", args))
+        path.write_text(study_toml(f"loop-a{rep}", tmp / "work", args, cluster))
         a_results += run_study(path)
         raw = tomllib.loads(path.read_text())
         for i, c in enumerate(tried):

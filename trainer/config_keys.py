@@ -26,7 +26,7 @@ MODES = ("foundation", "finetune")
 PRECISIONS = ("fp32", "bf16", "fp16")
 DEVICES = ("auto", "cpu", "cuda")
 TASKS = ("beat", "rhythm")
-CONTEXTS = ("none", "rr")  # tokens before each window: trainer.data.rr_context
+CONTEXTS = ("none", "rr", "rr_rhythm")  # tokens before each window: trainer.data.rr_context
 WAVEFORMS = ("raw", "diff")  # what a samples window holds: trainer.data.beat_template
 POOLS = ("mean", "centre")  # trainer.model
 CLASS_WEIGHTS = ("balanced", "sqrt", "none")
@@ -177,7 +177,8 @@ class ModelKeys:
     d_model: int = key(128, "width of the model (divisible by heads)", minimum=8, resume=True)
     heads: int = key(4, "attention heads", minimum=1, resume=True)
     dropout: float = key(0.0, "dropout probability", minimum=0, below=1)
-    context: str = key("none", "'rr': RR-interval tokens of the centre beat before each window", choices=CONTEXTS,
+    context: str = key("none", "'rr': RR-interval tokens of the centre beat before each window; 'rr_rhythm': "
+                       "the same and the rhythm's irregularity over 64 beats", choices=CONTEXTS,
                        resume=True, windows=True)
     waveform: str = key("raw", "samples windows as tokenized ('raw') or minus the patient's template beat "
                         "('diff')", choices=WAVEFORMS, resume=True, windows=True)

@@ -36,19 +36,24 @@ def remote_workdir(slurm_cluster):
         shutil.rmtree(path, ignore_errors=True)
 
 
-def study_text(*, name: str, sshd, workdir: Path, slurm_env: dict[str, str], sweep: str, steps: int = 6,
-               **cluster: Any) -> str:
-    """The control-plane study: real MIT-BIH record 101 on the test Slurm, reached over the test sshd.
-    ``sweep`` is the [sweep] table's TOML text; ``cluster`` keys override [cluster]'s."""
-    remote = {
+def slurm_cluster_table(sshd, slurm_env: dict[str, str], **over: Any) -> dict[str, Any]:
+    """The [cluster] table of a study on the test Slurm, reached over the test sshd; ``over`` keys replace its."""
+    return {
         "kind": "slurm", "site": "generic", "host": "127.0.0.1", "port": sshd.port, "user": sshd.user,
         "identity_file": str(sshd.key), "known_hosts": str(sshd.known_hosts), "account": "hlm", "qos": "normal",
         "partition": slurm_env["HLM_SLURM_PARTITION"], "time_limit": "00:10:00", "expected_minutes": 1,
         "gpus_per_node": 2, "cores_per_node": 2, "max_concurrent_jobs": 2, "signal_seconds": 0,
-        "python": f"{slurm_env['HLM_PYTHON_BIN']}/python3", "env": {"PYTHONPATH": str(REPO)},
+        "python": f"{slurm_env['HLM_PYTHON_BIN']}/python3", "env": {"PYTHONPATH": str(REPO)}, **over,
     }
-    return study_toml(name, workdir, cluster={**remote, **cluster}, data=mitdb_data(workdir / "tokens"),
-                      train={"steps": steps, "window": 32}, sweep=tomllib.loads(sweep))
+
+
+def study_text(*, name: str, sshd, workdir: Path, slurm_env: dict[str, str], sweep: str, steps: int = 6,
+               **cluster: Any) -> str:
+    """The control-plane study: real MIT-BIH record 101 on the test Slurm, reached over the test sshd.
+    ``sweep`` is the [sweep] table's TOML text; ``cluster`` keys override [cluster]'s."""
+    return study_toml(name, workdir, cluster=slurm_cluster_table(sshd, slurm_env, **cluster),
+                      data=mitdb_data(workdir / "tokens"), train={"steps": steps, "window": 32},
+                      sweep=tomllib.loads(sweep))
 
 
 @pytest.fixture

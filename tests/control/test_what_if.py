@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from cockpit import advice, explain, prediction
+from cockpit.advice import options
 from cockpit.analysis import analyse
 from cockpit.cli import main as cli
 from cockpit.report.source import from_store
@@ -123,7 +124,20 @@ def test_a_batch_what_if_scales_each_measured_part_as_the_model_does(demo, resul
     assert not w.dropped  # each b32 configuration stands against the b16 one it replaces
 
 
-def test_advice_names_a_key_and_a_figure_for_every_loss_the_model_covers(results):
+def test_no_gain_within_the_noise_of_one_unrepeated_run_is_given(results):
+    """The demo ran each configuration once, and every gain the model sees is under 10% of T: none is given."""
+    rows = [r for r in analyse(results) if not r.get("baseline")]
+    items = [i for row in rows for item in row["advice_items"] for i in (item, *item.alternatives)]
+    noise = [i for i in items if "within 10% of T" in i.text()]
+    assert noise and all(i.predicted is None for i in noise)
+    for row in rows:
+        for item in row["advice_items"]:
+            assert item.predicted is None or item.gain_s > 0.1 * row["train_time_s"], item.text()
+        assert "→ predicted T" not in row["advice"]
+
+
+def test_advice_names_a_key_and_a_figure_for_every_loss_the_model_covers(results, monkeypatch):
+    monkeypatch.setattr(options, "UNREPEATED_NOISE", 0.0)  # every predicted gain given, whatever its size
     rows = [r for r in analyse(results) if not r.get("baseline")]
     assert len(rows) == 2
     covered = {t for e in advice.EFFECTS.values() if e.model == "formula" for t in e.terms}
@@ -197,7 +211,9 @@ def test_a_key_the_model_has_no_formula_for_is_not_predicted(demo, results):
         assert "the model has no formula for model.d_model (64 -> 128)" in line.predicted.reason
 
 
-def test_the_demos_report_gives_every_n_worker_row_advice_with_a_key_a_value_and_a_gain(demo, tmp_path):
+def test_the_demos_report_gives_every_n_worker_row_advice_with_a_key_a_value_and_a_gain(demo, tmp_path,
+                                                                                        monkeypatch):
+    monkeypatch.setattr(options, "UNREPEATED_NOISE", 0.0)  # every predicted gain given, whatever its size
     from cockpit.report.write import write_report
     from tests.report.test_report import markdown_rows
 

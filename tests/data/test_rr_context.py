@@ -15,7 +15,9 @@ from trainer.data.rr_context import (
     CONTEXT_TOKENS,
     RR_BINS,
     check_context,
+    context_length,
     context_tokens,
+    extra_vocab,
     rr_features,
 )
 
@@ -45,6 +47,23 @@ def test_context_tokens_stay_in_their_own_id_range_per_feature() -> None:
     assert len(np.unique(tok[:, 0])) > RR_BINS // 2  # the bins are used, not collapsed
     with pytest.raises(ValueError, match="unknown context 'rhythm'"):
         check_context("rhythm")
+
+
+def test_the_rhythm_token_tells_fibrillation_from_an_isolated_premature_beat() -> None:
+    rng = np.random.default_rng(0)
+    sinus = 800.0 + rng.normal(0, 15, 300)
+    rr = np.concatenate([sinus, rng.uniform(400, 1000, 300), sinus])  # sinus, 300 beats of AF, sinus
+    rr[100], rr[101] = 480.0, 1120.0  # one premature beat and its pause inside sinus rhythm
+    f = rr_features(rr, "rr_rhythm")
+    assert f.shape == (601 + 300, len(NAMES) + 1)
+    np.testing.assert_array_equal(f[:, :len(NAMES)], rr_features(rr))  # `rr`'s eight first, unchanged
+    irregular = f[:, -1]
+    assert irregular[101] < 0.03 and irregular[450] > 0.1  # the ectopic beat hardly moves a median of 64
+    assert irregular[101] == pytest.approx(irregular[60], abs=0.005)
+    tok = context_tokens(f, base=260, context="rr_rhythm").astype(np.int64)
+    assert tok[450, -1] > tok[101, -1] >= 260 + len(NAMES) * RR_BINS
+    assert tok.max() < 260 + extra_vocab("rr_rhythm") == 260 + CONTEXT_TOKENS + RR_BINS
+    assert context_length("rr_rhythm") == len(NAMES) + 1 and context_length("none") == 0
 
 
 def _shards(physionet: Path, cache: Path, tokenizer: str) -> Path:

@@ -218,7 +218,7 @@ class WindowDataset(Dataset):
                 raise DataError(f"{self.manifest.path}: record {r['name']!r} has no sampling rate; "
                                 "RR context needs one (prepare the data again)")
             rr_ms = np.diff(beats) * (1000.0 / fs)
-        return context_tokens(rr_features(rr_ms), self.manifest.vocab_size)
+        return context_tokens(rr_features(rr_ms, self.context), self.manifest.vocab_size, self.context)
 
     def _load(self, r: dict[str, Any], kind: str) -> np.ndarray:
         # a mixed dataset's record lives in its own database's shard folder beside this one (data.mixed)
