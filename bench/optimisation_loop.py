@@ -170,7 +170,9 @@ def test_slurm(wanted: bool) -> Iterator[dict[str, Any] | None]:
     work.mkdir(parents=True)
     subprocess.run(["chown", f"{env['HLM_TEST_USER']}:", str(work)], check=True)
     try:
-        yield slurm_cluster_table(sshd, env, workdir=str(work), max_concurrent_jobs=1, gpus_per_node=2)
+        # the jobs run the interpreter that runs this script (its torch), as the test user
+        yield slurm_cluster_table(sshd, env, workdir=str(work), max_concurrent_jobs=1, gpus_per_node=2,
+                                  python=sys.executable)
     finally:
         stop_sshd(state)
 
