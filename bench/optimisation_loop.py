@@ -10,7 +10,8 @@ only beyond the spread of T over those repeats (docs/prediction.md). Each change
 keys set (cockpit.advice.forecast predicts it from A's recorded runs, as `cockpit plan --what-if` and the
 advice do; a change that halves the steps keeps the samples, so T compares), run three times as a 2-worker
 study. "advised" is what the advice says of it (cockpit.advice.options.gain_unclear: predicted faster and by
-more than A's spread); "direction" whether the measured median moved the way the prediction said.
+more than A's spread); "direction" whether the measured median moved the way the prediction said. Study names
+carry the process id, so a Slurm study's store (~/.local/share/hlm-cockpit) is never an earlier run's.
 
 Nothing is tuned to the answer: the model is chosen so that the all-reduce is a visible share of a step on two
 cores (about 3.4 MB of gradients against a small batch). The machine may be shared: the load average is
@@ -189,12 +190,12 @@ def loop(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any] | None, t0
     tried: list[dict[str, Any]] = [{"keys": change(args), "t": []} for change in CHANGES]
     for rep in range(1, REPEATS + 1):
         path = tmp / f"A{rep}.toml"
-        path.write_text(study_toml(f"loop-a{rep}", tmp / "work", args, cluster))
+        path.write_text(study_toml(f"loop{os.getpid()}-a{rep}", tmp / "work", args, cluster))
         a_results += run_study(path)
         raw = tomllib.loads(path.read_text())
         for i, c in enumerate(tried):
             path = tmp / f"C{i}-{rep}.toml"
-            path.write_text(variant(raw, f"loop-c{i}-{rep}", c["keys"]))
+            path.write_text(variant(raw, f"loop{os.getpid()}-c{i}-{rep}", c["keys"]))
             c["t"].append(two_worker_t(run_study(path)))
     _, _, site = load_study_results(a_path)
     links = prediction.merge(prediction.measured_links(a_results), site)
