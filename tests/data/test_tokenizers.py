@@ -45,10 +45,8 @@ def test_quantisation_error_within_one_bin(physionet: Path, kind: str) -> None:
     inside = np.abs(x - q.centre) < q.half
     bins = out.tokens.astype(np.int64) - N_SPECIAL
     lo, hi = q.edges(bins[inside])
-    err = np.abs(q.value_of(bins[inside]) - x[inside])
     assert inside.mean() > 0.99  # the robust range covers the signal (clip_percentile 0.1 + margin)
-    assert np.all(x[inside] >= lo - 1e-9) and np.all(x[inside] <= hi + 1e-9)
-    assert np.all(err <= (hi - lo) + 1e-9)
+    assert np.all(x[inside] >= lo - 1e-9) and np.all(x[inside] <= hi + 1e-9)  # each sample inside its own bin
 
 
 def test_samples_resamples_by_time_not_by_index(physionet: Path) -> None:

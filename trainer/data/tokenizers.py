@@ -299,10 +299,6 @@ class Quantizer:
             y = np.sign(y) * np.expm1(np.abs(y) * math.log1p(self.mu)) / self.mu
         return self.centre + y * self.half
 
-    def value_of(self, b: np.ndarray) -> np.ndarray:
-        """Amplitude (digital units) at the centre of each bin: the inverse used to check the error."""
-        return self._inverse((np.asarray(b, dtype=np.float64) + 0.5) / self.bins * 2.0 - 1.0)
-
     def edges(self, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper amplitude (digital units) of each bin inside the robust range."""
         b = np.asarray(b, dtype=np.float64)
