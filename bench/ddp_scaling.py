@@ -3,7 +3,7 @@
 Each process gets one core and one intra-op thread (cpus_per_task = 1, so no DataLoader workers); the
 per-process batch is fixed, so 2 processes take half the steps of 1 on the same samples. Both runs go
 through the real launcher path (`torchrun --standalone -m trainer train --run-dir DIR`) and the figures
-come from their result.json files through cockpit.analysis (speedup, efficiency, overhead, Karp-Flatt).
+come from their result.json files through cockpit.forecast.analysis (speedup, efficiency, overhead, Karp-Flatt).
 
 The model is chosen so compute dominates (about 1 s of forward+backward per step against tens of
 milliseconds to all-reduce 7 MB of gradients over loopback): what the benchmark then measures is
@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from cockpit.analysis import scaling_table  # noqa: E402
+from cockpit.forecast.analysis import scaling_table  # noqa: E402
 from trainer import rundir  # noqa: E402
 
 PHASES = ("data_wait", "compute", "comm", "optimizer", "other")

@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import cockpit.follow as follow  # noqa: E402
-from cockpit.follow import Chunk, FileCursor  # noqa: E402
+import cockpit.launch.follow as follow  # noqa: E402
+from cockpit.launch.follow import Chunk, FileCursor  # noqa: E402
 from cockpit.store import StudyStore  # noqa: E402
 from trainer.rundir import parse_jsonl_bytes  # noqa: E402
 

@@ -5,11 +5,11 @@ whether the advice names the change.
 
 Study A is small and real (local executor, synthetic ECG, 1 and 2 gloo workers of one core each, a fixed
 number of steps), run as three studies A1-A3 with the same configurations: the cockpit reads them as three
-repeated runs of each configuration, so its advice (cockpit.advice, as the report prints it) may give a gain
+repeated runs of each configuration, so its advice (cockpit.forecast.advice, as the report prints it) may give a gain
 only beyond the spread of T over those repeats (docs/prediction.md). Each change is A's 2-worker run with the
-keys set (cockpit.advice.forecast predicts it from A's recorded runs, as `cockpit plan --what-if` and the
+keys set (cockpit.forecast.advice.forecast predicts it from A's recorded runs, as `cockpit plan --what-if` and the
 advice do; a change that halves the steps keeps the samples, so T compares), run three times as a 2-worker
-study. "advised" is what the advice says of it (cockpit.advice.options.gain_unclear: predicted faster and by
+study. "advised" is what the advice says of it (cockpit.forecast.advice.options.gain_unclear: predicted faster and by
 more than A's spread); "direction" whether the measured median moved the way the prediction said. Study names
 carry the process id, so a Slurm study's store (~/.local/share/hlm-cockpit) is never an earlier run's.
 
@@ -44,13 +44,13 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from cockpit import advice, prediction  # noqa: E402
-from cockpit.advice.effects import get_key  # noqa: E402
-from cockpit.advice.options import gain_unclear  # noqa: E402
-from cockpit.analysis import analyse  # noqa: E402
 from cockpit.commands.compare import load as load_study_results  # noqa: E402
+from cockpit.forecast import advice, prediction  # noqa: E402
+from cockpit.forecast.advice.effects import get_key  # noqa: E402
+from cockpit.forecast.advice.options import gain_unclear  # noqa: E402
+from cockpit.forecast.analysis import analyse  # noqa: E402
 from cockpit.report.source import load_input  # noqa: E402
-from cockpit.spec import AXES  # noqa: E402
+from cockpit.study.spec import AXES  # noqa: E402
 from tests.studies import to_toml  # noqa: E402 - the one writer of study TOML
 
 REPEATS = 3

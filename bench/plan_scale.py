@@ -9,9 +9,9 @@ imported), except "command", a fresh `python -m cockpit plan STUDY --limit 20` f
 parsing, the script checks, the plan, the table's first 20 rows and the summary), and "render", which
 writes every batch script into a temporary directory (`cockpit plan --render`). The stages:
 
-  load     the study file read and judged (cockpit.spec.load_study), its matrix built
+  load     the study file read and judged (cockpit.study.spec.load_study), its matrix built
   check    the scripts' values judged as `cockpit run` would (render.check_scripts)
-  plan     each configuration's status and cost (cockpit.plan.study_plan; no store: every one to submit),
+  plan     each configuration's status and cost (cockpit.store.recorded.study_plan; no store: every one to submit),
            what the TUI's plan dialog computes too
   table    the plan table of every row and the summary rendered to text (commands.plan, as printed)
   render   one batch script per runnable configuration written (render.render_study_scripts)
@@ -40,8 +40,8 @@ from rich.console import Console  # noqa: E402
 
 from cockpit.commands.plan import plan_summary, plan_table  # noqa: E402
 from cockpit.launch.slurm.render import check_scripts, render_study_scripts  # noqa: E402
-from cockpit.plan import study_plan  # noqa: E402
-from cockpit.spec import Study, load_study  # noqa: E402
+from cockpit.store.recorded import study_plan  # noqa: E402
+from cockpit.study.spec import Study, load_study  # noqa: E402
 
 EXAMPLE = ROOT / "examples" / "meluxina.toml"
 BATCH_SIZES = {1000: [32, 64, 96], 10000: list(range(16, 16 + 30 * 8, 8))}

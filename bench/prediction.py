@@ -1,9 +1,9 @@
-"""Predicted vs measured: the scaling model of cockpit.prediction against real gloo DDP runs on this machine.
+"""Predicted vs measured: the scaling model of cockpit.forecast.prediction against real gloo DDP runs on this machine.
 
 1. `hlm-train probe` under torchrun measures this machine's all-reduce bus bandwidth between 2 processes:
    the figure a site profile would carry (intra_node_busbw_gbs), known before any training.
 2. The 1-process baseline trains (strong scaling: every run processes the same samples).
-3. From the baseline's result.json and that figure alone, cockpit.prediction predicts T for 2 and 4
+3. From the baseline's result.json and that figure alone, cockpit.forecast.prediction predicts T for 2 and 4
    workers; then the 2-worker run (and, with --four, the 4-worker run) trains and the two are printed side
    by side with the error. On a 2-core machine 4 one-core workers oversubscribe the cores: that run is only
    shown, not a target.
@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from ddp_scaling import add_run_arguments, bench_config, count_train_windows, run_one  # noqa: E402
 
-from cockpit.prediction import Link, Links, NoPrediction, predict  # noqa: E402
+from cockpit.forecast.prediction import Link, Links, NoPrediction, predict  # noqa: E402
 
 
 def probe_busbw(nbytes: int) -> float:

@@ -6,7 +6,7 @@ of data wait, compute and exposed all-reduce:
 
 - trainer: metrics.jsonl, the figures result.json and the cockpit add up (the loop's marks);
 - ranges: the trainer's `hlm:<part>` record_function ranges as the profiler's clock recorded them;
-- torch: torch's own events, independent of the trainer's marks (cockpit.traces.torch_view): the
+- torch: torch's own events, independent of the trainer's marks (cockpit.figures.traces.torch_view): the
   DataLoader's `__next__` ranges, the torch operations of forward and backward, and the time from the
   launch of the last gradient bucket's all-reduce (`c10d::allreduce_`) to the end of backward.
 
@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from ddp_scaling import add_run_arguments, bench_config, count_train_windows  # noqa: E402
 
-from cockpit import traces  # noqa: E402
+from cockpit.figures import traces  # noqa: E402
 from trainer import rundir  # noqa: E402
 
 CHECKED = ("data_wait", "compute", "comm")

@@ -43,10 +43,10 @@ from tests.infra.sshd_fixtures import start_sshd, stop_sshd  # noqa: E402
 CHILD = """
 import asyncio, json, os, resource, statistics, sys, time
 sys.path.insert(0, {root!r})
-from cockpit.backend import AdaptiveInterval
+from cockpit.launch.backend import AdaptiveInterval
 from cockpit.launch.slurm.backend import SlurmBackend
-from cockpit.runner import StudyRunner
-from cockpit.spec import load_study
+from cockpit.run.runner import StudyRunner
+from cockpit.study.spec import load_study
 from cockpit.store import StudyStore
 
 
@@ -153,8 +153,8 @@ def main() -> None:
             sys.exit(f"the second cockpit failed: {err.decode()[-2000:]}")
         wall = time.monotonic() - started
         done = completed_jobs(Path(env["HLM_SLURM_DIR"]), name)
-        from cockpit.spec import load_study
         from cockpit.store import StudyStore
+        from cockpit.study.spec import load_study
 
         ids = [c.config_id for c in load_study(study).runnable()]
         lost = sum(1 for cid in ids if done.get(cid, 0) == 0)

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from cockpit.launch.slurm.client import SQUEUE_FORMAT, SlurmClient, parse_squeue  # noqa: E402
-from cockpit.ssh import SshConnection, SshTarget  # noqa: E402
+from cockpit.launch.ssh import SshConnection, SshTarget  # noqa: E402
 from cockpit.store import StudyStore  # noqa: E402
 
 

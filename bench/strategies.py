@@ -1,10 +1,10 @@
 """Data-parallel strategies side by side on 2 gloo processes: T, communication by kind and memory per rank,
-measured and as cockpit.prediction predicts them from the 1-process baseline.
+measured and as cockpit.forecast.prediction predicts them from the 1-process baseline.
 
 One 1-process baseline (with one worker every strategy is the plain model), then the same samples on 2
 processes with each strategy (ddp, zero1, fsdp, fsdp_noreshard), all through the real launcher path
 (`torchrun --standalone -m trainer train`). The prediction uses the baseline's result.json and the link
-figure the 2-process runs' start-up probe measured (cockpit.prediction.measured_links), as the cockpit does.
+figure the 2-process runs' start-up probe measured (cockpit.forecast.prediction.measured_links), as the cockpit does.
 Memory is rank 0's: the bytes of parameters, gradients and optimizer state it holds (counted from the tensors)
 and its peak resident memory (CPU: the process's, torch and the loader included).
 
@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from ddp_scaling import add_run_arguments, bench_config, count_train_windows, run_one  # noqa: E402
 
-from cockpit.prediction import NoPrediction, measured_links, predict  # noqa: E402
+from cockpit.forecast.prediction import NoPrediction, measured_links, predict  # noqa: E402
 from trainer.config_keys import STRATEGIES  # noqa: E402
 from trainer.rundir import COMM_KINDS  # noqa: E402
 

@@ -38,7 +38,7 @@ from cockpit.snapshot import (  # noqa: E402
     StudySnapshot,
     count_states,
 )
-from cockpit.spec import Configuration  # noqa: E402
+from cockpit.study.spec import Configuration  # noqa: E402
 from cockpit.tui.app import CockpitApp  # noqa: E402
 from cockpit.tui.controller import RecordedController  # noqa: E402
 from cockpit.tui.scaling import ScalingView  # noqa: E402

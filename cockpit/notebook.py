@@ -14,7 +14,7 @@ Figures (docs/notebook.md).
 Reading never writes: a store is opened read-only, as `cockpit report` and `cockpit open store.sqlite`
 open it (also a store a running cockpit is writing: curves are read as the file is at each call, the
 scaling table as it was when the study was opened; open it again for newer results). Every number comes
-from cockpit.analysis.analyse, the function behind the report, the TUI and the headless lines.
+from cockpit.forecast.analysis.analyse, the function behind the report, the TUI and the headless lines.
 """
 
 from __future__ import annotations
@@ -88,12 +88,12 @@ class NotebookStudy:
     # -- the numbers ------------------------------------------------------------------------------------
     def scaling(self) -> pd.DataFrame:
         """The report's scaling.csv as a DataFrame: the same columns, rows and numbers (written by the same
-        function, cockpit.analysis.write_scaling_csv, over the same analysis rows, and read back as pandas
+        function, cockpit.forecast.analysis.write_scaling_csv, over the same analysis rows, and read back as pandas
         reads the file: an empty cell is NaN; the ids and the text axes are read as text, so an id of digits
         stays an id)."""
         import pandas as pd
 
-        from cockpit.analysis import write_scaling_csv
+        from cockpit.forecast.analysis import write_scaling_csv
 
         text = io.StringIO()
         write_scaling_csv(self._data.rows, text)
@@ -119,7 +119,7 @@ class NotebookStudy:
 
     def attribution(self, config: str) -> pd.DataFrame:
         """Where the run's overhead O went, in seconds per term, as every screen and the report print it
-        (cockpit.explain.shown_terms: hundredths that add up to the printed O), largest loss first.
+        (cockpit.figures.explain.shown_terms: hundredths that add up to the printed O), largest loss first.
 
         Columns: term (data_wait, compute, comm, optimizer, other, unaccounted), label (as printed),
         seconds (as printed), exact_s (full precision, as scaling.csv's loss_<term>_s). `.attrs` holds
@@ -127,7 +127,7 @@ class NotebookStudy:
         baseline, or a run whose baseline has not finished, has no terms."""
         import pandas as pd
 
-        from cockpit import explain
+        from cockpit.figures import explain
 
         row = self._data.row(config)
         o = row.get("overhead_s")
@@ -166,7 +166,7 @@ class NotebookStudy:
         those it `display`s, and `fig.savefig(...)` writes one."""
         import matplotlib.pyplot as plt
 
-        from cockpit import series
+        from cockpit.figures import series
         from cockpit.report.figures import draw_figure
 
         out = {}
@@ -177,7 +177,7 @@ class NotebookStudy:
         return out
 
     def rows(self) -> list[dict[str, Any]]:
-        """The analysis rows themselves (cockpit.analysis.analyse), for anything the table leaves out (each
+        """The analysis rows themselves (cockpit.forecast.analysis.analyse), for anything the table leaves out (each
         row's per-rank breakdown `ranks`, its `result`)."""
         return [dict(r) for r in self._data.rows]
 

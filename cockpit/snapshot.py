@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from cockpit.backend import FINAL_STATES, ConnectionState, JobState
+from cockpit.launch.backend import FINAL_STATES, ConnectionState, JobState
 
-# Job states as the snapshot shows them: the values of cockpit.backend.JobState, plus "submitting" (intent
+# Job states as the snapshot shows them: the values of cockpit.launch.backend.JobState, plus "submitting" (intent
 # recorded, sbatch not answered yet), "lost" (gone from the cluster without a trace) and "not_submitted".
 ACTIVE_STATES = frozenset({"submitting", *(state.value for state in JobState if state.is_active)})
 DONE_STATES = frozenset({JobState.COMPLETED.value})
@@ -59,7 +59,7 @@ class ConfigRow:
     t_same_work_s: float | None = None  # T at the baseline's work: what the speedup divides
     verdict: str = ""  # short form: the largest losses in seconds
     explanation: str = ""  # the full sentence with the advice
-    quality_metric: str | None = None  # cockpit.quality: "macro-F1 (N,S,V,F)", "masked loss", ... (None: not scored)
+    quality_metric: str | None = None  # cockpit.figures.quality: "macro-F1 (N,S,V,F)", "masked loss", ... (None: not scored)
     quality: float | None = None
     quality_change: float | None = None  # minus the group's 1x1 run's
     progress: float | None = None  # 0..1 from the latest metrics record while running
@@ -67,7 +67,7 @@ class ConfigRow:
     last_step: int | None = None
     last_loss: float | None = None
     result: dict[str, object] | None = None  # the raw result.json, for details
-    analysis: dict[str, object] | None = None  # this configuration's cockpit.analysis row (all its figures)
+    analysis: dict[str, object] | None = None  # this configuration's cockpit.forecast.analysis row (all its figures)
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 from cockpit.commands._args import error, not_positive
 
 if TYPE_CHECKING:
-    from cockpit.session import StudySession
-    from cockpit.spec import Study
+    from cockpit.run.session import StudySession
+    from cockpit.study.spec import Study
 
 
 def load(path: str) -> Study | None:
     """The study, or None after printing the spec error (the message names file and key)."""
-    from cockpit.spec import SpecError, load_study
+    from cockpit.study.spec import SpecError, load_study
 
     try:
         return load_study(path)
@@ -38,7 +38,7 @@ def open_study(path: str, args: argparse.Namespace | None = None,
                positive: dict[str, float | None] | None = None) -> StudySession | None:
     """The study file's session, or None after printing why not: the spec error, or a flag of `positive`
     ({"--timeout": value}) at or below zero. With `args`, its submit flags (add_submit_flags) shape the runner."""
-    from cockpit.session import open_session
+    from cockpit.run.session import open_session
 
     study = load(path)
     if study is None:

@@ -1,5 +1,5 @@
 """`cockpit plan STUDY --what-if KEY=VALUE [...]`: the changed study predicted from the recorded one
-(cockpit.whatif, as the TUI's plan dialog shows it), per configuration beside the study as recorded, with the
+(cockpit.forecast.whatif, as the TUI's plan dialog shows it), per configuration beside the study as recorded, with the
 link figures it used."""
 
 from __future__ import annotations
@@ -14,16 +14,18 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from cockpit.spec import Study
-    from cockpit.whatif import Outcome
+    from cockpit.forecast.whatif import Outcome
+    from cockpit.study.spec import Study
 
 
 def main(study: Study, args: argparse.Namespace, console: Console,
          baselines: Callable[[], list[dict[str, Any]]]) -> int:
     """`baselines`: the results of `--baselines DIR` (cockpit.commands.plan.baseline_results)."""
-    from cockpit.session import node_cores, store_path_for
+    from cockpit.forecast.whatif import WhatIfError, predict, split_arguments
+    from cockpit.forecast.whatif_table import summary_lines
+    from cockpit.run.session import node_cores, store_path_for
     from cockpit.store import StoreError
-    from cockpit.whatif import WhatIfError, predict, recorded_inputs, split_arguments, summary_lines
+    from cockpit.store.recorded import recorded_inputs
 
     if args.render:
         return error("--render writes the study's own scripts: give it without --what-if (a what-if is not run)")
@@ -43,12 +45,12 @@ def main(study: Study, args: argparse.Namespace, console: Console,
 
 
 def what_if_table(outcome: Outcome) -> Table:
-    """cockpit.whatif's rows as a rich table, its caption under it."""
+    """cockpit.forecast.whatif's rows as a rich table, its caption under it."""
     from rich import box
     from rich.markup import escape
     from rich.table import Table
 
-    from cockpit.whatif import CAPTION, COLUMNS, table_rows, title
+    from cockpit.forecast.whatif_table import CAPTION, COLUMNS, table_rows, title
 
     table = Table(title=escape(title(outcome)), caption=CAPTION, box=box.SIMPLE_HEAD, pad_edge=False,
                   caption_justify="left")

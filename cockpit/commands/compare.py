@@ -1,4 +1,4 @@
-"""`cockpit compare STUDY OTHER`: two studies side by side (cockpit.compare), read as `cockpit report`
+"""`cockpit compare STUDY OTHER`: two studies side by side (cockpit.forecast.compare), read as `cockpit report`
 reads them (a study file or a store, never written), printed as cockpit.report.comparison words them."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from cockpit.commands._args import STUDY, STUDY_OR_STORE_HELP, error
 
 if TYPE_CHECKING:
-    from cockpit.prediction import Links
+    from cockpit.forecast.prediction import Links
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -95,8 +95,8 @@ def main(args: argparse.Namespace) -> int:
     problem = check(args)
     if problem:
         return error(problem)
-    from cockpit.session import open_session
-    from cockpit.spec import SpecError, parse_study
+    from cockpit.run.session import open_session
+    from cockpit.study.spec import SpecError, parse_study
 
     workdir = Path(args.workdir).resolve()
     rundir.make_dirs(workdir)

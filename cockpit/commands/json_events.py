@@ -2,7 +2,7 @@
 
 Every object has `v` (EVENTS_VERSION), `event`, `t` (Unix seconds) and `study`; docs/json-events.md lists
 each event's fields. The figures are the analysis row's (the same function as every other view), with the
-overhead terms as printed elsewhere (cockpit.explain.shown_terms: they add up to the shown O).
+overhead terms as printed elsewhere (cockpit.figures.explain.shown_terms: they add up to the shown O).
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from cockpit.commands.progress import PlainProgress, failure_reason
-from cockpit.explain import shown_terms
+from cockpit.figures.explain import shown_terms
 from cockpit.snapshot import FAILED_STATES
 
 if TYPE_CHECKING:
-    from cockpit.advice import Advice
+    from cockpit.forecast.advice import Advice
     from cockpit.preflight.checks import PreflightReport
-    from cockpit.session import StudySession
+    from cockpit.run.session import StudySession
 
 EVENTS_VERSION = 1
 
@@ -96,7 +96,7 @@ def figures(a: dict[str, Any]) -> dict[str, Any]:
 
 
 def advice_fields(item: Advice) -> dict[str, Any]:
-    """One advice (cockpit.advice.Advice) as fields: the loss term and its seconds, the keys and values to
+    """One advice (cockpit.forecast.advice.Advice) as fields: the loss term and its seconds, the keys and values to
     try, the predicted T and E (null where not predicted, with the reason) and the line every view prints."""
     p = item.predicted
     return {"term": item.term, "loss_s": _num(item.loss_s), "set": {k: v for k, v in item.keys},
@@ -113,6 +113,6 @@ def _num(value: Any) -> float | None:
 
 
 def _label(values: dict) -> str:
-    from cockpit.spec import config_label
+    from cockpit.study.spec import config_label
 
     return config_label(values)

@@ -6,14 +6,14 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cockpit import labels
 from cockpit.commands._args import STUDY, STUDY_FILE_HELP, error
-from cockpit.plan import figures_words
+from cockpit.figures import labels
+from cockpit.forecast.plan import figures_words
 from trainer.config_keys import AXIS, AXIS_KEYS
 from trainer.rundir import RESULT_FILE
 
 if TYPE_CHECKING:
-    from cockpit.plan import Plan
+    from cockpit.forecast.plan import Plan
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from cockpit.spec import SpecError, load_study
+    from cockpit.study.spec import SpecError, load_study
 
     study_path = args.study or _study_among_what_ifs(args.what_if)
     if study_path is None:
@@ -50,7 +50,7 @@ def main(args: argparse.Namespace) -> int:
     from cockpit.launch.slurm.sites import SiteError
     from cockpit.store import StoreError
 
-    if args.what_if:  # the changed study predicted from the recorded one (cockpit.whatif)
+    if args.what_if:  # the changed study predicted from the recorded one (cockpit.forecast.whatif)
         from cockpit.commands._whatif import main as what_if_main
 
         return what_if_main(study, args, console, lambda: baseline_results(args.baselines))
@@ -119,15 +119,15 @@ def baseline_results(baselines: Path | None) -> list[dict]:
 
 
 def current_plan(study, baselines: list[dict] | None = None) -> tuple[Plan, Path | None, list[str]]:
-    """The plan `cockpit open` and `cockpit run` would act on now: cockpit.plan.study_plan over their
+    """The plan `cockpit open` and `cockpit run` would act on now: cockpit.store.recorded.study_plan over their
     inputs. The study's store is found where they find it (session.store_path_for) and read without being
     written, so what is done, queued or running there is not to submit and its results predict the rest;
     a local study gets this machine's cores (session.node_cores, what the local executor allows), as the
     TUI's plan dialog does; `baselines` are more results to predict from. Returns the plan, the store
     read (None when there is none yet) and one line per result row of it that does not parse (left out:
     the store, the run and how to re-collect it)."""
-    from cockpit.plan import study_plan
-    from cockpit.session import node_cores, store_path_for
+    from cockpit.run.session import node_cores, store_path_for
+    from cockpit.store.recorded import study_plan
 
     cores = node_cores(study)
     store_path = store_path_for(study)
@@ -160,7 +160,7 @@ def plan_table(study, limit: int = 0, plan: Plan | None = None, console=None):  
     first, then the axes share one column of the configuration's label words (`w128 c2`), which wrap."""
     from rich.measure import Measurement
 
-    from cockpit.plan import study_plan
+    from cockpit.store.recorded import study_plan
 
     plan = plan or study_plan(study)
     tables = [_plan_table(study, limit, plan, layout) for layout in ("wide", "narrow", "label")]
@@ -177,8 +177,8 @@ def _plan_table(study, limit: int, plan: Plan, layout: str):
     from rich import box
     from rich.table import Table
 
-    from cockpit.plan import hours
-    from cockpit.spec import SCALE_AXES
+    from cockpit.forecast.plan import hours
+    from cockpit.study.spec import SCALE_AXES
 
     varying = [axis for axis, values in study.sweep.items() if len(values) > 1 and axis not in SCALE_AXES]
     fixed = ", ".join(f"{axis}={values[0]}" for axis, values in study.sweep.items() if len(values) == 1 and axis not in SCALE_AXES)
@@ -259,11 +259,12 @@ STATUS_WORDS = {"done": "done", "active": "queued or running",
 
 
 def plan_summary(study, plan: Plan | None = None, store_path: Path | None = None) -> str:
-    """Counts by status and the node-hour estimate of what is to submit (cockpit.plan, as the TUI's plan
+    """Counts by status and the node-hour estimate of what is to submit (cockpit.forecast.plan, as the TUI's plan
     dialog and the runner compute them), saying what the estimate rests on, which store the statuses come
     from, and each predicted group's recommendation."""
-    from cockpit.plan import hours, study_plan
+    from cockpit.forecast.plan import hours
     from cockpit.run.submission import DEFAULT_PACE
+    from cockpit.store.recorded import study_plan
 
     plan = plan or study_plan(study)
     matrix = study.matrix()

@@ -31,7 +31,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 async def _preflight(session, timeout_s: float | None) -> int:  # noqa: ANN001 - a StudySession
-    from cockpit.backend import BackendError
+    from cockpit.launch.backend import BackendError
     from cockpit.preflight.table import report_lines
     from cockpit.run.preflight import PreflightTimeout, run_preflight
     from cockpit.store import preflights

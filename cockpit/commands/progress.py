@@ -7,11 +7,11 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, TextIO
 
-from cockpit.quality import quality_words
+from cockpit.figures.quality import quality_words
 
 if TYPE_CHECKING:
     from cockpit.preflight.checks import PreflightReport
-    from cockpit.session import StudySession
+    from cockpit.run.session import StudySession
     from cockpit.snapshot import Counts
 
 
@@ -55,13 +55,13 @@ def explained_line(label: str, a: dict) -> str:
         return f"{line} ({a.get('note')}){tail}"
     if a["work_ratio"] != 1.0:
         line += f" for {a['work_ratio']:g}x the baseline's work = {a['t_same_work_s']:.2f} s"
-    advice = f"; advice: {a['advice']}" if a.get("advice") else ""  # cockpit.advice.advice_text, as every view
+    advice = f"; advice: {a['advice']}" if a.get("advice") else ""  # cockpit.forecast.advice.advice_text, as every view
     return (f"{line}; S = {a['t1_s']:.2f}/{a['t_same_work_s']:.2f} = {a['speedup']:.2f}x on N = {a['workers']}, "
             f"E = {a['efficiency']:.0%}; {a['verdict']}{tail}{advice}")
 
 
 def _label(values: dict) -> str:
-    from cockpit.spec import config_label
+    from cockpit.study.spec import config_label
 
     return config_label(values)
 

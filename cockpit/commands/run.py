@@ -17,7 +17,7 @@ from cockpit.commands._study import add_submit_flags, open_study
 from cockpit.commands.progress import PlainProgress, RichProgress
 
 if TYPE_CHECKING:
-    from cockpit.session import StudySession
+    from cockpit.run.session import StudySession
 
 EXIT_FAILED = 1
 EXIT_REFUSED = 2
@@ -62,8 +62,8 @@ async def run_headless(session: StudySession, out: Path, *, timeout_s: float | N
                        stream: TextIO | None = None, as_json: bool = False) -> int:
     """Run the study to the end with progress lines (JSON lines with ``as_json``), write the report;
     0 ok, 1 failures, 2 refused."""
-    from cockpit.backend import BackendError
-    from cockpit.runner import BudgetExceeded, PreflightFailed
+    from cockpit.launch.backend import BackendError
+    from cockpit.run.runner import BudgetExceeded, PreflightFailed
 
     stream = stream or sys.stdout
     progress = make_progress(session, stream, as_json=as_json)

@@ -2,7 +2,7 @@
 
 A fine-tune's figure lives in its result.json, the beat recipe's in the ensemble.json that `hlm-train
 ensemble` writes beside its members: neither belongs to a study's store, yet both should read the same as
-every other quality figure. So this prints them through cockpit.quality and the run detail's tables: the
+every other quality figure. So this prints them through cockpit.figures.quality and the run detail's tables: the
 metric with the per-class F1 it is the mean of, the confusion matrix, per-class Se/+P/F1 and the records
 with the most errors; for an ensemble also each member's own figure, recomputed from its result.json.
 """
@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cockpit.commands._args import RUN, error
-from cockpit.spec import SQLITE_HEADER
+from cockpit.study.spec import SQLITE_HEADER
 from trainer.rundir import ENSEMBLE_FILE, EVALUATION_FILE, RESULT_FILE, RunDirError, read_json
 from trainer.scores import false_alarms_per_hour
 
 if TYPE_CHECKING:
-    from cockpit.quality import Quality
+    from cockpit.figures.quality import Quality
 
 
 class ScoresError(Exception):
@@ -80,7 +80,7 @@ def _scores_file(path: Path) -> Path:
 
 def _quality(file: Path) -> tuple[dict[str, Any], Quality]:
     """The file's JSON and its readable quality; ScoresError naming the file otherwise."""
-    from cockpit.quality import quality_of
+    from cockpit.figures.quality import quality_of
 
     try:
         data = read_json(file)

@@ -23,7 +23,7 @@ from trainer import rundir
 from trainer.rundir import RESULT_FILE, TRACE_INDEX_FILE, TRACES_DIR
 
 if TYPE_CHECKING:
-    from cockpit.traces import TraceSummary
+    from cockpit.figures.traces import TraceSummary
 
 MAX_TRACE_BYTES = 1 << 30  # a trace larger than this is not read over the connection
 Reader = Callable[[str], Awaitable[bytes | None]]  # a file of the run directory by its relative path
@@ -81,9 +81,9 @@ async def _local(path: Path, args: argparse.Namespace) -> list[str]:
 
 
 async def _study(study_file: str, config_id: str, args: argparse.Namespace) -> list[str]:
-    from cockpit.backend import BackendError
-    from cockpit.session import backend_for
-    from cockpit.spec import SpecError, load_study
+    from cockpit.launch.backend import BackendError
+    from cockpit.run.session import backend_for
+    from cockpit.study.spec import SpecError, load_study
 
     try:
         study = load_study(study_file)
@@ -167,7 +167,7 @@ def _json(data: bytes, name: str) -> dict[str, Any]:
 
 
 def _report(files: list[tuple[str, bytes]], where: str, args: argparse.Namespace, remote: str | None) -> list[str]:
-    from cockpit.traces import TraceError, describe, hta_note, load, summarise
+    from cockpit.figures.traces import TraceError, describe, hta_note, load, summarise
 
     summaries: list[TraceSummary] = []
     for name, data in files:

@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import sbatch_templates
-from cockpit.backend import Backend, JobInfo, JobState
+from cockpit.launch.backend import Backend, JobInfo, JobState
 from cockpit.launch.slurm.render import job_comment, job_name
 from cockpit.preflight.jobs import preflight_dir
 from trainer import rundir
 
 if TYPE_CHECKING:
     from cockpit.preflight.jobs import PreflightJob
-    from cockpit.spec import Configuration, Study
+    from cockpit.study.spec import Configuration, Study
 
 KILL_GRACE_S = 30.0  # after SIGTERM, how long the trainer has to checkpoint before SIGKILL
 

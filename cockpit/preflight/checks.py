@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cockpit.preflight.jobs import PreflightJob
-    from cockpit.spec import Study
+    from cockpit.study.spec import Study
 
 PASS, WARN, FAIL, NOT_RUN = "pass", "warn", "FAIL", "not run"
 PYTHON_FIX = ("give the jobs a Python with torch and this project: [cluster].container, [cluster].python or "
@@ -100,7 +100,7 @@ def evaluate(study: Study, job: PreflightJob, found: JobFindings, *, expect_gpus
 
 @dataclass(frozen=True)
 class SiteLimits:
-    """The site's limits as the preflight shows them (cockpit.backend.UserLimits' figures)."""
+    """The site's limits as the preflight shows them (cockpit.launch.backend.UserLimits' figures)."""
 
     max_submit: int | None
     max_running: int | None

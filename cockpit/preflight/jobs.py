@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from trainer import rundir
 
 if TYPE_CHECKING:
-    from cockpit.spec import Configuration, Study
+    from cockpit.study.spec import Configuration, Study
 
 PREFLIGHT_MINUTES = 5  # each job's time limit (or the study's, when that is shorter)
 PREFLIGHT_DIR = "preflight"  # <workdir>/<study>/preflight/<nodes>n/

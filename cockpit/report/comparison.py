@@ -1,4 +1,4 @@
-"""Two studies compared (cockpit.compare) as every output shows them: read from their study files or stores
+"""Two studies compared (cockpit.forecast.compare) as every output shows them: read from their study files or stores
 as `cockpit report` reads them (never written), printed by `cockpit compare`, shown by the TUI's two-studies
 screen (the same rich tables) and written as the report's "Compared with" section (the same rows)."""
 
@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cockpit import prediction
-from cockpit.compare import (
+from cockpit.forecast import prediction
+from cockpit.forecast.compare import (
     Comparison,
     compare,
     differs_words,
@@ -58,8 +58,8 @@ def site_links_of(path: str | Path) -> prediction.Links:
 
     if Path(path).suffix != ".toml":
         return prediction.Links()
-    from cockpit.plan import study_site_links
-    from cockpit.spec import SpecError, load_study
+    from cockpit.forecast.plan import study_site_links
+    from cockpit.study.spec import SpecError, load_study
 
     try:
         return study_site_links(load_study(Path(path)))

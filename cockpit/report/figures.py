@@ -1,6 +1,6 @@
 """The study's figures as PNG files (matplotlib, Agg backend: no display needed).
 
-The four figures of the published study draw the series of cockpit.series (the TUI's plots tab draws the
+The four figures of the published study draw the series of cockpit.figures.series (the TUI's plots tab draws the
 same ones): medians over groups, titled so in words, with each group's own value beside the median where
 it is a bar; each axis says what is drawn, worker counts are integer ticks, the ideal is drawn rather
 than written, and a note under a figure flags medians over fewer groups than have a configuration there.
@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cockpit import explain, labels, series
+from cockpit.figures import explain, labels, series
 from trainer.config_keys import label_words
 
 FIGURES = series.TITLES  # the figure names (and a GPU study's titles); write_figures titles by the study's device

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cockpit.spec import SQLITE_HEADER
+from cockpit.study.spec import SQLITE_HEADER
 
 
 class ReportError(ValueError):
@@ -75,8 +75,8 @@ def load_input(path: str | Path, study_name: str | None = None) -> ReportInput:
 
 
 def _from_study(path: Path) -> ReportInput:
-    from cockpit.session import local_study_dir, store_path_for
-    from cockpit.spec import SpecError, load_study
+    from cockpit.run.session import local_study_dir, store_path_for
+    from cockpit.study.spec import SpecError, load_study
 
     try:
         study = load_study(path)

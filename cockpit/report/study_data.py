@@ -3,7 +3,7 @@ curves (metrics and GPU samples), never written.
 
 `load_study_data(path)` resolves a study file or a store exactly as `cockpit report` does
 (cockpit.report.source.load_input: a study file's store, else its local run directories), takes every
-number from cockpit.analysis.analyse over the same results, and reads curves from the store the report
+number from cockpit.forecast.analysis.analyse over the same results, and reads curves from the store the report
 read (opened read-only, re-read as it is at each call) or, for a study without a store, from each run
 directory's metrics.jsonl and gpu.jsonl (loaded into an in-memory store, so both give the same points).
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cockpit.report.source import ReportInput, load_input
-from cockpit.spec import AXES, config_label
+from cockpit.study.spec import AXES, config_label
 
 if TYPE_CHECKING:
     from cockpit.snapshot import GpuSample, MetricPoint
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 # What a configuration is, as the trackers compare configurations: its axes and its worker count.
 HPARAMS = (*AXES, "workers")
-# The scaling figures of a configuration (cockpit.analysis columns, the names of scaling.csv): T, S, E, O,
+# The scaling figures of a configuration (cockpit.forecast.analysis columns, the names of scaling.csv): T, S, E, O,
 # Karp-Flatt and quality, with what they are computed from.
 HEADLINE = ("train_time_s", "speedup", "efficiency", "overhead_s", "karp_flatt", "quality")
 FIGURES = ("train_time_s", "work_ratio", "t_same_work_s", "t1_s", "speedup", "efficiency", "overhead_s",
@@ -54,7 +54,7 @@ class StudyData:
     """One study's report input, its analysis rows and access to each run's curves."""
 
     input: ReportInput
-    rows: list[dict[str, Any]]  # cockpit.analysis.analyse(input.results), one per configuration with a result
+    rows: list[dict[str, Any]]  # cockpit.forecast.analysis.analyse(input.results), one per configuration with a result
     study_id: str
     _store: StudyStore | None = field(default=None, repr=False)
     _key: int = 0
@@ -102,7 +102,7 @@ def load_study_data(path: str | Path, study_name: str | None = None) -> StudyDat
     """The study of a study file (.toml) or a store (.sqlite), read as `cockpit report` reads it.
 
     Raises cockpit.report.source.ReportError with a message naming the file, as the report does."""
-    from cockpit.analysis import analyse
+    from cockpit.forecast.analysis import analyse
 
     inp = load_input(path, study_name)
     return StudyData(inp, analyse(inp.results), study_id_of(inp))
@@ -118,7 +118,7 @@ def study_id_of(inp: ReportInput) -> str:
 
 
 def label(row: dict[str, Any]) -> str:
-    """The configuration's one short name (cockpit.spec.config_label)."""
+    """The configuration's one short name (cockpit.study.spec.config_label)."""
     return config_label({a: row.get(a) for a in AXES if row.get(a) is not None})
 
 

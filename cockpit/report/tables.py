@@ -1,4 +1,4 @@
-"""The report's tables: rows of cockpit.analysis, formatted once for Markdown and HTML.
+"""The report's tables: rows of cockpit.forecast.analysis, formatted once for Markdown and HTML.
 
 Every table shows the inputs beside what is derived from them (T, the work ratio, T at the baseline's
 work, T1, N), so each speedup, efficiency and overhead can be recomputed by hand from the page.
@@ -11,8 +11,9 @@ import math
 import re
 from typing import Any
 
-from cockpit import explain, gpu_fit, labels
-from cockpit.analysis import comm_words
+from cockpit.figures import explain, labels
+from cockpit.forecast import gpu_fit
+from cockpit.forecast.analysis import comm_words
 from trainer.config_keys import AXIS, AXIS_KEYS, BY_NAME, LABEL_ORDER, shows
 
 Body = tuple[list[str], list[list[str]]]
@@ -55,8 +56,8 @@ TERMS = (*explain.PARTS, "unaccounted")
 
 
 def scaling(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """results -> cockpit.analysis rows (the single source of every number in the report)."""
-    from cockpit.analysis import analyse
+    """results -> cockpit.forecast.analysis rows (the single source of every number in the report)."""
+    from cockpit.forecast.analysis import analyse
 
     return analyse(results)
 
@@ -84,7 +85,7 @@ def _ident(r: dict[str, Any], axes: list[str]) -> list[str]:
 
 def ident_headers(device: str = "gpu", axes: list[str] | None = None) -> list[str]:
     """The headers of the configuration's axes (`shown_axes`; all of LABEL_ORDER when not given);
-    `nodes×workers` in a CPU study (cockpit.labels)."""
+    `nodes×workers` in a CPU study (cockpit.figures.labels)."""
     return [_axis_column(a, device)[1] for a in (LABEL_ORDER if axes is None else axes)]
 
 
@@ -168,7 +169,7 @@ def attribution_body(rows: list[dict[str, Any]]) -> Body:
 
 
 def prediction_body(rows: list[dict[str, Any]]) -> Body:
-    """Per N-worker run: what cockpit.prediction predicted from the baseline alone, beside what was measured."""
+    """Per N-worker run: what cockpit.forecast.prediction predicted from the baseline alone, beside what was measured."""
     axes = shown_axes(rows)
     headers = [*_ident_of(rows), "N", "predicted T/work (s)", "measured T/work (s)", "error", "predicted S", "measured S",
                "from"]
@@ -187,7 +188,7 @@ ADVICE_GAIN = "predicted gain (s of T)"
 
 
 def advice_body(rows: list[dict[str, Any]]) -> Body:
-    """Per N-worker run, one row per change (cockpit.advice: the study keys to set and their values, the T
+    """Per N-worker run, one row per change (cockpit.forecast.advice: the study keys to set and their values, the T
     and E the prediction model expects), in the order of the largest loss it acts on: the losses it acts on
     (one change may act on several, and several changes on one loss: each is listed once), its gain, counted
     once, and what the prediction rests on. A loss no key acts on is a row of its own with the reason."""
@@ -213,7 +214,7 @@ def advice_body(rows: list[dict[str, Any]]) -> Body:
 
 def fit_body(rows: list[dict[str, Any]], gpu_bytes: float) -> Body:
     """Per strategy, worker count, batch and window the study ran: the largest model that fits one GPU of
-    `gpu_bytes` (cockpit.gpu_fit), with its inputs: model-state bytes per parameter per rank, activations,
+    `gpu_bytes` (cockpit.forecast.gpu_fit), with its inputs: model-state bytes per parameter per rank, activations,
     the peak per rank against the GPU's memory, and the next shape, which does not fit."""
     headers = [AXIS["strategy"].header, "N", AXIS["batch_size"].header, AXIS["window"].header,
                AXIS["precision"].header, "model states (B/param/rank)",
@@ -275,7 +276,7 @@ def ranks_body(rows: list[dict[str, Any]]) -> Body:
 def headline_body(rows: list[dict[str, Any]], pending: list[dict[str, Any]] | None = None) -> Body:
     """Median speedup/efficiency/overhead per worker count, over the groups that have both runs, of the
     groups with a configuration of that many workers (`pending`: those without a result yet)."""
-    from cockpit.analysis import summary_by_workers
+    from cockpit.forecast.analysis import summary_by_workers
 
     headers = [f"N ({labels.worker_word(labels.device_of_rows(rows))})", "groups", "speedup", "efficiency",
                "overhead (s)", "S of each group", "O of each group (s)"]

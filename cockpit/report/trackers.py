@@ -2,7 +2,7 @@
 
 One tracker run per configuration with a result: the configuration's axes (HParams / config), its training
 curves from the store (rank 0's metrics records; every GPU's NVML samples) and its scaling figures, every
-one taken from the analysis row that `cockpit report`'s scaling.csv is written from (cockpit.analysis).
+one taken from the analysis row that `cockpit report`'s scaling.csv is written from (cockpit.forecast.analysis).
 docs/trackers.md describes what goes where.
 
 The trackers are an optional extra (`pip install 'hlm-cockpit[tracking]'`) and are imported here, inside
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cockpit import explain
+from cockpit.figures import explain
 from cockpit.report import study_data
 from cockpit.report.study_data import StudyData
 from trainer import rundir

@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cockpit import gpu_fit, labels
+from cockpit.figures import labels
+from cockpit.forecast import gpu_fit
 from cockpit.report import figures, tables
 from cockpit.report.source import ReportInput
 from trainer import rundir
 
 if TYPE_CHECKING:
-    from cockpit.compare import Comparison
+    from cockpit.forecast.compare import Comparison
 
 # One page from a 390 px phone to a wide screen: the text wraps at the page's width, a table wider than the
 # page scrolls sideways in its own box (tables.html_table), prose columns keep a readable width, the figures
@@ -53,7 +54,7 @@ def write_report(inp: ReportInput, out: str | Path, now: float | None = None,
     """`comparison`: this study (A) against another (`cockpit report --compare`), a "Compared with" section."""
     out = Path(out)
     rundir.make_dirs(out)  # private (0700) where it is made: the report names runs and their figures
-    from cockpit.analysis import write_scaling_csv
+    from cockpit.forecast.analysis import write_scaling_csv
 
     rows = tables.scaling(inp.results)
     csv_path = out / "scaling.csv"
@@ -117,7 +118,7 @@ def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[s
         (
             "Largest model per GPU",
             f"Per strategy and number of {words} N at the study's batch (per {labels.worker_word(device, 1)}) "
-            f"and window: the largest of cockpit.gpu_fit.LADDER's shapes (heads of {gpu_fit.HEAD_DIM}) that fits "
+            f"and window: the largest of cockpit.forecast.gpu_fit.LADDER's shapes (heads of {gpu_fit.HEAD_DIM}) that fits "
             f"one GPU of {gpu_bytes / 1e9:g} GB ({gpu_source}). Per rank: model states at the bytes per "
             "parameter shown (fp32 parameters 4, gradients 4, AdamW's moments 8, divided by N where the strategy "
             "shards them), what FSDP gathers for a while (one block's parameters; all of them without "

@@ -1,4 +1,4 @@
-"""The study runner's parts, each with one job; `cockpit.runner.StudyRunner` drives them tick by tick.
+"""The study runner's parts, each with one job; `cockpit.run.runner.StudyRunner` drives them tick by tick.
 
 - scope.py         what every part works on: the study, its backend, its store key, its run directories
 - outcome.py       how a job ended: result.json and exit.json parsed, the reason words, requeue-aware state

@@ -11,7 +11,7 @@ from cockpit.run.outcome import exit_reason, requeue_aware
 from cockpit.snapshot import ACTIVE_STATES
 
 if TYPE_CHECKING:
-    from cockpit.backend import JobInfo
+    from cockpit.launch.backend import JobInfo
     from cockpit.run.live_files import LiveFiles
     from cockpit.run.scope import RunScope
 

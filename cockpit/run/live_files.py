@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cockpit.follow import Chunk, FileCursor, Follower, FollowSpec
+from cockpit.launch.follow import Chunk, FileCursor, Follower, FollowSpec
 from trainer import rundir
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ import json
 import logging
 from typing import Any
 
-log = logging.getLogger("cockpit.runner")  # the runner's logger: its warnings keep the name filters know
+log = logging.getLogger("cockpit.run.runner")  # the runner's logger: its warnings keep the name filters know
 
 
 def parse_result(data: bytes, where: str) -> dict[str, Any] | None:

@@ -13,15 +13,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from cockpit.launch.slurm.sites import site_for
-from cockpit.plan import study_plan
 from cockpit.preflight import checks, jobs
 from cockpit.preflight.checks import JobFindings, JobOutcome, PreflightReport
 from cockpit.run.submission import pace
+from cockpit.store.recorded import study_plan
 from trainer import rundir
 
 if TYPE_CHECKING:
-    from cockpit.backend import Backend, JobInfo
-    from cockpit.spec import Study
+    from cockpit.launch.backend import Backend, JobInfo
+    from cockpit.study.spec import Study
 
 LOG_TAIL_LINES = 3
 

@@ -10,9 +10,9 @@ from cockpit.run.outcome import config_of_name, parse_exit, parse_result
 from trainer import rundir
 
 if TYPE_CHECKING:
-    from cockpit.backend import Backend, JobInfo
-    from cockpit.spec import Configuration, Study
+    from cockpit.launch.backend import Backend, JobInfo
     from cockpit.store import StudyStore
+    from cockpit.study.spec import Configuration, Study
 
 
 @dataclass

@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from cockpit.backend import BackendError, OutcomeUnknown, SubmitLater, UserLimits
+from cockpit.launch.backend import BackendError, OutcomeUnknown, SubmitLater, UserLimits
 from cockpit.snapshot import ACTIVE_STATES
 
 if TYPE_CHECKING:
-    from cockpit.plan import Plan
+    from cockpit.forecast.plan import Plan
     from cockpit.run.scope import RunScope
-    from cockpit.spec import Configuration
     from cockpit.store import JobRecord
+    from cockpit.study.spec import Configuration
 
 
 class BudgetExceeded(Exception):

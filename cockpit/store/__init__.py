@@ -7,7 +7,7 @@ callers use. Each part has one job and keeps its own transactions:
 - telemetry.py  metrics, GPU samples, log lines and follow offsets (`ingest`), downsampled curves
 - results.py    collected result.json files
 The snapshot the screens draw is built by store/snapshot_build.py; the analysis over the results is cached
-by cockpit.analysis.AnalysisCache: nothing derived is stored.
+by cockpit.forecast.analysis.AnalysisCache: nothing derived is stored.
 """
 
 from __future__ import annotations

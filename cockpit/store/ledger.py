@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cockpit.backend import ConnectionState
+from cockpit.launch.backend import ConnectionState
 from cockpit.snapshot import ACTIVE_STATES
 from cockpit.store.database import Database, StoreError
 
@@ -197,11 +197,6 @@ class Ledger(Database):
         for job in self.jobs(study):
             latest[job.config_id] = job
         return latest
-
-    def state_history(self, job_row: int) -> list[tuple[float, str, str]]:
-        """A job's every state change. Only the tests read it (kept: the crash-safety and requeue tests check
-        the recorded history through it; no screen shows the history yet)."""
-        return list(self.db.execute("SELECT t, state, reason FROM job_states WHERE job=? ORDER BY rowid", (job_row,)))
 
     def node_hours_used(self, study: int) -> float:
         row = self.db.execute(

@@ -1,7 +1,7 @@
 """Collected results: each configuration's raw result.json, parsed once and kept until one changes.
 
-Nothing derived is stored: speedup, efficiency, overhead and verdicts are `cockpit.analysis` over these
-results, computed when read (`cockpit.analysis.AnalysisCache`; an older store's `analysis` table is ignored).
+Nothing derived is stored: speedup, efficiency, overhead and verdicts are `cockpit.forecast.analysis` over these
+results, computed when read (`cockpit.forecast.analysis.AnalysisCache`; an older store's `analysis` table is ignored).
 A row whose JSON does not parse is left out of `results()` and named by `result_problems()`.
 """
 
@@ -40,7 +40,7 @@ class Results(Ledger):
 
     def results_stamp(self, study: int) -> tuple:
         """Changes whenever a result is added or replaced (put_result sets collected_at): the key of every
-        cache over the results (here, and cockpit.analysis.AnalysisCache)."""
+        cache over the results (here, and cockpit.forecast.analysis.AnalysisCache)."""
         return tuple(self.db.execute(
             "SELECT COUNT(*), COALESCE(MAX(collected_at), 0) FROM results WHERE study=?", (study,)).fetchone())
 
@@ -79,7 +79,7 @@ class Results(Ledger):
         bad = self.unreadable_results(study)
         if not bad:
             return []
-        from cockpit.spec import config_label
+        from cockpit.study.spec import config_label
 
         configs = {c["config_id"]: c for c in self._configs_safe(study)}
         spec = self.study_settings(study)[3] or "STUDY.toml"

@@ -6,7 +6,7 @@ The rules, in one place:
 - progress: the latest metrics step over the run's total steps (1.0 once completed);
 - ETA: the steps left times the run's seconds per step so far (train_time_s / step);
 - a result row that does not parse keeps its row, with a verdict pointing at the problems line.
-The numbers (speedup, efficiency, verdicts) are cockpit.analysis over the results, cached here until a
+The numbers (speedup, efficiency, verdicts) are cockpit.forecast.analysis over the results, cached here until a
 result is added or replaced (nothing derived is stored).
 """
 
@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any, Protocol
 
-from cockpit.analysis import AnalysisCache
+from cockpit.forecast.analysis import AnalysisCache
 from cockpit.snapshot import (
     ACTIVE_STATES,
     ConfigRow,

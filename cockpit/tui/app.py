@@ -351,7 +351,7 @@ class CockpitApp(App):
 
     @work(group="submit", exclusive=True)
     async def _submit(self) -> None:
-        from cockpit.runner import PreflightFailed
+        from cockpit.run.runner import PreflightFailed
 
         preflight = PreflightScreen()
 

@@ -1,5 +1,5 @@
 """Two runs side by side (typically a group's baseline and one of its N-worker runs): every figure of their
-cockpit.analysis rows in two columns, each run's per-rank breakdown, and their loss and throughput curves
+cockpit.forecast.analysis rows in two columns, each run's per-rank breakdown, and their loss and throughput curves
 on shared axes, so what changed between them is read off one screen."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual_plotext import PlotextPlot
 
-from cockpit import explain
+from cockpit.figures import explain
 from cockpit.snapshot import ConfigRow, StudySnapshot
 from cockpit.tui import explain_panel, model
 from cockpit.tui import format as fmt

@@ -12,14 +12,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from cockpit.backend import JOB_ACTIONS
-from cockpit.plan import Plan, PlanLine  # noqa: F401  (the submit flow's content, cockpit.plan)
+from cockpit.forecast.plan import Plan, PlanLine  # noqa: F401  (the submit flow's content, cockpit.forecast.plan)
+from cockpit.launch.backend import JOB_ACTIONS
 from cockpit.snapshot import GpuSeries, StudySnapshot
 
 if TYPE_CHECKING:
-    from cockpit.spec import Study
+    from cockpit.forecast.whatif import Outcome
     from cockpit.store import StudyStore
-    from cockpit.whatif import Outcome
+    from cockpit.study.spec import Study
 
 GPU_HISTORY_POINTS = 240  # samples kept per GPU for a run's timeline (evenly spread over the run)
 
@@ -70,8 +70,8 @@ class Controller(Protocol):
         """The study file or store the view reads: `cockpit compare`'s first study when it is compared."""
 
     def what_if(self, text: str) -> Outcome:
-        """The plan's study with `KEY=VALUE ...` applied, predicted from what it recorded (cockpit.whatif,
-        as `cockpit plan --what-if`); raises cockpit.whatif.WhatIfError naming the argument. Called from a
+        """The plan's study with `KEY=VALUE ...` applied, predicted from what it recorded (cockpit.forecast.whatif,
+        as `cockpit plan --what-if`); raises cockpit.forecast.whatif.WhatIfError naming the argument. Called from a
         worker thread, never concurrently with itself."""
 
 
@@ -123,7 +123,7 @@ class RecordedController:
         return (self.run_dirs() if self.run_dirs is not None else {}).get(config_id)
 
     def what_if(self, text: str) -> Outcome:
-        from cockpit.whatif import WhatIfError
+        from cockpit.forecast.whatif import WhatIfError
 
         if self.study is None:
             raise WhatIfError("what-if: this view has no study file behind it (open the study's .toml)")
@@ -133,8 +133,9 @@ class RecordedController:
 def what_if_of(study: Study, store_path: Path | None, text: str) -> Outcome:
     """`KEY=VALUE ...` typed in the plan dialog, predicted as `cockpit plan --what-if` predicts it from the
     study's store (read-only)."""
-    from cockpit.session import node_cores
-    from cockpit.whatif import predict, recorded_inputs, split_arguments
+    from cockpit.forecast.whatif import predict, split_arguments
+    from cockpit.run.session import node_cores
+    from cockpit.store.recorded import recorded_inputs
 
     return predict(study, split_arguments(text), recorded_inputs(study, store_path, cores=node_cores(study)))
 

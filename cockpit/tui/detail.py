@@ -13,7 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Log, Sparkline, Static
 from textual_plotext import PlotextPlot
 
-from cockpit.analysis import comm_words, memory_words
+from cockpit.forecast.analysis import comm_words, memory_words
 from cockpit.snapshot import MetricPoint, StudySnapshot
 from cockpit.tui import explain_panel, model, quality_panel
 from cockpit.tui import format as fmt

@@ -1,7 +1,7 @@
 """The run detail's explain panel: a text waterfall from T1/N to T at the baseline's work, term by term,
 the fixed costs outside T, and each rank's breakdown with the straggler marked.
 
-It renders one row of cockpit.analysis, so every second on it is the one the report and the CSV print.
+It renders one row of cockpit.forecast.analysis, so every second on it is the one the report and the CSV print.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.text import Text
 
-from cockpit import explain
+from cockpit.figures import explain
 
 BAR = 32  # characters for the longest bar
 STYLES = {"data_wait": "magenta", "compute": "red", "comm": "yellow", "optimizer": "cyan", "other": "green",
@@ -72,7 +72,7 @@ def waterfall(a: dict[str, Any]) -> Text:
 
 
 def advice_lines(a: dict[str, Any]) -> Text:
-    """Each loss term's advice (cockpit.advice: the key, the value, the predicted T and E), largest first,
+    """Each loss term's advice (cockpit.forecast.advice: the key, the value, the predicted T and E), largest first,
     with the other keys that act on it."""
     items = a.get("advice_items") or []
     out = Text()

@@ -104,7 +104,7 @@ class RunFiles:
     def _write_csv(self, study: str, rows: list[ConfigRow]) -> None:
         """What the report's scaling.csv holds (the same function writes both), for the rows shown that
         have a result, in the table's order."""
-        from cockpit.analysis import write_scaling_csv
+        from cockpit.forecast.analysis import write_scaling_csv
 
         analysed = [r.analysis for r in rows if r.analysis]
         folder = self.export_dir or Path.cwd()

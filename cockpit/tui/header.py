@@ -9,7 +9,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from cockpit.backend import ConnectionState
+from cockpit.launch.backend import ConnectionState
 from cockpit.snapshot import StudySnapshot
 from cockpit.tui import format as fmt
 

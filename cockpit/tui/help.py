@@ -12,7 +12,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from cockpit import explain
+from cockpit.figures import explain
 from cockpit.tui.bindings import HELP_SECTIONS, key_label
 from cockpit.tui.filter import filter_names
 

@@ -8,16 +8,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cockpit.backend import ConnectionState
-from cockpit.plan import Plan, study_plan
+from cockpit.forecast.plan import Plan
+from cockpit.launch.backend import ConnectionState
 from cockpit.snapshot import ConfigRow, GpuSeries, StudySnapshot, count_states
+from cockpit.store.recorded import study_plan
 from cockpit.tui.controller import JOB_ACTIONS, downsample, what_if_of
 
 if TYPE_CHECKING:
+    from cockpit.forecast.whatif import Outcome
     from cockpit.preflight.checks import PreflightReport
-    from cockpit.session import StudySession
-    from cockpit.spec import Study
-    from cockpit.whatif import Outcome
+    from cockpit.run.session import StudySession
+    from cockpit.study.spec import Study
 
 
 def spec_snapshot(study: Study, cluster: str) -> StudySnapshot:

@@ -12,9 +12,9 @@ from typing import cast
 
 from rich.text import Text
 
-from cockpit import labels
+from cockpit.figures import labels
 from cockpit.snapshot import ConfigRow, JobRow, StudySnapshot
-from cockpit.spec import config_label
+from cockpit.study.spec import config_label
 from cockpit.tui import format as fmt
 from cockpit.tui.columns import (
     FIGURES,
@@ -81,7 +81,7 @@ def short_label(values: dict[str, object], folded: frozenset[str] = frozenset())
 
 def study_device(snapshot: StudySnapshot, hint: str | None = None) -> str:
     """"cpu" when the study trains on CPUs (its results say so, or the study file), else "gpu"
-    (cockpit.labels, which the report's words come from too)."""
+    (cockpit.figures.labels, which the report's words come from too)."""
     return labels.device_of(((row.analysis or {}).get("device") or (row.result or {}).get("device")
                              for row in snapshot.configs), hint)
 
@@ -289,8 +289,8 @@ def workers_of(row: ConfigRow) -> int:
 
 
 def analysis_rows(snapshot: StudySnapshot) -> tuple[list[dict], list[dict]]:
-    """(cockpit.analysis rows of the configurations that have one, the rest as pending points), the input
-    of cockpit.series: the plots tab draws what the report's PNGs draw."""
+    """(cockpit.forecast.analysis rows of the configurations that have one, the rest as pending points), the input
+    of cockpit.figures.series: the plots tab draws what the report's PNGs draw."""
     done, pending = [], []
     for c in snapshot.configs:
         if c.analysis:

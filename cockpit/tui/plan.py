@@ -1,6 +1,6 @@
 """The submit flow: the plan (matrix, node-hour estimate, budget left) and a confirmation to submit; and, before
 any node-hour is spent, what the study would do with some keys changed (`w`: the what-if of `cockpit plan
---what-if`, computed and worded by cockpit.whatif)."""
+--what-if`, computed and worded by cockpit.forecast.whatif)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, ContentSwitcher, DataTable, Input, Static
 
-from cockpit.plan import figures_words, hours
+from cockpit.forecast.plan import figures_words, hours
 from cockpit.tui.bindings import PLAN_BINDINGS, HelpContext
 from cockpit.tui.controller import Plan
 from cockpit.tui.latest import LatestRequest
 
 if TYPE_CHECKING:
-    from cockpit.whatif import Outcome
+    from cockpit.forecast.whatif import Outcome
 
 STATUS_STYLE = {"submit": "bold", "done": "green", "too big": "red"}
 WHAT_IF_EXAMPLE = "train.bucket_cap_mb=0.5 sweep.gpus_per_node=[1, 2]"  # run by tests/tui/test_plan_what_if.py
@@ -67,7 +67,7 @@ def shared_words(labels: list[str]) -> str:
 
 class PlanScreen(ModalScreen[bool], HelpContext):
     """Answers True when the user confirms the submit. `what_if` (the controller's): a line of KEY=VALUE
-    arguments -> cockpit.whatif.Outcome, or None where there is no study file to change."""
+    arguments -> cockpit.forecast.whatif.Outcome, or None where there is no study file to change."""
 
     HELP_CONTEXT = "plan"
 
@@ -153,7 +153,7 @@ class PlanScreen(ModalScreen[bool], HelpContext):
 
     @work(thread=True, group="what-if")
     def _predict(self, text: str) -> None:
-        from cockpit.whatif import WhatIfError
+        from cockpit.forecast.whatif import WhatIfError
 
         assert self._what_if is not None
         outcome, error = None, ""
@@ -174,7 +174,7 @@ class PlanScreen(ModalScreen[bool], HelpContext):
             self._show(self.outcome, error)
 
     def _show(self, outcome: Outcome | None, error: str) -> None:
-        from cockpit.whatif import CAPTION, COLUMNS, summary_lines, table_rows, title
+        from cockpit.forecast.whatif_table import CAPTION, COLUMNS, summary_lines, table_rows, title
 
         self.outcome, self.error = outcome, error
         if self._what_if is not None:

@@ -1,4 +1,4 @@
-"""The study's four figures as terminal plots: the series of cockpit.series, which the PNGs of
+"""The study's four figures as terminal plots: the series of cockpit.figures.series, which the PNGs of
 `cockpit report` draw too, so both show the same numbers (a note under a figure flags medians over
 fewer groups than have a configuration there). Each series has a fixed colour and the legend is a line
 under its figure: plotext would draw it over the data. Efficiency and overhead give their values in the
@@ -13,7 +13,7 @@ from textual.containers import Grid, Vertical
 from textual.widgets import Static
 from textual_plotext import Plot, PlotextPlot
 
-from cockpit import labels, series
+from cockpit.figures import labels, series
 from cockpit.snapshot import StudySnapshot
 from cockpit.tui import model
 from cockpit.tui.channel import SnapshotView

@@ -20,7 +20,7 @@ from cockpit.tui.latest import LatestRequest
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from cockpit.compare import Comparison
+    from cockpit.forecast.compare import Comparison
 
 Side = tuple[Path, str | None]  # a study file or a store, and the study's name in a store holding several
 

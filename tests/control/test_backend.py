@@ -8,18 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.backend import JOB_ACTIONS, Backend, UnsupportedAction
+from cockpit.launch.backend import JOB_ACTIONS, Backend, UnsupportedAction
 from cockpit.launch.local import LocalExecutor
 from cockpit.launch.slurm.backend import SlurmBackend
-from cockpit.session import backend_for, open_session
-from cockpit.spec import load_study
-from cockpit.ssh import SshConnection, SshTarget
+from cockpit.launch.ssh import SshConnection, SshTarget
+from cockpit.run.session import backend_for, open_session
+from cockpit.study.spec import load_study
 from cockpit.tui.live import LiveController
 from tests.studies import write_study
 
 REPO = Path(__file__).resolve().parents[2]
-USERS = [REPO / "cockpit" / "runner.py", *sorted((REPO / "cockpit" / "run").glob("*.py")),
-         REPO / "cockpit" / "tui" / "live.py", REPO / "cockpit" / "session.py"]
+USERS = [*sorted((REPO / "cockpit" / "run").glob("*.py")), REPO / "cockpit" / "tui" / "live.py"]  # runner, session
 
 
 def _study(tmp_path: Path, **cluster):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from cockpit.backend import AdaptiveInterval
+from cockpit.launch.backend import AdaptiveInterval
 from cockpit.launch.local import LocalExecutor
-from cockpit.runner import StudyRunner
-from cockpit.spec import load_study
+from cockpit.run.runner import StudyRunner
 from cockpit.store import StudyStore
+from cockpit.study.spec import load_study
 from tests.studies import write_study
 
 

@@ -328,7 +328,7 @@ def test_report_into_an_unwritable_directory_is_one_line(demo: Path, capsys):
 
 def test_a_corrupt_result_row_is_named_and_the_other_runs_reported(demo: Path, tmp_path: Path, capsys):
     cid, values = corrupt_result(demo)
-    from cockpit.spec import config_label
+    from cockpit.study.spec import config_label
 
     label = config_label(values)
     assert cli(["report", str(demo / STORE), "--out", str(tmp_path / "r")]) == 2

@@ -1,6 +1,6 @@
 """The cockpit's commands as a newcomer types them, on the store the real `cockpit demo` recorded
 (tests/fixtures/demo-store): every refusal is one `cockpit: ...` line with return code 2, never a traceback;
-the plan of a finished study shows what its runs measured (the report's figures, cockpit.analysis), and the
+the plan of a finished study shows what its runs measured (the report's figures, cockpit.forecast.analysis), and the
 what-if marks the configurations a plain plan marks "too big"; the positional arguments have one name per
 concept and a CPU study's plan speaks of workers, as its report does."""
 
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.analysis import analyse
 from cockpit.cli import build_parser
 from cockpit.cli import main as cli
+from cockpit.forecast.analysis import analyse
 from cockpit.report.source import from_store, study_or_store
 from tests.studies import REPO
 

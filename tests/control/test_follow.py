@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import cockpit.follow as follow
-from cockpit.follow import Chunk, FileCursor, parse_jsonl_fast
+import cockpit.launch.follow as follow
+from cockpit.launch.follow import Chunk, FileCursor, parse_jsonl_fast
 from trainer.rundir import parse_jsonl_bytes
 
 SAMPLES = [

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from cockpit.backend import AdaptiveInterval, JobState
+from cockpit.launch.backend import AdaptiveInterval, JobState
 from cockpit.launch.slurm.client import (
     SQUEUE_FIELDS,
     SubmitRefused,
@@ -17,7 +17,7 @@ from cockpit.launch.slurm.client import (
     parse_squeue,
     parse_state,
 )
-from cockpit.ssh import CommandResult
+from cockpit.launch.ssh import CommandResult
 
 SQUEUE = (
     "101|RUNNING|1:02:03|2:00:00|2|mel[0001-0002]|u100|None|study-aaaa|hlm-study-1234\n"
@@ -173,7 +173,7 @@ def test_sbatch_answers():
 
 def test_adaptive_interval():
     iv = AdaptiveInterval(fast_s=1, running_s=10, slow_s=60)
-    from cockpit.backend import JobInfo
+    from cockpit.launch.backend import JobInfo
 
     pending = [JobInfo("1", "a", JobState.PENDING)]
     running = [JobInfo("1", "a", JobState.RUNNING)]

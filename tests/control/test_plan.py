@@ -1,4 +1,4 @@
-"""`cockpit plan`, the TUI's plan dialog and the runner's budget guard read one plan (cockpit.plan)."""
+"""`cockpit plan`, the TUI's plan dialog and the runner's budget guard read one plan (cockpit.forecast.plan)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from cockpit.commands.plan import plan_summary
-from cockpit.plan import study_plan
-from cockpit.runner import BudgetExceeded
-from cockpit.session import open_session
-from cockpit.spec import load_study
+from cockpit.run.runner import BudgetExceeded
+from cockpit.run.session import open_session
+from cockpit.store.recorded import study_plan
+from cockpit.study.spec import load_study
 from cockpit.tui.live import LiveController
 from tests.studies import write_study
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from cockpit.cli import main as cli
-from cockpit.plan import make_plan
-from cockpit.session import node_cores, open_session, store_path_for
-from cockpit.spec import load_study
+from cockpit.forecast.plan import make_plan
+from cockpit.run.session import node_cores, open_session, store_path_for
+from cockpit.study.spec import load_study
 from cockpit.tui.live import LiveController
 from cockpit.tui.plan import plan_summary as dialog_summary
 from tests.studies import REPO

@@ -1,4 +1,4 @@
-"""The plan predicts node-hours from a group's real finished baseline (cockpit.prediction) and recommends."""
+"""The plan predicts node-hours from a group's real finished baseline (cockpit.forecast.prediction) and recommends."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from cockpit.cli import main as cli
-from cockpit.plan import make_plan
-from cockpit.spec import load_study
+from cockpit.forecast.plan import make_plan
+from cockpit.study.spec import load_study
 from tests.studies import REPO, write_study
 from trainer import rundir
 
@@ -72,7 +72,7 @@ def test_the_plan_marks_what_the_local_machine_cannot_run_too_big(tmp_path):
     """A study that believes in 8 cores, on a backend that knows the machine has 2: 2 workers x 2 cores
     is "too big", not "submit" (the local executor would refuse it)."""
     from cockpit.launch.local import LocalExecutor
-    from cockpit.plan import study_plan
+    from cockpit.store.recorded import study_plan
 
     path = write_study(tmp_path / "s.toml", "cores", tmp_path / "w", cluster={"gpus_per_node": 2, "cores_per_node": 8},
                        sweep={"gpus_per_node": [1, 2], "cpus_per_task": [1, 2]})
@@ -87,7 +87,7 @@ def test_the_plan_marks_what_the_local_machine_cannot_run_too_big(tmp_path):
 def test_the_preflights_measured_links_replace_the_site_profiles(study_and_baseline):
     """Once a preflight measured a link, the prediction uses its figure (and says so) instead of the
     profile's nominal one; the runs' own probes would replace both."""
-    from cockpit import prediction
+    from cockpit.forecast import prediction
 
     _, study, base = study_and_baseline
     measured = prediction.preflight_links({"intra_node": 0.25e9}, "abc123")

@@ -15,8 +15,8 @@ import pytest
 
 from cockpit.cli import main as cockpit
 from cockpit.preflight.jobs import study_digest
-from cockpit.spec import load_study
 from cockpit.store import StudyStore, preflights
+from cockpit.study.spec import load_study
 
 pytestmark = [pytest.mark.slurm, pytest.mark.sshd]
 
@@ -54,7 +54,7 @@ def test_one_and_two_node_cpu_study_passes_with_measured_bandwidth(make_study, s
     assert re.search(r"data mitdb\s+pass\s+1 records; 101: 360 Hz", text), text
     assert not _failures(text)
     loaded = load_study(study)
-    from cockpit.session import store_path_for
+    from cockpit.run.session import store_path_for
 
     store = StudyStore(store_path_for(loaded), read_only=True)
     try:
@@ -115,7 +115,7 @@ def test_run_submits_nothing_after_a_failed_preflight(make_study, slurm_cluster)
     assert "FAILED preflight 1 node x 1 data mitdb" in res.stdout
     assert "nothing of the study is submitted until it passes" in res.stdout
     loaded = load_study(study)
-    from cockpit.session import store_path_for
+    from cockpit.run.session import store_path_for
 
     store = StudyStore(store_path_for(loaded), read_only=True)
     try:

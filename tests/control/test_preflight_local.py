@@ -13,10 +13,10 @@ from cockpit.preflight.checks import FAIL, NOT_RUN, PASS
 from cockpit.preflight.jobs import preflight_jobs, study_digest
 from cockpit.preflight.table import report_lines
 from cockpit.run.preflight import run_preflight
-from cockpit.runner import PreflightFailed
-from cockpit.session import open_session
-from cockpit.spec import load_study
+from cockpit.run.runner import PreflightFailed
+from cockpit.run.session import open_session
 from cockpit.store import preflights
+from cockpit.study.spec import load_study
 from tests.studies import mitdb_data, write_study
 
 

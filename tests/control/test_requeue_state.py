@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from cockpit.backend import AdaptiveInterval
+from cockpit.launch.backend import AdaptiveInterval
 from cockpit.launch.slurm.backend import SlurmBackend
-from cockpit.runner import StudyRunner
-from cockpit.spec import load_study
+from cockpit.run.runner import StudyRunner
 from cockpit.store import StudyStore
+from cockpit.study.spec import load_study
 
 FAST = AdaptiveInterval(fast_s=0.3, running_s=0.6, slow_s=1.0)
 
@@ -39,7 +39,8 @@ async def test_a_requeued_job_reads_requeued(make_study, slurm_cluster, tmp_path
             await asyncio.sleep(0.2)
         (job,) = store.jobs(key)
         assert job.state == "requeued" and job.reason.startswith("requeued by Slurm after it had started"), job
-        history = [s for _, s, _ in store.state_history(job.id)]
+        history = [s for (s,) in store.db.execute("SELECT state FROM job_states WHERE job=? ORDER BY rowid",
+                                                  (job.id,))]
         assert "running" in history and history[-1] == "requeued", history
     finally:
         if key is not None:

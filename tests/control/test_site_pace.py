@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.backend import UserLimits
 from cockpit.commands.plan import plan_summary
+from cockpit.launch.backend import UserLimits
 from cockpit.launch.slurm.client import SubmitLater, SubmitRefused, parse_limits, parse_sbatch
-from cockpit.plan import study_plan
+from cockpit.launch.ssh import CommandResult
 from cockpit.run.submission import pace
-from cockpit.spec import load_study
-from cockpit.ssh import CommandResult
+from cockpit.store.recorded import study_plan
+from cockpit.study.spec import load_study
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "meluxina.toml"
 

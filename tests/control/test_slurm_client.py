@@ -8,9 +8,9 @@ import uuid
 
 import pytest
 
-from cockpit.backend import JobState
+from cockpit.launch.backend import JobState
 from cockpit.launch.slurm.client import SlurmClient, SlurmError, SubmitRefused
-from cockpit.ssh import SshConnection
+from cockpit.launch.ssh import SshConnection
 
 
 def _script(name: str, body: str, workdir) -> str:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.backend import ConnectionState
-from cockpit.follow import FileCursor, FollowSpec, RemoteFollower
-from cockpit.ssh import ConnectionInterrupted, HostKeyError, SshConnection, SshError, resolve_target
+from cockpit.launch.backend import ConnectionState
+from cockpit.launch.follow import FileCursor, FollowSpec, RemoteFollower
+from cockpit.launch.ssh import ConnectionInterrupted, HostKeyError, SshConnection, SshError, resolve_target
 
 
 def _fingerprint(pub: Path) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from cockpit.backend import ConnectionState
-from cockpit.ssh import SshConnection, SshError, resolve_target
+from cockpit.launch.backend import ConnectionState
+from cockpit.launch.ssh import SshConnection, SshError, resolve_target
 
 
 async def test_an_unresolvable_host_fails_at_once_naming_the_ssh_config_entry(tmp_path):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.backend import ConnectionState
+from cockpit.launch.backend import ConnectionState
 from cockpit.snapshot import StudySnapshot
 from cockpit.store import SCHEMA_VERSION, StoreError, StudyStore, default_store_path
 from trainer.rundir import parse_jsonl_bytes
@@ -68,7 +68,8 @@ def test_intent_then_job_id_and_history(store: StudyStore):
     assert store.set_job_state(row, "running", elapsed_s=3.0, nodes=1, nodelist="n1")
     assert not store.set_job_state(row, "running", elapsed_s=4.0)  # no change, no history entry
     store.set_job_state(row, "completed", elapsed_s=3600.0, ended=True)
-    assert [s for _, s, _ in store.state_history(row)] == ["submitting", "pending", "running", "completed"]
+    history = store.db.execute("SELECT state FROM job_states WHERE job=? ORDER BY rowid", (row,))
+    assert [s for (s,) in history] == ["submitting", "pending", "running", "completed"]
     assert store.node_hours_used(key) == pytest.approx(1.0)
     second = store.record_intent(key, "c0")
     assert store.jobs(key)[-1].attempt == 2 and second != row

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.analysis import scaling_table
-from cockpit.backend import AdaptiveInterval, ConnectionState
+from cockpit.forecast.analysis import scaling_table
+from cockpit.launch.backend import AdaptiveInterval, ConnectionState
 from cockpit.launch.slurm.backend import SlurmBackend
-from cockpit.runner import BudgetExceeded, StudyRunner
-from cockpit.spec import load_study
+from cockpit.run.runner import BudgetExceeded, StudyRunner
 from cockpit.store import StudyStore
+from cockpit.study.spec import load_study
 from trainer.rundir import read_jsonl, read_result
 
 REPO = Path(__file__).resolve().parents[2]
@@ -101,10 +101,10 @@ CHILD = """
 import asyncio, sys, time
 sys.path.insert(0, {repo!r})
 from pathlib import Path
-from cockpit.runner import StudyRunner
+from cockpit.run.runner import StudyRunner
 from cockpit.launch.slurm.backend import SlurmBackend
-from cockpit.backend import ConnectionState
-from cockpit.spec import load_study
+from cockpit.launch.backend import ConnectionState
+from cockpit.study.spec import load_study
 from cockpit.store import StudyStore
 
 def after_submit(cfg, job_id):

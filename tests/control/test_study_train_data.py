@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.spec import SpecError, load_study
+from cockpit.study.spec import SpecError, load_study
 from trainer import rundir
 from trainer.settings import from_config
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.backend import AdaptiveInterval
+from cockpit.launch.backend import AdaptiveInterval
 from cockpit.launch.slurm.backend import SlurmBackend
-from cockpit.runner import StudyRunner, TickReport
-from cockpit.spec import load_study
+from cockpit.run.runner import StudyRunner, TickReport
 from cockpit.store import StudyStore
+from cockpit.study.spec import load_study
 
 pytestmark = [pytest.mark.slurm, pytest.mark.sshd]
 FAST = AdaptiveInterval(fast_s=0.3, running_s=0.6, slow_s=1.0)

@@ -14,14 +14,23 @@ from pathlib import Path
 
 import pytest
 
-from cockpit import advice, explain, prediction
-from cockpit.advice import options
-from cockpit.analysis import analyse
 from cockpit.cli import main as cli
+from cockpit.figures import explain
+from cockpit.forecast import advice, prediction
+from cockpit.forecast.advice import options
+from cockpit.forecast.analysis import analyse
+from cockpit.forecast.whatif import (
+    Inputs,
+    WhatIf,
+    WhatIfError,
+    parse_assignment,
+    predict,
+    variant_of,
+    what_if,
+)
 from cockpit.report.source import from_store
-from cockpit.session import node_cores
-from cockpit.spec import load_study
-from cockpit.whatif import Inputs, WhatIf, WhatIfError, parse_assignment, predict, variant_of, what_if
+from cockpit.run.session import node_cores
+from cockpit.study.spec import load_study
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "demo-store"
@@ -47,7 +56,7 @@ def by_scale(results: list[dict], window: int, workers: int) -> dict:
 
 
 def predicted(demo: Path, results: list[dict], *arguments: str) -> WhatIf:
-    """The what-if of `cockpit plan --what-if ARGUMENTS` (cockpit.whatif.predict) on the demo's results."""
+    """The what-if of `cockpit plan --what-if ARGUMENTS` (cockpit.forecast.whatif.predict) on the demo's results."""
     return predict(load_study(demo), arguments, Inputs(results)).what_if
 
 

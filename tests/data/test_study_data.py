@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cockpit.commands import demo
-from cockpit.spec import SpecError, load_study, parse_study
+from cockpit.study.spec import SpecError, load_study, parse_study
 from trainer import cli as trainer_cli
 from trainer.data.dataset import load_manifest
 from trainer.prepare_command import add_arguments, run

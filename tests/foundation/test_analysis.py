@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from cockpit import series
-from cockpit.analysis import analyse, efficiency, karp_flatt, overhead, scaling_table, speedup
+from cockpit.figures import series
+from cockpit.forecast.analysis import analyse, efficiency, karp_flatt, overhead, scaling_table, speedup
 
 
 def result(gpus: int, t: float, *, status: str = "completed", window: int = 128, comm: float = 0.0,
@@ -188,7 +188,7 @@ def test_time_bars_speedup_is_the_ratio_of_the_bars_drawn():
 
 
 def test_headline_and_figures_count_groups_with_one_function():
-    from cockpit.analysis import summary_by_workers
+    from cockpit.forecast.analysis import summary_by_workers
 
     rows = analyse([result(1, 100), result(2, 60), result(1, 80, window=256), result(2, 50, window=256)])
     pending = [{"group_id": "g-w512", "workers": n, "cpus_per_task": 16, "status": "pending"} for n in (1, 2)]
@@ -212,7 +212,7 @@ def test_figure_titles_are_words_that_say_median():
 
 
 def test_each_n_worker_row_carries_its_prediction_and_error():
-    from cockpit.prediction import Link, Links
+    from cockpit.forecast.prediction import Link, Links
 
     base = result(1, 100, optimizer=10)
     base["timing"]["steps"] = 100

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.spec import load_study
+from cockpit.study.spec import load_study
 from trainer import rundir
 from trainer.settings import TOP_LEVEL, ConfigError, from_config
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from cockpit.spec import SpecError, parse_study
-from cockpit.spec_rules import SECTIONS
+from cockpit.study.spec import SpecError, parse_study
+from cockpit.study.spec_rules import SECTIONS
 from tests.studies import study_raw
 from trainer.cli import TRAIN_KEYS, build_config, parser
 from trainer.config_keys import KEYS, ConfigKey

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cockpit.launch.slurm.render import render_script
-from cockpit.spec import Configuration, _digest, load_study
+from cockpit.study.spec import Configuration, _digest, load_study
 from trainer.config_keys import AXIS_KEYS, SCALE_AXES, Axis, ConfigKey, id_values, label_words
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,13 +14,10 @@ REPO = Path(__file__).resolve().parents[2]
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("shared contract", ("trainer.rundir", "trainer.config_keys", "trainer.scores", "trainer.data.errors",
                          "trainer.data.tokenizer_keys", "trainer.environment", "sbatch_templates")),
-    ("study and backend base", ("cockpit.spec", "cockpit.spec_rules", "cockpit.backend", "cockpit.follow", "cockpit.snapshot",
-                                "cockpit.labels", "cockpit.preflight")),
-    ("figures of a study", ("cockpit.prediction", "cockpit.explain", "cockpit.quality", "cockpit.analysis",
-                            "cockpit.series", "cockpit.advice", "cockpit.traces")),
-    ("backends and state", ("cockpit.ssh", "cockpit.launch", "cockpit.store", "cockpit.gpu_fit",
-                            "cockpit.plan", "cockpit.whatif", "cockpit.compare")),
-    ("orchestration", ("cockpit.runner", "cockpit.run", "cockpit.session")),
+    ("study, backends and figures", ("cockpit.study", "cockpit.preflight", "cockpit.figures", "cockpit.launch",
+                                     "cockpit.snapshot")),
+    ("forecast and state", ("cockpit.forecast", "cockpit.store")),
+    ("orchestration", ("cockpit.run",)),
     ("presentation", ("cockpit.report", "cockpit.tui", "cockpit.notebook")),
     ("commands", ("cockpit.commands", "cockpit.cli", "cockpit.__main__")),
 ]
@@ -68,7 +65,7 @@ def graph() -> dict[str, set[str]]:
 
 
 def package_of(module: str) -> str:
-    """`cockpit.store.ledger` -> `cockpit.store`; a top-level module (`cockpit.plan`) is its own node."""
+    """`cockpit.store.ledger` -> `cockpit.store`; a top-level module (`cockpit.snapshot`) is its own node."""
     parts = module.split(".")
     return ".".join(parts[:2]) if (REPO / parts[0] / parts[1] if len(parts) > 1 else REPO).is_dir() else module
 

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_import_cockpit_never_imports_torch():
     code = (
-        "import sys, cockpit, cockpit.cli, cockpit.spec, cockpit.analysis, cockpit.backend, trainer.rundir\n"
+        "import sys, cockpit, cockpit.cli, cockpit.study.spec, cockpit.forecast.analysis, cockpit.launch.backend, trainer.rundir\n"
         "import cockpit.commands.plan\n"
         "heavy = [m for m in ('torch', 'numpy', 'wfdb') if m in sys.modules]\n"
         "print(','.join(heavy))\n"

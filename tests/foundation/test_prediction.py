@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cockpit.launch.slurm.sites import load_site
-from cockpit.prediction import (
+from cockpit.forecast.prediction import (
     Link,
     Links,
     NoPrediction,
@@ -15,6 +14,7 @@ from cockpit.prediction import (
     site_links,
     work_for,
 )
+from cockpit.launch.slurm.sites import load_site
 
 
 def baseline(t: float = 100.0, steps: int = 1000, grad: int = 100_000_000, buckets: int = 5) -> dict:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.plan import study_plan
-from cockpit.spec import SpecError, load_study
+from cockpit.store.recorded import study_plan
+from cockpit.study.spec import SpecError, load_study
 
 REPO = Path(__file__).resolve().parents[2]
 MELUXINA = REPO / "examples" / "meluxina.toml"

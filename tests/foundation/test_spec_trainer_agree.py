@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from cockpit.spec import SpecError, load_study, parse_study
-from cockpit.spec_rules import SECTIONS
+from cockpit.study.spec import SpecError, load_study, parse_study
+from cockpit.study.spec_rules import SECTIONS
 from tests.studies import SYNTHETIC_DATA, TINY_MODEL, TINY_TRAIN, study_raw, write_study
 from trainer.config_keys import AXES, AXIS_KEYS, KEYS, TOKENIZER_KEYS, ConfigKey, section_keys
 from trainer.data.errors import DataError

@@ -32,8 +32,8 @@ class Sshd:
     ssh_config: Path  # `Host hlm-test` (this server) and `Host hlm-test-via-jump` (the same, through itself)
 
     def target(self, **overrides):
-        """An SshTarget for this server (cockpit.ssh), with strict host keys from its known_hosts."""
-        from cockpit.ssh import SshTarget
+        """An SshTarget for this server (cockpit.launch.ssh), with strict host keys from its known_hosts."""
+        from cockpit.launch.ssh import SshTarget
 
         fields = dict(host="127.0.0.1", port=self.port, user=self.user, identity_files=(str(self.key),),
                       identities_only=True, known_hosts=str(self.known_hosts), keepalive_s=2.0)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cockpit.launch.slurm.render import job_comment, job_name, render_script, render_study_scripts
-from cockpit.spec import load_study
+from cockpit.study.spec import load_study
 
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden"

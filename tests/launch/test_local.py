@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.backend import Backend, JobState
+from cockpit.launch.backend import Backend, JobState
 from cockpit.launch.local import LocalExecutor, LocalSubmitError
-from cockpit.spec import load_study
+from cockpit.study.spec import load_study
 from tests.studies import write_study
 from trainer import rundir
 

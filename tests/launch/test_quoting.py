@@ -10,7 +10,7 @@ import pytest
 
 from cockpit.launch.slurm.quoting import UnsafeValueError, path_expr, sbatch_value, shell_quote
 from cockpit.launch.slurm.render import render_script
-from cockpit.spec import parse_study
+from cockpit.study.spec import parse_study
 
 HOSTILE = [
     "two words",

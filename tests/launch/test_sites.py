@@ -9,7 +9,7 @@ import pytest
 
 from cockpit.launch.slurm.render import render_script
 from cockpit.launch.slurm.sites import SiteError, builtin_sites, load_site, parse_site
-from cockpit.spec import parse_study
+from cockpit.study.spec import parse_study
 
 HERE = Path(__file__).parent
 

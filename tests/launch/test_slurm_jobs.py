@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cockpit.launch.slurm.render import render_script, submit_command
-from cockpit.spec import load_study
+from cockpit.study.spec import load_study
 from tests.studies import write_study
 from trainer import rundir
 

@@ -1,5 +1,5 @@
 """`cockpit report STUDY --compare OTHER`: the "Compared with OTHER" section, in Markdown and HTML, carries
-what `cockpit compare STUDY OTHER` prints (one function, cockpit.compare), with each figure's inputs. On the
+what `cockpit compare STUDY OTHER` prints (one function, cockpit.forecast.compare), with each figure's inputs. On the
 real stores of tests/fixtures: the demo's (batch 16, 1 core per worker) and the recorded one (batch 8, 1 and
 2 cores per worker); and the demo's study file against its own store, where B is predicted from A."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.analysis import analyse
 from cockpit.cli import main as cli
-from cockpit.compare import figure_rows, headline, label, prediction_line, unmatched_lines
+from cockpit.forecast.analysis import analyse
+from cockpit.forecast.compare import figure_rows, headline, label, prediction_line, unmatched_lines
 from cockpit.report.comparison import compare_paths
 from cockpit.report.source import load_input
 

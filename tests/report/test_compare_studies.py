@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cockpit import advice
-from cockpit import compare as cmp
 from cockpit.cli import main as cli
+from cockpit.forecast import advice
+from cockpit.forecast import compare as cmp
 from cockpit.report.source import from_store, load_input
 from tests.studies import write_study
 

@@ -14,7 +14,7 @@ import pytest
 
 from cockpit.cli import main as cli
 from cockpit.commands import demo
-from cockpit.spec import parse_study
+from cockpit.study.spec import parse_study
 
 
 def args(tmp_path: Path, *extra: str) -> argparse.Namespace:

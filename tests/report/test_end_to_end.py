@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.analysis import scaling_table
-from cockpit.spec import load_study
+from cockpit.forecast.analysis import scaling_table
+from cockpit.study.spec import load_study
 from tests.report.test_report import markdown_rows
 from trainer.rundir import read_result
 

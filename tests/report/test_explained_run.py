@@ -1,15 +1,15 @@
 """A real local study (1 and 2 gloo workers): every number the headless run prints comes from
-cockpit.analysis, the overhead terms add up to the overhead, and the 2-worker run's verdict names its
+cockpit.forecast.analysis, the overhead terms add up to the overhead, and the 2-worker run's verdict names its
 largest loss in seconds."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from cockpit.analysis import analyse
 from cockpit.cli import main as cli
 from cockpit.commands.progress import explained_line
-from cockpit.spec import load_study
+from cockpit.forecast.analysis import analyse
+from cockpit.study.spec import load_study
 from trainer.rundir import read_result
 
 STUDY = """

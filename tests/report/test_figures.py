@@ -12,8 +12,8 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from cockpit import series
-from cockpit.analysis import analyse
+from cockpit.figures import series
+from cockpit.forecast.analysis import analyse
 from cockpit.report import figures
 from cockpit.report.source import load_input
 from cockpit.report.write import write_report

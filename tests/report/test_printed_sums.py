@@ -1,7 +1,7 @@
 """What is printed adds up: the overhead terms shown in the short verdict, the full explanation, the run
 detail's waterfall, the compare view, the report's table and waterfall figures and the headless lines sum
 to the O shown beside them, exactly in hundredths (and a baseline's parts to its T1). One rounding does it,
-cockpit.explain.shown_split (largest remainder on signed terms).
+cockpit.figures.explain.shown_split (largest remainder on signed terms).
 
 Read from the printed text of every row of the recorded store and of a fresh `cockpit demo --headless`."""
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from cockpit import explain
 from cockpit.commands.progress import explained_line
+from cockpit.figures import explain
 from cockpit.report import figures, tables
 from cockpit.store import StudyStore
 from cockpit.tui import compare, explain_panel
@@ -191,7 +191,7 @@ def test_every_row_of_a_fresh_demo_adds_up_as_printed(demo):
     rows = analysis_of(store, "local-demo")
     assert len(rows) == 4
     headless = {}
-    from cockpit.spec import config_label
+    from cockpit.study.spec import config_label
 
     for a in rows:  # the lines the headless run printed, found by the configuration's label
         label = config_label(a)

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.analysis import analyse
 from cockpit.cli import main as cli
 from cockpit.commands.progress import explained_line
-from cockpit.quality import MACRO_F1_NSVF, quality_words
-from cockpit.spec import load_study
+from cockpit.figures.quality import MACRO_F1_NSVF, quality_words
+from cockpit.forecast.analysis import analyse
 from cockpit.store import StudyStore, default_store_path
+from cockpit.study.spec import load_study
 from cockpit.tui import format as fmt
 from cockpit.tui import model, quality_panel
 from cockpit.tui.app import CockpitApp

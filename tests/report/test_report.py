@@ -1,4 +1,4 @@
-"""The headless report: every number comes from cockpit.analysis on the same results."""
+"""The headless report: every number comes from cockpit.forecast.analysis on the same results."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from cockpit.analysis import analyse
 from cockpit.cli import main as cli
+from cockpit.forecast.analysis import analyse
 from cockpit.report.source import ReportError, from_run_dirs, load_input
 from cockpit.report.write import write_report
 from cockpit.store import StudyStore

@@ -19,7 +19,7 @@ def token_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def write_run_config(run_dir: Path, cache: Path, **overrides: Any) -> Path:
-    """config.json as the launcher writes it (cockpit.spec.Study.run_config), for a tiny CPU run."""
+    """config.json as the launcher writes it (cockpit.study.spec.Study.run_config), for a tiny CPU run."""
     train = {"steps": 40, "lr": 1e-3, "seed": 0, "device": "cpu", "metrics_interval_s": 0.2, "eval": True,
              **overrides.pop("train", {})}
     config = {

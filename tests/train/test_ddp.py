@@ -44,7 +44,7 @@ def test_two_process_steps_equal_one_process_on_doubled_batch(tmp_path: Path) ->
 def test_a_slowed_rank_is_named_the_straggler_with_its_excess(tmp_path: Path) -> None:
     """Rank 1 sleeps 100 ms inside every step's compute (test-only keys): rank 0 waits for it in all-reduce.
     The margins are half the injected 0.8 s, so a loaded machine slowing both ranks does not matter."""
-    from cockpit.analysis import analyse
+    from cockpit.forecast.analysis import analyse
 
     one, two = tmp_path / "one", tmp_path / "two"
     s = tiny_settings(one, steps=8)

@@ -1,4 +1,4 @@
-"""The largest model per GPU (cockpit.gpu_fit) counts parameters as the trainer's model has them, shards model
+"""The largest model per GPU (cockpit.forecast.gpu_fit) counts parameters as the trainer's model has them, shards model
 states by the prediction's one formula, and its fit is the largest shape at or under the GPU's memory; the
 alpha-beta pricing says where its latency came from; a change is advised only with a gain beyond the noise."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from cockpit import gpu_fit
-from cockpit.advice.options import gain_unclear
-from cockpit.prediction import DEFAULT_LATENCY_S, Link, Links, memory_per_rank, merge, strategy_comm
+from cockpit.forecast import gpu_fit
+from cockpit.forecast.advice.options import gain_unclear
+from cockpit.forecast.prediction import DEFAULT_LATENCY_S, Link, Links, memory_per_rank, merge, strategy_comm
 from trainer.model import HeartLanguageModel, ModelConfig
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from cockpit.cli import main as cockpit
-from cockpit.spec import SpecError, parse_study
-from cockpit.traces import load, summarise, torch_view
+from cockpit.figures.traces import load, summarise, torch_view
+from cockpit.study.spec import SpecError, parse_study
 from tests.studies import study_raw, write_study
 from tests.train.tiny import spawn_world
 from trainer import rundir
@@ -96,7 +96,7 @@ def test_cockpit_trace_reads_a_local_studys_run_through_its_backend(profiled: Pa
     study_file = write_study(tmp_path / "s.toml", "traced", tmp_path / "work",
                              cluster={"cores_per_node": 2, "gpus_per_node": 2},
                              train={"profile_active": 2})
-    from cockpit.spec import load_study
+    from cockpit.study.spec import load_study
 
     study = load_study(study_file)
     cfg = study.matrix()[1]
@@ -111,7 +111,7 @@ def test_cockpit_trace_reads_a_local_studys_run_through_its_backend(profiled: Pa
 
 def test_cockpit_trace_reads_a_slurm_studys_run_over_ssh(profiled: Path, sshd_server, capsys) -> None:
     """The Slurm backend's read_file over the one SSH connection (SFTP, in pieces of at most 8 MiB)."""
-    from cockpit.spec import load_study
+    from cockpit.study.spec import load_study
 
     workdir = Path(tempfile.mkdtemp(prefix="hlm-trace-"))
     try:
@@ -180,6 +180,6 @@ def test_the_study_and_the_trainer_take_the_profile_keys_from_the_key_table(tmp_
 
 
 def test_the_trace_reader_does_not_import_torch() -> None:
-    code = ("import sys, cockpit.traces, cockpit.commands.trace; "
+    code = ("import sys, cockpit.figures.traces, cockpit.commands.trace; "
             "sys.exit('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from cockpit.prediction import Prediction, measured_links, memory_flag, predict
+from cockpit.forecast.prediction import Prediction, measured_links, memory_flag, predict
 from tests.train.test_ddp import weights
 from tests.train.tiny import free_port, tiny_data, tiny_settings
 from trainer import checkpoint, rundir
@@ -141,7 +141,7 @@ def test_communication_by_kind_adds_up_to_the_comm_part(pair_runs: Path) -> None
 
 
 def test_prediction_prices_each_strategy_and_shards_memory_as_measured(pair_runs: Path, single: Path) -> None:
-    """cockpit.prediction from the real one-process baseline and the pair runs' own link probe: each strategy's
+    """cockpit.forecast.prediction from the real one-process baseline and the pair runs' own link probe: each strategy's
     collectives (fsdp 1.5x ddp's bytes, fsdp_noreshard and ddp the same, zero1 a broadcast more), its memory
     per rank against what the pair runs held, and the GPU memory flag."""
     base = _result(single)

@@ -16,7 +16,7 @@ import pytest
 
 from cockpit.cli import main as cli
 from cockpit.notebook import open_study
-from cockpit.spec import Study, load_study
+from cockpit.study.spec import Study, load_study
 from tests.report.test_report import markdown_rows
 from trainer.rundir import read_result
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.plan import make_plan
-from cockpit.spec import load_study
+from cockpit.forecast.plan import make_plan
 from cockpit.store import StudyStore
+from cockpit.study.spec import load_study
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.controller import RecordedController, store_controller
 

@@ -266,7 +266,7 @@ async def test_export_copy_and_pager_fallback(recorded, tmp_path):
 
 def test_plan_dialog_marks_configurations_this_machine_cannot_run_too_big():
     from cockpit.launch.local import LocalExecutor
-    from cockpit.spec import load_study
+    from cockpit.study.spec import load_study
     from cockpit.tui.live import LiveController
 
     study = load_study(FIXTURE / "study.toml")  # cores_per_node = 4
@@ -388,7 +388,7 @@ async def test_export_is_the_reports_scaling_csv(recorded, tmp_path):
 
 
 def test_one_word_for_workers_in_the_tui_and_the_report(recorded):
-    from cockpit import labels
+    from cockpit.figures import labels
     from cockpit.report import tables
 
     snap = recorded.snapshot()

@@ -197,8 +197,8 @@ async def test_polls_never_overlap(recorded):
 def test_tui_and_report_show_the_same_numbers_on_a_store_with_stale_analysis(recorded, tmp_path):
     """The recorded store was written by a version that kept its own analysis table (speedup 0.86x for
     the 1x2 w128 run); the table, the plots tab and the report all recompute from the result files."""
-    from cockpit import series
-    from cockpit.analysis import analyse
+    from cockpit.figures import series
+    from cockpit.forecast.analysis import analyse
     from cockpit.report.source import load_input
     from cockpit.report.write import write_report
     from cockpit.tui import model

@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from cockpit.session import open_session
-from cockpit.spec import load_study
+from cockpit.run.session import open_session
+from cockpit.study.spec import load_study
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.confirm import ConfirmScreen
 from cockpit.tui.live import LiveController

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 from cockpit.cli import main as cli
-from cockpit.plan import study_plan
-from cockpit.session import node_cores
-from cockpit.spec import load_study
+from cockpit.forecast.whatif import split_arguments
+from cockpit.run.session import node_cores
 from cockpit.store import StudyStore
+from cockpit.store.recorded import study_plan
+from cockpit.study.spec import load_study
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.controller import store_controller
 from cockpit.tui.plan import WHAT_IF_EXAMPLE, WHAT_IF_PLACEHOLDER, PlanScreen
-from cockpit.whatif import split_arguments
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "demo-store"
@@ -185,9 +185,9 @@ async def test_what_ifs_never_overlap_and_the_latest_line_wins(demo):
 
 
 async def test_the_plan_dialog_shows_what_done_runs_measured(demo):
-    """A done configuration's row carries its run's T and S as the report gives them (cockpit.analysis),
+    """A done configuration's row carries its run's T and S as the report gives them (cockpit.forecast.analysis),
     as `cockpit plan` prints them, never the model's prediction for it."""
-    from cockpit.analysis import analyse
+    from cockpit.forecast.analysis import analyse
     from cockpit.report.source import from_store
 
     path, store = demo

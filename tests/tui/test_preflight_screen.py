@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cockpit.session import open_session
-from cockpit.spec import load_study
+from cockpit.run.session import open_session
+from cockpit.study.spec import load_study
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.live import LiveController
 from cockpit.tui.preflight import PreflightScreen

@@ -9,8 +9,8 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from cockpit.backend import JOB_ACTIONS, Backend, JobInfo, UserLimits
-from cockpit.follow import RemoteFollower
+from cockpit.launch.backend import JOB_ACTIONS, Backend, JobInfo, UserLimits
+from cockpit.launch.follow import RemoteFollower
 from cockpit.launch.slurm.client import ParseProblem, SlurmClient, SlurmError
 from cockpit.launch.slurm.quoting import path_expr
 from cockpit.launch.slurm.render import (
@@ -22,13 +22,13 @@ from cockpit.launch.slurm.render import (
     script_mode,
 )
 from cockpit.launch.slurm.sites import site_for
+from cockpit.launch.ssh import SshConnection, resolve_target
 from cockpit.preflight.jobs import preflight_dir
-from cockpit.ssh import SshConnection, resolve_target
 from trainer import rundir
 
 if TYPE_CHECKING:
     from cockpit.preflight.jobs import PreflightJob
-    from cockpit.spec import Configuration, Study
+    from cockpit.study.spec import Configuration, Study
 
 
 class SlurmBackend(Backend):

@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from cockpit import backend
-from cockpit.backend import BackendError, JobInfo, JobState, ParseProblem
-from cockpit.ssh import CommandResult
+from cockpit.launch import backend
+from cockpit.launch.backend import BackendError, JobInfo, JobState, ParseProblem
+from cockpit.launch.ssh import CommandResult
 
 # squeue: free-text fields (name, comment) go last so a stray separator in them cannot shift the others.
 SEP = "|"

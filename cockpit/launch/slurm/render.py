@@ -30,7 +30,7 @@ from trainer.rundir import SCHEMA_VERSION, SLURM_STDERR_FILE, SLURM_STDOUT_FILE,
 
 if TYPE_CHECKING:
     from cockpit.preflight.jobs import PreflightJob
-    from cockpit.spec import Configuration, Study
+    from cockpit.study.spec import Configuration, Study
 
 SCRIPT_SUFFIX = ".sbatch"
 

@@ -10,7 +10,7 @@ TN' = TN / work is the run's T at the baseline's work (work = samplesN / samples
 where every run of a group processes the same samples). A study with a fixed number of steps and a
 per-GPU batch gives an N-worker run N times the samples: TN' is then what the same work took.
 
-The overhead is split into seconds per part of the step time by cockpit.explain. Pure Python (no pandas),
+The overhead is split into seconds per part of the step time by cockpit.figures.explain. Pure Python (no pandas),
 so the terminal UI, the report, the CSV and the headless lines all call the same code on the result files.
 """
 
@@ -20,9 +20,10 @@ import math
 from collections.abc import Callable, Hashable, Iterable
 from typing import IO, TYPE_CHECKING, Any
 
-from cockpit import advice, explain, labels, prediction
-from cockpit.quality import quality_of
-from cockpit.spec import AXES, SCALE_AXES, Configuration
+from cockpit.figures import explain, labels
+from cockpit.figures.quality import quality_of
+from cockpit.forecast import advice, prediction
+from cockpit.study.spec import AXES, SCALE_AXES, Configuration
 from trainer.config_keys import AXIS_KEYS
 from trainer.rundir import COMM_KINDS, MEMORY_FIGURES
 
@@ -104,12 +105,12 @@ def run_row(result: dict[str, Any]) -> dict[str, Any]:
 def analyse(results: Iterable[dict[str, Any]], links: prediction.Links | None = None) -> list[dict[str, Any]]:
     """Per configuration, from result.json dicts: T, T at the baseline's work, speedup, efficiency,
     overhead, Karp-Flatt, the overhead's split into seconds, fixed costs, the straggler, the verdict, and
-    the model's quality beside the baseline's (cockpit.quality).
+    the model's quality beside the baseline's (cockpit.figures.quality).
 
     Repeats of a configuration are represented by the run with the median T (the lower middle one for
     an even count), so every figure of a row comes from one real run and adds up. Failed runs are listed
     with their status and excluded from the maths; a group without a finished 1x1 run gets NaN and a note.
-    Each N-worker row also carries what cockpit.prediction predicted from its baseline alone (`links`: the
+    Each N-worker row also carries what cockpit.forecast.prediction predicted from its baseline alone (`links`: the
     site's figures; the study's own start-up probes take precedence) and the error of that prediction.
     """
     results = list(results)
@@ -275,12 +276,12 @@ def summary_by_workers(rows: Iterable[dict[str, Any]], pending: Iterable[dict[st
                        ) -> list[dict[str, Any]]:
     """Median speedup, efficiency and overhead per worker count over the groups that have both the run and
     its baseline, with how many groups that is of those with a configuration of that many workers
-    (`pending`: the configurations without a result; counted by cockpit.series.group_counts, as the
+    (`pending`: the configurations without a result; counted by cockpit.figures.series.group_counts, as the
     figures' notes are) and the values the medians are of (the study's headline figures, checkable by
     hand)."""
     import statistics
 
-    from cockpit.series import group_counts, usable
+    from cockpit.figures.series import group_counts, usable
 
     rows = list(rows)
     counts = group_counts(rows, pending)

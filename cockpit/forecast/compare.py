@@ -3,7 +3,7 @@
 Configurations are matched by their axes; an axis each study holds at one value, different in each (the
 batch size of an advised change), is left out of the match and listed as a key that differs. Per match:
 the keys that differ (from the runs' config.json in result.json), T/work, S, E, O and every overhead term
-of A and of B with the change, and B as predicted from A's recorded runs (cockpit.advice.forecast, the
+of A and of B with the change, and B as predicted from A's recorded runs (cockpit.forecast.advice.forecast, the
 advice's own function) against B as measured. Unmatched configurations are listed, not dropped.
 """
 
@@ -13,7 +13,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from cockpit import advice, explain, prediction
+from cockpit.figures import explain
+from cockpit.forecast import advice, prediction
 
 NAN = math.nan
 TERMS = (*explain.PARTS, "unaccounted")
@@ -23,7 +24,7 @@ TERMS = (*explain.PARTS, "unaccounted")
 class Pair:
     """A configuration of A and its match in B, with B as predicted from A."""
 
-    a: dict[str, Any]  # cockpit.analysis rows
+    a: dict[str, Any]  # cockpit.forecast.analysis rows
     b: dict[str, Any]
     differs: list[tuple[str, Any, Any]]  # config keys that differ (advice.diff_keys)
     predicted: advice.Forecast | prediction.NoPrediction | None = None
@@ -43,8 +44,8 @@ class Comparison:
 def compare(a_name: str, a_results: list[dict[str, Any]], b_name: str, b_results: list[dict[str, Any]],
             links: prediction.Links | None = None) -> Comparison:
     """Match the configurations of two studies' results and predict each of B's from A's runs."""
-    from cockpit.analysis import analyse
-    from cockpit.spec import AXES
+    from cockpit.forecast.analysis import analyse
+    from cockpit.study.spec import AXES
 
     rows_a, rows_b = analyse(a_results), analyse(b_results)
     values_a = {ax: {r.get(ax) for r in rows_a} for ax in AXES}
@@ -88,7 +89,7 @@ def _f(value: Any, spec: str = ".2f") -> str:
 
 
 def label(r: dict[str, Any]) -> str:
-    from cockpit.spec import config_label
+    from cockpit.study.spec import config_label
 
     return config_label(r)
 

@@ -27,7 +27,7 @@ from typing import cast
 import asyncssh
 from asyncssh.config import SSHClientConfig
 
-from cockpit.backend import ConnectionLost, ConnectionState, OutcomeUnknown
+from cockpit.launch.backend import ConnectionLost, ConnectionState, OutcomeUnknown
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """Advice with a number: for each loss of an N-worker run, the study key that acts on it, the value to try
-(chosen by rule, docs/prediction.md) and what :func:`cockpit.advice.forecasting.forecast` expects from it,
+(chosen by rule, docs/prediction.md) and what :func:`cockpit.forecast.advice.forecasting.forecast` expects from it,
 written in one line by :meth:`Advice.text` for every view (the report, the run detail, the headless lines).
 """
 
@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from cockpit import explain, prediction
-from cockpit.advice.effects import (
+from cockpit.figures import explain
+from cockpit.forecast import prediction
+from cockpit.forecast.advice.effects import (
     BUCKET_LADDER_MB,
     DDP_DEFAULT_BUCKET_MB,
     MAX_BUCKETS,
@@ -25,8 +26,8 @@ from cockpit.advice.effects import (
     study_key,
     what_if_arg,
 )
-from cockpit.advice.forecasting import Forecast, Recorded, forecast
-from cockpit.spec import AXES
+from cockpit.forecast.advice.forecasting import Forecast, Recorded, forecast
+from cockpit.study.spec import AXES
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class Advice:
 
 
 def advise(rec: dict[str, Any], recorded: Recorded, links: prediction.Links) -> list[Advice]:
-    """For each loss term of an analysed N-worker run (cockpit.analysis row), largest first: the key that
+    """For each loss term of an analysed N-worker run (cockpit.forecast.analysis row), largest first: the key that
     acts on it with the value to try and its forecast; the option with the most predicted gain where a term
     has several. Terms without a loss get none."""
     run = rec.get("result")
@@ -143,7 +144,7 @@ def _candidates(term: str, cfg: dict[str, Any], run: dict[str, Any], rec: dict[s
     if term == "comm":
         strategy = axes_of(run)["strategy"]
         # DDP's buckets act on ddp's and zero1's all-reduce only; a strategy that moves more than ddp is priced
-        # against ddp (cockpit.prediction.STRATEGY_COMM)
+        # against ddp (cockpit.forecast.prediction.STRATEGY_COMM)
         buckets = _bucket_options(cfg, run, recorded, links) if strategy in ("ddp", "zero1") else []
         other = [((("strategy", "ddp"),), "")] if strategy != "ddp" else []
         return [*buckets, (batch, ""), *other]

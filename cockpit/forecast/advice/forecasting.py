@@ -2,7 +2,7 @@
 dicts, before a node-hour is spent on it.
 
 From the finished 1x1 baseline of its group (else, for a batch size the group never ran, of the group that
-differs only in batch size) with cockpit.prediction's formulas, and, where the recorded study measured the
+differs only in batch size) with cockpit.forecast.prediction's formulas, and, where the recorded study measured the
 same scale of that group, as that measurement with each part of its T changed as the model changes it
 (:func:`carried_parts`), so the part of a measured run the model does not explain (workers sharing cores, a
 straggler) is carried over per sample, unchanged by the key. The advice, `cockpit plan --what-if` and
@@ -16,8 +16,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cockpit import explain, prediction
-from cockpit.advice.effects import (
+from cockpit.figures import explain
+from cockpit.forecast import prediction
+from cockpit.forecast.advice.effects import (
     GROUP_AXES,
     axes_of,
     bucket_cap,
@@ -27,7 +28,7 @@ from cockpit.advice.effects import (
     group_of,
     toml_value,
 )
-from cockpit.spec import AXES
+from cockpit.study.spec import AXES
 from trainer.config_keys import config_label, label_words
 
 # --- the recorded study --------------------------------------------------------------------------------------
@@ -107,7 +108,7 @@ class Forecast:
     node_hours: float
     model_t_s: float  # the model's T alone
     basis: str  # what it rests on, in words
-    link: str = ""  # the link figure used (cockpit.prediction.Link.source), "" for one worker
+    link: str = ""  # the link figure used (cockpit.forecast.prediction.Link.source), "" for one worker
     extrapolated: tuple[str, ...] = ()  # axis values the recorded study never ran
     changes: tuple[tuple[str, Any, Any], ...] = ()  # the keys that differ from the run it starts from
     parts: dict[str, float] = field(default_factory=dict)  # T's parts as predicted (rank 0; "unaccounted")
@@ -126,7 +127,7 @@ def forecast(target: dict[str, Any], recorded: Recorded | Iterable[dict[str, Any
 
     Where the recorded study measured the same scale of the group it is predicted from, the forecast is
     that run with each part of its T changed as the model changes it (:func:`carried`); elsewhere it is
-    the model alone (cockpit.prediction.predict)."""
+    the model alone (cockpit.forecast.prediction.predict)."""
     rec = recorded if isinstance(recorded, Recorded) else Recorded(recorded)
     unknown = [(k, a, b) for k, a, b in changes if k not in AXES and effect_of(k).model in ("none", "recorded")]
     if unknown:

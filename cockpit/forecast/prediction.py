@@ -28,8 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from cockpit import labels
-from cockpit.explain import FIXED_COSTS, PARTS
+from cockpit.figures import labels
+from cockpit.figures.explain import FIXED_COSTS, PARTS
 from trainer.config_keys import STRATEGY_SHARDS
 
 BACKWARD_SHARE = 2.0 / 3.0  # backward is ~2x the forward's FLOPs
@@ -244,7 +244,7 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
     ``batch_factor``: samples per worker and optimizer step over the baseline's (batch_size x grad_accum):
     data wait and compute per step scale with it, the optimizer, other loop time and the all-reduce per step
     do not, and there are that many times fewer steps. ``buckets``: DDP's gradient buckets, when not the
-    baseline's (a what-if of bucket_cap_mb; cockpit.advice.buckets_for). ``strategy``: the configuration's
+    baseline's (a what-if of bucket_cap_mb; cockpit.forecast.advice.buckets_for). ``strategy``: the configuration's
     (its baseline, one worker, ran the plain model whatever the strategy). ``micro_batches``: its grad_accum
     (FSDP gathers the parameters for each micro-batch)."""
     timing = base.get("timing") or {}
@@ -299,7 +299,7 @@ def work_for(train: dict[str, Any], workers: int) -> float:
 
 def recommendation(base_t: float, predictions: list[Prediction], device: str = "gpu") -> str:
     """One line per worker count: speedup for how many times the baseline's GPU-hours (worker-hours for a
-    CPU study, cockpit.labels), and the fastest."""
+    CPU study, cockpit.figures.labels), and the fastest."""
     ok = sorted((p for p in predictions if p.workers > 1 and p.speedup == p.speedup), key=lambda p: p.workers)
     if not ok:
         return ""

@@ -1,7 +1,7 @@
 """Study spec: one TOML file -> a validated Study and its configuration matrix.
 
 What a study may say, with each key's type, default and bounds, is the key registry (trainer/config_keys.py);
-cockpit.spec_rules applies it table by table. Anything else is an error naming the file, the section and the
+cockpit.study.spec_rules applies it table by table. Anything else is an error naming the file, the section and the
 key, because a misspelt key silently ignored costs a researcher a day of node-hours.
 """
 
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cockpit import spec_rules
-from cockpit.spec_rules import SYNTHETIC, SpecError
+from cockpit.study import spec_rules
+from cockpit.study.spec_rules import SYNTHETIC, SpecError
 from trainer.config_keys import AXES, SCALE_AXES, AxisKeys, ClusterKeys, config_label, id_values
 from trainer.rundir import MODEL_FILE
 
@@ -143,7 +143,7 @@ class Study:
         return (minutes if minutes is not None else self.cluster.time_limit_minutes) / 60.0
 
     def node_hours(self, cfg: Configuration) -> float:
-        """One run's node-hours (cockpit.plan sums them into the study's estimate)."""
+        """One run's node-hours (cockpit.forecast.plan sums them into the study's estimate)."""
         return cfg.nodes * self.hours_per_run()
 
     def study_dir(self) -> str:

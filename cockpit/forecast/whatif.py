@@ -1,18 +1,18 @@
 """`cockpit plan STUDY --what-if KEY=VALUE`: the study with some keys changed, predicted from what it has
 recorded before a node-hour is spent on the change.
 
-Each configuration of the changed study is predicted by cockpit.advice.forecast (the model of
+Each configuration of the changed study is predicted by cockpit.forecast.advice.forecast (the model of
 docs/prediction.md from the recorded baselines; a measured run of the same scale changed part by part as
 the model changes it), beside the same configuration as recorded (measured, or predicted from the study
-as it stands). Values are TOML literals; the changed study is validated by cockpit.spec, so an unknown key
+as it stands). Values are TOML literals; the changed study is validated by cockpit.study.spec, so an unknown key
 or an impossible value is refused in the spec's own words. `cockpit plan --what-if` and the TUI's plan dialog
-both go through :func:`predict` and print its :func:`table_rows` and :func:`summary_lines`.
+both go through :func:`predict`; this module returns data (every configuration predicted, the keys changed),
+and cockpit.forecast.whatif_table words it (the table's rows, the summary lines).
 """
 
 from __future__ import annotations
 
 import copy
-import math
 import re
 import tomllib
 from collections.abc import Sequence
@@ -20,13 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cockpit import advice, prediction
-from cockpit.labels import device_of
-from cockpit.plan import hours, measured_figures, study_gpu_memory_gb, study_site_links
-from trainer.config_keys import LABEL_ORDER
+from cockpit.forecast import advice, prediction
+from cockpit.forecast.plan import measured_figures, study_site_links
 
 if TYPE_CHECKING:
-    from cockpit.spec import Configuration, Study
+    from cockpit.study.spec import Configuration, Study
 
 
 class WhatIfError(ValueError):
@@ -62,7 +60,7 @@ def parse_assignment(text: str) -> tuple[str, Any]:
 
 
 def _axes() -> tuple[str, ...]:
-    from cockpit.spec import AXES
+    from cockpit.study.spec import AXES
 
     return AXES
 
@@ -90,8 +88,8 @@ def split_arguments(text: str) -> list[str]:
 
 
 def variant_of(study: Study, assignments: list[tuple[str, Any]]) -> Study:
-    """The study file with each KEY set to its VALUE, validated as a study file is (cockpit.spec's errors)."""
-    from cockpit.spec import SpecError, parse_study
+    """The study file with each KEY set to its VALUE, validated as a study file is (cockpit.study.spec's errors)."""
+    from cockpit.study.spec import SpecError, parse_study
 
     try:
         raw = tomllib.loads(study.path.read_text(encoding="utf-8"))
@@ -137,6 +135,16 @@ class Recorded:
 
 
 @dataclass(frozen=True)
+class KeyChange:
+    """One key the what-if changes: where it is (`[train] bucket_cap_mb`, `[sweep] gpus_per_node`), its value
+    in the study as recorded and in the what-if (None: unset)."""
+
+    where: str
+    before: Any
+    after: Any
+
+
+@dataclass(frozen=True)
 class WhatIfLine:
     label: str
     config_id: str
@@ -159,11 +167,10 @@ class WhatIfLine:
 class WhatIf:
     study: str
     assignments: list[tuple[str, Any]]
-    changes: list[str]  # what differs from the study as recorded, in words
+    changes: list[KeyChange]  # what differs from the study as recorded
     lines: list[WhatIfLine]
     dropped: list[str]  # configurations of the study that the what-if no longer has
     links: prediction.Links
-    link_words: list[str] = field(default_factory=list)
     node_cores: int | None = None  # the cores a configuration must fit in, as the plan says
 
     @property
@@ -175,8 +182,8 @@ def what_if(study: Study, variant: Study, results: list[dict[str, Any]], links: 
             assignments: list[tuple[str, Any]], cores: int | None = None) -> WhatIf:
     """Every configuration of `variant` predicted from `study`'s recorded `results`; one that does not fit a
     node (Study.fits_node with the backend's `cores`, as the plan asks it) is marked so, not predicted."""
-    from cockpit.analysis import analyse
-    from cockpit.spec import AXES, Configuration
+    from cockpit.forecast.analysis import analyse
+    from cockpit.study.spec import AXES, Configuration
 
     recorded = advice.Recorded(results)
     measured = {r["config_id"]: r for r in analyse(results) if r.get("status") == "completed"}
@@ -200,8 +207,7 @@ def what_if(study: Study, variant: Study, results: list[dict[str, Any]], links: 
                                 predicted, variant.node_hours(cfg), variant.fits_node(cfg, cores)))
     dropped = [cfg.label for cfg in study.matrix() if cfg.config_id not in kept]
     node_cores = variant.cluster.cores_per_node if cores is None else min(cores, variant.cluster.cores_per_node)
-    return WhatIf(variant.name, assignments, _changes(study, variant), lines, dropped, links, link_words(links),
-                  node_cores)
+    return WhatIf(variant.name, assignments, _changes(study, variant), lines, dropped, links, node_cores)
 
 
 def _as_recorded(study: Study, cfg: Configuration | None, row: dict[str, Any] | None, recorded: advice.Recorded,
@@ -217,45 +223,32 @@ def _as_recorded(study: Study, cfg: Configuration | None, row: dict[str, Any] | 
     return Recorded(p.t_s, p.speedup, p.efficiency, p.node_hours, "predicted")
 
 
-def _changes(study: Study, variant: Study) -> list[str]:
-    """The keys the what-if changes, as `[train] bucket_cap_mb unset -> 1.0` and `[sweep] gpus_per_node
-    [1, 2] -> [1, 2, 4]`."""
-    out = [f"[sweep] {axis} {advice.toml_value(study.sweep[axis])} -> {advice.toml_value(variant.sweep[axis])}"
+def _changes(study: Study, variant: Study) -> list[KeyChange]:
+    """The keys the what-if changes: the [sweep] axes, the keys of a configuration's run config (the axes
+    aside) and the [cluster] keys that differ."""
+    out = [KeyChange(f"[sweep] {axis}", study.sweep[axis], variant.sweep[axis])
            for axis in study.sweep if study.sweep[axis] != variant.sweep.get(axis)]
     cfg = next(iter(variant.matrix()), None)
     if cfg is not None and cfg.dataset in study.datasets:
-        from cockpit.spec import AXES
+        from cockpit.study.spec import AXES
 
         for key, before, after in advice.diff_keys(study.run_config(cfg), variant.run_config(cfg)):
             if key not in AXES and key != "train.init_checkpoint":
                 section, _, name = key.partition(".")
                 where = f"[{section}] {name}" if name else key
-                out.append(f"{where} {advice.toml_value(before)} -> {advice.toml_value(after)}")
+                out.append(KeyChange(where, before, after))
     for name in ("gpus_per_node", "cores_per_node", "site", "node_hour_budget", "expected_minutes"):
         a, b = getattr(study.cluster, name), getattr(variant.cluster, name)
         if a != b:
-            out.append(f"[cluster] {name} {advice.toml_value(a)} -> {advice.toml_value(b)}")
+            out.append(KeyChange(f"[cluster] {name}", a, b))
     return out
 
 
 def links_for(study: Study, results: list[dict[str, Any]], preflight: prediction.Links | None) -> prediction.Links:
     """The link figures a prediction of `study` uses: the runs' own probes, else the preflight's, else the
-    site profile's (as cockpit.plan's)."""
+    site profile's (as cockpit.forecast.plan's)."""
     fallback = prediction.merge(preflight or prediction.Links(), study_site_links(study))
     return prediction.merge(prediction.measured_links(results), fallback)
-
-
-def link_words(links: prediction.Links) -> list[str]:
-    """`intra_node 0.32 GB/s: measured by 2 run(s) of this study` for each link kind there is a figure for."""
-    out = []
-    for kind in ("intra_node", "inter_node"):
-        link = getattr(links, kind)
-        if link is not None:
-            latency = f", {link.latency_s * 1e6:g} us per all-reduce" if link.latency_s else ""
-            out.append(f"{kind} {link.busbw / 1e9:.3g} GB/s{latency}: {link.source}")
-        else:
-            out.append(f"{kind}: none (set {kind}_busbw_gbs in the site profile or run cockpit preflight)")
-    return out
 
 
 # --- what a what-if reads and how it is shown (`cockpit plan --what-if`, the TUI's plan dialog) ----------------
@@ -269,30 +262,6 @@ class Inputs:
     store_path: Path | None = None  # None: no store yet
     problems: list[str] = field(default_factory=list)  # one line per result row that does not parse
     cores: int | None = None  # a node's cores as the study's backend sees them (session.node_cores), as the plan
-
-
-def recorded_inputs(study: Study, store_path: Path | None, baselines: Sequence[dict[str, Any]] = (),
-                    cores: int | None = None) -> Inputs:
-    """The study's results in the store at `store_path` (opened read-only, so a store a running cockpit is
-    writing is read as it is now) plus `baselines`, and the link figures its latest preflight measured;
-    `cores`: a node's cores as the backend sees them, for the plan's "too big"."""
-    if store_path is None or not store_path.exists():
-        return Inputs(list(baselines), cores=cores)
-    from cockpit.store import StudyStore, preflights
-
-    store = StudyStore(store_path, read_only=True)
-    try:
-        with store.reading():
-            if study.name not in store.study_names():
-                return Inputs(list(baselines), None, store_path, cores=cores)
-            key = store.study_key(study.name)
-            results = [*baselines, *store.results(key).values()]
-            problems = [f"{store_path}: {p}" for p in store.result_problems(key)]
-            kept = preflights.latest(store, study.name)
-    finally:
-        store.close()
-    measured = prediction.preflight_links(kept.links, kept.digest) if kept is not None else None
-    return Inputs(results, measured, store_path, problems, cores)
 
 
 @dataclass(frozen=True)
@@ -319,105 +288,3 @@ def predict(study: Study, arguments: Sequence[str], inputs: Inputs) -> Outcome:
     except (SiteError, ValueError) as exc:
         raise WhatIfError(str(exc)) from exc
     return Outcome(study, variant, what_if(study, variant, inputs.results, links, assignments, inputs.cores), inputs)
-
-
-COLUMNS = ("config", "work", "T s", "T1 s", "S", "E", "node-h", "was T", "was E", "ΔT s")
-CAPTION = ("work: samples / the baseline's; S = T1 / (T / work), E = S / N; was: the study as recorded (* predicted, "
-           "else measured); ΔT = T - was T. After the configuration: m = as measured, m+Δ = measured with each part "
-           "changed as the model changes it, model = the model alone, x = extrapolated (below)")
-
-
-def title(o: Outcome) -> str:
-    asked = " ".join(f"{k}={advice.toml_value(v)}" for k, v in o.what_if.assignments)
-    return f"{o.study.name}: what if {asked}"
-
-
-def _f(value: float | None, spec: str) -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
-
-
-def _short(cfg_label: str, keep: set[str]) -> str:
-    """The configuration label's words for the axes that vary (config_label's order) and its NxG."""
-    words = cfg_label.split()  # config_label's words, in LABEL_ORDER
-    return " ".join(w for name, w in zip(LABEL_ORDER, words, strict=False) if name in keep or name == "scale")
-
-
-def _basis_word(p: advice.Forecast) -> str:
-    word = "m" if p.basis.startswith("measured (") else "m+Δ" if p.basis.startswith("measured") else "model"
-    return word + (" x" if p.extrapolated else "")
-
-
-def table_rows(o: Outcome) -> list[tuple[str, ...]]:
-    """One row of COLUMNS per configuration of the what-if: its prediction with its inputs (work, T, T1:
-    S = T1 / (T / work), E = S / N, node-hours), the study as recorded (T, E: measured or predicted) and ΔT."""
-    study, variant = o.study, o.variant
-    keep = {a for a in variant.sweep if len(set(study.sweep.get(a, [])) | set(variant.sweep[a])) > 1}
-    rows: list[tuple[str, ...]] = []
-    for line in o.what_if.lines:
-        r, p = line.recorded, line.predicted
-        was = (_f(r.t_s, ".2f") + ("*" if r.how != "measured" else ""), _f(r.efficiency, ".2f")) if r else ("-", "-")
-        if not line.fits:
-            now, delta = ("-", "-", "-", "-", "-", "-"), "-"
-            label = f"{_short(line.label, keep)} too big"
-        elif isinstance(p, advice.Forecast):
-            now = (_f(p.work, "g"), _f(p.t_s, ".2f"), _f(p.t1_s, ".2f"), _f(p.speedup, ".2f"), _f(p.efficiency, ".2f"),
-                   hours(p.node_hours))
-            delta = _f(p.t_s - r.t_s, "+.2f") if r else "-"
-            label = f"{_short(line.label, keep)} {_basis_word(p)}"
-        else:
-            now = ("-", "-", "-", "-", "-", hours(line.node_hours))
-            delta = "-"
-            label = f"{_short(line.label, keep)} not predicted"
-        rows.append((label, *now, *was, delta))
-    return rows
-
-
-def summary_lines(o: Outcome) -> list[str]:
-    """What changed, node-hours before and after, the link figures used, what is extrapolated and why some
-    configurations are not predicted."""
-    w, store_path = o.what_if, o.inputs.store_path
-    lines = ["what-if: " + ("; ".join(w.changes) or "no key differs from the study")]
-    predicted = [line for line in w.lines if line.fits and isinstance(line.predicted, advice.Forecast)]
-    fitting = sum(1 for line in w.lines if line.fits)
-    lines.append(f"{len(predicted)} of {len(w.lines)} configurations predicted from {len(o.inputs.results)} recorded "
-                 "result(s)" + (f" in {store_path}" if store_path else " (no store yet: nothing recorded to predict from)"))
-    lines.append(f"node-hours: {hours(sum(line.node_hours for line in w.lines))} for the what-if "
-                 f"({fitting - len(predicted)} at the per-run estimate) against "
-                 f"{hours(w.recorded_node_hours)} as recorded ({sum(1 for li in w.lines if li.recorded)} configurations; "
-                 "* = predicted, not measured)")
-    lines.append("link figures: " + "; ".join(w.link_words))
-    extrapolated: dict[str, list[str]] = {}
-    unpredicted: dict[str, list[str]] = {}
-    too_big = [line.label for line in w.lines if not line.fits]
-    for line in w.lines:
-        p = line.predicted
-        if not line.fits:
-            continue
-        if isinstance(p, advice.Forecast):
-            for why in p.extrapolated:
-                extrapolated.setdefault(why, []).append(line.label)
-        else:
-            unpredicted.setdefault(p.reason, []).append(line.label)
-    for why, labels in extrapolated.items():
-        lines.append(f"extrapolated ({len(labels)}): {why}")
-    for why, labels in unpredicted.items():
-        lines.append(f"not predicted ({len(labels)}): {why}")
-    if too_big:
-        lines.append(f"too big ({len(too_big)}): more cores than a node's {w.node_cores}, never submitted: "
-                     + ", ".join(too_big))
-    if w.dropped:
-        lines.append(f"not in the what-if ({len(w.dropped)}): " + ", ".join(w.dropped))
-    return lines + memory_lines(o, predicted)
-
-
-def memory_lines(o: Outcome, predicted: list[WhatIfLine]) -> list[str]:
-    """Memory per rank as predicted (cockpit.prediction.memory_per_rank), flagged where a GPU's is exceeded."""
-    gpu_bytes = study_gpu_memory_gb(o.variant) * 1e9
-    device = device_of((r.get("device") for r in o.inputs.results), o.variant.train.get("device"))
-    out = []
-    for line in predicted:
-        memory = line.predicted.memory if isinstance(line.predicted, advice.Forecast) else None
-        if memory:
-            flag = prediction.memory_flag(memory, device, gpu_bytes)
-            out.append(f"memory per rank, {line.label}: {prediction.memory_words(memory)}" + (f"; {flag}" if flag else ""))
-    return out

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from cockpit.spec import AXES, SCALE_AXES
+from cockpit.study.spec import AXES, SCALE_AXES
 from trainer.config_keys import AXIS_KEYS, BY_NAME, toml_value
 
 GROUP_AXES = tuple(a for a in AXES if a not in SCALE_AXES)

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cockpit.backend import Backend
-    from cockpit.runner import StudyRunner
-    from cockpit.spec import Study
+    from cockpit.launch.backend import Backend
+    from cockpit.run.runner import StudyRunner
     from cockpit.store import StudyStore
+    from cockpit.study.spec import Study
 
 
 def backend_for(study: Study, **kwargs: Any) -> Backend:
@@ -86,7 +86,7 @@ def open_session(study: Study, *, force: bool = False, resubmit_failed: bool = F
                  baseline_first: bool = False, preflight: bool = False) -> StudySession:
     """The study's store, backend and runner (nothing is connected or submitted yet). ``preflight``: the
     runner submits only once the study file's preflight has passed (the CLI's default)."""
-    from cockpit.runner import StudyRunner
+    from cockpit.run.runner import StudyRunner
 
     store = store_for(study)
     runner = StudyRunner(study, backend_for(study), store, force=force, resubmit_failed=resubmit_failed,

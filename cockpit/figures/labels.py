@@ -19,7 +19,7 @@ def device_of(devices: Iterable[object], hint: str | None = None) -> str:
 
 
 def device_of_rows(rows: Iterable[dict], hint: str | None = None) -> str:
-    """device_of over cockpit.analysis rows (their `device` is the result's)."""
+    """device_of over cockpit.forecast.analysis rows (their `device` is the result's)."""
     return device_of((r.get("device") for r in rows), hint)
 
 

@@ -1,4 +1,4 @@
-"""The study's four figures as data, computed once from `cockpit.analysis` rows for the TUI and the PNGs.
+"""The study's four figures as data, computed once from `cockpit.forecast.analysis` rows for the TUI and the PNGs.
 
 1. T at the baseline's work vs CPUs per task, one line per worker count;
 2. T at the baseline's work per worker count (the number the speedup divides), with the ideal;
@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cockpit import labels
+from cockpit.figures import labels
 
 NAMES = ("time_vs_cpus", "time_bars", "efficiency", "overhead")
 T_LABEL = "T at the baseline's work (s)"

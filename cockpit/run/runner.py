@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cockpit.backend import (
+from cockpit.forecast.plan import Plan
+from cockpit.launch.backend import (
     AdaptiveInterval,
     Backend,
     BackendError,
@@ -28,7 +29,6 @@ from cockpit.backend import (
     SubmitLater,
     UserLimits,
 )
-from cockpit.plan import Plan, study_plan
 from cockpit.run.job_states import JobStates
 from cockpit.run.live_files import LiveFiles
 from cockpit.run.outcome import exit_reason, parse_result
@@ -37,12 +37,13 @@ from cockpit.run.scope import RunScope
 from cockpit.run.submission import BudgetExceeded, check_budget, pace, submit_more
 from cockpit.snapshot import ACTIVE_STATES
 from cockpit.store import LiveStatus, StudyStore
+from cockpit.store.recorded import study_plan
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from cockpit.preflight.checks import PreflightReport
-    from cockpit.spec import Configuration, Study
+    from cockpit.study.spec import Configuration, Study
 
 # the runner's names that callers catch or call, wherever their part defines them
 __all__ = ["BudgetExceeded", "PreflightFailed", "StudyRunner", "TickReport", "exit_reason", "parse_result"]
@@ -171,7 +172,7 @@ class StudyRunner:
         on_state(conn.state, conn.detail)
 
     def plan(self) -> Plan:
-        """What is still to submit and what it costs (cockpit.plan: the same as `cockpit plan` and the TUI)."""
+        """What is still to submit and what it costs (cockpit.forecast.plan: the same as `cockpit plan` and the TUI)."""
         return study_plan(self.study, self.store, key=self.key, resubmit_failed=self.resubmit_failed,
                           cluster=self.backend.label, cores=self.backend.cores_per_node)
 
@@ -256,7 +257,7 @@ class StudyRunner:
 
     # -- results and control --------------------------------------------------------------------------
     def scaling_table(self) -> pd.DataFrame:
-        from cockpit.analysis import scaling_table
+        from cockpit.forecast.analysis import scaling_table
 
         return scaling_table(self.store.results(self.key).values())
 

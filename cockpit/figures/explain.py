@@ -1,6 +1,6 @@
 """Where a configuration's efficiency went: its overhead split into seconds, per part of the step time.
 
-For an N-worker run against its group's 1x1 baseline, both at the baseline's work (see cockpit.analysis):
+For an N-worker run against its group's 1x1 baseline, both at the baseline's work (see cockpit.forecast.analysis):
 
     O = TN' - T1/N                        TN' = TN / work  (work = samplesN / samples1)
     term(part) = partN / work - part1 / N   for part in data_wait, compute, comm, optimizer, other

@@ -12,9 +12,9 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from cockpit.follow import Follower
+    from cockpit.launch.follow import Follower
     from cockpit.preflight.jobs import PreflightJob
-    from cockpit.spec import Configuration, Study
+    from cockpit.study.spec import Configuration, Study
 
 
 class ConnectionState(StrEnum):
@@ -29,7 +29,7 @@ class ConnectionState(StrEnum):
 
 
 class Connection(Protocol):
-    """What the runner and the screens follow of a backend's connection (cockpit.ssh.SshConnection)."""
+    """What the runner and the screens follow of a backend's connection (cockpit.launch.ssh.SshConnection)."""
 
     state: ConnectionState
     detail: str
@@ -234,7 +234,7 @@ class Backend(ABC):
 
     def follower(self) -> Follower:
         """What follows the live run files (default: reading them on this machine)."""
-        from cockpit.follow import LocalFollower
+        from cockpit.launch.follow import LocalFollower
 
         return LocalFollower()
 

@@ -11,13 +11,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cockpit import labels, prediction
-from cockpit.analysis import analyse
-from cockpit.snapshot import ACTIVE_STATES
+from cockpit.figures import labels
+from cockpit.forecast import prediction
+from cockpit.forecast.analysis import analyse
 
 if TYPE_CHECKING:
-    from cockpit.spec import Study
-    from cockpit.store import StudyStore
+    from cockpit.study.spec import Study
 
 # "submit": to run; "done": has a valid result; "active": a job is queued or running; "failed": its last
 # job ended without a result (submitted again only on request); "too big": does not fit a node.
@@ -64,7 +63,7 @@ class Plan:
     basis: str = ""  # what the per-run hours rest on, for people
     node_cores: int | None = None  # the cores a configuration must fit in (the study's, or fewer on this machine)
     recommendations: dict[str, str] = field(default_factory=dict)  # baseline label -> the prediction's advice
-    device: str = "gpu"  # "cpu" where the workers are CPU processes (cockpit.labels words them)
+    device: str = "gpu"  # "cpu" where the workers are CPU processes (cockpit.figures.labels words them)
 
     @property
     def to_submit(self) -> list[PlanLine]:
@@ -188,7 +187,7 @@ def _measured_runs(results: list[dict[str, Any]], statuses: Mapping[str, str]) -
 
 
 def measured_figures(row: Mapping[str, Any]) -> prediction.Prediction:
-    """A finished run's T, speedup, efficiency and node-hours as cockpit.analysis gives them (the report's
+    """A finished run's T, speedup, efficiency and node-hours as cockpit.forecast.analysis gives them (the report's
     figures), in a prediction's shape so that the plan, its recommendation and the what-if read both alike."""
     work = row.get("work_ratio", 1.0)
     node_hours = (row["train_time_s"] + (row.get("fixed_s") or 0.0)) * row["nodes"] / 3600.0
@@ -239,38 +238,3 @@ def _recommendations(lines: list[PlanLine], baselines: Mapping[str | None, dict[
         if text:
             out[base.label if base else group] = text
     return out
-
-
-def study_plan(study: Study, store: StudyStore | None = None, *, key: int | None = None,
-               resubmit_failed: bool = False, cluster: str | None = None, cores: int | None = None,
-               results: Iterable[dict[str, Any]] = ()) -> Plan:
-    """The plan given what ``store`` knows of the study (without a store, or before the study was
-    registered in it, every configuration that fits a node is to submit): what is done, active or failed
-    there is not to submit, and its results predict the rest's cost. `cockpit plan`, the TUI's plan
-    dialog and the runner's budget guard all call this, with the same store (session.store_path_for) and
-    cores (the backend's: session.node_cores for `cockpit plan`). ``results``: more result.json dicts to
-    predict from (`cockpit plan --baselines`)."""
-    extra = list(results)
-    if store is None:
-        return make_plan(study, cluster=cluster, cores=cores, results=extra)
-    if key is None:
-        if study.name not in store.study_names():
-            return make_plan(study, cluster=cluster, cores=cores, results=extra)
-        key = store.study_key(study.name)
-    latest = store.latest_jobs(key)
-    results = [*extra, *store.results(key).values()]
-    statuses: dict[str, str] = {}
-    for cfg in study.runnable():
-        cid = cfg.config_id
-        job = latest.get(cid)
-        if store.has_valid_result(key, cid):
-            statuses[cid] = "done"
-        elif job is not None and job.state in ACTIVE_STATES:
-            statuses[cid] = "active"
-        elif job is not None and job.state != "lost" and not resubmit_failed:
-            statuses[cid] = "failed"  # ended without a valid result: submitted again only on request
-    from cockpit.store import preflights
-
-    kept = preflights.latest(store, study.name)
-    measured = prediction.preflight_links(kept.links, kept.digest) if kept is not None else None
-    return make_plan(study, statuses, store.node_hours_used(key), cluster, results, cores, measured)
