@@ -56,6 +56,7 @@ EARLIER: dict[str, dict[str, float | None]] = {
 }
 GOAL: dict[str, float | None] = {"accuracy": 0.93, "S Se": 0.80, "S +P": 0.40, "V Se": 0.90, "macro-F1 NSVF": 0.65, "min": 60.0}
 KEEP = [False]  # --keep, read by every command the script runs
+CALIBRATE = [False]  # --calibrate, read by FINETUNE
 S_OUTLIER = "232"  # holds 1,382 of DS2's 1,837 S beats: reported apart so it cannot hide the rest
 
 MODEL = ["--context", "rr", "--layers", "2", "--d-model", "64", "--heads", "4"]  # --context sets MODEL[1]
@@ -102,7 +103,7 @@ def read(path: Path) -> dict[str, Any]:
 def FINETUNE(steps: int, val_every: int) -> list[str]:  # noqa: N802  (a constant with two blanks)
     """The fine-tune's flags: beat classes, the centre beat's position, validation on a fifth of the patients."""
     return ["--mode", "finetune", "--task", "beat", "--pool", "centre", "--steps", str(steps), "--val-fraction", "0.2",
-            "--val-every", str(val_every)]
+            "--val-every", str(val_every), *(["--calibrate"] if CALIBRATE[0] else [])]
 
 
 def recipe(data: list[str], out: Path, cache: Path, steps: tuple[int, int], seed: int, log: Path, members: int,
@@ -196,6 +197,8 @@ def main() -> None:
                     help="keep the work folder and what finished in it (a run cut short goes on where it stopped)")
     ap.add_argument("--no-ablation", action="store_true", help="skip the fine-tune from random weights")
     ap.add_argument("--no-generalisation", action="store_true", help="skip the DS1-only recipe and its scoring")
+    ap.add_argument("--calibrate", action="store_true",
+                    help="fine-tunes choose the class decision on the validation part (train.calibrate)")
     ap.add_argument("--context", default="rr", choices=("rr", "rr_rhythm"),
                     help="the RR context tokens (rr_rhythm: and the rhythm's irregularity over 64 beats)")
     args = ap.parse_args()
@@ -203,6 +206,7 @@ def main() -> None:
         shutil.rmtree(args.out, ignore_errors=True)
     KEEP[0] = args.keep
     MODEL[1] = args.context
+    CALIBRATE[0] = args.calibrate
     args.out.mkdir(parents=True, exist_ok=True)
     log, cache = args.out / "commands.log", args.out / "tokens"
     mitdb, svdb = args.data / "mitdb", args.data / "svdb"

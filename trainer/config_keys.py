@@ -244,6 +244,9 @@ class TrainKeys:
     val_every: int = key(200, "fine-tune: validate every this many steps (and after the last)", minimum=1, resume=True)
     patience: int = key(0, "fine-tune: stop after this many validations without a better macro-F1 (0 = never)",
                         minimum=0)
+    calibrate: bool = key(False, "fine-tune: after training, move the class head's bias by -a x log(class weight), "
+                          "a in 0..1 chosen on the validation part's macro-F1 (needs val_fraction and class "
+                          "weights)")
     bucket_cap_mb: float | None = key(None, "DDP gradient bucket size in MB (default: DDP's 25)", above=0,
                                       unit="MB")
     # torch.profiler, torchtitan-style: cycles of wait, warmup and active steps (torch.profiler.schedule), each
@@ -519,5 +522,9 @@ def check_train(values: Mapping[str, Any]) -> str | None:
     given = [name for name in ("steps", "epochs") if values.get(name) is not None]
     if len(given) != 1:
         return f"train: give exactly one of steps or epochs ({'both are' if given else 'neither is'} set)"
+    if values.get("calibrate") and (not values.get("val_fraction") or values.get("class_weights") == "none"):
+        return ("train.calibrate: needs a validation part to choose on (train.val_fraction > 0) and class weights "
+                f"to undo (train.class_weights other than 'none'); found val_fraction = {values.get('val_fraction')}, "
+                f"class_weights = {values.get('class_weights')!r}")
     return None
 

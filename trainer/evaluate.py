@@ -21,7 +21,8 @@ from trainer.scores import class_scores
 EVAL_BATCH = 512  # windows per forward pass: no activations are kept for a backward pass, so it can be large
 
 
-def _shard(dataset: Dataset, d: Dist) -> Subset:
+def shard(dataset: Dataset, d: Dist) -> Subset:
+    """This rank's stride of ``dataset``: every rank a disjoint share, none padded."""
     return Subset(dataset, list(range(d.rank, len(dataset), d.world)))  # type: ignore[arg-type]  # Dataset declares no __len__
 
 
@@ -41,10 +42,10 @@ def classify(model: torch.nn.Module, dataset: Dataset, classes: list[str], d: Di
     n = len(classes)
     groups = 1 if records is None else len(records[1])
     counts = torch.zeros(groups * n * n, dtype=torch.float64, device=d.device)
-    shard = _shard(dataset, d)
-    item_group = (torch.zeros(len(shard), dtype=torch.long) if records is None
-                  else torch.as_tensor(np.asarray(records[0])[shard.indices], dtype=torch.long))
-    loader = DataLoader(shard, batch_size=max(batch_size, EVAL_BATCH), num_workers=workers)
+    part = shard(dataset, d)
+    item_group = (torch.zeros(len(part), dtype=torch.long) if records is None
+                  else torch.as_tensor(np.asarray(records[0])[part.indices], dtype=torch.long))
+    loader = DataLoader(part, batch_size=max(batch_size, EVAL_BATCH), num_workers=workers)
     was_training = model.training
     model.eval()
     try:
@@ -76,7 +77,7 @@ def masked_lm(model: torch.nn.Module, dataset: Dataset, d: Dist, batch_size: int
               workers: int = 0) -> dict[str, Any]:
     """Masked-token loss and accuracy over `dataset` (items: inputs, targets), summed over ranks."""
     loss_sum = correct = count = 0.0
-    loader = DataLoader(_shard(dataset, d), batch_size=batch_size, num_workers=workers)
+    loader = DataLoader(shard(dataset, d), batch_size=batch_size, num_workers=workers)
     model.eval()
     for inputs, targets in loader:
         inputs, targets = inputs.to(d.device), targets.to(d.device)

@@ -124,6 +124,7 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
                            "checkpoint_save_s": save_s, "signal": end.stop_reason})
 
     t.validator.restore_best(t.raw, prog)  # early stopping keeps the weights of the best validation
+    t.validator.calibrate(t.raw, prog)  # train.calibrate: the class decision chosen on the validation part
     prog.checkpoint_s += result.save_model(t)  # the final weights first: a failing evaluation must not lose them
     evaluation, eval_s = result.evaluate(t)
     result.write(t, end, evaluation, eval_s, launch, launch_source)

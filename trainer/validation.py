@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from trainer import calibration
 from trainer.distributed import Dist
 
 log = logging.getLogger("hlm.train")
@@ -30,6 +31,7 @@ class Validator:
         self.s, self.data, self.d, self.autocast = s, data, d, autocast
         self.enabled = bool(data.classes) and data.val is not None
         self.best_state: dict[str, torch.Tensor] | None = (state or {}).get("best_model")
+        self.calibration: dict[str, Any] | None = None  # train.calibrate: what calibrate() chose
 
     def due(self, step: int, total: int) -> bool:
         """Validate every `val_every` steps and after the last step."""
@@ -72,10 +74,25 @@ class Validator:
             log.info("keeping the weights of step %d (best validation macro-F1), not those of the last step %d",
                      prog.best_step, prog.step)
 
+    def calibrate(self, model: torch.nn.Module, prog: Any) -> None:
+        """train.calibrate: after the best weights are back, choose on the validation part how much of the
+        class weights' tilt the class head keeps (trainer.calibration); its seconds count in val_s."""
+        if not (self.enabled and self.s.train.calibrate):
+            return
+        t0 = time.perf_counter()
+        weight = getattr(model, "class_weight", None)
+        head = getattr(model, "head", None)
+        if weight is None or not isinstance(head, torch.nn.Linear):
+            raise ValueError("train.calibrate: the model has no class weights or no class head to calibrate")
+        self.calibration = calibration.calibrate(model, head, weight, self.data.val, self.data.classes, self.d,
+                                                 self.autocast)
+        self.calibration["seconds"] = time.perf_counter() - t0
+        prog.val_s += self.calibration["seconds"]
+
     def summary(self, prog: Any, stopped_early: bool) -> dict[str, Any]:
         """result.json's `validation`: records, schedule, history, the kept step."""
         best = next((v for v in prog.validations if v["step"] == prog.best_step), None)
         return {"records": self.data.info.get("val_records"), "windows": self.data.info.get("val_windows"),
                 "every": self.s.train.val_every, "patience": self.s.train.patience, "history": prog.validations,
                 "best_step": prog.best_step, "best_macro_f1": best["macro_f1"] if best else None,
-                "stopped_early": stopped_early, "seconds": prog.val_s}
+                "stopped_early": stopped_early, "seconds": prog.val_s, "calibration": self.calibration}

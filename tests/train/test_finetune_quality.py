@@ -3,15 +3,18 @@ the classifier's input, evaluation speed-ups."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
 import torch
 
 from tests.train.tiny import RandomWindows, tiny_data, tiny_settings
-from trainer import rundir
+from trainer import calibration, checkpoint, rundir
 from trainer.batches import LabelledWindows
 from trainer.data import DataError
+from trainer.distributed import Dist
+from trainer.evaluate import classify
 from trainer.model import HeartLanguageModel, ModelConfig
 from trainer.scores import class_scores
 from trainer.settings import ConfigError, from_config
@@ -95,3 +98,49 @@ def test_new_keys_are_checked_with_their_dotted_name(tmp_path: Path) -> None:
         cfg[section][key] = value
         with pytest.raises(ConfigError, match=msg):
             from_config(tmp_path, cfg)
+
+
+def test_calibration_moves_the_head_by_the_share_that_scores_best_on_validation(tmp_path: Path) -> None:
+    """A trained run with unequal class weights, then calibrate(): every share's matrix is what classify()
+    finds with the head so moved, the kept one scores best, and the head keeps exactly that move."""
+    s = tiny_settings(tmp_path, mode="finetune", steps=8, pool="centre")
+    data = tiny_data(s)
+    assert run(s, data) == 0
+    payload = checkpoint.load(tmp_path / rundir.MODEL_FILE)
+    model = HeartLanguageModel(ModelConfig(**payload["model_config"]))
+    model.load_state_dict(payload["model"])
+    weight = torch.tensor([1.0, 6.0])  # "high" six times as costly to miss: the decision leans towards it
+    val, d = LabelledWindows(RandomWindows(48, s.axes.window, 3)), Dist()
+    before = model.head.bias.detach().clone()
+    chosen = calibration.calibrate(model, model.head, weight, val, ["low", "high"], d)
+    assert [t["share"] for t in chosen["tried"]] == list(calibration.SHARES)
+    best = max(t["macro_f1"] for t in chosen["tried"])
+    assert chosen["share"] == min(t["share"] for t in chosen["tried"] if t["macro_f1"] == best)
+    torch.testing.assert_close(model.head.bias.detach(), before - chosen["share"] * torch.log(weight))
+    assert classify(model, val, ["low", "high"], d)["macro_f1"] == pytest.approx(best)  # the head now decides so
+    for tried in chosen["tried"]:  # each share's figure is that of the head moved by it
+        with torch.no_grad():
+            model.head.bias.copy_(before - tried["share"] * torch.log(weight))
+        assert classify(model, val, ["low", "high"], d)["macro_f1"] == pytest.approx(tried["macro_f1"])
+
+
+def test_calibrate_needs_a_validation_part_and_class_weights(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"train.calibrate: needs a validation part .* val_fraction = 0.0"):
+        tiny_settings(tmp_path, mode="finetune", calibrate=True)
+    with pytest.raises(ConfigError, match="class_weights = 'none'"):
+        tiny_settings(tmp_path, mode="finetune", calibrate=True, val_fraction=0.2, class_weights="none")
+
+
+def test_a_calibrated_run_records_the_choice_beside_validation_outside_t(tmp_path: Path) -> None:
+    s = tiny_settings(tmp_path, mode="finetune", steps=6, val_every=3, pool="centre", val_fraction=0.2,
+                      calibrate=True)
+    data = tiny_data(s)
+    data.val = LabelledWindows(RandomWindows(24, s.axes.window, 3))
+    data.class_weights = [1.0, 4.0]
+    assert run(s, data) == 0
+    r = rundir.read_result(tmp_path)
+    chosen = r["validation"]["calibration"]
+    assert chosen["share"] in calibration.SHARES and chosen["class_weight"] == [1.0, 4.0]
+    assert chosen["bias_shift"] == pytest.approx([0.0, -chosen["share"] * math.log(4.0)])
+    assert chosen["seconds"] > 0 and r["timing"]["val_s"] == pytest.approx(r["validation"]["seconds"])
+    assert r["timing"]["val_s"] >= chosen["seconds"] + sum(v["seconds"] for v in r["validation"]["history"]) - 1e-9
