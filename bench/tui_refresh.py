@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cockpit.snapshot import (  # noqa: E402
+from cockpit.store.snapshot import (  # noqa: E402
     ConfigRow,
     ConnectionState,
     GpuSample,

@@ -105,7 +105,7 @@ class NotebookStudy:
         (docs/run-directory.md, metrics.jsonl): t, step, rank, loss, tokens_per_s, samples_per_s,
         step_time_s (interval / steps in it), data_wait_s, compute_s, comm_s, optimizer_s (seconds of the
         interval on that rank), train_time_s (T so far)."""
-        from cockpit.snapshot import MetricPoint
+        from cockpit.store.snapshot import MetricPoint
 
         cid = self._config_id(config)
         return _frame(self._data.metrics(cid, rank=rank), MetricPoint)
@@ -113,7 +113,7 @@ class NotebookStudy:
     def gpu(self, config: str) -> pd.DataFrame:
         """The run's NVML samples (empty on a CPU run): t, host, gpu, util_pct, mem_used_bytes,
         mem_total_bytes, power_w, temp_c."""
-        from cockpit.snapshot import GpuSample
+        from cockpit.store.snapshot import GpuSample
 
         return _frame(self._data.gpu(self._config_id(config)), GpuSample)
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from cockpit.commands.progress import PlainProgress, failure_reason
 from cockpit.figures.explain import shown_terms
-from cockpit.snapshot import FAILED_STATES
+from cockpit.store.snapshot import FAILED_STATES
 
 if TYPE_CHECKING:
     from cockpit.forecast.advice import Advice

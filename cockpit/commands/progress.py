@@ -12,7 +12,7 @@ from cockpit.figures.quality import quality_words
 if TYPE_CHECKING:
     from cockpit.preflight.checks import PreflightReport
     from cockpit.run.session import StudySession
-    from cockpit.snapshot import Counts
+    from cockpit.store.snapshot import Counts
 
 
 def _ending_lines(session: StudySession, snap, files, failed: list, stream: TextIO) -> None:  # noqa: ANN001

@@ -96,7 +96,7 @@ def finish(session: StudySession, out: Path, progress: PlainProgress) -> int:
     """Write the report and say how the study ended."""
     from cockpit.report.source import from_store
     from cockpit.report.write import write_report
-    from cockpit.snapshot import ACTIVE_STATES
+    from cockpit.store.snapshot import ACTIVE_STATES
 
     snap = session.store.snapshot(session.study.name)
     files = write_report(from_store(session.store.path, session.study.name), out)

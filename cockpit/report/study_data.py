@@ -21,8 +21,8 @@ from cockpit.report.source import ReportInput, load_input
 from cockpit.study.spec import AXES, config_label
 
 if TYPE_CHECKING:
-    from cockpit.snapshot import GpuSample, MetricPoint
     from cockpit.store import StudyStore
+    from cockpit.store.snapshot import GpuSample, MetricPoint
 
 # What a configuration is, as the trackers compare configurations: its axes and its worker count.
 HPARAMS = (*AXES, "workers")

@@ -50,7 +50,7 @@ from trainer import rundir
 from trainer.rundir import MEMORY_FIGURES
 
 if TYPE_CHECKING:
-    from cockpit.snapshot import GpuSample, MetricPoint
+    from cockpit.store.snapshot import GpuSample, MetricPoint
 
 EXTRA = "pip install 'hlm-cockpit[tracking]'"
 # metrics records -> tracker keys (rank 0, as the TUI draws a run's curves): key, record field, description

@@ -8,7 +8,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from cockpit.run.outcome import exit_reason, requeue_aware
-from cockpit.snapshot import ACTIVE_STATES
+from cockpit.store.snapshot import ACTIVE_STATES
 
 if TYPE_CHECKING:
     from cockpit.launch.backend import JobInfo

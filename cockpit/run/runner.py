@@ -35,9 +35,9 @@ from cockpit.run.outcome import exit_reason, parse_result
 from cockpit.run.preflight_gate import PreflightFailed, PreflightGate
 from cockpit.run.scope import RunScope
 from cockpit.run.submission import BudgetExceeded, check_budget, pace, submit_more
-from cockpit.snapshot import ACTIVE_STATES
 from cockpit.store import LiveStatus, StudyStore
 from cockpit.store.recorded import study_plan
+from cockpit.store.snapshot import ACTIVE_STATES
 
 if TYPE_CHECKING:
     import pandas as pd

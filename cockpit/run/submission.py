@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from cockpit.launch.backend import BackendError, OutcomeUnknown, SubmitLater, UserLimits
-from cockpit.snapshot import ACTIVE_STATES
+from cockpit.store.snapshot import ACTIVE_STATES
 
 if TYPE_CHECKING:
     from cockpit.forecast.plan import Plan

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 
-from cockpit.snapshot import StudySnapshot
 from cockpit.store.browse import SIDE_FILES, writer_live
 from cockpit.store.database import (
     MIGRATIONS,
@@ -27,6 +26,7 @@ from cockpit.store.database import (
 )
 from cockpit.store.ledger import JobRecord, LiveStatus
 from cockpit.store.results import Results
+from cockpit.store.snapshot import StudySnapshot
 from cockpit.store.snapshot_build import SnapshotBuilder
 from cockpit.store.telemetry import LOG_LINES_KEPT, Telemetry
 
@@ -55,7 +55,7 @@ class StudyStore(Results, Telemetry):
 
     def snapshot(self, study_name: str, *, metrics_points: int = 200, gpu_window_s: float = 300.0,
                  now: float | None = None) -> StudySnapshot:
-        """Everything the screens draw, as plain dataclasses (cockpit.snapshot, built by store.snapshot_build)."""
+        """Everything the screens draw, as plain dataclasses (cockpit.store.snapshot, built by store.snapshot_build)."""
         if self._snapshots is None:
             self._snapshots = SnapshotBuilder()
         return self._snapshots.build(self, study_name, metrics_points=metrics_points,

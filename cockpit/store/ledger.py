@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cockpit.launch.backend import ConnectionState
-from cockpit.snapshot import ACTIVE_STATES
 from cockpit.store.database import Database, StoreError
+from cockpit.store.snapshot import ACTIVE_STATES
 
 
 @dataclass

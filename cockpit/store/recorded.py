@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cockpit.forecast import plan, prediction, whatif
-from cockpit.snapshot import ACTIVE_STATES
 from cockpit.store import preflights
+from cockpit.store.snapshot import ACTIVE_STATES
 
 if TYPE_CHECKING:
     from cockpit.store import StudyStore

@@ -19,7 +19,8 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from cockpit.forecast.analysis import AnalysisCache
-from cockpit.snapshot import (
+from cockpit.store.ledger import JobRecord, LiveStatus
+from cockpit.store.snapshot import (
     ACTIVE_STATES,
     ConfigRow,
     GpuSeries,
@@ -28,7 +29,6 @@ from cockpit.snapshot import (
     StudySnapshot,
     count_states,
 )
-from cockpit.store.ledger import JobRecord, LiveStatus
 from cockpit.store.telemetry import finite as _f
 
 UNREADABLE_VERDICT = "result row is not valid JSON; see the problems line to re-collect it"
@@ -64,7 +64,7 @@ class SnapshotBuilder:
 
     def build(self, store: SnapshotSource, study_name: str, *, metrics_points: int = 200,
               gpu_window_s: float = 300.0, now: float | None = None) -> StudySnapshot:
-        """Everything the screens draw, as plain dataclasses (see cockpit.snapshot), from one look at the
+        """Everything the screens draw, as plain dataclasses (see cockpit.store.snapshot), from one look at the
         store (a browsed file is read as it is now, and every query sees the same state)."""
         now = time.time() if now is None else now
         with store.reading():

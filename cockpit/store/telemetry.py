@@ -12,8 +12,8 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from cockpit.snapshot import GpuSample, GpuSeries, MetricPoint
 from cockpit.store.database import Database
+from cockpit.store.snapshot import GpuSample, GpuSeries, MetricPoint
 from trainer.rundir import GPU_FILE
 
 LOG_LINES_KEPT = 2000  # per configuration

@@ -22,7 +22,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from cockpit.snapshot import GpuSeries, StudySnapshot
+from cockpit.store.snapshot import GpuSeries, StudySnapshot
 from cockpit.tui.bindings import APP_BINDINGS, HelpContext, help_sections
 from cockpit.tui.channel import SnapshotView
 from cockpit.tui.commands import CockpitCommands

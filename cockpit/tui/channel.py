@@ -9,7 +9,7 @@ the cockpit are messages (cockpit.tui.files), the rest are the views' own messag
 
 from __future__ import annotations
 
-from cockpit.snapshot import StudySnapshot
+from cockpit.store.snapshot import StudySnapshot
 
 
 class SnapshotView:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cockpit.snapshot import ConfigRow
+from cockpit.store.snapshot import ConfigRow
 from trainer.config_keys import AXIS, LABEL_ORDER
 
 RUNNING = ("running", "completing")

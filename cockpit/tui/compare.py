@@ -15,7 +15,7 @@ from textual.widgets import Footer, Static
 from textual_plotext import PlotextPlot
 
 from cockpit.figures import explain
-from cockpit.snapshot import ConfigRow, StudySnapshot
+from cockpit.store.snapshot import ConfigRow, StudySnapshot
 from cockpit.tui import explain_panel, model
 from cockpit.tui import format as fmt
 from cockpit.tui.bindings import COMPARE_BINDINGS, HelpContext

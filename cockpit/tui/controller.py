@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from cockpit.forecast.plan import Plan, PlanLine  # noqa: F401  (the submit flow's content, cockpit.forecast.plan)
 from cockpit.launch.backend import JOB_ACTIONS
-from cockpit.snapshot import GpuSeries, StudySnapshot
+from cockpit.store.snapshot import GpuSeries, StudySnapshot
 
 if TYPE_CHECKING:
     from cockpit.forecast.whatif import Outcome

@@ -14,7 +14,7 @@ from textual.widgets import Footer, Input, Log, Sparkline, Static
 from textual_plotext import PlotextPlot
 
 from cockpit.forecast.analysis import comm_words, memory_words
-from cockpit.snapshot import MetricPoint, StudySnapshot
+from cockpit.store.snapshot import MetricPoint, StudySnapshot
 from cockpit.tui import explain_panel, model, quality_panel
 from cockpit.tui import format as fmt
 from cockpit.tui.bindings import DETAIL_BINDINGS, HelpContext

@@ -20,7 +20,7 @@ from pathlib import Path
 from textual.app import App, SuspendNotSupported
 from textual.message import Message
 
-from cockpit.snapshot import ConfigRow, StudySnapshot
+from cockpit.store.snapshot import ConfigRow, StudySnapshot
 
 LOG_FILE = "train.log"
 

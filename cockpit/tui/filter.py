@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from cockpit.figures import explain
-from cockpit.snapshot import DONE_STATES, FAILED_STATES, ConfigRow
+from cockpit.store.snapshot import DONE_STATES, FAILED_STATES, ConfigRow
 from cockpit.study.spec import config_label
 from cockpit.tui.columns import RUNNING, field_value, state_word
 from trainer.config_keys import AXIS, AXIS_KEYS, LABEL_ORDER, SCALE_AXES

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from cockpit.snapshot import GpuSeries, StudySnapshot
+from cockpit.store.snapshot import GpuSeries, StudySnapshot
 from cockpit.tui import format as fmt
 from cockpit.tui.columns import state_word
 from cockpit.tui.model import Row, folded_axes, short_label

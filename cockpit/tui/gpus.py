@@ -13,7 +13,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from cockpit.snapshot import GpuSeries, StudySnapshot
+from cockpit.store.snapshot import GpuSeries, StudySnapshot
 from cockpit.tui import gpu_rows, model
 from cockpit.tui.channel import SnapshotView
 from cockpit.tui.columns import GPU_COLUMNS, GPU_JOB_COLUMNS, RUNNING

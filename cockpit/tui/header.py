@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from cockpit.launch.backend import ConnectionState
-from cockpit.snapshot import StudySnapshot
+from cockpit.store.snapshot import StudySnapshot
 from cockpit.tui import format as fmt
 
 CONNECTION_STYLE = {

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from cockpit.forecast.plan import Plan
 from cockpit.launch.backend import ConnectionState
-from cockpit.snapshot import ConfigRow, GpuSeries, StudySnapshot, count_states
 from cockpit.store.recorded import study_plan
+from cockpit.store.snapshot import ConfigRow, GpuSeries, StudySnapshot, count_states
 from cockpit.tui.controller import JOB_ACTIONS, downsample, what_if_of
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from typing import cast
 from rich.text import Text
 
 from cockpit.figures import labels
-from cockpit.snapshot import ConfigRow, JobRow, StudySnapshot
+from cockpit.store.snapshot import ConfigRow, JobRow, StudySnapshot
 from cockpit.study.spec import config_label
 from cockpit.tui import format as fmt
 from cockpit.tui.columns import (

@@ -14,7 +14,7 @@ from textual.widgets import Static
 from textual_plotext import Plot, PlotextPlot
 
 from cockpit.figures import labels, series
-from cockpit.snapshot import StudySnapshot
+from cockpit.store.snapshot import StudySnapshot
 from cockpit.tui import model
 from cockpit.tui.channel import SnapshotView
 

@@ -7,7 +7,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Static
 
-from cockpit.snapshot import ACTIVE_STATES, StudySnapshot
+from cockpit.store.snapshot import ACTIVE_STATES, StudySnapshot
 from cockpit.tui import model
 from cockpit.tui.bindings import QUEUE_BINDINGS
 from cockpit.tui.channel import SnapshotView

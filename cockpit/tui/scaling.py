@@ -13,7 +13,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
-from cockpit.snapshot import ConfigRow, StudySnapshot
+from cockpit.store.snapshot import ConfigRow, StudySnapshot
 from cockpit.tui import model
 from cockpit.tui.bindings import SCALING_BINDINGS
 from cockpit.tui.channel import SnapshotView

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from cockpit.launch.backend import ConnectionState
-from cockpit.snapshot import StudySnapshot
 from cockpit.store import SCHEMA_VERSION, StoreError, StudyStore, default_store_path
+from cockpit.store.snapshot import StudySnapshot
 from trainer.rundir import parse_jsonl_bytes
 
 

@@ -14,8 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("shared contract", ("trainer.rundir", "trainer.config_keys", "trainer.scores", "trainer.data.errors",
                          "trainer.data.tokenizer_keys", "trainer.environment", "sbatch_templates")),
-    ("study, backends and figures", ("cockpit.study", "cockpit.preflight", "cockpit.figures", "cockpit.launch",
-                                     "cockpit.snapshot")),
+    ("study, backends and figures", ("cockpit.study", "cockpit.preflight", "cockpit.figures", "cockpit.launch")),
     ("forecast and state", ("cockpit.forecast", "cockpit.store")),
     ("orchestration", ("cockpit.run",)),
     ("presentation", ("cockpit.report", "cockpit.tui", "cockpit.notebook")),
@@ -65,7 +64,7 @@ def graph() -> dict[str, set[str]]:
 
 
 def package_of(module: str) -> str:
-    """`cockpit.store.ledger` -> `cockpit.store`; a top-level module (`cockpit.snapshot`) is its own node."""
+    """`cockpit.store.ledger` -> `cockpit.store`; a top-level module (`cockpit.notebook`) is its own node."""
     parts = module.split(".")
     return ".".join(parts[:2]) if (REPO / parts[0] / parts[1] if len(parts) > 1 else REPO).is_dir() else module
 

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from cockpit.snapshot import GpuSample, GpuSeries
+from cockpit.store.snapshot import GpuSample, GpuSeries
 from cockpit.tui import model
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.compare import CompareScreen, figure_rows

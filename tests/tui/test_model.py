@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cockpit.snapshot import GpuSample, GpuSeries
+from cockpit.store.snapshot import GpuSample, GpuSeries
 from cockpit.tui import format as fmt
 from cockpit.tui import gpu_rows, model
 
