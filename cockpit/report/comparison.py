@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cockpit.forecast import prediction
-from cockpit.forecast.compare import (
-    Comparison,
-    compare,
+from cockpit.forecast.compare import Comparison, compare
+from cockpit.forecast.compare_table import (
     differs_words,
     figure_rows,
     headline,

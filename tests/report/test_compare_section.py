@@ -13,7 +13,7 @@ import pytest
 
 from cockpit.cli import main as cli
 from cockpit.forecast.analysis import analyse
-from cockpit.forecast.compare import figure_rows, headline, label, prediction_line, unmatched_lines
+from cockpit.forecast.compare_table import figure_rows, headline, label, prediction_line, unmatched_lines
 from cockpit.report.comparison import compare_paths
 from cockpit.report.source import load_input
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cockpit.cli import main as cli
-from cockpit.forecast import advice
+from cockpit.forecast import advice, compare_table
 from cockpit.forecast import compare as cmp
 from cockpit.report.source import from_store, load_input
 from tests.studies import write_study
@@ -50,7 +50,7 @@ def test_every_figure_of_both_with_its_change_and_b_predicted_from_a(studies):
     ia, ib = load_input(a), load_input(b)
     c = cmp.compare(ia.study, ia.results, ib.study, ib.results)
     two = next(p for p in c.pairs if p.a["workers"] == 2)
-    rows = {name.strip(): (va, vb, d) for name, va, vb, d in cmp.figure_rows(two)}
+    rows = {name.strip(): (va, vb, d) for name, va, vb, d in compare_table.figure_rows(two)}
     assert rows["T s"][:2] == (f"{two.a['train_time_s']:.2f}", f"{two.b['train_time_s']:.2f}")
     assert rows["T1 s (the group's baseline)"][0] == f"{two.a['t1_s']:.2f}" and rows["N"][:2] == ("2", "2")
     assert rows["S = T1/(T/work)"][1] == f"{two.b['speedup']:.3f}"
@@ -63,7 +63,7 @@ def test_every_figure_of_both_with_its_change_and_b_predicted_from_a(studies):
     p = two.predicted
     assert isinstance(p, advice.Forecast), p
     assert p.changes == (("train.bucket_cap_mb", None, 0.01),) and "measured" in p.basis
-    line = cmp.prediction_line(two)
+    line = compare_table.prediction_line(two)
     assert re.search(r"B predicted from A: T \d+\.\d\d s .*measured T \d+\.\d\d s .*error [+-]\d", line), line
     assert "gain T_A - T_B: predicted" in line and "intra_node (measured by 1 run(s) of this study; latency " in line
 

@@ -13,7 +13,7 @@ import pytest
 
 from cockpit.cli import main as cli
 from cockpit.commands.open import browse
-from cockpit.forecast.compare import figure_rows, headline, label, prediction_line, unmatched_lines
+from cockpit.forecast.compare_table import figure_rows, headline, label, prediction_line, unmatched_lines
 from cockpit.tui.commands import palette_commands
 from cockpit.tui.study_compare import StudyCompareScreen
 
