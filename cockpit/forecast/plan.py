@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cockpit.figures import labels
-from cockpit.forecast import prediction
+from cockpit.forecast import prediction, prediction_words
 from cockpit.forecast.analysis import analyse
 
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
             p = prediction.predict(base, cfg.nodes, cfg.gpus_per_node,
                                    prediction.work_for(study.train, cfg.workers), links, strategy=cfg.strategy)
             pred = p if isinstance(p, prediction.Prediction) else None
-            if pred is not None and (flag := prediction.memory_flag(pred.memory, device, gpu_bytes)):
+            if pred is not None and (flag := prediction_words.memory_flag(pred.memory, device, gpu_bytes)):
                 over_memory[cfg.label] = flag
         run = runs.get(cfg.config_id) if status == "done" else None
         figures = run or pred
@@ -233,7 +233,7 @@ def _recommendations(lines: list[PlanLine], baselines: Mapping[str | None, dict[
     out = {}
     for group, group_lines in by_group.items():
         t1 = float(baselines[group]["timing"]["train_time_s"])
-        text = prediction.recommendation(t1, [line.figures for line in group_lines if line.figures], device)
+        text = prediction_words.recommendation(t1, [line.figures for line in group_lines if line.figures], device)
         base = next((line for line in group_lines if line.predicted and line.predicted.workers == 1), None)
         if text:
             out[base.label if base else group] = text

@@ -17,7 +17,8 @@ nodes when nodes > 1): measured by the trainer's start-up probe in a finished ru
 site profile's figure. That is DDP; each strategy (docs/strategies.md) has its own collectives per step
 (STRATEGY_COMM: zero1 adds a broadcast of the updated shards, fsdp all-gathers the parameters twice and
 reduce-scatters the gradients), and its own memory per rank (`memory_per_rank`: what it shards divided by N). What the model leaves out (workers slowing each other down on shared cores or memory
-bandwidth, stragglers) is what the measured run's explanation then shows.
+bandwidth, stragglers) is what the measured run's explanation then shows. This module returns numbers; their
+words (the memory warning, a group's recommendation line) are cockpit.forecast.prediction_words.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from cockpit.figures import labels
 from cockpit.figures.explain import FIXED_COSTS, PARTS
 from trainer.config_keys import STRATEGY_SHARDS
 
@@ -189,25 +189,6 @@ def memory_per_rank(base: dict[str, Any], workers: int, strategy: str = "ddp") -
     return out
 
 
-def memory_flag(memory: dict[str, float] | None, device: str, gpu_bytes: float) -> str:
-    """A warning when a GPU study's predicted peak per rank (memory_per_rank) exceeds one GPU's memory
-    (`gpu_bytes`, the site profile's gpu_memory_gb), else "" (always for a CPU study, `device` "cpu": its
-    peak is the process's resident memory)."""
-    if not memory or gpu_bytes <= 0 or device == "cpu" or memory["peak_bytes"] <= gpu_bytes:
-        return ""
-    return (f"predicted peak memory {memory['peak_bytes'] / 1e9:.1f} GB per GPU exceeds the GPU's "
-            f"{gpu_bytes / 1e9:g} GB: shard more (strategy zero1, fsdp) or lower batch_size")
-
-
-def memory_words(memory: dict[str, float]) -> str:
-    """`model states 1.2 MiB (params 0.3, grads 0.3, optimizer 0.6), peak 350 MiB` per rank."""
-    def mb(v: float) -> str:
-        return f"{v / 2**20:.3g}"
-
-    return (f"model states {mb(memory['model_states_bytes'])} MiB (params {mb(memory['params_bytes'])}, grads "
-            f"{mb(memory['grads_bytes'])}, optimizer {mb(memory['optimizer_bytes'])}), peak {mb(memory['peak_bytes'])} MiB")
-
-
 def strategy_comm(strategy: str, n: int, grad: float, link: Link, *, buckets: int, groups: int, compute: float,
                   on_cpu: bool, micro_batches: float = 1.0) -> dict[str, float]:
     """Exposed seconds per step of each collective the strategy issues on n workers (STRATEGY_COMM).
@@ -295,18 +276,3 @@ def work_for(train: dict[str, Any], workers: int) -> float:
     """Samples of an N-worker run over the baseline's: N with a fixed number of steps (the per-worker batch
     is fixed), 1 with a fixed number of epochs (strong scaling)."""
     return float(workers) if train.get("steps") is not None else 1.0
-
-
-def recommendation(base_t: float, predictions: list[Prediction], device: str = "gpu") -> str:
-    """One line per worker count: speedup for how many times the baseline's GPU-hours (worker-hours for a
-    CPU study, cockpit.figures.labels), and the fastest."""
-    ok = sorted((p for p in predictions if p.workers > 1 and p.speedup == p.speedup), key=lambda p: p.workers)
-    if not ok:
-        return ""
-    hours = f"{labels.worker_word(device, 1)}-hours"
-    pieces = [f"{p.workers} workers ({p.nodes} node{'s' if p.nodes > 1 else ''}): {p.speedup:.2f}x for "
-              f"{p.workers / p.speedup:.2f}x the {hours}" for p in ok]
-    best = min(ok, key=lambda p: p.t_same_work_s)
-    if best.t_same_work_s >= base_t:
-        return "; ".join(pieces) + " - no configuration is predicted faster than the baseline"
-    return "; ".join(pieces) + f" - best time-to-result: {best.workers} workers"

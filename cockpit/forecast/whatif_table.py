@@ -10,7 +10,7 @@ import math
 from typing import TYPE_CHECKING
 
 from cockpit.figures.labels import device_of
-from cockpit.forecast import advice, prediction
+from cockpit.forecast import advice, prediction, prediction_words
 from cockpit.forecast.plan import hours, study_gpu_memory_gb
 from trainer.config_keys import LABEL_ORDER
 
@@ -133,6 +133,6 @@ def memory_lines(o: Outcome, predicted: list[WhatIfLine]) -> list[str]:
     for line in predicted:
         memory = line.predicted.memory if isinstance(line.predicted, advice.Forecast) else None
         if memory:
-            flag = prediction.memory_flag(memory, device, gpu_bytes)
-            out.append(f"memory per rank, {line.label}: {prediction.memory_words(memory)}" + (f"; {flag}" if flag else ""))
+            flag = prediction_words.memory_flag(memory, device, gpu_bytes)
+            out.append(f"memory per rank, {line.label}: {prediction_words.memory_words(memory)}" + (f"; {flag}" if flag else ""))
     return out

@@ -10,10 +10,10 @@ from cockpit.forecast.prediction import (
     NoPrediction,
     measured_links,
     predict,
-    recommendation,
     site_links,
     work_for,
 )
+from cockpit.forecast.prediction_words import recommendation
 from cockpit.launch.slurm.sites import load_site
 
 

@@ -12,7 +12,8 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from cockpit.forecast.prediction import Prediction, measured_links, memory_flag, predict
+from cockpit.forecast.prediction import Prediction, measured_links, predict
+from cockpit.forecast.prediction_words import memory_flag
 from tests.train.test_ddp import weights
 from tests.train.tiny import free_port, tiny_data, tiny_settings
 from trainer import checkpoint, rundir
