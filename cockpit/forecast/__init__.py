@@ -1,0 +1,13 @@
+"""Prediction, analysis, what-if, advice and comparison; the computations return data and their wording is
+apart (prediction_words.py, whatif_table.py, compare_table.py). Nothing here reads the store: the store and
+store/recorded.py read these.
+
+- prediction.py    the scaling model: T, speedup, node-hours and memory per rank from a baseline and links
+- analysis.py      analyse(results): every number shown, each row's prediction and advice (AnalysisCache)
+- plan.py          make_plan: each configuration's status, the node-hour estimate, the budget
+- gpu_fit.py       the largest model that fits one GPU per strategy
+- compare.py       two studies matched by their axes, B predicted from A
+- whatif.py        the study file with keys changed, each configuration predicted from what it recorded
+- advice/          what a key change does (effects.py), forecast() of any configuration (forecasting.py),
+                   the advice per loss (options.py)
+"""
