@@ -4,7 +4,7 @@ shows (table column, filter names, configuration label). torchtitan keeps one Jo
 The trainer's own sections ([model], [train] and the sweep axes) are dataclasses whose fields carry their rules
 (`key(...)`): `trainer.settings.Settings` nests them, typed, and `trainer.model.ModelConfig` takes the [model]
 table's defaults. The rest of a study file ([study], [cluster], [data], a dataset's table, a tokenizer table)
-are tables of the same `ConfigKey`. Everything else is derived from here: the study spec (cockpit.spec), the
+are tables of the same `ConfigKey`. Everything else is derived from here: the study spec (cockpit.study.spec), the
 plan, config.json (trainer.settings), the flags of `hlm-train train` and `prepare` (trainer.config_flags), the
 configuration label, the TUI's and the report's columns and the filter's field names. A value is judged by
 one function, `ConfigKey.problem`, on the laptop and in the trainer, in the same words. Pure Python (the
@@ -360,7 +360,7 @@ STUDY_KEYS = (
 )
 @dataclass(frozen=True)
 class ClusterKeys:
-    """[cluster]: where and how jobs run; cockpit.spec.Cluster is this table resolved (local defaults filled in)."""
+    """[cluster]: where and how jobs run; cockpit.study.spec.Cluster is this table resolved (local defaults filled in)."""
 
     kind: str = key("local", "local: this machine's cores (no scheduler); slurm: a cluster over SSH",
                     choices=("local", "slurm"))
@@ -487,7 +487,7 @@ def shows(axis: ConfigKey, values: Mapping[str, Any]) -> bool:
 
 
 def id_values(values: Mapping[str, Any], axes: tuple[ConfigKey, ...] = AXIS_KEYS) -> dict[str, Any]:
-    """The axis values a configuration id digests (cockpit.spec.Configuration.config_id): every core axis and
+    """The axis values a configuration id digests (cockpit.study.spec.Configuration.config_id): every core axis and
     each later axis set away from its default."""
     return {k.name: values[k.name] for k in axes if shows(k, values)}
 

@@ -7,7 +7,7 @@ ranks on each, over each node's ranks alone. Bandwidth is reported the way NCCL'
 algorithm bandwidth = bytes / time, bus bandwidth = algbw x 2(n-1)/n (what each link carried), so figures
 from different world sizes compare. A one-element all-reduce, timed `SMALL_REPEATS` times, gives the latency
 (the alpha of the alpha-beta model: a message's time is alpha + bytes / beta): its seconds over the ring's
-2(n-1) steps, `latency_s` per step, as cockpit.prediction prices every collective call. docs/prediction.md
+2(n-1) steps, `latency_s` per step, as cockpit.forecast.prediction prices every collective call. docs/prediction.md
 uses them.
 """
 

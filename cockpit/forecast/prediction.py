@@ -8,7 +8,8 @@ baseline's samples in steps_N = steps_1 x work / N steps:
       or GPU, the same per-worker batch and the same loader)
   all-reduce per step:  t_ar = 2(N-1)/N x G / busbw + 2(N-1) x buckets x latency     (ring all-reduce)
   exposed per step:     max(t_ar / buckets, t_ar - backward)   with backward = 2/3 of compute per step
-                        (DDP overlaps every bucket but the last with the rest of backward)
+                        (DDP overlaps every bucket but the last with the rest of backward; on CPU
+                        with one core per worker nothing overlaps: exposed = t_ar)
   T_N = steps_N x (the per-step parts + exposed all-reduce); S = T1 / (T_N / work); node-hours =
       (T_N + the baseline's costs outside T) x nodes / 3600
 
@@ -190,11 +191,13 @@ def memory_per_rank(base: dict[str, Any], workers: int, strategy: str = "ddp") -
 
 
 def strategy_comm(strategy: str, n: int, grad: float, link: Link, *, buckets: int, groups: int, compute: float,
-                  on_cpu: bool, micro_batches: float = 1.0) -> dict[str, float]:
+                  on_cpu: bool, micro_batches: float = 1.0, cores: int = 0) -> dict[str, float]:
     """Exposed seconds per step of each collective the strategy issues on n workers (STRATEGY_COMM).
 
     all-reduce: t = 2(N-1)/N G / busbw + 2(N-1) x buckets x latency, exposed max(t / buckets, t - backward)
-    (DDP overlaps every bucket but the last with the rest of backward). broadcast (zero1, after the local
+    (DDP overlaps every bucket but the last with the rest of backward); on CPU with one core per worker
+    (``cores``) all of it: gloo's thread runs each bucket on the core backward runs on, so nothing overlaps
+    and smaller buckets only add latency (measured: bench/README.md, the optimisation loop). broadcast (zero1, after the local
     optimizer step): all of it. all-gather / reduce-scatter (fsdp): t = f (N-1)/N G / busbw + (N-1) x groups x
     latency per round; on CPU all of it (gloo runs them on the training thread, as measured), on GPU FSDP
     prefetches one block ahead, so max(t / groups, t - compute). With `micro_batches` (grad_accum) per step,
@@ -206,7 +209,7 @@ def strategy_comm(strategy: str, n: int, grad: float, link: Link, *, buckets: in
     for kind, factor in STRATEGY_COMM.get(strategy, STRATEGY_COMM["ddp"]):
         if kind == "all_reduce":
             t = factor * ring * grad / link.busbw + 2 * (n - 1) * buckets * latency
-            out[kind] = max(t / buckets, t - BACKWARD_SHARE * compute)
+            out[kind] = t if on_cpu and cores == 1 else max(t / buckets, t - BACKWARD_SHARE * compute)
         elif kind == "broadcast":
             out[kind] = factor * ring * grad / link.busbw + (n - 1) * latency
         else:
@@ -258,7 +261,8 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
         by_kind = strategy_comm(strategy, n, float(grad) * (0.5 if half else 1.0), link, buckets=buckets,
                                 groups=int((base.get("model") or {}).get("layers") or 1) + 1,
                                 compute=per_step["compute"], on_cpu=base.get("device") == "cpu",
-                                micro_batches=micro_batches)
+                                micro_batches=micro_batches,
+                                cores=int((base.get("config") or {}).get("cpus_per_task") or 0))
         per_step["comm"] = sum(by_kind.values())
         link_name += f" ({link.source}; {link.priced_latency()[1]})"
     parts = {p: v * steps_n for p, v in per_step.items()}

@@ -67,9 +67,12 @@ def busbw(results: list[dict]) -> float:
 
 
 def exposed(base: dict, n: int, buckets: int, bw: float, batch_factor: float = 1.0) -> float:
-    """Exposed all-reduce per step: max(t_ar / buckets, t_ar - backward), the ring all-reduce of G bytes."""
+    """Exposed all-reduce per step: max(t_ar / buckets, t_ar - backward), the ring all-reduce of G bytes; on
+    CPU with one core per worker all of t_ar (nothing overlaps)."""
     # the demo's probes predate the latency probe: each bucket's ring steps priced at the documented default
     t_ar = 2 * (n - 1) / n * base["comm"]["grad_bytes"] / bw + 2 * (n - 1) * buckets * prediction.DEFAULT_LATENCY_S
+    if base["device"] == "cpu" and base["config"]["cpus_per_task"] == 1:
+        return t_ar
     backward = 2 / 3 * base["breakdown_s"]["compute"] / base["timing"]["steps"] * batch_factor
     return max(t_ar / buckets, t_ar - backward)
 

@@ -15,7 +15,8 @@ from trainer.cli import TRAIN_KEYS, build_config, parser
 from trainer.config_keys import KEYS, ConfigKey
 from trainer.settings import SECTION_OF, Settings, from_config
 
-SAMPLES: dict[str, Any] = {"d_model": 16, "heads": 2, "window": 64, "layers": 2, "init_checkpoint": "/w/model.pt"}
+SAMPLES: dict[str, Any] = {"d_model": 16, "heads": 2, "window": 64, "layers": 2, "init_checkpoint": "/w/model.pt",
+                           "class_weights": "sqrt"}  # calibrate (sampled true) needs weights to undo
 
 
 def sample(k: ConfigKey) -> Any:
