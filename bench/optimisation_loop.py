@@ -153,29 +153,17 @@ def main() -> int:
 
 @contextlib.contextmanager
 def test_slurm(wanted: bool) -> Iterator[dict[str, Any] | None]:
-    """The [cluster] table of the test Slurm over the test sshd (started here, stopped after), or None."""
+    """The [cluster] table of the test Slurm over the test sshd (bench/cluster.py), or None."""
     if not wanted:
         yield None
         return
-    if os.geteuid() != 0:
-        sys.exit("bench/optimisation_loop.py --slurm: needs root (the test Slurm and sshd run as root)")
-    from bench.site_scale import slurm_env
+    from bench.cluster import test_cluster
     from tests.control.conftest import slurm_cluster_table
-    from tests.infra.sshd_fixtures import start_sshd, stop_sshd
 
-    env = slurm_env()
-    state = Path(tempfile.mkdtemp(prefix="hlm-sshd-"))
-    state.chmod(0o755)
-    sshd = start_sshd(state)
-    work = Path(env["HLM_SLURM_DIR"]) / "work" / f"loop-{os.getpid()}"
-    work.mkdir(parents=True)
-    subprocess.run(["chown", f"{env['HLM_TEST_USER']}:", str(work)], check=True)
-    try:
+    with test_cluster("bench/optimisation_loop.py --slurm", "loop") as c:
         # the jobs run the interpreter that runs this script (its torch), as the test user
-        yield slurm_cluster_table(sshd, env, workdir=str(work), max_concurrent_jobs=1, gpus_per_node=2,
+        yield slurm_cluster_table(c.sshd, c.env, workdir=str(c.work), max_concurrent_jobs=1, gpus_per_node=2,
                                   python=sys.executable)
-    finally:
-        stop_sshd(state)
 
 
 def loop(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any] | None, t0: float) -> int:

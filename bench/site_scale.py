@@ -30,15 +30,15 @@ import sqlite3
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.cluster import test_cluster  # noqa: E402
 from tests.control.conftest import study_text  # noqa: E402
-from tests.infra.sshd_fixtures import start_sshd, stop_sshd  # noqa: E402
 
 CHILD = """
 import asyncio, json, os, resource, statistics, sys, time
@@ -93,12 +93,6 @@ asyncio.run(main())
 """
 
 
-def slurm_env() -> dict[str, str]:
-    up = subprocess.run(["bash", str(ROOT / "tests" / "infra" / "slurm.sh"), "up"], capture_output=True, text=True,
-                        check=True)
-    return dict(line.split("=", 1) for line in up.stdout.splitlines() if "=" in line)
-
-
 def cockpit(study: Path, store: Path, out: Path) -> subprocess.Popen[bytes]:
     code = CHILD.format(root=str(ROOT), study=str(study), store=str(store), out=str(out))
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -122,15 +116,12 @@ def main() -> None:
     parser.add_argument("--configs", type=int, default=288)
     parser.add_argument("--steps", type=int, default=2)
     args = parser.parse_args()
-    if os.geteuid() != 0:
-        sys.exit("bench/site_scale.py: needs root (the test Slurm and sshd run as root; jobs run as the test user)")
-    env = slurm_env()
-    state = Path(tempfile.mkdtemp(prefix="hlm-sshd-"))
-    state.chmod(0o755)
-    sshd = start_sshd(state)
-    work = Path(env["HLM_SLURM_DIR"]) / "work" / f"scale-{os.getpid()}"
-    work.mkdir(parents=True)
-    subprocess.run(["chown", f"{env['HLM_TEST_USER']}:", str(work)], check=True)
+    with test_cluster("bench/site_scale.py", "scale") as c:
+        measure(args, c.env, c.sshd, c.work)
+
+
+def measure(args: argparse.Namespace, env: dict[str, str], sshd: Any, work: Path) -> None:
+    """The study of --configs jobs, the first cockpit killed half way, the second to the end; the figures."""
     name = f"scale{os.getpid()}"
     windows = ", ".join(str(32 + i) for i in range(args.configs))
     study = work / f"{name}.toml"
@@ -139,53 +130,49 @@ def main() -> None:
                                 gpus_per_node=1))
     store = work / "cockpit.sqlite"
     outs = [work / "first.json", work / "second.json"]
-    try:
-        started = time.monotonic()
-        first = cockpit(study, store, outs[0])
-        while read_stats(outs[0]).get("results", 0) < args.configs // 2 and first.poll() is None:
-            time.sleep(1.0)
-        first.send_signal(signal.SIGKILL)
-        first.wait()
-        killed_at = time.monotonic() - started
-        second = cockpit(study, store, outs[1])
-        _, err = second.communicate()
-        if second.returncode != 0:
-            sys.exit(f"the second cockpit failed: {err.decode()[-2000:]}")
-        wall = time.monotonic() - started
-        done = completed_jobs(Path(env["HLM_SLURM_DIR"]), name)
-        from cockpit.store import StudyStore
-        from cockpit.study.spec import load_study
+    started = time.monotonic()
+    first = cockpit(study, store, outs[0])
+    while read_stats(outs[0]).get("results", 0) < args.configs // 2 and first.poll() is None:
+        time.sleep(1.0)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    killed_at = time.monotonic() - started
+    second = cockpit(study, store, outs[1])
+    _, err = second.communicate()
+    if second.returncode != 0:
+        sys.exit(f"the second cockpit failed: {err.decode()[-2000:]}")
+    wall = time.monotonic() - started
+    done = completed_jobs(Path(env["HLM_SLURM_DIR"]), name)
+    from cockpit.store import StudyStore
+    from cockpit.study.spec import load_study
 
-        ids = [c.config_id for c in load_study(study).runnable()]
-        lost = sum(1 for cid in ids if done.get(cid, 0) == 0)
-        duplicated = sum(1 for cid in ids if done.get(cid, 0) > 1)
-        db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
-        followed_bytes, followed_files = db.execute("SELECT COALESCE(SUM(offset), 0), COUNT(*) FROM follow_offsets").fetchone()
-        db.close()
-        reader = StudyStore(store, read_only=True)
-        t0 = time.perf_counter()
-        snap = reader.snapshot(name)
-        snapshot_s = time.perf_counter() - t0
-        reader.close()
-        size = sum(p.stat().st_size for p in (store, store.with_name(store.name + "-wal")) if p.exists())
-        print(f"{len(ids)} configurations, {args.steps} steps each, QOS capped (3 queued or running per user); "
-              f"cockpit SIGKILLed at {killed_at:.0f} s, study over at {wall:.0f} s")
-        print(f"jobs lost {lost}, duplicated {duplicated} (Slurm's completion log); {len(snap.configs)} rows, "
-              f"{snap.counts.done} done in the store")
-        for label, path in zip(("first cockpit", "second cockpit"), outs, strict=True):
-            s = read_stats(path)
-            polls = s.get("polls_s") or [0.0]
-            print(f"{label}: {s.get('ticks', 0)} ticks, {s.get('squeue', 0)} squeue round trips, one poll "
-                  f"{1000 * statistics.median(polls):.0f} ms median / {1000 * max(polls):.0f} ms max, "
-                  f"{s.get('waits', 0)} ticks waiting at the limit; RSS {s.get('rss_start_mib', 0):.0f} -> "
-                  f"{s.get('rss_end_mib', 0):.0f} MiB")
-        print(f"followed {followed_bytes:,} bytes in {followed_files} files: {followed_bytes / wall:,.0f} bytes/s, "
-              f"{followed_files / wall:.1f} files/s of study")
-        print(f"snapshot of the final store, all {len(snap.configs)} rows: {1000 * snapshot_s:.0f} ms; "
-              f"store {size / 2**20:.1f} MiB")
-    finally:
-        stop_sshd(state)
-        subprocess.run(["rm", "-rf", str(state), str(work)], check=False)
+    ids = [c.config_id for c in load_study(study).runnable()]
+    lost = sum(1 for cid in ids if done.get(cid, 0) == 0)
+    duplicated = sum(1 for cid in ids if done.get(cid, 0) > 1)
+    db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    followed_bytes, followed_files = db.execute("SELECT COALESCE(SUM(offset), 0), COUNT(*) FROM follow_offsets").fetchone()
+    db.close()
+    reader = StudyStore(store, read_only=True)
+    t0 = time.perf_counter()
+    snap = reader.snapshot(name)
+    snapshot_s = time.perf_counter() - t0
+    reader.close()
+    size = sum(p.stat().st_size for p in (store, store.with_name(store.name + "-wal")) if p.exists())
+    print(f"{len(ids)} configurations, {args.steps} steps each, QOS capped (3 queued or running per user); "
+          f"cockpit SIGKILLed at {killed_at:.0f} s, study over at {wall:.0f} s")
+    print(f"jobs lost {lost}, duplicated {duplicated} (Slurm's completion log); {len(snap.configs)} rows, "
+          f"{snap.counts.done} done in the store")
+    for label, path in zip(("first cockpit", "second cockpit"), outs, strict=True):
+        s = read_stats(path)
+        polls = s.get("polls_s") or [0.0]
+        print(f"{label}: {s.get('ticks', 0)} ticks, {s.get('squeue', 0)} squeue round trips, one poll "
+              f"{1000 * statistics.median(polls):.0f} ms median / {1000 * max(polls):.0f} ms max, "
+              f"{s.get('waits', 0)} ticks waiting at the limit; RSS {s.get('rss_start_mib', 0):.0f} -> "
+              f"{s.get('rss_end_mib', 0):.0f} MiB")
+    print(f"followed {followed_bytes:,} bytes in {followed_files} files: {followed_bytes / wall:,.0f} bytes/s, "
+          f"{followed_files / wall:.1f} files/s of study")
+    print(f"snapshot of the final store, all {len(snap.configs)} rows: {1000 * snapshot_s:.0f} ms; "
+          f"store {size / 2**20:.1f} MiB")
 
 
 if __name__ == "__main__":
