@@ -42,7 +42,9 @@ def _check(events: list[dict], name: str) -> None:
             assert e["S"] == pytest.approx(e["T1_s"] / e["T_same_work_s"])
             assert e["E"] == pytest.approx(e["S"] / e["workers"])
             assert round(sum(e["terms_s"].values()), 2) == e["O_s"]
-            assert e["advice"], e  # every loss has its advice: a 2-worker run loses at least its all-reduce
+            # every loss has its advice: a 2-worker run loses at least its all-reduce, unless it came out faster
+            # than its baseline's per-sample time on a loaded machine (no loss, nothing to advise)
+            assert e["advice"] or e["O_s"] <= 0, e
             for item in e["advice"]:
                 assert item["T_s"] == pytest.approx(e["T_s"]) and item["E"] == pytest.approx(e["E"])
                 assert item["term"] in e["terms_s"] and f"{item['loss_s']:.2f} s" in item["text"]

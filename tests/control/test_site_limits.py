@@ -97,10 +97,12 @@ async def test_left_unset_the_pace_is_what_the_site_allows(make_study, slurm_env
     store = StudyStore(tmp_path / "cockpit.sqlite")
     runner, reports = await _run(study, store)
     assert not [r for r in reports if r.refused]
-    # the first round is the QOS's 3 at once (not the old default of 4) and never runs into the limit; later,
-    # Slurm may count a job that squeue no longer lists for a moment: a wait then, never a refusal
+    # the first round is what the QOS's 3 leave (less a job of the user Slurm still lists at the start; not
+    # the old default of 4) and never runs into the limit; later, Slurm may count a job that squeue no longer
+    # lists for a moment: a wait then, never a refusal
+    assert runner.limits is not None and runner.limits.max_submit == 3
     first = next(i for i, r in enumerate(reports) if r.submitted)
-    assert len(reports[first].submitted) == 3 and not reports[first].waiting, reports[first]
+    assert 1 <= len(reports[first].submitted) <= 3 and not reports[first].waiting, reports[first]
     assert not [r for r in reports[:first + 1] if r.waiting]
     _every_configuration_once(study, store, slurm_env)
     store.close()
