@@ -13,6 +13,7 @@ from trainer.config_keys import (
     CLUSTER_KEYS,
     DATA_KEYS,
     DATASET_KEYS,
+    SITE_KEYS,
     STUDY_KEYS,
     TOKENIZER_KEYS,
     TRAINER_KEYS,
@@ -74,6 +75,10 @@ TABLES = (
     Table("[sweep]", "Each axis is a list of values of its key; the cartesian product is the configuration "
           "matrix. *column* is the axis's header in the plan, the cockpit and the report.", AXIS_KEYS,
           ("column",), lambda k: (k.axis.header if k.axis else "",)),
+    Table("[site] of a site profile", "A site profile is a TOML file of one `[site]` table: the built-in ones in "
+          "`sbatch_templates/sites/` (`generic`, `meluxina`), or a file a study names with `[cluster].site = "
+          "\"path/to/site.toml\"` (docs/launch.md). `[site.env]` and `[site.qos_max_minutes]` are its tables.",
+          SITE_KEYS),
     Table("config.json only", "Keys the cockpit writes into each run's config.json (or test hooks), not said in "
           "a study file; `hlm-train train` reads them (docs/run-directory.md).",
           tuple(k for k in TRAINER_KEYS if not k.study and k.axis is None), name=lambda k: k.dest),

@@ -403,6 +403,57 @@ class ClusterKeys:
 
 
 CLUSTER_KEYS = keys_of("cluster", ClusterKeys)
+
+
+def _strings(value: Any) -> bool:
+    return all(isinstance(v, str) for v in value)
+
+
+def _minutes(value: Any) -> bool:
+    return all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value.values())
+
+
+def _env_values(value: Any) -> bool:
+    return all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in value.values())
+
+
+@dataclass(frozen=True)
+class SiteKeys:
+    """[site] of a site profile (sbatch_templates/sites/*.toml, or a study's own file named by [cluster].site):
+    what a batch script must know about one Slurm installation; cockpit.launch.slurm.sites.Site is this table
+    read. 0 or "" means unknown where a figure has no default."""
+
+    name: str = key(None, "the site's name", required=True)
+    description: str = key("", "free text about the site")
+    login_host: str = key("", "the login node's address")
+    login_port: int = key(22, "the login node's SSH port", minimum=1)
+    require_account: bool = key(False, "every job must name [cluster].account (-A)")
+    require_qos: bool = key(False, "every job must name [cluster].qos (-q)")
+    partitions: list = key([], "the partitions a study may name", rule=_strings, expected_words="a list of strings")
+    gpu_partitions: list = key([], "the partitions with GPUs", rule=_strings, expected_words="a list of strings")
+    default_partition: str = key("", "the partition used when [cluster].partition is unset")
+    gpus_per_node: int = key(0, "GPUs a node has (0: unknown)", minimum=0)
+    cores_per_node: int = key(0, "cores a node has (0: unknown)", minimum=0, unit="cores")
+    numa_nodes: int = key(0, "NUMA domains per node (0: unknown)", minimum=0)
+    container_runtime: str = key("apptainer", "the container runtime's command")
+    container_modules: list = key([], "environment modules a job loads before the container runtime",
+                                  rule=_strings, expected_words="a list of strings")
+    max_requeues: int = key(5, "requeues after the time limit's signal before a run is given up", minimum=0)
+    qos_max_minutes: dict = key({}, "each QOS's wall-time limit in minutes, checked before submitting",
+                                rule=_minutes, expected_words="a table of QOS = positive whole minutes")
+    env: dict = key({}, "environment variables of every job on the site", rule=_env_values,
+                    expected_words="a table of NAME = string or number")
+    # link figures for the scaling prediction (docs/prediction.md)
+    intra_node_busbw_gbs: float = key(0.0, "all-reduce bus bandwidth within a node (0: unknown)", minimum=0,
+                                      unit="GB/s")
+    inter_node_busbw_gbs: float = key(0.0, "all-reduce bus bandwidth across nodes (0: unknown)", minimum=0,
+                                      unit="GB/s")
+    allreduce_latency_us: float = key(0.0, "all-reduce latency per ring step (0: unknown)", minimum=0, unit="us")
+    gpu_memory_gb: float = key(0.0, "one GPU's memory: the plan flags a configuration predicted above it "
+                               "(0: unknown)", minimum=0, unit="GB")
+
+
+SITE_KEYS = keys_of("site", SiteKeys)
 _SPLIT = (
     ConfigKey("data", "test_records", (list,), help="the test split, explicitly"),
     ConfigKey("data", "patient_pattern", (str,), help="regular expression extracting the patient id"),

@@ -14,30 +14,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-_KEYS: dict[str, tuple[type | tuple[type, ...], Any]] = {
-    "name": (str, None),
-    "description": (str, ""),
-    "login_host": (str, ""),
-    "login_port": (int, 22),
-    "require_account": (bool, False),
-    "require_qos": (bool, False),
-    "partitions": (list, []),
-    "gpu_partitions": (list, []),
-    "default_partition": (str, ""),
-    "gpus_per_node": (int, 0),
-    "cores_per_node": (int, 0),
-    "numa_nodes": (int, 0),
-    "container_runtime": (str, "apptainer"),
-    "container_modules": (list, []),
-    "max_requeues": (int, 5),
-    "qos_max_minutes": (dict, {}),
-    "env": (dict, {}),
-    # link figures for the scaling prediction (docs/prediction.md); 0 = unknown
-    "intra_node_busbw_gbs": ((int, float), 0.0),
-    "inter_node_busbw_gbs": ((int, float), 0.0),
-    "allreduce_latency_us": ((int, float), 0.0),
-    "gpu_memory_gb": ((int, float), 0.0),  # one GPU's memory: the plan flags a configuration predicted above it
-}
+from trainer.config_keys import SITE_KEYS, SiteKeys
+
+_BY_NAME = {k.name: k for k in SITE_KEYS}
 
 
 class SiteError(ValueError):
@@ -45,31 +24,19 @@ class SiteError(ValueError):
 
 
 @dataclass(frozen=True)
-class Site:
-    """One Slurm site's facts and defaults."""
+class Site(SiteKeys):
+    """One Slurm site's facts and defaults: the registry's [site] table (trainer.config_keys.SiteKeys) as read
+    from a profile (its lists as tuples, its env values as strings, its figures as floats) and the file it came
+    from."""
 
-    name: str
-    source: str
-    description: str = ""
-    login_host: str = ""
-    login_port: int = 22
-    require_account: bool = False
-    require_qos: bool = False
-    partitions: tuple[str, ...] = ()
-    gpu_partitions: tuple[str, ...] = ()
-    default_partition: str = ""
-    gpus_per_node: int = 0
-    cores_per_node: int = 0
-    numa_nodes: int = 0
-    container_runtime: str = "apptainer"
-    container_modules: tuple[str, ...] = ()
-    max_requeues: int = 5
+    name: str = ""
+    # frozen as the profile is: the registry's lists, held as tuples
+    partitions: tuple[str, ...] = ()  # type: ignore[assignment]
+    gpu_partitions: tuple[str, ...] = ()  # type: ignore[assignment]
+    container_modules: tuple[str, ...] = ()  # type: ignore[assignment]
     qos_max_minutes: dict[str, int] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
-    intra_node_busbw_gbs: float = 0.0  # all-reduce bus bandwidth within a node, GB/s
-    inter_node_busbw_gbs: float = 0.0  # across nodes
-    allreduce_latency_us: float = 0.0  # per ring step
-    gpu_memory_gb: float = 0.0  # one GPU's memory, GB (10^9 bytes); 0 = unknown
+    source: str = ""  # the profile file
 
 
 def builtin_sites() -> list[str]:
@@ -114,37 +81,26 @@ def parse_site(text: str, source: str) -> Site:
     if set(raw) != {"site"} or not isinstance(raw["site"], dict):
         raise SiteError(f"{source}: expected exactly one table [site]")
     table = raw["site"]
-    unknown = sorted(set(table) - set(_KEYS))
+    unknown = sorted(set(table) - set(_BY_NAME))
     if unknown:
-        raise SiteError(f"{source}: [site].{unknown[0]} is not a known key; expected one of {', '.join(_KEYS)}")
+        raise SiteError(f"{source}: [site].{unknown[0]} is not a known key; expected one of {', '.join(_BY_NAME)}")
     values: dict[str, Any] = {}
-    for key, (types, default) in _KEYS.items():
-        if key not in table:
-            if default is None:
-                raise SiteError(f"{source}: [site].{key} is required")
-            values[key] = default
+    for k in SITE_KEYS:
+        if k.name not in table:
+            if k.required:
+                raise SiteError(f"{source}: [site].{k.name} is required")
+            values[k.name] = k.default
             continue
-        value = table[key]
-        if not isinstance(value, types) or (isinstance(value, bool) and types is not bool):
-            raise SiteError(f"{source}: [site].{key} must be {_type_name(types)}, found {value!r}")
-        values[key] = value
-    for key in ("partitions", "gpu_partitions", "container_modules"):
-        if any(not isinstance(item, str) for item in values[key]):
-            raise SiteError(f"{source}: [site].{key} must be a list of strings")
-        values[key] = tuple(values[key])
-    for qos, minutes in values["qos_max_minutes"].items():
-        if not isinstance(minutes, int) or isinstance(minutes, bool) or minutes < 1:
-            raise SiteError(f"{source}: [site.qos_max_minutes].{qos} must be a positive number of minutes")
-    env = {}
-    for name, value in values["env"].items():
-        if not isinstance(value, str | int | float) or isinstance(value, bool):
-            raise SiteError(f"{source}: [site.env].{name} must be a string or number, found {value!r}")
-        env[name] = str(value)
-    values["env"] = env
-    for key in ("intra_node_busbw_gbs", "inter_node_busbw_gbs", "allreduce_latency_us", "gpu_memory_gb"):
-        if values[key] < 0:
-            raise SiteError(f"{source}: [site].{key} must be >= 0 (0 = unknown), found {values[key]!r}")
-        values[key] = float(values[key])
+        problem = k.problem(table[k.name])
+        if problem:
+            raise SiteError(f"{source}: [site].{k.name}: {problem}")
+        values[k.name] = table[k.name]
+    for k in SITE_KEYS:  # the shapes Site holds
+        if list in k.kind:
+            values[k.name] = tuple(values[k.name])
+        elif float in k.kind:
+            values[k.name] = float(values[k.name])
+    values["env"] = {name: str(value) for name, value in values["env"].items()}
     return Site(source=source, **values)
 
 
@@ -172,8 +128,3 @@ def check_cluster(site: Site, cluster: Any, gpus_per_node: int) -> None:
         raise SiteError(
             f"[cluster].time_limit {cluster.time_limit} exceeds the {limit} minutes QOS {cluster.qos!r} allows on the {where}"
         )
-
-
-def _type_name(types: type | tuple[type, ...]) -> str:
-    names = {str: "a string", int: "an integer", bool: "true/false", list: "a list", dict: "a table"}
-    return names.get(types, str(types)) if isinstance(types, type) else " or ".join(names[t] for t in types)
