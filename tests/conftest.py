@@ -46,6 +46,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> Genera
             "python3 -m pytest -q` as root, in a throw-away VM or container (README, The two commands)")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Two pytest-xdist workers (`-n 2 --dist loadgroup`, pyproject's addopts): everything that uses the one
     test Slurm or the sshd in front of it runs on one worker, in order, as the cluster has two small nodes;
