@@ -376,8 +376,13 @@ async def test_the_tui_shows_a_corrupt_row_as_a_problem_and_renders_the_rest(dem
             assert len(snap.configs) == 4 and sum(c.analysis is not None for c in snap.configs) == 3
             bad = next(c for c in snap.configs if c.config_id == cid)
             assert "not valid JSON" in bad.verdict
-            messages = [n.message for n in app._notifications]
-            assert any(f"({cid}): result row is not valid JSON" in m for m in messages)
+            expected = f"({cid}): result row is not valid JSON"
+            for _ in range(100):  # the notice follows the snapshot that carries the problem
+                messages = [n.message for n in app._notifications]
+                if any(expected in m for m in messages):
+                    break
+                await pilot.pause(0.05)
+            assert any(expected in m for m in messages), messages
             assert not any("poll failed" in m for m in messages)
             await pilot.press("q")
     finally:
