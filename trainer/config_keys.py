@@ -15,6 +15,7 @@ Long because it is a table, one entry per key; the machinery above the tables is
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import typing
@@ -138,6 +139,12 @@ class ConfigKey:
         if ok and self.rule is not None:
             ok = self.rule(value)
         return None if ok else f"expected {self.expected}, got {value!r}"
+
+
+def nearest(name: str, known: typing.Iterable[str]) -> str:
+    """The words every refusal of an unknown key ends with: the nearest known key, where one is near."""
+    near = difflib.get_close_matches(name, sorted(known), n=1)
+    return f"did you mean {near[0]!r}?" if near else "see docs/study-keys.md"
 
 
 def key(default: Any = None, help: str = "", **rules: Any) -> Any:

@@ -9,7 +9,6 @@ reported with its dotted path and what was expected (exit code 2), in the words 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from trainer.config_keys import (
     check_model,
     check_train,
     keys_of,
+    nearest,
 )
 from trainer.environment import slurm_cpus_per_task
 
@@ -130,9 +130,7 @@ def _refuse_unknown(table: dict[str, Any], known: set[str] | frozenset[str], whe
     """A misspelt key is refused with its name and the nearest known key, never ignored."""
     unknown = sorted(set(table) - known)
     if unknown:
-        near = difflib.get_close_matches(unknown[0], sorted(known), n=1)
-        hint = f"did you mean {near[0]!r}?" if near else "see docs/study-keys.md"
-        raise ConfigError(f"{where}{unknown[0]}: not a key the trainer knows ({hint})")
+        raise ConfigError(f"{where}{unknown[0]}: not a key the trainer knows ({nearest(unknown[0], known)})")
 
 
 def from_config(run_dir: Path, config: dict[str, Any], source: str = "config.json") -> Settings:

@@ -23,6 +23,7 @@ from trainer.config_keys import (
     ConfigKey,
     check_model,
     check_train,
+    nearest,
     section_keys,
 )
 from trainer.data.errors import DataError
@@ -56,7 +57,8 @@ def check_keys(where: str, prefix: str, values: dict[str, Any], keys: dict[str, 
     """Every key of one table judged by its rule; unknown keys refused; defaults filled in."""
     unknown = sorted(set(values) - set(keys))
     if unknown:
-        raise SpecError(f"{where}: {prefix}.{unknown[0]} is not a known key; expected one of {', '.join(keys)}")
+        raise SpecError(f"{where}: {prefix}.{unknown[0]} is not a known key ({nearest(unknown[0], keys)}); expected one "
+                        f"of {', '.join(keys)}")
     out: dict[str, Any] = {}
     for name, k in keys.items():
         if name not in values:

@@ -202,7 +202,7 @@ def test_cockpit_plan_what_if_prints_the_prediction_and_the_links_used(demo, cap
 
 def test_what_if_refuses_unknown_keys_in_the_specs_own_words(demo, capsys):
     assert cli(["plan", str(demo), "--what-if", "train.bucket_cap_mbb=1"]) == 2
-    assert "[train].bucket_cap_mbb is not a known key; expected one of" in capsys.readouterr().err
+    assert "[train].bucket_cap_mbb is not a known key (did you mean 'bucket_cap_mb'?); expected one of" in capsys.readouterr().err
     assert cli(["plan", str(demo), "--what-if", "sweep.gpus_per_node=[1, 4]"]) == 2
     assert "[sweep].gpus_per_node contains 4 but [cluster].gpus_per_node is 2" in capsys.readouterr().err
     with pytest.raises(WhatIfError, match="is not a TOML value"):

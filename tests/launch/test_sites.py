@@ -34,7 +34,7 @@ def test_unknown_site_lists_the_known_ones() -> None:
     ("text", "message"),
     [
         ('[site]\ndescription = "x"\n', r"x\.toml: \[site\]\.name is required"),
-        ('[site]\nname = "x"\ngpus = 4\n', r"x\.toml: \[site\]\.gpus is not a known key"),
+        ('[site]\nname = "x"\ngpus_per_nodes = 4\n', r"x\.toml: \[site\]\.gpus_per_nodes is not a known key \(did you mean 'gpus_per_node'\?\)"),
         # the registry's words, as a study file's refusals use them
         ('[site]\nname = "x"\nlogin_port = "8822"\n', r"x\.toml: \[site\]\.login_port: expected an integer >= 1, got '8822'"),
         ('[site]\nname = "x"\n[site.qos_max_minutes]\ntest = 0\n',

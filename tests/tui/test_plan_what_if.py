@@ -126,7 +126,7 @@ async def test_an_axis_value_never_run_is_marked_extrapolated_in_the_dialog(demo
 
 
 @pytest.mark.parametrize(("text", "says"), [
-    ("train.bucket_cap_mbb=1", "[train].bucket_cap_mbb is not a known key; expected one of"),
+    ("train.bucket_cap_mbb=1", "[train].bucket_cap_mbb is not a known key (did you mean 'bucket_cap_mb'?); expected one of"),
     ("gpus_per_node=8", "gpus_per_node is a [sweep] axis, a list: sweep.gpus_per_node=[8]"),
     ("train.lr=1e-", "'1e-' is not a TOML value (a list needs brackets"),
     ("sweep.gpus_per_node=[1, 4]", "[sweep].gpus_per_node contains 4 but [cluster].gpus_per_node is 2"),

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from trainer.config_keys import SITE_KEYS, SiteKeys
+from trainer.config_keys import SITE_KEYS, SiteKeys, nearest
 
 _BY_NAME = {k.name: k for k in SITE_KEYS}
 
@@ -83,7 +83,8 @@ def parse_site(text: str, source: str) -> Site:
     table = raw["site"]
     unknown = sorted(set(table) - set(_BY_NAME))
     if unknown:
-        raise SiteError(f"{source}: [site].{unknown[0]} is not a known key; expected one of {', '.join(_BY_NAME)}")
+        raise SiteError(f"{source}: [site].{unknown[0]} is not a known key ({nearest(unknown[0], _BY_NAME)}); expected "
+                        f"one of {', '.join(_BY_NAME)}")
     values: dict[str, Any] = {}
     for k in SITE_KEYS:
         if k.name not in table:
