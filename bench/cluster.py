@@ -37,7 +37,8 @@ def test_cluster(script: str, prefix: str) -> Iterator[TestCluster]:
         sys.exit(f"{script}: needs root (the test Slurm and sshd run as root; jobs run as the test user)")
     from tests.infra.sshd_fixtures import start_sshd, stop_sshd
 
-    env = slurm_env()
+    # the jobs run the interpreter that runs the bench (its torch and this project), whatever PATH says
+    env = {**slurm_env(), "HLM_PYTHON_BIN": str(Path(sys.executable).parent)}
     state = Path(tempfile.mkdtemp(prefix="hlm-sshd-"))
     state.chmod(0o755)
     sshd = start_sshd(state)

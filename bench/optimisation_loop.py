@@ -161,9 +161,7 @@ def test_slurm(wanted: bool) -> Iterator[dict[str, Any] | None]:
     from tests.control.conftest import slurm_cluster_table
 
     with test_cluster("bench/optimisation_loop.py --slurm", "loop") as c:
-        # the jobs run the interpreter that runs this script (its torch), as the test user
-        yield slurm_cluster_table(c.sshd, c.env, workdir=str(c.work), max_concurrent_jobs=1, gpus_per_node=2,
-                                  python=sys.executable)
+        yield slurm_cluster_table(c.sshd, c.env, workdir=str(c.work), max_concurrent_jobs=1, gpus_per_node=2)
 
 
 def loop(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any] | None, t0: float) -> int:
