@@ -61,7 +61,7 @@ S_OUTLIER = "232"  # holds 1,382 of DS2's 1,837 S beats: reported apart so it ca
 
 MODEL = ["--context", "rr", "--layers", "2", "--d-model", "64", "--heads", "4"]  # --context sets MODEL[1]
 TOKENIZER = ["--tokenizer", "samples", "--fs", "180", "--highpass", "0.5"]  # every database at 180 Hz
-WINDOW = ["--window", "128", "--waveform", "diff"]  # 0.71 s at 180 Hz, minus the patient's template beat
+WINDOW = ["--window", "128", "--waveform", "diff"]  # 0.71 s at 180 Hz, minus the patient's template beat; --waveform sets WINDOW[3]
 LOOP = ["--batch-size", "64", "--lr", "1e-3", "--warmup-steps", "30", "--cpus-per-task", "2", "--num-workers", "0",
         "--device", "cpu"]
 
@@ -199,6 +199,8 @@ def main() -> None:
     ap.add_argument("--no-generalisation", action="store_true", help="skip the DS1-only recipe and its scoring")
     ap.add_argument("--calibrate", action="store_true",
                     help="fine-tunes choose the class decision on the validation part (train.calibrate)")
+    ap.add_argument("--waveform", default="diff", choices=("raw", "diff", "both"),
+                    help="the window as tokenized, minus the template beat, or both (twice the tokens)")
     ap.add_argument("--context", default="rr", choices=("rr", "rr_rhythm"),
                     help="the RR context tokens (rr_rhythm: and the rhythm's irregularity over 64 beats)")
     args = ap.parse_args()
@@ -206,6 +208,7 @@ def main() -> None:
         shutil.rmtree(args.out, ignore_errors=True)
     KEEP[0] = args.keep
     MODEL[1] = args.context
+    WINDOW[3] = args.waveform
     CALIBRATE[0] = args.calibrate
     args.out.mkdir(parents=True, exist_ok=True)
     log, cache = args.out / "commands.log", args.out / "tokens"

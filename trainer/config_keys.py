@@ -28,7 +28,7 @@ PRECISIONS = ("fp32", "bf16", "fp16")
 DEVICES = ("auto", "cpu", "cuda")
 TASKS = ("beat", "rhythm")
 CONTEXTS = ("none", "rr", "rr_rhythm")  # tokens before each window: trainer.data.rr_context
-WAVEFORMS = ("raw", "diff")  # what a samples window holds: trainer.data.beat_template
+WAVEFORMS = ("raw", "diff", "both")  # what a samples window holds: trainer.data.beat_template
 POOLS = ("mean", "centre")  # trainer.model
 CLASS_WEIGHTS = ("balanced", "sqrt", "none")
 STRATEGIES = ("ddp", "zero1", "fsdp", "fsdp_noreshard")  # data parallelism: trainer.parallel, docs/strategies.md
@@ -187,8 +187,9 @@ class ModelKeys:
     context: str = key("none", "'rr': RR-interval tokens of the centre beat before each window; 'rr_rhythm': "
                        "the same and the rhythm's irregularity over 64 beats", choices=CONTEXTS,
                        resume=True, windows=True)
-    waveform: str = key("raw", "samples windows as tokenized ('raw') or minus the patient's template beat "
-                        "('diff')", choices=WAVEFORMS, resume=True, windows=True)
+    waveform: str = key("raw", "samples windows as tokenized ('raw'), minus the patient's template beat "
+                        "('diff'), or the window followed by its difference ('both': twice the tokens)",
+                        choices=WAVEFORMS, resume=True, windows=True)
     pool: str = key("mean", "fine-tune head input: 'mean' over positions or the 'centre' beat's", choices=POOLS,
                     resume=True)
 

@@ -55,12 +55,22 @@ def test_diff_windows_are_flat_for_normal_beats_and_not_for_ventricular_ones(phy
     assert n < spread(raw, 0) / 2 and v > 3 * n  # measured: 10 against 25 raw, V beats 37
     tokens, label = diff[5]
     assert label == raw[5][1] and tokens.shape == (64,)
+    # 'both': the window as tokenized, then its difference; with RR context, the context first
+    both = WindowDataset(shard, 64, "beat", ["119"], waveform="both", context="rr")
+    c = both.context_length
+    assert both.length == c + 2 * 64
+    for i in (5, 400):
+        item, label = both[i]
+        assert label == raw[i][1] and item.shape == (c + 128,)
+        assert np.array_equal(item[c:c + 64].numpy(), raw[i][0].numpy())
+        assert np.array_equal(item[c + 64:].numpy(), diff[i][0].numpy())
 
 
 def test_diff_needs_samples_and_a_known_name(physionet: Path, cache: Path) -> None:
     beats = prepare_dataset(physionet / "mitdb", {"name": "beats", "records": ["100"]}, cache, 1)
-    with pytest.raises(DataError, match="waveform 'diff'.*needs the samples tokenizer.*'beats'"):
-        WindowDataset(beats, 16, "beat", ["100"], waveform="diff")
+    for waveform in ("diff", "both"):
+        with pytest.raises(DataError, match=f"waveform '{waveform}'.*needs the samples tokenizer.*'beats'"):
+            WindowDataset(beats, 16, "beat", ["100"], waveform=waveform)
     with pytest.raises(DataError, match="unknown waveform 'delta'"):
         WindowDataset(beats, 16, "beat", ["100"], waveform="delta")
 

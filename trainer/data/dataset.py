@@ -16,7 +16,10 @@ With `context="rr"` each item starts with the RR-interval tokens of its centre b
 does not reach. Items are then `context_length + W` tokens long.
 
 With `waveform="diff"` (samples only) a window holds its difference from the record's template beat
-(trainer.data.beat_template): what makes this beat unlike the patient's own typical beat.
+(trainer.data.beat_template): what makes this beat unlike the patient's own typical beat. With
+`waveform="both"` the window as tokenized comes first and its difference after it (2W tokens): the beat's
+own shape, which a patient's S beats share when they are most of that patient's beats, and what sets it
+apart from the patient's typical beat.
 """
 
 from __future__ import annotations
@@ -136,8 +139,8 @@ class WindowDataset(Dataset):
             self.waveform = check_waveform(waveform)
         except ValueError as exc:
             raise DataError(str(exc)) from None
-        if self.waveform == "diff" and self.manifest.tokenizer != "samples":
-            raise DataError(f"{self.manifest.path}: waveform 'diff' (a window minus the patient's template beat) "
+        if self.waveform != "raw" and self.manifest.tokenizer != "samples":
+            raise DataError(f"{self.manifest.path}: waveform {self.waveform!r} (a window minus the patient's template beat) "
                             f"needs the samples tokenizer; this shard holds {self.manifest.tokenizer!r} tokens")
         self.context_length = context_length(self.context)
         self.vocab_size = self.manifest.vocab_size + extra_vocab(self.context)
@@ -196,7 +199,7 @@ class WindowDataset(Dataset):
             labels.append(lab[keep])
             if self.context_length:
                 contexts.append(self._record_context(r)[beat[keep]])
-            if self.waveform == "diff":
+            if self.waveform != "raw":
                 self.templates.append(record_templates(self._load(r, "tokens"), start + w // 2, w, self.pad_id))
                 blocks.append(block_of(beat[keep]))
         self.item_record = np.concatenate(rec_idx)
@@ -255,26 +258,31 @@ class WindowDataset(Dataset):
         start = int(self.item_start[index])
         s = self.stream(r)
         end = start + self.window
-        c = self.context_length
-        out = np.empty(c + self.window, dtype=np.int64)
+        c, w = self.context_length, self.window
+        out = np.empty(self.length, dtype=np.int64)
         out[:c] = self.item_context[index]
+        window = out[c:c + w]
         if start >= 0 and end <= len(s):
-            out[c:] = s[start:end]
+            window[:] = s[start:end]
         else:
-            out[c:] = self.pad_id
+            window[:] = self.pad_id
             lo, hi = max(start, 0), min(end, len(s))
-            out[c + lo - start : c + hi - start] = s[lo:hi]
+            window[lo - start : hi - start] = s[lo:hi]
         if self.item_block is not None:
             template = self.templates[r][self.item_block[index]]
-            out[c:] = difference(out[c:], template, self.manifest.vocab_size - N_SPECIAL, N_SPECIAL, self.pad_id)
+            diff = difference(window, template, self.manifest.vocab_size - N_SPECIAL, N_SPECIAL, self.pad_id)
+            if self.waveform == "both":  # the window stays, its difference follows it
+                out[c + w:] = diff
+            else:
+                window[:] = diff
         if self.mask_centre:
-            out[c + self.window // 2] = self.mask_id
+            out[c + w // 2] = self.mask_id
         return torch.from_numpy(out), int(self.labels[index])
 
     @property
     def length(self) -> int:
-        """Tokens per item: the context tokens plus the window."""
-        return self.context_length + self.window
+        """Tokens per item: the context tokens, the window, and with waveform 'both' its difference after it."""
+        return self.context_length + self.window * (2 if self.waveform == "both" else 1)
 
     def item_records(self) -> tuple[np.ndarray, list[str]]:
         """Each item's index into the record names, and the names: for scores per record."""
