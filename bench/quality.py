@@ -55,13 +55,18 @@ EARLIER: dict[str, dict[str, float | None]] = {
     "de Chazal 2004 (linear discriminants)": {"accuracy": 0.862, "S Se": 0.76, "S +P": 0.38, "V Se": 0.78},
 }
 GOAL: dict[str, float | None] = {"accuracy": 0.93, "S Se": 0.80, "S +P": 0.40, "V Se": 0.90, "macro-F1 NSVF": 0.65, "min": 60.0}
-KEEP = [False]  # --keep, read by every command the script runs
-CALIBRATE = [False]  # --calibrate, read by FINETUNE
+CHOSEN: dict[str, Any] = {"keep": False, "context": "rr", "waveform": "diff", "calibrate": False}  # main() sets it
 S_OUTLIER = "232"  # holds 1,382 of DS2's 1,837 S beats: reported apart so it cannot hide the rest
 
-MODEL = ["--context", "rr", "--layers", "2", "--d-model", "64", "--heads", "4"]  # --context sets MODEL[1]
+MODEL = ["--layers", "2", "--d-model", "64", "--heads", "4"]
 TOKENIZER = ["--tokenizer", "samples", "--fs", "180", "--highpass", "0.5"]  # every database at 180 Hz
-WINDOW = ["--window", "128", "--waveform", "diff"]  # 0.71 s at 180 Hz, minus the patient's template beat; --waveform sets WINDOW[3]
+WINDOW = ["--window", "128"]  # 0.71 s at 180 Hz
+
+
+def inputs() -> list[str]:
+    """What the model sees, as the command line chose: the window minus the patient's template beat and the
+    RR context tokens unless --waveform / --context say otherwise."""
+    return [*WINDOW, "--waveform", CHOSEN["waveform"], "--context", CHOSEN["context"], *MODEL]
 LOOP = ["--batch-size", "64", "--lr", "1e-3", "--warmup-steps", "30", "--cpus-per-task", "2", "--num-workers", "0",
         "--device", "cpu"]
 
@@ -78,7 +83,7 @@ def hlm(args: list[str], log: Path) -> float:
     (with --keep, a command whose output is already there is not run again: a training's wall seconds are
     then its result.json's, any other's 0)."""
     done = done_file(args)
-    if KEEP[0] and done is not None and done.is_file():
+    if CHOSEN["keep"] and done is not None and done.is_file():
         say("(kept) hlm-train " + " ".join(args))
         return float((read(done).get("timing") or {}).get("wall_s") or 0.0) if args[0] == "train" else 0.0
     env = {**os.environ, "OMP_NUM_THREADS": "2", "PYTHONPATH": str(REPO)}
@@ -103,7 +108,7 @@ def read(path: Path) -> dict[str, Any]:
 def FINETUNE(steps: int, val_every: int) -> list[str]:  # noqa: N802  (a constant with two blanks)
     """The fine-tune's flags: beat classes, the centre beat's position, validation on a fifth of the patients."""
     return ["--mode", "finetune", "--task", "beat", "--pool", "centre", "--steps", str(steps), "--val-fraction", "0.2",
-            "--val-every", str(val_every), *(["--calibrate"] if CALIBRATE[0] else [])]
+            "--val-every", str(val_every), *(["--calibrate"] if CHOSEN["calibrate"] else [])]
 
 
 def recipe(data: list[str], out: Path, cache: Path, steps: tuple[int, int], seed: int, log: Path, members: int,
@@ -111,7 +116,7 @@ def recipe(data: list[str], out: Path, cache: Path, steps: tuple[int, int], seed
     """foundation -> `members` fine-tunes from it (seeds seed, seed+1, ...) -> their ensemble. Wall seconds
     per phase."""
     def common(s: int) -> list[str]:
-        return [*data, "--token-cache", str(cache), *TOKENIZER, *WINDOW, *MODEL, *LOOP, "--seed", str(s)]
+        return [*data, "--token-cache", str(cache), *TOKENIZER, *inputs(), *LOOP, "--seed", str(s)]
 
     finetune = FINETUNE(steps[1], val_every)
     init = ["--init-checkpoint", str(out / "foundation" / "model.pt")]
@@ -206,10 +211,7 @@ def main() -> None:
     args = ap.parse_args()
     if not args.keep:
         shutil.rmtree(args.out, ignore_errors=True)
-    KEEP[0] = args.keep
-    MODEL[1] = args.context
-    WINDOW[3] = args.waveform
-    CALIBRATE[0] = args.calibrate
+    CHOSEN.update(keep=args.keep, context=args.context, waveform=args.waveform, calibrate=args.calibrate)
     args.out.mkdir(parents=True, exist_ok=True)
     log, cache = args.out / "commands.log", args.out / "tokens"
     mitdb, svdb = args.data / "mitdb", args.data / "svdb"
@@ -274,7 +276,7 @@ def main() -> None:
               + "; scoring: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
     if not args.no_ablation:
         ablation_s = hlm(["train", "--run-dir", str(args.out / "mixed" / "finetune-random"), *mixed, "--token-cache",
-                          str(cache), *TOKENIZER, *WINDOW, *MODEL, *LOOP, "--seed", str(args.seed), *FINETUNE(steps[1],
+                          str(cache), *TOKENIZER, *inputs(), *LOOP, "--seed", str(args.seed), *FINETUNE(steps[1],
                                                                                                            val_every)],
                          log)
         rnd = read(args.out / "mixed" / "finetune-random" / RESULT_FILE)

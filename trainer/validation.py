@@ -19,6 +19,7 @@ import torch
 
 from trainer import calibration
 from trainer.distributed import Dist
+from trainer.evaluate import classify
 
 log = logging.getLogger("hlm.train")
 
@@ -39,8 +40,6 @@ class Validator:
 
     def run(self, model: torch.nn.Module, prog: Any) -> float:
         """Score the validation part, remember the best weights; returns the seconds it took."""
-        from trainer.evaluate import classify
-
         t0 = time.perf_counter()
         scores = classify(model, self.data.val, self.data.classes, self.d, self.s.axes.batch_size, self.autocast)
         score = scores["macro_f1"] or 0.0

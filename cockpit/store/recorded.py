@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cockpit.forecast import plan, prediction, whatif
-from cockpit.store import preflights
+from cockpit.store import StudyStore, preflights
 from cockpit.store.snapshot import ACTIVE_STATES
 
 if TYPE_CHECKING:
-    from cockpit.store import StudyStore
     from cockpit.study.spec import Study
 
 
@@ -61,8 +60,6 @@ def recorded_inputs(study: Study, store_path: Path | None, baselines: Sequence[d
     `cores`: a node's cores as the backend sees them, for the plan's "too big"."""
     if store_path is None or not store_path.exists():
         return whatif.Inputs(list(baselines), cores=cores)
-    from cockpit.store import StudyStore
-
     store = StudyStore(store_path, read_only=True)
     try:
         with store.reading():

@@ -4,39 +4,26 @@ file resolves the folders, config.json carries them, the trainer's settings acce
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cockpit.study.spec import SpecError, load_study
+from tests.studies import write_study
 from trainer import rundir
 from trainer.settings import from_config
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared/data/physionet"
 
 
-def _study(tmp_path: Path, dataset: str) -> Path:
-    path = tmp_path / "study.toml"
-    path.write_text(f"""
-[study]
-name = "mixed"
-[cluster]
-kind = "local"
-workdir = "work"
-[data.tokenizer]
-fs = 180
-[data.datasets.mitdb]
-{dataset}
-[train]
-steps = 10
-[sweep]
-dataset = ["mitdb"]
-mode = ["finetune"]
-""")
-    return path
+def _study(tmp_path: Path, dataset: dict[str, Any]) -> Path:
+    return write_study(tmp_path / "study.toml", "mixed", "work",
+                       data={"tokenizer": {"fs": 180}, "datasets": {"mitdb": dataset}},
+                       train={"steps": 10}, sweep={"dataset": ["mitdb"], "mode": ["finetune"]})
 
 
 def test_train_data_reaches_config_json_resolved(tmp_path: Path) -> None:
-    study = load_study(_study(tmp_path, f'path = "{DATA / "mitdb"}"\ntrain_data = ["{DATA / "svdb"}"]'))
+    study = load_study(_study(tmp_path, {"path": str(DATA / "mitdb"), "train_data": [str(DATA / "svdb")]}))
     (cfg,) = study.matrix()
     config = {"schema_version": rundir.SCHEMA_VERSION, **study.run_config(cfg)}
     assert config["train_data"] == [str(DATA / "svdb")]
@@ -44,9 +31,9 @@ def test_train_data_reaches_config_json_resolved(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("dataset", "words"), [
-    ('path = "x"\ntrain_data = []', r"train_data: expected a non-empty list of folder paths, got \[\]"),
-    ('synthetic = true\ntrain_data = ["svdb"]', r"\[data.datasets\].mitdb.train_data goes with a path"),
+    ({"path": "x", "train_data": []}, r"train_data: expected a non-empty list of folder paths, got \[\]"),
+    ({"synthetic": True, "train_data": ["svdb"]}, r"\[data.datasets\].mitdb.train_data goes with a path"),
 ])
-def test_a_bad_train_data_is_one_line(tmp_path: Path, dataset: str, words: str) -> None:
+def test_a_bad_train_data_is_one_line(tmp_path: Path, dataset: dict[str, Any], words: str) -> None:
     with pytest.raises(SpecError, match=words):
         load_study(_study(tmp_path, dataset))
