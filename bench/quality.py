@@ -240,8 +240,11 @@ def main() -> None:
     first = read(args.out / "mixed" / "finetune" / RESULT_FILE)
     val = first.get("validation") or {}
     say(f"\nvalidation (records {', '.join(val.get('records') or [])}): kept step {val.get('best_step')} "
-          f"(macro-F1 {val.get('best_macro_f1') or 0:.3f}); history "
-          + ", ".join(f"{v['step']}: {v['macro_f1']:.3f}" for v in val.get("history", [])))
+          f"(macro-F1 over {','.join(val.get('judged_classes') or [])} {val.get('best_macro_f1') or 0:.3f}); history "
+          + ", ".join(f"{v['step']}: {v.get('judged_macro_f1', v['macro_f1']):.3f}" for v in val.get("history", [])))
+    if cal := val.get("calibration"):
+        say(f"calibration: a = {cal['share']:.1f} chosen on validation over {','.join(cal['judged_classes'])}; "
+            "bias moved by " + ", ".join(f"{c} {b:+.2f}" for c, b in zip(cal["classes"], cal["bias_shift"], strict=True)))
     say(f"recipe time: {recipe_s / 60:.1f} min (prepare {prep:.0f} s, "
           + ", ".join(f"{k} {v:.0f} s" for k, v in mix.items()) + ")")
 

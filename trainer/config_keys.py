@@ -253,8 +253,8 @@ class TrainKeys:
     patience: int = key(0, "fine-tune: stop after this many validations without a better macro-F1 (0 = never)",
                         minimum=0)
     calibrate: bool = key(False, "fine-tune: after training, move the class head's bias by -a x log(class weight), "
-                          "a in 0..1 chosen on the validation part's macro-F1 (needs val_fraction and class "
-                          "weights)")
+                          "a in 0..1 chosen on the validation part's macro-F1, for the classes it holds 100 beats of "
+                          "(needs val_fraction and class weights)")
     bucket_cap_mb: float | None = key(None, "DDP gradient bucket size in MB (default: DDP's 25)", above=0,
                                       unit="MB")
     # torch.profiler, torchtitan-style: cycles of wait, warmup and active steps (torch.profiler.schedule), each

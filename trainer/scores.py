@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 MAIN_CLASSES = ("N", "S", "V", "F")  # the AAMI classes inter-patient results are compared on (Q is ~0.1%)
+JUDGED_SUPPORT = 100  # a class with fewer beats than this in a validation part is not judged on them
 
 
 def class_scores(confusion: list[list[int]], classes: list[str]) -> dict[str, Any]:
@@ -47,6 +48,20 @@ def class_scores(confusion: list[list[int]], classes: list[str]) -> dict[str, An
         "confusion": confusion,
         "samples": total,
     }
+
+
+def judged_macro_f1(scores: dict[str, Any], min_support: int | None = None) -> tuple[float, list[str]]:
+    """Macro-F1 over the classes a part holds at least `min_support` of, and those classes.
+
+    A choice made on a validation part (the step kept, the class decision) can only weigh what it holds
+    enough of: mitdb DS1 + svdb's validation patients hold a handful of F and Q beats, whose F1 of 0 or 0.3
+    is one beat's luck and would otherwise count as much as S's. Fewer than two such classes: every class
+    present (the plain macro-F1), so a small part still has a criterion. `min_support`: JUDGED_SUPPORT."""
+    least = JUDGED_SUPPORT if min_support is None else min_support
+    judged = [c for c in scores["classes"] if scores["support"][c] >= least and scores["f1"][c] is not None]
+    if len(judged) < 2:
+        judged = [c for c in scores["classes"] if scores["f1"][c] is not None]
+    return (sum(scores["f1"][c] for c in judged) / len(judged) if judged else 0.0), judged
 
 
 def false_alarms_per_hour(confusion: list[list[int]], classes: list[str], hours: float | None) -> dict[str, float | None]:

@@ -20,6 +20,7 @@ import torch
 from trainer import calibration
 from trainer.distributed import Dist
 from trainer.evaluate import classify
+from trainer.scores import judged_macro_f1
 
 log = logging.getLogger("hlm.train")
 
@@ -33,6 +34,7 @@ class Validator:
         self.enabled = bool(data.classes) and data.val is not None
         self.best_state: dict[str, torch.Tensor] | None = (state or {}).get("best_model")
         self.calibration: dict[str, Any] | None = None  # train.calibrate: what calibrate() chose
+        self.judged: list[str] | None = None  # the classes the validation part holds enough of (scores.judged_macro_f1)
 
     def due(self, step: int, total: int) -> bool:
         """Validate every `val_every` steps and after the last step."""
@@ -42,23 +44,24 @@ class Validator:
         """Score the validation part, remember the best weights; returns the seconds it took."""
         t0 = time.perf_counter()
         scores = classify(model, self.data.val, self.data.classes, self.d, self.s.axes.batch_size, self.autocast)
-        score = scores["macro_f1"] or 0.0
-        best = max((v["macro_f1"] for v in prog.validations), default=-1.0)
+        score, self.judged = judged_macro_f1(scores)
+        best = max((v.get("judged_macro_f1", v["macro_f1"]) for v in prog.validations), default=-1.0)  # older: all
         if score > best:
             prog.best_step = prog.step
             self.best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
         seconds = time.perf_counter() - t0
         prog.val_s += seconds
-        prog.validations.append({"step": prog.step, "macro_f1": score, "accuracy": scores["accuracy"],
-                                 "sensitivity": scores["sensitivity"], "seconds": seconds})
+        prog.validations.append({"step": prog.step, "judged_macro_f1": score, "macro_f1": scores["macro_f1"] or 0.0,
+                                 "accuracy": scores["accuracy"], "sensitivity": scores["sensitivity"],
+                                 "seconds": seconds})
         if self.d.is_main:
-            log.info("validation at step %d: macro-F1 %.4f, accuracy %.4f on %d windows in %.1f s (outside T)%s",
-                     prog.step, score, scores["accuracy"] or 0.0, scores["samples"], seconds,
+            log.info("validation at step %d: macro-F1 %.4f over %s, accuracy %.4f on %d windows in %.1f s (outside "
+                     "T)%s", prog.step, score, ",".join(self.judged), scores["accuracy"] or 0.0, scores["samples"], seconds,
                      " - best so far" if prog.best_step == prog.step else "")
         return seconds
 
     def should_stop(self, prog: Any) -> bool:
-        """True after `patience` validations in a row without a better macro-F1 (never with patience 0)."""
+        """True after `patience` validations in a row without a better judged macro-F1 (never with patience 0)."""
         if not self.enabled or not self.s.train.patience:
             return False
         since = sum(1 for v in prog.validations if v["step"] > prog.best_step)
@@ -93,5 +96,6 @@ class Validator:
         best = next((v for v in prog.validations if v["step"] == prog.best_step), None)
         return {"records": self.data.info.get("val_records"), "windows": self.data.info.get("val_windows"),
                 "every": self.s.train.val_every, "patience": self.s.train.patience, "history": prog.validations,
-                "best_step": prog.best_step, "best_macro_f1": best["macro_f1"] if best else None,
+                "judged_classes": self.judged, "best_step": prog.best_step,
+                "best_macro_f1": best.get("judged_macro_f1", best["macro_f1"]) if best else None,
                 "stopped_early": stopped_early, "seconds": prog.val_s, "calibration": self.calibration}

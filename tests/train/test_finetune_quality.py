@@ -10,13 +10,13 @@ import pytest
 import torch
 
 from tests.train.tiny import RandomWindows, tiny_data, tiny_settings
-from trainer import calibration, checkpoint, rundir
+from trainer import calibration, checkpoint, rundir, scores
 from trainer.batches import LabelledWindows
 from trainer.data import DataError
 from trainer.distributed import Dist
 from trainer.evaluate import classify
 from trainer.model import HeartLanguageModel, ModelConfig
-from trainer.scores import class_scores
+from trainer.scores import class_scores, judged_macro_f1
 from trainer.settings import ConfigError, from_config
 from trainer.sources import balanced_weights, validation_split
 from trainer.train import run
@@ -114,6 +114,8 @@ def test_calibration_moves_the_head_by_the_share_that_scores_best_on_validation(
     before = model.head.bias.detach().clone()
     chosen = calibration.calibrate(model, model.head, weight, val, ["low", "high"], d)
     assert [t["share"] for t in chosen["tried"]] == list(calibration.SHARES)
+    assert chosen["judged_classes"] == ["low", "high"]  # too few of either to judge: both (the plain macro-F1)
+    assert all(t["judged_macro_f1"] == t["macro_f1"] for t in chosen["tried"])
     best = max(t["macro_f1"] for t in chosen["tried"])
     assert chosen["share"] == min(t["share"] for t in chosen["tried"] if t["macro_f1"] == best)
     torch.testing.assert_close(model.head.bias.detach(), before - chosen["share"] * torch.log(weight))
@@ -122,6 +124,43 @@ def test_calibration_moves_the_head_by_the_share_that_scores_best_on_validation(
         with torch.no_grad():
             model.head.bias.copy_(before - tried["share"] * torch.log(weight))
         assert classify(model, val, ["low", "high"], d)["macro_f1"] == pytest.approx(tried["macro_f1"])
+
+
+class _Linear(torch.nn.Module):
+    """A class head over the tokens as numbers: enough for calibrate(), which only needs logits."""
+
+    def __init__(self, n_in: int, classes: int) -> None:
+        super().__init__()
+        self.head = torch.nn.Linear(n_in, classes)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.head(tokens.float())
+
+
+def test_calibration_leaves_a_class_the_validation_part_holds_too_few_of(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three classes, the third with 3 validation items under a floor of 10: the shift and the choice cover
+    the first two only, and the third's bias is where training left it."""
+    monkeypatch.setattr(scores, "JUDGED_SUPPORT", 10)
+    torch.manual_seed(0)
+    labels = [0] * 30 + [1] * 20 + [2] * 3
+    items = [(torch.randint(0, 9, (4,)), torch.tensor(c)) for c in labels]
+    model = _Linear(4, 3)
+    before = model.head.bias.detach().clone()
+    weight = torch.tensor([1.0, 5.0, 50.0])
+    chosen = calibration.calibrate(model, model.head, weight, items, ["a", "b", "rare"], Dist())  # type: ignore[arg-type]
+    assert chosen["judged_classes"] == ["a", "b"]
+    assert chosen["bias_shift"][2] == 0.0 and model.head.bias[2].item() == pytest.approx(before[2].item())
+    torch.testing.assert_close(model.head.bias.detach()[:2], before[:2] - chosen["share"] * torch.log(weight[:2]))
+    best = max(t["judged_macro_f1"] for t in chosen["tried"])
+    assert chosen["share"] == min(t["share"] for t in chosen["tried"] if t["judged_macro_f1"] == best)
+
+
+def test_judged_macro_f1_weighs_only_the_classes_held_enough_of() -> None:
+    confusion = [[90, 10, 0], [5, 45, 0], [1, 1, 1]]  # the third class: 3 items, F1 0.4
+    s = class_scores(confusion, ["N", "S", "F"])
+    value, judged = judged_macro_f1(s, min_support=10)
+    assert judged == ["N", "S"] and value == pytest.approx((s["f1"]["N"] + s["f1"]["S"]) / 2)
+    assert judged_macro_f1(s, min_support=60) == (pytest.approx(s["macro_f1"]), ["N", "S", "F"])  # one: all
 
 
 def test_calibrate_needs_a_validation_part_and_class_weights(tmp_path: Path) -> None:
