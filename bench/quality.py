@@ -18,7 +18,8 @@ It prints the issue's table with the new rows, S sensitivity without record 232 
 every DS2 record, the generalisation table and the ablation, the time of each phase and the load average
 (the machine may be shared). Nothing is tuned on DS2.
 
-    python bench/quality.py                   # recipe, generalisation, ablation: about 80 min on 2 cores
+    python bench/quality.py                   # recipe, generalisation, ablation (about 80 min on 2 cores,
+                                              # estimated: not run whole with this recipe)
     python bench/quality.py --seed 3          # the same with another seed (members 3, 4, 5)
     python bench/quality.py --members 1       # one fine-tune instead of three
     python bench/quality.py --quick           # the same commands with few steps (checks the commands)
