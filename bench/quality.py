@@ -22,7 +22,7 @@ every DS2 record, the generalisation table and the ablation, the time of each ph
                                               # estimated: not run whole with this recipe)
     python bench/quality.py --seed 3          # the same with another seed (members 3, 4, 5)
     python bench/quality.py --members 1       # one fine-tune instead of three
-    python bench/quality.py --quick           # the same commands with few steps (checks the commands)
+    python bench/quality.py --quick           # the same commands with few steps (checks them; 27 min)
     python bench/quality.py --no-generalisation --no-ablation   # the recipe alone, 37 min
     python bench/quality.py --context rr_rhythm --no-generalisation --no-ablation   # the recipe with the
                                               # rhythm token (trainer/data/rr_context.py)
