@@ -147,6 +147,29 @@ def nearest(name: str, known: typing.Iterable[str]) -> str:
     return f"did you mean {near[0]!r}?" if near else "see docs/study-keys.md"
 
 
+def judge_table(where: str, prefix: str, values: dict[str, Any], keys: dict[str, ConfigKey],
+                error: type[Exception]) -> dict[str, Any]:
+    """Every key of one table (a study file's, a site profile's) judged by its rule, in one set of words:
+    unknown keys refused with the nearest known one, required keys demanded, defaults filled in. Raises
+    `error` naming `where` and `prefix.key`."""
+    unknown = sorted(set(values) - set(keys))
+    if unknown:
+        raise error(f"{where}: {prefix}.{unknown[0]} is not a known key ({nearest(unknown[0], keys)}); expected one "
+                    f"of {', '.join(keys)}")
+    out: dict[str, Any] = {}
+    for name, k in keys.items():
+        if name not in values:
+            if k.required:
+                raise error(f"{where}: {prefix}.{name} is required")
+            out[name] = k.default
+            continue
+        problem = k.problem(values[name])
+        if problem:
+            raise error(f"{where}: {prefix}.{name}: {problem}")
+        out[name] = values[name]
+    return out
+
+
 def key(default: Any = None, help: str = "", **rules: Any) -> Any:
     """A field of a section dataclass with its rules (ConfigKey's fields, minus section, name and kind); a list
     or table default is copied for each instance."""

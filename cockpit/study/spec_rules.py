@@ -23,7 +23,7 @@ from trainer.config_keys import (
     ConfigKey,
     check_model,
     check_train,
-    nearest,
+    judge_table,
     section_keys,
 )
 from trainer.data.errors import DataError
@@ -53,26 +53,6 @@ TOKENIZER_TABLE = _table(TOKENIZER_KEYS)
 DATASET_TABLE = _table(DATASET_KEYS)
 
 
-def check_keys(where: str, prefix: str, values: dict[str, Any], keys: dict[str, ConfigKey]) -> dict[str, Any]:
-    """Every key of one table judged by its rule; unknown keys refused; defaults filled in."""
-    unknown = sorted(set(values) - set(keys))
-    if unknown:
-        raise SpecError(f"{where}: {prefix}.{unknown[0]} is not a known key ({nearest(unknown[0], keys)}); expected one "
-                        f"of {', '.join(keys)}")
-    out: dict[str, Any] = {}
-    for name, k in keys.items():
-        if name not in values:
-            if k.required:
-                raise SpecError(f"{where}: {prefix}.{name} is required")
-            out[name] = k.default
-            continue
-        problem = k.problem(values[name])
-        if problem:
-            raise SpecError(f"{where}: {prefix}.{name}: {problem}")
-        out[name] = values[name]
-    return out
-
-
 def sections(where: str, raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The study file's top-level tables, each checked, and the rules across a table's keys."""
     unknown = sorted(set(raw) - set(SECTIONS))
@@ -83,7 +63,7 @@ def sections(where: str, raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
         values = raw.get(name, {})
         if not isinstance(values, dict):
             raise SpecError(f"{where}: [{name}] must be a table, found {type(values).__name__}")
-        out[name] = check_keys(where, f"[{name}]", values, keys)
+        out[name] = judge_table(where, f"[{name}]", values, keys, SpecError)
     for name, check in (("model", check_model), ("train", check_train)):
         problem = check(out[name])
         if problem:
@@ -155,7 +135,7 @@ def cluster_values(where: str, c: dict[str, Any], path: Path) -> dict[str, Any]:
 def given_keys(where: str, prefix: str, values: dict[str, Any], keys: dict[str, ConfigKey]) -> dict[str, Any]:
     """The keys a table actually gives, checked: defaults are left out so that a more specific table
     overrides single keys of a general one instead of resetting the rest."""
-    checked = check_keys(where, prefix, values, keys)
+    checked = judge_table(where, prefix, values, keys, SpecError)
     return {k: checked[k] for k in values}
 
 
@@ -182,7 +162,7 @@ def dataset_values(where: str, data: dict[str, Any], path: Path, kind: str) -> l
             entry = {"path": entry}
         if not isinstance(entry, dict):
             raise SpecError(f"{where}: {prefix} must be a path string or a table, found {entry!r}")
-        d = check_keys(where, prefix, entry, DATASET_TABLE)
+        d = judge_table(where, prefix, entry, DATASET_TABLE, SpecError)
         # [data.tokenizer] applies to every dataset; the dataset's own table overrides single keys.
         tok = {"name": "samples", **default_tok,
                **given_keys(where, f"{prefix}.tokenizer", d["tokenizer"], TOKENIZER_TABLE)}

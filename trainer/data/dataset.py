@@ -140,7 +140,7 @@ class WindowDataset(Dataset):
         except ValueError as exc:
             raise DataError(str(exc)) from None
         if self.waveform != "raw" and self.manifest.tokenizer != "samples":
-            raise DataError(f"{self.manifest.path}: waveform {self.waveform!r} (a window minus the patient's template beat) "
+            raise DataError(f"{self.manifest.path}: waveform {self.waveform!r} (the window against the patient's template beat) "
                             f"needs the samples tokenizer; this shard holds {self.manifest.tokenizer!r} tokens")
         self.context_length = context_length(self.context)
         self.vocab_size = self.manifest.vocab_size + extra_vocab(self.context)

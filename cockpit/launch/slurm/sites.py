@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from trainer.config_keys import SITE_KEYS, SiteKeys, nearest
+from trainer.config_keys import SITE_KEYS, SiteKeys, judge_table
 
 _BY_NAME = {k.name: k for k in SITE_KEYS}
 
@@ -81,21 +81,7 @@ def parse_site(text: str, source: str) -> Site:
     if set(raw) != {"site"} or not isinstance(raw["site"], dict):
         raise SiteError(f"{source}: expected exactly one table [site]")
     table = raw["site"]
-    unknown = sorted(set(table) - set(_BY_NAME))
-    if unknown:
-        raise SiteError(f"{source}: [site].{unknown[0]} is not a known key ({nearest(unknown[0], _BY_NAME)}); expected "
-                        f"one of {', '.join(_BY_NAME)}")
-    values: dict[str, Any] = {}
-    for k in SITE_KEYS:
-        if k.name not in table:
-            if k.required:
-                raise SiteError(f"{source}: [site].{k.name} is required")
-            values[k.name] = k.default
-            continue
-        problem = k.problem(table[k.name])
-        if problem:
-            raise SiteError(f"{source}: [site].{k.name}: {problem}")
-        values[k.name] = table[k.name]
+    values = judge_table(source, "[site]", table, _BY_NAME, SiteError)
     for k in SITE_KEYS:  # the shapes Site holds
         if list in k.kind:
             values[k.name] = tuple(values[k.name])
