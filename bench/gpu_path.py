@@ -233,7 +233,7 @@ def main() -> None:
     p.add_argument("--deadline", type=float, default=480.0, help="seconds for the whole script: later runs are skipped")
     p.add_argument("--workdir", type=Path, default=None)
     p.add_argument("--tar", type=Path, default=None, help="write the run directories (no weights) to this .tgz")
-    p.add_argument("--only", nargs="+", default=None, help="only the runs whose names contain one of these")
+    p.add_argument("--only", nargs="+", default=None, help="only these runs (names as printed; 'evaluate' for hlm-train evaluate)")
     p.add_argument("--group-of-one", metavar="RUN_DIR", help=argparse.SUPPRESS)  # the entry torchrun starts
     args = p.parse_args()
     if args.group_of_one:
@@ -255,13 +255,13 @@ def main() -> None:
         ("run", variant(base, "bf16-w256-finetune", {"eval": True, "init_checkpoint": str(workdir / "bf16-w256"
                                                                                           / "model.pt")},
                         precision="bf16", mode="finetune")),
-        ("evaluate", {}),
+        ("evaluate", {"config_id": "evaluate"}),
         ("run", variant(base, "bf16-w256-compile", {"compile": True}, precision="bf16")),
     ]
     rows = []
     for kind, config in plan:
         name = config.get("config_id", kind)
-        if args.only and not any(o in name for o in args.only):
+        if args.only and name not in args.only:
             continue
         if time.monotonic() - start > args.deadline:
             print(f"{name}: not run, past the {args.deadline:.0f} s deadline", flush=True)

@@ -8,6 +8,7 @@ epoch, for resuming, and that tags each index with its epoch. Masks are drawn fr
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +16,17 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, DistributedSampler
 
+from trainer.environment import STOP_SIGNALS
 from trainer.model import IGNORE_INDEX, mask_blocks
+
+
+def worker_init(_worker_id: int) -> None:
+    """A DataLoader worker: one intra-op thread, and deaf to the stop signals. torchrun and Slurm signal the
+    rank's whole process group; torch's worker dies of a SIGTERM its parent did not send, and the rank would
+    then fail ("DataLoader worker ... killed by signal") instead of checkpointing. The rank ends its workers."""
+    torch.set_num_threads(1)
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
 
 
 class ResumableSampler(DistributedSampler):

@@ -22,7 +22,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from trainer import checkpoint, distributed, parallel, probe, profiling, rundir, sources
-from trainer.batches import ResumableSampler
+from trainer.batches import ResumableSampler, worker_init
 from trainer.checkpoint import Progress
 from trainer.distributed import Dist
 from trainer.model import HeartLanguageModel, ModelConfig, load_encoder
@@ -103,7 +103,7 @@ def build(s: Settings, d: Dist, data: sources.Data | None) -> Trainer:
     loader = DataLoader(data.train, batch_size=s.axes.batch_size, sampler=sampler, drop_last=True,
                         num_workers=workers, pin_memory=d.device.type == "cuda",
                         persistent_workers=workers > 0, prefetch_factor=4 if workers else None,
-                        worker_init_fn=_worker_init if workers else None,
+                        worker_init_fn=worker_init if workers else None,
                         generator=torch.Generator().manual_seed(s.train.seed + d.rank))  # keeps the global RNG for dropout
     batches_per_epoch = sampler.num_samples // s.axes.batch_size
     steps_per_epoch = batches_per_epoch // s.train.grad_accum
@@ -143,10 +143,6 @@ def _set_threads(s: Settings) -> int:
     with contextlib.suppress(RuntimeError):  # only settable before the first parallel region
         torch.set_num_interop_threads(1)
     return s.threads
-
-
-def _worker_init(_worker_id: int) -> None:
-    torch.set_num_threads(1)
 
 
 def _autocast(s: Settings, device: torch.device) -> Callable[[], Any]:

@@ -9,6 +9,7 @@ Pure Python (no torch).
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,9 @@ SLURM_VARIABLES = {
     "qos": "SLURM_JOB_QOS",
     "restart_count": "SLURM_RESTART_COUNT",
 }
+# the signals that ask a rank to checkpoint and exit 75 (loop.StopSignal); Slurm's preemption and time limit send
+# SIGTERM, `--signal=USR1@...` SIGUSR1
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 LAUNCH_TIME = "HLM_LAUNCH_TIME"  # epoch seconds, exported by the batch script before srun/torchrun
 GIT_SHA = "HLM_GIT_SHA"  # the source revision where no .git travels with it (containers)
 OMP_THREADS = "OMP_NUM_THREADS"

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 
+from trainer.batches import worker_init
 from trainer.distributed import Dist, all_reduce_sum
 from trainer.model import IGNORE_INDEX
 from trainer.scores import class_scores
@@ -45,7 +46,7 @@ def classify(model: torch.nn.Module, dataset: Dataset, classes: list[str], d: Di
     part = shard(dataset, d)
     item_group = (torch.zeros(len(part), dtype=torch.long) if records is None
                   else torch.as_tensor(np.asarray(records[0])[part.indices], dtype=torch.long))
-    loader = DataLoader(part, batch_size=max(batch_size, EVAL_BATCH), num_workers=workers)
+    loader = DataLoader(part, batch_size=max(batch_size, EVAL_BATCH), num_workers=workers, worker_init_fn=worker_init if workers else None)
     was_training = model.training
     model.eval()
     try:
@@ -77,7 +78,7 @@ def masked_lm(model: torch.nn.Module, dataset: Dataset, d: Dist, batch_size: int
               workers: int = 0) -> dict[str, Any]:
     """Masked-token loss and accuracy over `dataset` (items: inputs, targets), summed over ranks."""
     loss_sum = correct = count = 0.0
-    loader = DataLoader(shard(dataset, d), batch_size=batch_size, num_workers=workers)
+    loader = DataLoader(shard(dataset, d), batch_size=batch_size, num_workers=workers, worker_init_fn=worker_init if workers else None)
     model.eval()
     for inputs, targets in loader:
         inputs, targets = inputs.to(d.device), targets.to(d.device)
@@ -101,7 +102,7 @@ def predict(model: torch.nn.Module, dataset: Dataset, device: torch.device, batc
             workers: int = 0) -> np.ndarray:
     """The predicted class of every item of `dataset`, in order (one process): what `hlm-train evaluate`
     needs beyond a confusion matrix, to group the same predictions by record and by rhythm."""
-    loader = DataLoader(dataset, batch_size=batch_size, num_workers=workers)
+    loader = DataLoader(dataset, batch_size=batch_size, num_workers=workers, worker_init_fn=worker_init if workers else None)
     was_training = model.training
     model.eval()
     try:

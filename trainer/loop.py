@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from trainer import profiling, rundir
+from trainer import environment, profiling, rundir
 from trainer.build import Trainer
 from trainer.distributed import StopVote
 from trainer.metrics import IntervalMeter
@@ -29,7 +29,7 @@ log = logging.getLogger("hlm.train")
 class StopSignal:
     """SIGTERM/SIGUSR1 set a flag; the loop checks it between steps. Previous handlers are restored."""
 
-    SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+    SIGNALS = environment.STOP_SIGNALS
 
     def __init__(self) -> None:
         self.received: str | None = None

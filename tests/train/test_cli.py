@@ -89,6 +89,24 @@ def test_sigterm_mid_epoch_then_resume_reaches_the_uninterrupted_state(tmp_path:
     assert r["timing"]["train_time_s"] > first["train_time_s"]
 
 
+def test_sigterm_to_the_launchers_process_group_with_loader_workers_checkpoints(tmp_path: Path,
+                                                                              token_cache: Path) -> None:
+    """torchrun (and Slurm) signal the rank's whole process group, DataLoader workers included: the workers stay
+    up and the rank checkpoints (exit 75), instead of failing with "DataLoader worker ... killed by signal"."""
+    run_dir = tmp_path / "run"
+    write_run_config(run_dir, token_cache, cpus_per_task=2, train={"steps": 2000, "metrics_interval_s": 1.0})
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1",
+           "-m", "trainer", "train", "--run-dir", str(run_dir)]
+    proc = launch(cmd)
+    wait_for_training(run_dir, proc)
+    os.killpg(proc.pid, signal.SIGTERM)  # the launcher, its rank and the rank's loader worker, as Slurm does
+    out, _ = proc.communicate(timeout=120)
+    first = rundir.read_exit(run_dir)
+    assert first is not None and first["code"] == rundir.EXIT_CHECKPOINTED, (first, out)
+    assert (run_dir / rundir.CHECKPOINT_FILE).exists()
+    assert rundir.read_config(run_dir)["cpus_per_task"] == 2 and "1 loader workers" in (run_dir / rundir.LOG_FILE).read_text()
+
+
 def test_torchrun_two_ranks_sigterm_checkpoint_and_resume(tmp_path: Path, token_cache: Path) -> None:
     run_dir = tmp_path / "run"
     write_run_config(run_dir, token_cache, gpus_per_node=2, train={"steps": 400, "metrics_interval_s": 1.0})
