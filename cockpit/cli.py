@@ -9,7 +9,7 @@ import argparse
 import importlib
 import sys
 
-from trainer import VersionAction
+from trainer import CommandParser, VersionAction
 
 COMMANDS = {
     "plan": "print a study's configuration matrix, job count and node-hour estimate",
@@ -26,7 +26,7 @@ COMMANDS = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cockpit", description="HLM scaling cockpit")
+    parser = CommandParser(prog="cockpit", description="HLM scaling cockpit")
     parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in COMMANDS.items():

@@ -6,6 +6,8 @@ This package's __init__ must never import torch: the cockpit imports `trainer.ru
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import NoReturn
 
 DISTRIBUTION = "hlm-cockpit"  # the one installed distribution both commands come from (pyproject.toml)
 
@@ -33,3 +35,13 @@ class VersionAction(argparse.Action):
                  option_string: str | None = None) -> None:
         print(f"{parser.prog} {installed_version()}")
         parser.exit()
+
+
+class CommandParser(argparse.ArgumentParser):
+    """argparse's own refusals (an unknown flag, a missing argument) in the form every refusal of both commands
+    takes: the usage line, then `cockpit: plan: ...` / `hlm-train: train: ...`, exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        command, _, sub = self.prog.partition(" ")
+        self.exit(2, f"{command}: {sub + ': ' if sub else ''}{message}\n")

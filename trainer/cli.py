@@ -1,7 +1,7 @@
 """`hlm-train`: the cluster-side command. `prepare` builds token shards, `train` runs one rank of a run,
 `evaluate` scores a database with trained models.
 
-`train --run-dir DIR` reads DIR/config.json (written by the launcher). Flags override single keys, and
+`train --run-dir RUN` reads RUN/config.json (written by the launcher). Flags override single keys, and
 without a config.json they describe the whole run, which is then written to DIR/config.json so that a
 rerun of the same directory (resume) sees exactly the same configuration.
 """
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainer import VersionAction, download, rundir
+from trainer import CommandParser, VersionAction, download, rundir
 from trainer.config_flags import (
     UsageError,
     add_data_flags,
@@ -32,13 +32,13 @@ TRAIN_GROUPS = {"data": ("data", "where the tokens come from: config.json's data
                 "sweep": ("data", ""),
                 "model": ("model", "the [model] keys of a study file"),
                 "train": ("training", "the [train] keys and the sweep axes of a study file")}
-TRAIN_DESCRIPTION = ("Train one run: one plain process or one torchrun rank. Reads RUN_DIR/config.json (the cockpit "
+TRAIN_DESCRIPTION = ("Train one run: one plain process or one torchrun rank. Reads RUN/config.json (the cockpit "
                      "writes it); each flag sets one of its keys. Without a config.json the flags describe the "
                      "whole run, which is then written to config.json, so that a resume sees the same run.")
 
 
 def _add_train_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--run-dir", required=True, type=Path, help="run directory (reads config.json if present)")
+    p.add_argument("--run-dir", required=True, type=Path, metavar="RUN", help="run directory (reads config.json if present)")
     groups: dict[str, argparse._ArgumentGroup] = {}
     for k in TRAIN_KEYS:
         title, text = TRAIN_GROUPS[k.section]
@@ -168,7 +168,7 @@ def cmd_download(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hlm-train", description="Heart Language Model trainer (cluster side).")
+    p = CommandParser(prog="hlm-train", description="Heart Language Model trainer (cluster side).")
     p.add_argument("--version", action=VersionAction)
     sub = p.add_subparsers(dest="command", required=True)
     prep = sub.add_parser("prepare", help="tokenize ECG records into shards (idempotent)",
@@ -187,26 +187,26 @@ def parser() -> argparse.ArgumentParser:
     pr.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     pr.set_defaults(func=cmd_probe)
     pre = sub.add_parser("preflight", help="check this job's environment, devices, links, data and storage")
-    pre.add_argument("--run-dir", required=True, type=Path, help="directory with the preflight's config.json")
+    pre.add_argument("--run-dir", required=True, type=Path, metavar="RUN", help="directory with the preflight's config.json")
     pre.set_defaults(func=cmd_preflight)
     train = sub.add_parser("train", help="train one run (one plain process or one torchrun rank)",
-                           description=TRAIN_DESCRIPTION, usage="%(prog)s --run-dir RUN_DIR [--KEY VALUE ...]")
+                           description=TRAIN_DESCRIPTION, usage="%(prog)s --run-dir RUN [--KEY VALUE ...]")
     _add_train_arguments(train)
     train.set_defaults(func=cmd_train)
     ens = sub.add_parser("ensemble", help="score finished fine-tune runs together (mean of their probabilities)")
-    ens.add_argument("--out", type=Path, required=True, help="folder for ensemble.json")
-    ens.add_argument("members", type=Path, nargs="+", metavar="RUN_DIR", help="finished fine-tune run directories")
+    ens.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for ensemble.json")
+    ens.add_argument("members", type=Path, nargs="+", metavar="RUN", help="finished fine-tune run directories")
     ens.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     ens.set_defaults(func=cmd_ensemble)
     ev = sub.add_parser("evaluate", help="score a database (any rate, format, annotator) with trained model(s)")
-    ev.add_argument("models", type=Path, nargs="+", metavar="MODEL",
+    ev.add_argument("models", type=Path, nargs="+", metavar="RUN",
                     help="a finished beat fine-tune's run directory (several: scored as their ensemble)")
     ev.add_argument("--data", type=Path, required=True, metavar="DIR", help="PhysioNet-style folder to score")
     ev.add_argument("--records", nargs="+", metavar="RECORD", help="only these records (commas or spaces)")
     ev.add_argument("--annotator", metavar="EXT", help="annotation file extension (default: the model's)")
     ev.add_argument("--token-cache", type=Path, metavar="CACHE", help="token cache root (default: the model's)")
     ev.add_argument("--out", type=Path, metavar="DIR",
-                    help="folder for evaluation.json (default: MODEL/evaluate-<the data folder's name>)")
+                    help="folder for evaluation.json (default: RUN/evaluate-<the data folder's name>)")
     ev.add_argument("--skip-bad-records", action="store_true", help="leave out bad records (listed)")
     ev.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     ev.set_defaults(func=cmd_evaluate)

@@ -32,11 +32,11 @@ TRAIN_DATA = next(k for k in CONFIG_DATA_KEYS if k.name == "train_data")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of `hlm-train prepare`."""
-    parser.add_argument("--run-dir", type=Path, metavar="DIR", help="read dataset, data_path, tokenizer, token_cache from DIR/config.json")
+    parser.add_argument("--run-dir", type=Path, metavar="RUN", help="read dataset, data_path, tokenizer, token_cache from RUN/config.json")
     parser.add_argument("--data", type=Path, metavar="PATH", help="PhysioNet-style folder (RECORDS file or *.hea); omit for synthetic")
     parser.add_argument("--synthetic", action="store_true", help="use the built-in synthetic ECG generator")
     parser.add_argument("--dataset", metavar="NAME", help="dataset name in the shard folder (default: the data folder's name)")
-    parser.add_argument("--out", type=Path, metavar="CACHE", help="token cache root (shards go to OUT/<dataset>-<tokenizer>-<digest>)")
+    parser.add_argument("--out", type=Path, metavar="CACHE", help="token cache root (shards go to CACHE/<dataset>-<tokenizer>-<digest>)")
     parser.add_argument("--workers", type=int, default=1, metavar="N", help="processes, one record each at a time (default 1)")
     add_key_flag(parser, TRAIN_DATA, "train_data")
     add_data_flags(parser)  # every tokenizer key, the split and --skip-bad-records, as `hlm-train train` has them
@@ -69,7 +69,7 @@ def _from_flags(args: argparse.Namespace) -> dict[str, Any]:
     if args.synthetic and args.data:
         raise UsageError("--synthetic and --data exclude each other")
     if args.out is None:
-        raise UsageError("--out CACHE_ROOT is required (or --run-dir DIR)")
+        raise UsageError("--out CACHE is required (or --run-dir RUN)")
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1, found {args.workers}")
     tok: dict[str, Any] = {"name": "samples", **tokenizer_from_flags(args)}

@@ -20,6 +20,7 @@ from cockpit.cli import main as cli
 from cockpit.forecast.analysis import analyse
 from cockpit.report.source import from_store, study_or_store
 from tests.studies import REPO
+from trainer.cli import parser as trainer_parser
 
 FIXTURE = REPO / "tests" / "fixtures" / "demo-store"
 STORE = Path("local-demo") / "cockpit.sqlite"
@@ -199,3 +200,27 @@ def test_every_refusal_has_the_one_prefix():
     found = [f"{path.relative_to(REPO)}:{n}" for top in ("cockpit", "trainer") for path in (REPO / top).rglob("*.py")
              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if other.search(line)]
     assert found == []
+
+
+@pytest.mark.parametrize(("parser", "argv", "line"), [
+    (build_parser, ["plan", "--nosuch", "x"], "cockpit: unrecognized arguments: --nosuch"),
+    (build_parser, ["nosuch"], "cockpit: argument COMMAND: invalid choice: 'nosuch'"),
+    (trainer_parser, ["train"], "hlm-train: train: the following arguments are required: --run-dir"),
+    (trainer_parser, ["prepare", "--vocab", "many"], "hlm-train: prepare: argument --vocab: invalid int value"),
+])
+def test_argparse_refusals_take_the_one_prefix(parser, argv: list[str], line: str, capsys) -> None:
+    with pytest.raises(SystemExit) as caught:
+        parser().parse_args(argv)
+    err = capsys.readouterr().err.splitlines()
+    assert caught.value.code == 2 and err[0].startswith("usage: ") and err[-1].startswith(line), err
+
+
+def test_hlm_train_names_a_run_directory_run_and_a_folder_dir():
+    """A run directory is RUN in every hlm-train command (as in the cockpit's), a folder to write DIR, the token
+    cache root CACHE."""
+    subparsers = next(a for a in trainer_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    metavars = {(command, action.dest): action.metavar for command, parser in subparsers.choices.items()
+                for action in parser._actions if action.dest in ("run_dir", "out", "members", "models")}
+    assert metavars == {("prepare", "run_dir"): "RUN", ("prepare", "out"): "CACHE", ("preflight", "run_dir"): "RUN",
+                        ("train", "run_dir"): "RUN", ("ensemble", "out"): "DIR", ("ensemble", "members"): "RUN",
+                        ("evaluate", "models"): "RUN", ("evaluate", "out"): "DIR", ("download", "out"): "DIR"}

@@ -50,7 +50,7 @@ def test_version_is_the_installed_distributions(capsys):
 def test_train_help_says_what_it_does_and_groups_its_flags_by_section():
     train = next(a for a in parser()._actions if a.choices and "train" in a.choices).choices["train"]
     assert train.description.startswith("Train one run: one plain process or one torchrun rank.")
-    assert train.format_usage() == "usage: hlm-train train --run-dir RUN_DIR [--KEY VALUE ...]\n"
+    assert train.format_usage() == "usage: hlm-train train --run-dir RUN [--KEY VALUE ...]\n"
     groups = {g.title: {a.dest for a in g._group_actions} for g in train._action_groups}
     for k in TRAIN_KEYS:
         assert k.name in groups[TRAIN_GROUPS[k.section][0]], k.dest
