@@ -15,6 +15,7 @@ import asyncio
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -246,3 +247,30 @@ def test_a_run_that_skips_the_slurm_and_ssh_tests_counts_them_for_its_last_lines
     reports = [skipped({"slurm": 1}, "the test Slurm is not running and starting it needs root"),
                skipped({}, "a real sshd needs root and Debian's openssh-server"), skipped({}, "no GPU here")]
     assert cluster_skips(reports) == 2
+
+
+# the verbs whose examples run here on the demo study and its store (the others start jobs: run, open,
+# preflight and demo have tests of their own; --online needs the network)
+READS_A_STUDY = ("plan", "report", "export")
+
+
+def runnable_here(command: str) -> bool:
+    argv = shlex.split(command)
+    return (argv[0] == "cockpit" and argv[1] in READS_A_STUDY and "--online" not in argv
+            and not re.search(r"[|<>]|OTHER", command))
+
+
+@pytest.mark.parametrize("where,command", sorted({c for c in all_commands() if runnable_here(c[1])}))
+def test_every_example_that_reads_a_study_runs_on_the_demo_study(where: str, command: str, tmp_path: Path) -> None:
+    """The pages' `study.toml` and `store.sqlite` are the reader's; here they are the demo study and the store
+    `cockpit demo` wrote (tests/fixtures/demo-store, copied), and each named output folder a fresh one."""
+    demo = tmp_path / "demo-store"
+    shutil.copytree(REPO / "tests" / "fixtures" / "demo-store", demo)
+    stand_in = {"study.toml": str(demo / "study.toml"), "store.sqlite": str(demo / "local-demo" / "cockpit.sqlite")}
+    argv = [stand_in.get(a) or (str(REPO / a) if (REPO / a).is_file() else a) for a in shlex.split(command)]
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data"), "WANDB_MODE": "offline",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, f"{where}: `{command}` exited {done.returncode}: {done.stderr}"
