@@ -161,9 +161,13 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
     c = study.cluster
     basis = (f"{c.expected_minutes:g} min expected per run" if c.expected_minutes is not None
              else f"time limit {c.time_limit} per run (an upper bound)")
-    predicted = sum(1 for line in lines if line.predicted is not None)
-    if predicted:
-        basis = f"predicted from the group's baseline for {predicted} configurations, else {basis}"
+    predicted = sum(1 for line in lines if line.predicted is not None and line.measured is None)
+    if all(line.measured is not None for line in lines):
+        basis = f"every configuration is done: the {len(lines)} runs' node-hours are measured"
+    elif predicted:
+        done = sum(1 for line in lines if line.measured is not None)
+        basis = (f"{f'measured for {done}, ' if done else ''}predicted from the group's baseline for {predicted} "
+                 f"configuration{'s' if predicted > 1 else ''}, else {basis}")
     return Plan(
         study=study.name,
         cluster=cluster or c.ssh_host or c.host or c.kind,
@@ -233,7 +237,8 @@ def _recommendations(lines: list[PlanLine], baselines: Mapping[str | None, dict[
     out = {}
     for group, group_lines in by_group.items():
         t1 = float(baselines[group]["timing"]["train_time_s"])
-        text = prediction_words.recommendation(t1, [line.figures for line in group_lines if line.figures], device)
+        text = prediction_words.recommendation(t1, [line.figures for line in group_lines if line.figures], device,
+                                               measured=all(line.measured is not None for line in group_lines))
         base = next((line for line in group_lines if line.predicted and line.predicted.workers == 1), None)
         if text:
             out[base.label if base else group] = text

@@ -32,9 +32,9 @@ def memory_words(memory: dict[str, float]) -> str:
             f"{mb(memory['grads_bytes'])}, optimizer {mb(memory['optimizer_bytes'])}), peak {mb(memory['peak_bytes'])} MiB")
 
 
-def recommendation(base_t: float, predictions: list[Prediction], device: str = "gpu") -> str:
+def recommendation(base_t: float, predictions: list[Prediction], device: str = "gpu", measured: bool = False) -> str:
     """One line per worker count: speedup for how many times the baseline's GPU-hours (worker-hours for a
-    CPU study, cockpit.figures.labels), and the fastest."""
+    CPU study, cockpit.figures.labels), and the fastest; `measured`: every figure is a finished run's."""
     ok = sorted((p for p in predictions if p.workers > 1 and p.speedup == p.speedup), key=lambda p: p.workers)
     if not ok:
         return ""
@@ -43,5 +43,6 @@ def recommendation(base_t: float, predictions: list[Prediction], device: str = "
               f"{p.workers / p.speedup:.2f}x the {hours}" for p in ok]
     best = min(ok, key=lambda p: p.t_same_work_s)
     if best.t_same_work_s >= base_t:
-        return "; ".join(pieces) + " - no configuration is predicted faster than the baseline"
+        return "; ".join(pieces) + (" - no configuration ran faster than the baseline" if measured
+                                    else " - no configuration is predicted faster than the baseline")
     return "; ".join(pieces) + f" - best time-to-result: {best.workers} workers"

@@ -82,7 +82,10 @@ def plan_rows(out: str) -> dict[str, list[str]]:
 
 def test_a_finished_studys_plan_shows_what_its_runs_measured(demo: Path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
-    rows = plan_rows(printed(capsys, "plan", str(demo)))
+    out = printed(capsys, "plan", str(demo))
+    rows = plan_rows(out)
+    assert "every configuration is done: the 4 runs' node-hours are measured" in out
+    assert "no configuration ran faster than the baseline" in out and "predicted faster" not in out
     measured = {r["config_id"]: r for r in analyse(from_store(demo.parent / STORE, "local-demo").results)}
     assert set(rows) == set(measured) and len(rows) == 4
     for cid, cells in rows.items():
@@ -145,7 +148,7 @@ def test_one_result_json_is_a_baseline(demo: Path, tmp_path: Path, capsys, monke
     (run / "result.json").write_text(json.dumps(base), encoding="utf-8")
     (demo.parent / STORE).unlink()  # nothing recorded here: the plan predicts from the file alone
     out = printed(capsys, "plan", str(demo), "--baselines", str(run / "result.json"))
-    assert "predicted from the group's baseline for 1 configurations" in out
+    assert "predicted from the group's baseline for 1 configuration," in out
     assert plan_rows(out)[base["config_id"]][-4:] == ["1.00x", "0.00", "submit", "(baseline)"]
 
 

@@ -50,7 +50,7 @@ def test_plan_lines_carry_predictions_from_the_baseline_and_the_site_links(study
     assert "lab profile" in two.link and two.parts["comm"] > 0
     assert by_workers[2].node_hours == two.node_hours  # the budget counts the prediction
     assert plan.estimate == pytest.approx(two.node_hours + by_workers[4].predicted.node_hours)
-    assert "predicted from the group's baseline for 3 configurations" in plan.basis
+    assert "measured for 1, predicted from the group's baseline for 2 configurations" in plan.basis
     (line,) = plan.recommendations.values()
     assert line.startswith("2 workers (1 node): ") and "4 workers (1 node)" in line
 

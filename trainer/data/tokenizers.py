@@ -137,6 +137,8 @@ def tokenize_samples(params: dict[str, Any], rec: Record) -> Tokenized:
     filled with the lead's median before resampling and filtering (so they spread into no neighbour),
     left out of the quantiser's range, and stored as the pad token, over the gap widened by the
     resampling filter's reach: a window that touches a gap sees padding there, as beyond a record's edge.
+    Beats near a gap are counted on the lead's own samples: a property of the recording, the same at
+    every output rate.
     """
     if rec.signal is None:
         raise DataError(f"{rec.source}: record {rec.name!r} has no signal (the samples tokenizer needs one)")
@@ -156,7 +158,8 @@ def tokenize_samples(params: dict[str, Any], rec: Record) -> Tokenized:
         "samples_per_frame": rec.extra.get("samples_per_frame", 1),
         "adc_gain": rec.adc_gain, "baseline": rec.baseline, "quantizer": q.describe(),
         "beats_outside_signal": 0, "invalid_samples": 0 if gap is None else int(gap.sum()),
-        "beats_near_gap": 0 if gap_out is None else beats_near(gap_out, positions, round(GAP_NEIGHBOURHOOD_S * fs)),
+        "beats_near_gap": 0 if gap is None else beats_near(
+            gap, np.minimum(rec.beat_positions(sample, rec.fs), len(gap) - 1), round(GAP_NEIGHBOURHOOD_S * rec.fs)),
     }
     return Tokenized(tokens, positions, AAMI_OF_CODE[code], rhythm, info)
 
@@ -184,14 +187,20 @@ def gap_at_rate(gap: np.ndarray, fs: float, rate: float, n: int) -> np.ndarray:
         return gap
     edges = np.diff(np.concatenate(([0], gap.view(np.int8), [0])))
     starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-    ratio = _ratio(fs, rate)
-    reach = math.ceil(10 * max(ratio.numerator, ratio.denominator) / ratio.denominator) + 1
+    reach = resampling_reach(fs, rate)
     lo = np.clip(np.floor(starts * (rate / fs)).astype(np.int64) - reach, 0, n)
     hi = np.clip(np.ceil(ends * (rate / fs)).astype(np.int64) + reach, 0, n)
     mark = np.zeros(n + 1, dtype=np.int64)
     np.add.at(mark, lo, 1)
     np.add.at(mark, hi, -1)
     return np.cumsum(mark[:n]) > 0
+
+
+def resampling_reach(fs: float, rate: float) -> int:
+    """Output samples (at `rate`) on either side of an input sample that the polyphase filter lets it
+    touch: resample_poly's filter has 10 * max(up, down) taps each side at the upsampled rate."""
+    ratio = _ratio(fs, rate)
+    return math.ceil(10 * max(ratio.numerator, ratio.denominator) / ratio.denominator) + 1
 
 
 def beats_near(gap: np.ndarray, positions: np.ndarray, reach: int) -> int:
