@@ -249,6 +249,27 @@ def test_a_run_that_skips_the_slurm_and_ssh_tests_counts_them_for_its_last_lines
     assert cluster_skips(reports) == 2
 
 
+def test_a_run_that_skips_the_slurm_and_ssh_tests_says_so_in_its_last_lines(tmp_path: Path) -> None:
+    """A real pytest run with the suite's own conftest: two tests skipped for the cluster, one for another
+    reason; the section and the count come last, just above pytest's own count."""
+    (tmp_path / "test_skips.py").write_text(
+        "import pytest\n\n"
+        "@pytest.mark.slurm\n"
+        "def test_a():\n    pytest.skip('the test Slurm is not running and starting it needs root')\n\n"
+        "def test_b():\n    pytest.skip('a real sshd needs root and Debian\\'s openssh-server')\n\n"
+        "def test_c():\n    pytest.skip('no GPU here')\n\n"
+        "def test_d():\n    pass\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-c", os.devnull, "-p", "tests.conftest",
+                           "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestUnknownMarkWarning",
+                           str(tmp_path / "test_skips.py")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    lines = done.stdout.strip().splitlines()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Slurm and SSH not tested" in lines[-3] and lines[-2].startswith("Slurm and SSH tests skipped: 2."), lines
+    assert "1 passed, 3 skipped" in lines[-1], lines
+
+
 # the verbs whose examples run here on the demo study and its store (the others start jobs: run, open,
 # preflight and demo have tests of their own; --online needs the network)
 READS_A_STUDY = ("plan", "report", "export")

@@ -144,3 +144,26 @@ def test_a_gpu_study_says_gpus():
     from cockpit.report import tables
 
     assert "nodes×GPUs" in tables.scaling_body(rows)[0] and tables.headline_body(rows)[0][0] == "N (GPUs)"
+
+
+def test_the_waterfall_reads_on_a_phone_and_its_hatching_is_explained(recorded):
+    """Bar names and values at 9 points or more; where a bar is hatched (seconds saved), a legend says what
+    the hatching and the plain bars mean."""
+    rows, _, _ = recorded
+    hatched_groups = 0
+    for runs in figures._groups(rows).values():
+        fig, ax = figures.draw_waterfall(runs)
+        fig.canvas.draw()
+        texts = [*ax.get_yticklabels(), *(t for t in ax.texts)]
+        assert texts and min(t.get_fontsize() for t in texts) >= 9
+        hatched = [p for p in ax.patches if p.get_hatch()]
+        legend = ax.get_legend()
+        if hatched:
+            hatched_groups += 1
+            assert legend is not None
+            assert [t.get_text() for t in legend.get_texts()] == ["seconds lost (to the right)",
+                                                                 "hatched: seconds saved (to the left)"]
+            assert all(p.get_width() < 0 for p in hatched)
+        else:
+            assert legend is None
+    assert hatched_groups >= 1, "the recorded study has a group with a saving, so the legend is drawn somewhere"

@@ -238,6 +238,7 @@ def resample(x: np.ndarray, fs: float, target: float | None) -> tuple[np.ndarray
 
     Around the lead's median and extended by a line at both ends, so the record's edges get no
     artefact (the filter would otherwise see a step to zero there): a constant lead stays constant.
+    A one-sample lead (a numerics record of one minute) has no line through it: it stays its value.
     """
     if not target or abs(target - fs) < 1e-9:
         return x, fs
@@ -245,7 +246,7 @@ def resample(x: np.ndarray, fs: float, target: float | None) -> tuple[np.ndarray
     from scipy.signal import resample_poly
 
     centre = float(np.median(x))
-    y = resample_poly(x.astype(np.float64) - centre, ratio.numerator, ratio.denominator, padtype="line")
+    y = resample_poly(x.astype(np.float64) - centre, ratio.numerator, ratio.denominator, padtype="line" if len(x) > 1 else "constant")
     return np.rint(y + centre).astype(np.int64), float(fs * ratio)
 
 
