@@ -131,6 +131,40 @@ def test_second_prepare_waits_for_the_lock(mitdb_copy: Path, cache: Path) -> Non
     assert load_manifest(shard)["totals"]["beats"] == 2273 + 1865
 
 
+def test_a_refused_prepare_removes_only_the_folder_it_created(mitdb_copy: Path, cache: Path) -> None:
+    shard = shard_path(mitdb_copy, SAMPLES, cache)
+    atr = {r: (mitdb_copy / f"{r}.atr").read_bytes() for r in ("100", "101")}
+    for r in atr:
+        (mitdb_copy / f"{r}.atr").unlink()
+    with pytest.raises(DataError, match="2 of 2 records are bad"):
+        prepare_dataset(mitdb_copy, SAMPLES, cache)
+    assert not shard.exists() and list(cache.iterdir()) == []  # no lock and empty records/ left behind
+    (mitdb_copy / "101.atr").write_bytes(atr["101"])
+    with pytest.raises(DataError, match="100.hea: no annotation file found"):
+        prepare_dataset(mitdb_copy, SAMPLES, cache)
+    assert [p.name for p in (shard / "records").glob("101.*.json")]  # a good record written is kept for reuse
+    (mitdb_copy / "100.atr").write_bytes(atr["100"])
+    before = mtimes(prepare_dataset(mitdb_copy, SAMPLES, cache))
+    (mitdb_copy / "100.atr").unlink()
+    with pytest.raises(DataError, match="100.hea: no annotation file found"):
+        prepare_dataset(mitdb_copy, SAMPLES, cache)
+    assert mtimes(shard) == before  # a complete shard this prepare did not create stays whole
+
+
+def test_a_prepare_waiting_for_a_refused_one_makes_the_folder_again(mitdb_copy: Path, cache: Path) -> None:
+    """The refused prepare removes the lock file the waiting one has open: that one locks the new file."""
+    shard = shard_path(mitdb_copy, SAMPLES, cache)
+    script = "import sys; from pathlib import Path; from trainer.data.prepare import prepare_dataset; " \
+             "prepare_dataset(Path(sys.argv[1]), {'name': 'samples'}, Path(sys.argv[2]))"
+    with pytest.raises(DataError, match="refused"), shards.prepare_lock(shard):
+        proc = subprocess.Popen([sys.executable, "-c", script, str(mitdb_copy), str(cache)], cwd=REPO,
+                                env={**os.environ, "PYTHONPATH": str(REPO)}, stderr=subprocess.PIPE, text=True)
+        assert "waiting for another prepare" in proc.stderr.readline()
+        raise DataError("refused")
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    assert load_manifest(shard)["totals"]["beats"] == 2273 + 1865 and (shard / shards.LOCK).is_file()
+
+
 def test_two_workers_write_the_same_shards(mitdb_copy: Path, tmp_path: Path) -> None:
     one = prepare_dataset(mitdb_copy, SAMPLES, tmp_path / "a", workers=1)
     two = prepare_dataset(mitdb_copy, SAMPLES, tmp_path / "b", workers=2)

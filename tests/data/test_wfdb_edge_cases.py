@@ -15,12 +15,19 @@ import pytest
 import wfdb
 
 from tests.data.wfdb_corpus import CORPUS
-from trainer.data.dataset import load_manifest
+from trainer.data.dataset import WindowDataset, load_manifest
 from trainer.data.errors import DataError
 from trainer.data.prepare import prepare_dataset
-from trainer.data.rr_context import beats_token_rr_ms
+from trainer.data.rr_context import CONTEXT_FEATURES, RR_BINS, beats_token_rr_ms
 from trainer.data.summary import describe
-from trainer.data.tokenizers import DEFAULTS, SPECIAL_TOKENS, Quantizer, gap_at_rate, quantize
+from trainer.data.tokenizers import (
+    DEFAULTS,
+    SPECIAL_TOKENS,
+    Quantizer,
+    gap_at_rate,
+    quantize,
+    resampling_reach,
+)
 
 PAD = SPECIAL_TOKENS["pad"]
 REPO = Path(__file__).resolve().parents[2]
@@ -153,6 +160,34 @@ def test_invalid_samples_are_padding_counted_and_never_spread(tmp_path: Path) ->
     assert ("invalid samples: 500 in 1 record(s), stored as the pad token, never as signal; 5 beats lie within 1 s "
             "of one (kept, counted apart): m 500 (5 beats within 1 s)") in summary
     assert rec["n_beats"] == len(beats)  # beats near the gap are kept, counted apart
+    native, _, _ = prepared(db, tmp_path / "c", name="samples", annotator="atr", fs=0)
+    assert (native["invalid_samples"], native["beats_near_gap"]) == (500, 5)  # a property of the record, not of fs
+
+
+def link(folder: Path, source: Path, record: str, exts: tuple[str, ...]) -> Path:
+    """A folder of links to some files of a corpus record (the corpus itself is never written to)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for ext in exts:
+        (folder / f"{record}.{ext}").symlink_to(source / f"{record}.{ext}")
+    return folder
+
+
+def test_beats_near_a_gap_are_counted_on_the_lead_s_own_samples(tmp_path: Path) -> None:
+    """MIMIC segment 3234460_0016 (125 Hz, 479 invalid samples in lead II, 20 gaps), a beat every 0.8 s:
+    the same count at its own rate and at 360 Hz, where the padding is wider (the filter's reach)."""
+    db = link(tmp_path / "m", CORPUS / "multi-segment" / "s25047", "3234460_0016", ("hea", "dat"))
+    beats = np.arange(50, 322_111, 100)
+    write_beats(db, "3234460_0016", "atr", beats)
+    gap = np.isnan(wfdb.rdrecord(str(db / "3234460_0016"), channels=[0]).p_signal[:, 0])
+    before = np.concatenate(([0], np.cumsum(gap)))
+    near = int((before[np.minimum(beats + 126, len(gap))] - before[np.maximum(beats - 125, 0)] > 0).sum())
+    counts = {}
+    for fs in (0, 360):
+        rec, arrays, summary = prepared(db, tmp_path / "c", name="samples", annotator="atr", fs=fs)
+        counts[fs] = (rec["invalid_samples"], rec["beats_near_gap"])
+        assert f"{near} beats lie within 1 s of one" in summary
+    assert counts == {0: (479, near), 360: (479, near)} and near == 40
+    assert int((arrays["tokens"] == PAD).sum()) > 479 * 360 / 125  # widened at 360 Hz; the count is not
 
 
 def test_a_lead_of_invalid_samples_only_is_refused_and_another_lead_is_read(tmp_path: Path) -> None:
@@ -172,18 +207,32 @@ def test_resampling_leaves_no_edge_artefacts(tmp_path: Path) -> None:
     write_beats(db, "k", "atr", np.arange(100, 500 * 20, 400))
     _, arrays, _ = prepared(db, tmp_path / "c", name="samples", annotator="atr")
     assert len(np.unique(arrays["tokens"])) == 1
-    # p10143 (format 61, 500 Hz, baseline far from zero) at 360 Hz: end-bin tokens only where its own first
-    # 10 samples are (junk values from -20,863 to 17,530 in the file) and the filter's reach after them
-    real = tmp_path / "p"
-    real.mkdir()
-    for ext in ("hea", "dat"):
-        (real / f"p10143.{ext}").symlink_to(CORPUS / f"p10143.{ext}")
+    write_record(db, "e", 500, [ecg_like(500 * 20, 500) + 1000])  # a lead whose edges are ordinary samples
+    write_beats(db, "e", "atr", np.arange(100, 500 * 20, 400))
+    _, arrays, _ = prepared(db, tmp_path / "c", name="samples", annotator="atr", records=["e"])
+    assert not np.isin(arrays["tokens"][:50], [4, 4 + 255]).any() and not np.isin(arrays["tokens"][-50:], [4, 259]).any()
+
+
+def test_a_record_that_starts_with_junk_samples_shows_them_and_the_filter_s_reach_only(tmp_path: Path) -> None:
+    """p10143 (format 61, 500 Hz): its file's first 10 samples are junk extremes (-20,863 .. 17,530, the
+    signal rests near 963), end-bin tokens at its own rate. Resampled to 360 Hz they stay end bins, and
+    the filter rings after them for at most its reach; nothing of the kind comes from ordinary samples."""
+    real = link(tmp_path / "p", CORPUS, "p10143", ("hea", "dat"))
     write_beats(real, "p10143", "atr", np.arange(250, 450_000, 500))
-    _, native, _ = prepared(real, tmp_path / "c", name="samples", annotator="atr", fs=0)
-    assert np.flatnonzero(np.isin(native["tokens"][:1000], [4, 4 + 255])).max() < 10
+    head = wfdb.rdrecord(str(real / "p10143"), channels=[0], physical=False, sampto=20).d_signal[:, 0]
+    assert head[:10].tolist() == [-20863, 30, 16672, 12, 0, 0, 0, 2, 156, 17530] and (abs(head[10:] - 966) < 10).all()
+    rec, native, _ = prepared(real, tmp_path / "c", name="samples", annotator="atr", fs=0)
+    ends = [4, 4 + 255]
+    assert np.flatnonzero(np.isin(native["tokens"][:1000], ends)).tolist() == [0, 2, 9]  # the junk itself
     _, arrays, _ = prepared(real, tmp_path / "c", name="samples", annotator="atr")
-    ends = np.flatnonzero(np.isin(arrays["tokens"][:1000], [4, 4 + 255]))
-    assert ends.max() < 10 * 360 / 500 + 16 and not np.isin(arrays["tokens"][-50:], [4, 4 + 255]).any()
+    reach = resampling_reach(500, 360)  # 15 output samples
+    last_junk = int(np.ceil(9 * 360 / 500))
+    ends_at = np.flatnonzero(np.isin(arrays["tokens"][:1000], ends))
+    assert ends_at.tolist() == list(range(10)) and ends_at.max() <= last_junk + reach
+    # past the reach the tokens span what the same 2.8 s span at 500 Hz (the quantisers differ by a bin or two)
+    ordinary = native["tokens"][10:1389].astype(np.int64)
+    after = arrays["tokens"][last_junk + reach + 1:1000].astype(np.int64)
+    assert ordinary.min() - 2 <= after.min() and after.max() <= ordinary.max() + 2
 
 
 def test_edf_is_refused_with_the_conversion_command(tmp_path: Path) -> None:
@@ -200,16 +249,19 @@ def test_edf_is_refused_with_the_conversion_command(tmp_path: Path) -> None:
         prepare_dataset(db, {"name": "beats"}, tmp_path / "c")
 
 
-def test_a_one_record_folder_trains_on_its_record_and_says_so(tmp_path: Path) -> None:
-    db = tmp_path / "one"
-    db.mkdir()
-    for ext in ("hea", "dat", "atr"):
-        (db / f"100.{ext}").symlink_to(CORPUS / f"100.{ext}")
-    shard = prepare_dataset(db, {"name": "beats"}, tmp_path / "c")
+@pytest.mark.parametrize("tokenizer", ["beats", "samples"])
+def test_a_one_record_folder_trains_on_its_record_and_says_so(tokenizer: str, tmp_path: Path) -> None:
+    db = link(tmp_path / "one", CORPUS, "100", ("hea", "dat", "atr"))
+    shard = prepare_dataset(db, {"name": tokenizer}, tmp_path / "c")
     m = load_manifest(shard)
     assert (m["split"]["train"], m["split"]["test"]) == (["100"], [])
+    summary = describe(m, shard, 0.0)
     assert ("split: 1 train, 0 test records (none); every record is an MIT-BIH Arrhythmia record but none is in "
-            "DS1, so the AAMI inter-patient split would leave nothing to train on") in describe(m, shard, 0.0)
+            "DS1, so the AAMI inter-patient split would leave nothing to train on; each record is its own patient: "
+            "only one patient (100), so nothing is left for a test split") in summary
+    if tokenizer == "samples":
+        assert "1 records (0 skipped as bad), 2,273 beats" in summary and "650,000 tokens" in summary
+        assert "rate: lead MLII at 360 Hz, tokenized at 360 Hz (record 100)" in summary
 
 
 def test_a_mixed_rate_folder_kept_at_its_rates_says_so(tmp_path: Path) -> None:
@@ -239,6 +291,38 @@ def test_the_annotator_hint_ranks_by_beats_inside_the_signal(tmp_path: Path) -> 
         prepare_dataset(notes_only, {"name": "beats"}, tmp_path / "c")
 
 
+def test_the_annotator_hint_ranks_the_three_annotators_of_03700181(tmp_path: Path) -> None:
+    """Annotators at 250 Hz (.sqrs) and 500 Hz (.gqrsh, .gqrsl) on a 125 Hz record, counted in seconds."""
+    for tokenizer in ("beats", "samples"):
+        with pytest.raises(DataError) as err:
+            prepare_dataset(CORPUS, {"name": tokenizer, "records": ["03700181"]}, tmp_path / "c")
+        first = str(err.value).splitlines()[0]
+        assert first.startswith(f"{CORPUS / '03700181.hea'}: no annotation file found (tried .atr, .ari); beside "
+                                "03700181.hea: .sqrs, .gqrsh, .gqrsl; choose one with the annotator option "
+                                "(hlm-train --annotator sqrs, ")
+        assert first.endswith("beats inside the signal: .sqrs 1,195, .gqrsh 1,150, .gqrsl 1,117")
+
+
+RR_NAMES = list(CONTEXT_FEATURES)
+
+
+@pytest.mark.parametrize("tokenizer", ["beats", "samples"])
+def test_rr_context_honours_the_annotations_time_resolution(tokenizer: str, tmp_path: Path) -> None:
+    """03700181 with .gqrsh (500 Hz annotations on a 125 Hz header, MCL1 at 500 Hz): a median RR of 490 ms
+    in wfdb, and in the RR context tokens (the beats tokenizer's RR bins, the samples tokenizer's positions
+    at 360 Hz), not 4 times it."""
+    ann = wfdb.rdann(str(CORPUS / "03700181"), "gqrsh")
+    assert np.median(np.diff(ann.sample)) * 1000 / ann.fs == 490.0
+    shard = prepare_dataset(CORPUS, {"name": tokenizer, "records": ["03700181"], "annotator": "gqrsh"}, tmp_path / "c")
+    ds = WindowDataset(shard, 16, "foundation", context="rr")
+    low, high = CONTEXT_FEATURES["pre_ms"]
+    pre_bin = ds.item_context[:, RR_NAMES.index("pre_ms")].astype(np.int64) - ds.manifest.vocab_size
+    pre_ms = np.exp(np.log(low) + (pre_bin + 0.5) / RR_BINS * np.log(high / low))  # the bin's geometric centre
+    assert 0 <= pre_bin.min() and pre_bin.max() < RR_BINS
+    # 490 ms's bin or a neighbour (7.5 % wide; the beats tokenizer's own RR bin is binned again), not 1,960 ms
+    assert 440 < float(np.median(pre_ms)) < 540
+
+
 def test_the_cli_refuses_in_one_line_with_exit_3(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "trainer.cli", "prepare", "--data", str(CORPUS), "--records",
                           "12726", "--tokenizer", "beats", "--annotator", "anI", "--out", str(tmp_path)],
@@ -247,3 +331,4 @@ def test_the_cli_refuses_in_one_line_with_exit_3(tmp_path: Path) -> None:
     first, *rest = out.stderr.splitlines()
     assert first.endswith(f": bad input data: {CORPUS / '12726.anI'}: no beat annotations in record '12726'")
     assert len(rest) == 1 and rest[0].startswith("(to leave bad records out") and "Traceback" not in out.stderr
+    assert list(tmp_path.iterdir()) == []  # no empty shard folder (lock and records/) left behind

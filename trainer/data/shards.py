@@ -93,13 +93,35 @@ def clean_temp_files(shard: Path) -> None:
 
 @contextmanager
 def prepare_lock(shard: Path) -> Iterator[None]:
-    """Exclusive flock on the shard's lock file: a second prepare of the same shards waits, then skips."""
-    rundir.make_dirs(shard)
+    """Exclusive flock on the shard's lock file: a second prepare of the same shards waits, then skips.
+
+    A prepare that fails before writing anything removes the folder it created (lock and empty
+    `records/`), so a refusal leaves no empty shard folder in the cache; one that holds a record, or
+    that this prepare did not create, stays.
+    """
+    created = not shard.exists()
+    fd = _lock(shard)
     try:
-        fd = os.open(shard / LOCK, os.O_RDWR | os.O_CREAT, rundir.sharing().file_mode)
-    except OSError as exc:
-        raise DataError(f"{shard / LOCK}: cannot create the prepare lock ({exc.strerror})") from None
-    try:
+        yield
+    except BaseException:
+        if created:
+            _remove_if_empty(shard)
+        raise
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+def _lock(shard: Path) -> int:
+    """The flocked descriptor of the shard's lock file. A lock file removed (by a failed prepare that
+    created the folder) while this one waited is locked no more: the folder and its lock are made again."""
+    while True:
+        rundir.make_dirs(shard)
+        try:
+            fd = os.open(shard / LOCK, os.O_RDWR | os.O_CREAT, rundir.sharing().file_mode)
+        except FileNotFoundError:
+            continue  # the folder was removed between make_dirs and open
+        except OSError as exc:
+            raise DataError(f"{shard / LOCK}: cannot create the prepare lock ({exc.strerror})") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -107,6 +129,29 @@ def prepare_lock(shard: Path) -> Iterator[None]:
             t0 = time.monotonic()
             fcntl.flock(fd, fcntl.LOCK_EX)
             print(f"lock acquired after {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
-        yield
-    finally:
-        os.close(fd)  # closing releases the flock
+        if _same_file(fd, shard / LOCK):
+            return fd
+        os.close(fd)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        held, named = os.fstat(fd), os.stat(path)
+    except FileNotFoundError:
+        return False
+    return (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino)
+
+
+def _remove_if_empty(shard: Path) -> None:
+    """Remove the shard folder when it holds only its lock and an empty `records/` (called under the lock:
+    no other prepare writes there meanwhile; one waiting for the lock makes the folder again)."""
+    records = shard / RECORDS_DIR
+    try:
+        if {p.name for p in shard.iterdir()} - {LOCK, RECORDS_DIR} or (records.is_dir() and any(records.iterdir())):
+            return
+        if records.is_dir():
+            records.rmdir()
+        (shard / LOCK).unlink(missing_ok=True)
+        shard.rmdir()
+    except OSError:
+        return  # something appeared meanwhile (another prepare's lock file): it stays

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -246,7 +246,8 @@ def resample(x: np.ndarray, fs: float, target: float | None) -> tuple[np.ndarray
     from scipy.signal import resample_poly
 
     centre = float(np.median(x))
-    y = resample_poly(x.astype(np.float64) - centre, ratio.numerator, ratio.denominator, padtype="line" if len(x) > 1 else "constant")
+    pad: Literal["line", "constant"] = "line" if len(x) > 1 else "constant"
+    y = resample_poly(x.astype(np.float64) - centre, ratio.numerator, ratio.denominator, padtype=pad)
     return np.rint(y + centre).astype(np.int64), float(fs * ratio)
 
 
