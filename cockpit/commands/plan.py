@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from cockpit.commands._args import STUDY, STUDY_FILE_HELP, error
+from cockpit.commands._text_table import Column, Row, TextTable
 from cockpit.figures import labels
 from cockpit.forecast.plan import figures_words
 from trainer.config_keys import AXIS, AXIS_KEYS
 from trainer.rundir import RESULT_FILE
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from cockpit.forecast.plan import Plan
+    from cockpit.study.spec import Configuration
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -152,37 +156,69 @@ SHORT_HEADERS = {k.name: k.axis.short or k.axis.header for k in AXIS_KEYS if k.a
 NUMERIC_AXES = tuple(k.name for k in AXIS_KEYS if int in k.kind)
 
 
-def plan_table(study, limit: int = 0, plan: Plan | None = None, console=None):  # noqa: ANN001 - rich Console
-    """A rich table of the plan, one block per baseline group: each configuration's varying axes, its
+def plan_table(study, limit: int = 0, plan: Plan | None = None, console=None) -> TextTable | Table:  # noqa: ANN001
+    """The plan's table, one block per baseline group: each configuration's varying axes, its
     status (what a submit does with it; the 1x1 baseline marked) and, where a finished baseline predicts
     it, its predicted T, speedup and node-hours. Short headers and the fixed axes are explained in the
     caption. Numbers are never cut: on a narrow terminal (or piped, 80 columns) the group column goes
-    first, then the axes share one column of the configuration's label words (`w128 c2`), which wrap."""
-    from rich.measure import Measurement
-
+    first, then the axes share one column of the configuration's label words (`w128 c2`); where even that
+    needs wrapping, rich's table wraps them (measuring every cell: slow for thousands of rows)."""
     from cockpit.store.recorded import study_plan
 
     plan = plan or study_plan(study)
-    tables = [_plan_table(study, limit, plan, layout) for layout in ("wide", "narrow", "label")]
+    entries = _entries(study, limit, plan)
+    tables = (_plan_table(study, plan, entries, layout) for layout in ("wide", "narrow", "label"))
     if console is None:
-        return tables[0]
-    unbounded = console.options.update_width(10_000)  # each table's own needs, not clamped to the terminal
-    sizes = [Measurement.get(console, unbounded, table) for table in tables]
-    unwrapped = [t for t, size in zip(tables, sizes, strict=True) if size.maximum <= console.width]
-    wrapped = [t for t, size in zip(tables, sizes, strict=True) if size.minimum <= console.width]
-    return (unwrapped or wrapped or tables)[0]
+        return next(tables)
+    built = []
+    for table in tables:  # the first that fits unwrapped; the next ones are not built
+        if table.width <= console.width:
+            return table
+        built.append(table)
+    wrapped = [t for t in built if t.minimum_width() <= console.width]
+    return (wrapped or built)[0].rich_table()
 
 
-def _plan_table(study, limit: int, plan: Plan, layout: str):
-    from rich import box
-    from rich.table import Table
+class _Entry(NamedTuple):
+    """A configuration's row in every layout: its group id on its group's first row, its figures' cells."""
 
+    group: str
+    cfg: Configuration
+    figures: tuple[str, str, str]
+    status: str
+    end_section: bool
+
+
+def _entries(study, limit: int, plan: Plan) -> list[_Entry]:
+    """The rows by baseline group, each group by scale, up to the group that reaches `limit` rows."""
     from cockpit.forecast.plan import hours
+
+    lines = {line.config_id: line for line in plan.lines}
+    groups: dict[str, list] = {}
+    for cfg in study.matrix():
+        groups.setdefault(cfg.group_id, []).append(cfg)
+    entries: list[_Entry] = []
+    for group_id, cfgs in groups.items():
+        if limit and len(entries) >= limit:
+            break
+        cfgs.sort(key=lambda c: (c.nodes, c.gpus_per_node))
+        for index, cfg in enumerate(cfgs):
+            line = lines.get(cfg.config_id)
+            status = line.status if line else "submit"
+            if cfg.is_baseline:
+                status += " (baseline)"
+            p = line.figures if line else None
+            cells = (f"{p.t_s:.1f}" if p.t_s < 1000 else f"{p.t_s:.0f}", f"{p.speedup:.2f}x",
+                     hours(p.node_hours)) if p else ("-", "-", "-")
+            entries.append(_Entry(group_id if index == 0 else "", cfg, cells, status, index == len(cfgs) - 1))
+    return entries
+
+
+def _plan_table(study, plan: Plan, entries: list[_Entry], layout: str) -> TextTable:
     from cockpit.study.spec import SCALE_AXES
 
     varying = [axis for axis, values in study.sweep.items() if len(values) > 1 and axis not in SCALE_AXES]
     fixed = ", ".join(f"{axis}={values[0]}" for axis, values in study.sweep.items() if len(values) == 1 and axis not in SCALE_AXES)
-    lines = {line.config_id: line for line in plan.lines}
     figures = figures_words(plan.lines)
     legend = []
     if layout == "label":
@@ -195,54 +231,31 @@ def _plan_table(study, limit: int, plan: Plan, layout: str):
     if any(line.status == "too big" for line in plan.lines):
         legend.append(f"too big: more cores than a node's {plan.node_cores}")
     caption = "; ".join(legend) + (f"; fixed: {fixed}" if fixed else "")
-    table = Table(title=f"{study.name}: configuration matrix", caption=caption, box=box.SIMPLE_HEAD,
-                  pad_edge=False, caption_justify="left")
+    columns = []
     if layout == "wide":
-        table.add_column("group", no_wrap=True)
-    table.add_column("config", no_wrap=True)
+        columns.append(Column("group", no_wrap=True))
+    columns.append(Column("config", no_wrap=True))
     if layout == "label":
-        table.add_column("configuration", overflow="fold")
+        columns.append(Column("configuration", overflow="fold"))
     else:
         for axis in varying:
             numeric = axis in NUMERIC_AXES
-            table.add_column(SHORT_HEADERS.get(axis, axis), no_wrap=numeric, overflow="fold",
-                             justify="right" if numeric else "left")
-        table.add_column("NxG", no_wrap=True)
+            columns.append(Column(SHORT_HEADERS.get(axis, axis), justify="right" if numeric else "left",
+                                  no_wrap=numeric, overflow="fold"))
+        columns.append(Column("NxG", no_wrap=True))
     if figures:
-        for column in ("T s", "S", "node-h"):
-            table.add_column(column, no_wrap=True, justify="right")
-    table.add_column("status", overflow="fold")
-    groups: dict[str, list] = {}
-    for cfg in study.matrix():
-        groups.setdefault(cfg.group_id, []).append(cfg)
-    shown = 0
-    for group_id, cfgs in groups.items():
-        if limit and shown >= limit:
-            break
-        cfgs.sort(key=lambda c: (c.nodes, c.gpus_per_node))
-        for index, cfg in enumerate(cfgs):
-            line = lines.get(cfg.config_id)
-            status = line.status if line else "submit"
-            if cfg.is_baseline:
-                status += " (baseline)"
-            p = line.figures if line else None
-            cells = (f"{p.t_s:.1f}" if p.t_s < 1000 else f"{p.t_s:.0f}", f"{p.speedup:.2f}x",
-                     hours(p.node_hours)) if p else ("-", "-", "-")
-            scale = f"{cfg.nodes}x{cfg.gpus_per_node}"
-            if layout == "label":  # config_label's words of the varying axes
-                axes_cells: tuple[str, ...] = (" ".join([*(_label_value(a, getattr(cfg, a)) for a in varying), scale]),)
-            else:
-                axes_cells = (*(str(getattr(cfg, axis)) for axis in varying), scale)
-            table.add_row(
-                *((group_id if index == 0 else "",) if layout == "wide" else ()),
-                cfg.config_id,
-                *axes_cells,
-                *(cells if figures else ()),
-                status,
-                end_section=index == len(cfgs) - 1,
-            )
-            shown += 1
-    return table
+        columns += [Column(header, justify="right", no_wrap=True) for header in ("T s", "S", "node-h")]
+    columns.append(Column("status", overflow="fold"))
+    rows = []
+    for group, cfg, cells, status, end_section in entries:
+        scale = f"{cfg.nodes}x{cfg.gpus_per_node}"
+        if layout == "label":  # config_label's words of the varying axes
+            axes_cells: tuple[str, ...] = (" ".join([*(_label_value(a, getattr(cfg, a)) for a in varying), scale]),)
+        else:
+            axes_cells = (*(str(getattr(cfg, axis)) for axis in varying), scale)
+        rows.append(Row((*((group,) if layout == "wide" else ()), cfg.config_id, *axes_cells,
+                         *(cells if figures else ()), status), end_section))
+    return TextTable(f"{study.name}: configuration matrix", caption, columns, rows)
 
 
 def _label_word(axis: str) -> str:

@@ -89,8 +89,8 @@ class Plan:
         return left is not None and self.estimate > left + 1e-9
 
     def duration_hours(self, pace: int) -> float:
-        """Wall hours until every configuration still to submit has run, ``pace`` jobs at a time (the site's
-        limits or max_concurrent_jobs: cockpit.run.submission.pace): the longest first, each onto the
+        """Wall hours until every configuration still to submit has run, ``pace`` jobs running at a time (the
+        site's limits or max_concurrent_jobs: cockpit.run.submission.running_at_once): the longest first, each onto the
         slot that frees first; a run's hours are its node-hours over its nodes. Queue waits not included."""
         slots = [0.0] * max(1, pace)
         for hours in sorted((p.node_hours / max(1, p.nodes) for p in self.to_submit), reverse=True):

@@ -107,9 +107,10 @@ class SiteLimits:
     queued: int
 
 
-def pace_check(study: Study, limits: SiteLimits | None, pace: int, hours: float, runs: int) -> Check:
+def pace_check(study: Study, limits: SiteLimits | None, pace: int, running: int, hours: float, runs: int) -> Check:
     """The site's limits on what one user may have at once (sacctmgr) against the study's pace: how many of
-    its jobs go at once, and how long its runs take at that pace. A max_concurrent_jobs above what the
+    its jobs go at once, how many of them run (the running limit queues the rest), and how long its runs take
+    at that pace. A max_concurrent_jobs above what the
     submit limit leaves is a warning: the runner then waits at the limit (never a failure)."""
     took = f"{runs} runs take about {hours:.1f} h at that pace (queue waits not included)"
     configured = study.cluster.max_concurrent_jobs
@@ -120,7 +121,7 @@ def pace_check(study: Study, limits: SiteLimits | None, pace: int, hours: float,
             f"running limit {limits.max_running}" if limits.max_running is not None else "no running limit"]
     against = " against the submit limit" if limits.max_submit is not None else ""
     found = (f"{', '.join(caps)} (QOS {study.cluster.qos or 'default'}); {limits.queued} job(s) of yours queued "
-             f"or running{against} now; {pace} of the study's jobs at once; {took}")
+             f"or running{against} now; {pace} of the study's jobs at once, {running} running; {took}")
     room = None if limits.max_submit is None else limits.max_submit - limits.queued
     if configured is not None and room is not None and configured > room:
         return Check("site limits", WARN, found, f"max_concurrent_jobs <= {max(room, 0)}",

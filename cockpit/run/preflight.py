@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from cockpit.launch.slurm.sites import site_for
 from cockpit.preflight import checks, jobs
 from cockpit.preflight.checks import JobFindings, JobOutcome, PreflightReport
-from cockpit.run.submission import pace
+from cockpit.run.submission import pace, running_at_once
 from cockpit.store.recorded import study_plan
 from trainer import rundir
 
@@ -60,8 +60,9 @@ async def run_preflight(study: Study, backend: Backend, *, on_event: Callable[[s
     if outcomes:  # the site's pace is the study's, not a job's: once, in the first table
         plan = study_plan(study, cores=backend.cores_per_node)
         speed = pace(study.cluster.max_concurrent_jobs, limits, 0)
+        running = running_at_once(speed, limits)
         site = None if limits is None else checks.SiteLimits(limits.max_submit, limits.max_running, limits.queued)
-        outcomes[0].checks.append(checks.pace_check(study, site, speed, plan.duration_hours(speed),
+        outcomes[0].checks.append(checks.pace_check(study, site, speed, running, plan.duration_hours(running),
                                                     len(plan.to_submit)))
     report = PreflightReport(study.name, jobs.study_digest(study), time.time(), outcomes, _links(found))
     say(f"preflight {'passed' if report.passed else 'FAILED'}: {len(outcomes)} job(s)")

@@ -44,6 +44,14 @@ def pace(configured: int | None, limits: UserLimits | None, active: int) -> int:
 DEFAULT_PACE = 4  # jobs at once where neither the study nor the site says
 
 
+def running_at_once(cap: int, limits: UserLimits | None) -> int:
+    """How many of the study's ``cap`` jobs at once (pace()) run at once: the site's running limit holds the
+    rest in the queue, so a study's length goes by this figure."""
+    if limits is None or limits.max_running is None:
+        return cap
+    return max(1, min(cap, limits.max_running))
+
+
 async def submit_more(
     scope: RunScope,
     plan: Plan,

@@ -15,7 +15,7 @@ import pytest
 from cockpit.commands.json_events import EVENTS_VERSION
 from tests.studies import REPO, write_study
 
-EVENTS = {"message", "connection", "preflight", "submitted", "refused", "state", "progress", "finished", "failed",
+EVENTS = {"message", "connection", "preflight", "submitted", "refused", "waiting", "state", "progress", "finished", "failed",
           "study_end"}
 
 

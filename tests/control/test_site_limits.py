@@ -6,7 +6,12 @@ limits and the first round fills them without running into them.
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import stat
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -19,6 +24,7 @@ from cockpit.run.preflight import run_preflight
 from cockpit.run.runner import StudyRunner, TickReport
 from cockpit.store import StudyStore
 from cockpit.study.spec import load_study
+from tests.studies import REPO
 
 pytestmark = [pytest.mark.slurm, pytest.mark.sshd]
 FAST = AdaptiveInterval(fast_s=0.3, running_s=0.6, slow_s=1.0)
@@ -117,9 +123,43 @@ async def test_the_preflight_reads_the_limits_and_says_how_long_the_study_takes(
     finally:
         await backend.close()
     row = next(c for job in report.jobs for c in job.checks if c.area == "site limits")
-    # five 1-minute runs (expected_minutes = 1), six at once: one round
+    # five 1-minute runs (expected_minutes = 1), six at once but two running (the QOS's running limit): three
+    # rounds
     # the user's jobs now: the preflight's own may already be queued when squeue answers
     assert re.match(r"submit limit 3, running limit 2 \(QOS capped\); \d+ job\(s\) of yours", row.found), row.found
-    assert f"6 of the study's jobs at once; 5 runs take about {study.hours_per_run():.1f} h" in row.found, row.found
+    assert f"6 of the study's jobs at once, 2 running; 5 runs take about {3 * study.hours_per_run():.1f} h" \
+        in row.found, row.found
+    # what the preflight wrote on the cluster is as private as a run's files (Slurm's logs included)
+    made = [p for p in (Path(study.study_dir()) / "preflight").rglob("*")]
+    assert any(p.name.startswith("slurm-") for p in made)
+    wrong = [(str(p), oct(p.stat().st_mode)) for p in made
+             if stat.S_IMODE(p.stat().st_mode) != (0o700 if p.is_dir() else 0o600)]
+    assert not wrong, wrong
     # a warning: the runner waits; what the limit leaves depends on the jobs squeue lists at that moment
     assert row.verdict == "warn" and re.fullmatch(r"max_concurrent_jobs <= \d+", row.expected), row.expected
+
+
+@pytest.mark.parametrize("json_lines", [False, True], ids=["lines", "json"])
+def test_cockpit_run_headless_waits_at_the_limit_and_refuses_nothing(make_study, slurm_env, json_lines: bool):
+    """The command as a user types it, over a QOS that lets 3 jobs be queued or running: a `waiting` line (or
+    JSON event) and `submitting again`, never a REFUSED line, every configuration once."""
+    name = f"cli-cap-{'j' if json_lines else 'l'}-{uuid.uuid4().hex[:5]}"
+    path = make_study(name, FIVE, steps=2, qos="capped", max_concurrent_jobs=6, cores_per_node=2)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_DATA_HOME": str(path.parent / f"xdg-{name}")}
+    cmd = [sys.executable, "-m", "cockpit", "run", "--headless", "--skip-preflight", "--timeout", "400", str(path)]
+    done = subprocess.run(cmd + (["--json"] if json_lines else []), capture_output=True, text=True, timeout=500,
+                          cwd=path.parent, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    if json_lines:
+        events = [json.loads(line) for line in done.stdout.splitlines()]
+        waits = [e["limit"] for e in events if e["event"] == "waiting"]
+        assert not [e for e in events if e["event"] in ("refused", "failed")], events
+        assert waits and re.fullmatch(r"QOS submit limit \(\d+ of 3 in use\)", waits[0]) and "" in waits, waits
+    else:
+        lines = done.stdout.splitlines()
+        assert not [line for line in lines if "REFUSED" in line or "FAILED" in line], done.stdout
+        assert any(re.search(r"waiting: QOS submit limit \(\d+ of 3 in use\)", line) for line in lines), done.stdout
+        assert any("submitting again" in line for line in lines), done.stdout
+    study = load_study(path)
+    for cfg in study.runnable():
+        assert len(_jobcomp_ids(slurm_env, f"{study.name}-{cfg.config_id}")) == 1, cfg.config_id

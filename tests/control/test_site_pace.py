@@ -44,6 +44,13 @@ def test_a_full_limit_or_a_busy_controller_means_not_now(stderr: str, limit: str
     "sbatch: error: QOSMaxWallDurationPerJobLimit\nsbatch: error: Batch job submission failed: Job violates "
     "accounting/QOS policy (job submit limit, user's size and/or time limits)",
     "sbatch: error: Batch job submission failed: Requested node configuration is not available",
+    # a job that alone asks more GPUs or nodes than a group or per-user resource limit allows
+    "sbatch: error: QOSGrpGRES\nsbatch: error: Batch job submission failed: Job violates accounting/QOS policy "
+    "(job submit limit, user's size and/or time limits)",
+    "sbatch: error: AssocGrpNodeLimit\nsbatch: error: Batch job submission failed: Job violates accounting/QOS "
+    "policy (job submit limit, user's size and/or time limits)",
+    "sbatch: error: QOSMaxGRESPerUser\nsbatch: error: Batch job submission failed: Job violates accounting/QOS "
+    "policy (job submit limit, user's size and/or time limits)",
 ])
 def test_what_no_wait_changes_stays_refused_in_slurms_words(stderr: str) -> None:
     with pytest.raises(SubmitRefused) as caught:

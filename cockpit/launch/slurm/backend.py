@@ -108,7 +108,11 @@ class SlurmBackend(Backend):
             first = next(iter(made.stderr.strip().splitlines()), "")  # mkdir -p says it once per directory
             raise SlurmError(f"cannot create {directory} on the cluster: {first or made.exit_status}")
         script = render_preflight_script(self.study, job, config, directory)
-        job_id = await self.slurm.submit(script, f"{directory}/{rundir.JOB_SCRIPT_FILE}", mode=script_mode(self.study))
+        script_path = f"{directory}/{rundir.JOB_SCRIPT_FILE}"
+        # sbatch under the study's umask too: Slurm creates the job's log files with the submitter's umask
+        job_id = await self.slurm.submit(script, script_path, mode=script_mode(self.study),
+                                         prepare=dirs_command(self.study, directory, study_dir=study_dir,
+                                                              script=script_path))
         return job_id, directory, [f"{directory}/{name}" for name in rundir.slurm_log_files(job_id)]
 
     async def qos_limits(self) -> tuple[dict[str, int | None], str]:

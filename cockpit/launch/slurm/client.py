@@ -98,7 +98,11 @@ class SubmitLater(SubmitRefused, backend.SubmitLater):
 # Slurm's words for a refusal that only means "not now" (the reason codes sbatch prints for a full per-user
 # or per-association limit, and a controller that did not answer in time) -> the limit in people's words.
 # Every other refusal (unknown account, QOS or partition, a time over the QOS's MaxWall, resources no node
-# has) stays final.
+# has) stays final. So do the resource limits (GrpTRES such as gres/gpu, MaxTRESPerUser, nodes per user): at
+# submit Slurm refuses only a job that alone asks more than the limit (QOSGrpGRES, AssocGrpNodeLimit,
+# QOSMaxGRESPerUser, ...), which no wait changes; a job within them that finds them full is queued, pending
+# with that reason, and starts when they free. The *PerAccount names are those of Slurm releases newer than
+# the test cluster's 22.05.
 TRANSIENT_REFUSALS: tuple[tuple[str, str], ...] = (
     ("QOSMaxSubmitJobPerUserLimit", "QOS submit limit"),
     ("QOSMaxSubmitJobPerAccountLimit", "QOS submit limit of the account"),
@@ -110,8 +114,6 @@ TRANSIENT_REFUSALS: tuple[tuple[str, str], ...] = (
     ("AssocMaxJobsLimit", "association job limit"),
     ("AssocGrpJobsLimit", "association group job limit"),
     ("QOSGrpJobsLimit", "QOS group job limit"),
-    ("QOSGrpTRES", "QOS group resource limit"),
-    ("AssocGrpTRES", "association group resource limit"),
     ("Slurm temporarily unable to accept job", "the controller is busy"),
     ("Socket timed out", "the controller is busy"),
 )
