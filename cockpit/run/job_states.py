@@ -8,7 +8,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from cockpit.run.outcome import exit_reason, requeue_aware
-from cockpit.store.snapshot import ACTIVE_STATES
+from cockpit.store.snapshot import ACTIVE_STATES, ADOPTED_PROBLEM
 
 if TYPE_CHECKING:
     from cockpit.launch.backend import JobInfo
@@ -51,7 +51,7 @@ class JobStates:
                 store.add_adopted_job(scope.key, cid, job.job_id, job.state.value)
                 adopted.append(f"{cid} (job {job.job_id})")
         if adopted:
-            store.add_problem(scope.key, "adopted", f"{len(adopted)} job(s) submitted by another cockpit (or before "
+            store.add_problem(scope.key, ADOPTED_PROBLEM, f"{len(adopted)} job(s) submitted by another cockpit (or before "
                               f"this store) followed here, never submitted again: {', '.join(adopted)}")
         return adopted
 
@@ -153,7 +153,7 @@ class JobStates:
         found = await asyncio.gather(*(read(cid) for cid in todo))
         foreign = [cid for cid, res in zip(todo, found, strict=True) if res is not None and cid not in latest]
         if foreign:
-            store.add_problem(scope.key, "adopted", f"{len(foreign)} result(s) of runs another cockpit submitted (or "
+            store.add_problem(scope.key, ADOPTED_PROBLEM, f"{len(foreign)} result(s) of runs another cockpit submitted (or "
                               f"before this store) counted here, never submitted again: {', '.join(foreign)}")
         for cid, res in zip(todo, found, strict=True):
             if res is not None:

@@ -15,6 +15,8 @@ from cockpit.launch.backend import FINAL_STATES, ConnectionState, JobState
 # Job states as the snapshot shows them: the values of cockpit.launch.backend.JobState, plus "submitting" (intent
 # recorded, sbatch not answered yet), "lost" (gone from the cluster without a trace) and "not_submitted".
 ACTIVE_STATES = frozenset({"submitting", *(state.value for state in JobState if state.is_active)})
+# the problems' source for jobs and results another cockpit submitted: `cockpit open` says so whenever it opens
+ADOPTED_PROBLEM = "adopted"
 DONE_STATES = frozenset({JobState.COMPLETED.value})
 FAILED_STATES = frozenset({"lost", *(state.value for state in FINAL_STATES if state is not JobState.COMPLETED)})
 

@@ -22,7 +22,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from cockpit.store.snapshot import GpuSeries, StudySnapshot
+from cockpit.store.snapshot import ADOPTED_PROBLEM, GpuSeries, StudySnapshot
 from cockpit.tui.bindings import APP_BINDINGS, HelpContext, help_sections
 from cockpit.tui.channel import SnapshotView
 from cockpit.tui.commands import CockpitCommands
@@ -175,7 +175,9 @@ class CockpitApp(App):
         self._apply_tab(self.query_one(TabbedContent).active, snap)
         if isinstance(self.screen, SnapshotView):  # a run detail or a comparison follows the study too
             self._hand(self.screen, snap)
-        for problem in snap.problems[:5]:
+        # the five newest, and always what another cockpit submitted (said once, however old)
+        adopted = [p for p in snap.problems[5:] if p.startswith(f"{ADOPTED_PROBLEM}: ")]
+        for problem in [*snap.problems[:5], *adopted]:
             if problem not in self._seen_problems:
                 self._seen_problems.add(problem)
                 self.notify(problem, severity="warning", timeout=8)

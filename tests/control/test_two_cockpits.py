@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from cockpit.commands.open import browse
 from cockpit.launch.backend import AdaptiveInterval
 from cockpit.launch.slurm.backend import SlurmBackend
 from cockpit.run.runner import StudyRunner, TickReport
@@ -65,3 +66,17 @@ async def test_a_second_cockpit_adopts_a_study_in_flight_and_submits_nothing_twi
     assert any("result(s)" in p for p in said) and any("job(s)" in p for p in said), snap.problems
     first_store.close()
     second_store.close()
+    # `cockpit open` of that store says so, however many problems came after
+    app, store = browse(tmp_path / "login-node.sqlite", poll=0.05)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            for _ in range(200):
+                if app.polls >= 2:
+                    break
+                await pilot.pause(0.05)
+            messages = [n.message for n in app._notifications]
+            assert any("submitted by another cockpit" in m for m in messages), messages
+            assert any("runs another cockpit submitted" in m for m in messages), messages
+            await pilot.press("q")
+    finally:
+        store.close()
