@@ -13,15 +13,20 @@ on the same store, which runs the study to the end. Printed:
                              completed job is lost, one with two jobs duplicated
   polls                      squeue round trips, and the seconds one poll costs (median, max), per cockpit
   followed                   bytes and files followed into the store (its follow offsets), per second of study
-  snapshot                   building the TUI's snapshot of the final store, every row present (the screen's
-                             render of 1000 rows is bench/tui_refresh.py's figure)
+  snapshot                   building the TUI's snapshot of the final store, every row present
+  TUI refresh                `cockpit open` of the final store, headless: one refresh of the table with every
+                             row (apply, and apply until the app is idle again), median of 10
   store                      the SQLite file (and its WAL) at the end
-  RSS                        each cockpit process's resident memory at its start and at its end
+  RSS                        each cockpit process's resident memory at its start and at its end, and its growth
+                             split in two: over the ticks that stored new results, and over the ticks that
+                             stored none (growth with time alone)
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import itertools
 import json
 import os
 import re
@@ -61,7 +66,7 @@ async def main():
     backend = SlurmBackend.from_study(study, follow_interval_s=1.0)
     store = StudyStore({store!r})
     runner = StudyRunner(study, backend, store, interval=AdaptiveInterval(fast_s=1.0, running_s=2.0, slow_s=4.0))
-    stats = {{"rss_start_mib": rss_mib(), "polls_s": [], "ticks": 0, "waits": 0}}
+    stats = {{"rss_start_mib": rss_mib(), "polls_s": [], "ticks": 0, "waits": 0, "rss": []}}
     poll = backend.poll
 
     async def timed():
@@ -78,6 +83,7 @@ async def main():
         stats["results"] = len(store.results(runner.key))
         stats["squeue"] = backend.slurm.calls.get("squeue", 0)
         stats["rss_end_mib"] = rss_mib()
+        stats["rss"].append([time.time(), stats["results"], stats["rss_end_mib"]])
         tmp = {out!r} + ".tmp"
         with open(tmp, "w") as f:
             json.dump(stats, f)
@@ -100,6 +106,43 @@ def cockpit(study: Path, store: Path, out: Path) -> subprocess.Popen[bytes]:
 
 def read_stats(path: Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
+
+
+def rss_split(samples: list[list[float]]) -> tuple[float, int, float, float]:
+    """(MiB grown over ticks that stored new results, those results, MiB grown over ticks that stored none,
+    the seconds those ticks spanned) from the per-tick (time, results, RSS) samples."""
+    with_results = without = idle_s = 0.0
+    added = 0
+    for (t0, r0, m0), (t1, r1, m1) in itertools.pairwise(samples):
+        if r1 > r0:
+            with_results += m1 - m0
+            added += int(r1 - r0)
+        else:
+            without += m1 - m0
+            idle_s += t1 - t0
+    return with_results, added, without, idle_s
+
+
+async def tui_refresh_ms(store: Path, name: str) -> tuple[float, float]:
+    """`cockpit open STORE` headless: (apply, apply until idle) of one refresh with every row, median ms of 10."""
+    from cockpit.commands.open import browse
+
+    app, reader = browse(store, name, poll=None)
+    applied, idle = [], []
+    try:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await pilot.pause()
+            snap = reader.snapshot(name)
+            for _ in range(10):
+                t0 = time.perf_counter()
+                app._apply(snap)
+                applied.append(time.perf_counter() - t0)
+                await pilot.pause()
+                idle.append(time.perf_counter() - t0)
+            await pilot.press("q")
+    finally:
+        reader.close()
+    return 1000 * statistics.median(applied), 1000 * statistics.median(idle)
 
 
 def completed_jobs(state_dir: Path, name: str) -> dict[str, int]:
@@ -157,6 +200,7 @@ def measure(args: argparse.Namespace, env: dict[str, str], sshd: Any, work: Path
     snap = reader.snapshot(name)
     snapshot_s = time.perf_counter() - t0
     reader.close()
+    apply_ms, idle_ms = asyncio.run(tui_refresh_ms(store, name))
     size = sum(p.stat().st_size for p in (store, store.with_name(store.name + "-wal")) if p.exists())
     print(f"{len(ids)} configurations, {args.steps} steps each, QOS capped (3 queued or running per user); "
           f"cockpit SIGKILLed at {killed_at:.0f} s, study over at {wall:.0f} s")
@@ -169,10 +213,15 @@ def measure(args: argparse.Namespace, env: dict[str, str], sshd: Any, work: Path
               f"{1000 * statistics.median(polls):.0f} ms median / {1000 * max(polls):.0f} ms max, "
               f"{s.get('waits', 0)} ticks waiting at the limit; RSS {s.get('rss_start_mib', 0):.0f} -> "
               f"{s.get('rss_end_mib', 0):.0f} MiB")
+        grown, added, idle, idle_s = rss_split(s.get("rss", []))
+        print(f"  RSS grew {grown:+.1f} MiB over the ticks that stored {added} new results, {idle:+.1f} MiB over "
+              f"the ticks that stored none ({idle_s:.0f} s)")
     print(f"followed {followed_bytes:,} bytes in {followed_files} files: {followed_bytes / wall:,.0f} bytes/s, "
           f"{followed_files / wall:.1f} files/s of study")
     print(f"snapshot of the final store, all {len(snap.configs)} rows: {1000 * snapshot_s:.0f} ms; "
           f"store {size / 2**20:.1f} MiB")
+    print(f"TUI refresh of the final store, all {len(snap.configs)} rows: {apply_ms:.0f} ms to apply, {idle_ms:.0f} ms "
+          f"until idle (cockpit open, headless; median of 10)")
 
 
 if __name__ == "__main__":
