@@ -5,7 +5,7 @@ terminal is handed to rich, which wraps its cells."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -42,8 +42,10 @@ class TextTable:
         last = len(self.columns) - 1
         self.pads = [(PAD if i > 0 else 0, PAD if i < last else 0) for i in range(len(self.columns))]
         self.texts = [[c.header for c in self.columns], *(row.cells for row in self.rows)]
-        self.widths = [max(map(_cells, cells)) + sum(pad)
-                       for cells, pad in zip(zip(*self.texts, strict=True), self.pads, strict=True)]
+        by_column = list(zip(*self.texts, strict=True))
+        self.plain = all(_printable_ascii("".join(cells)) for cells in by_column)  # a cell's length is its width
+        measure = len if self.plain else cell_len
+        self.widths = [max(map(measure, cells)) + sum(pad) for cells, pad in zip(by_column, self.pads, strict=True)]
 
     @property
     def width(self) -> int:
@@ -52,7 +54,7 @@ class TextTable:
 
     def minimum_width(self) -> int:
         """Rich's minimum width: each column as wide as its longest word."""
-        longest = [max(_cells(word) for cell in cells for word in cell.split() or [""]) + sum(pad)
+        longest = [max(cell_len(word) for cell in cells for word in cell.split() or [""]) + sum(pad)
                    for cells, pad in zip(zip(*self.texts, strict=True), self.pads, strict=True)]
         return _outer(longest)
 
@@ -71,23 +73,33 @@ class TextTable:
         yield from _joined(cells, frame.head_left, frame.head_vertical, frame.head_right)
         yield Segment(frame.get_row(self.widths, "head") + "\n")
         between = frame.get_row(self.widths, "row") + "\n"
-        for index, row in enumerate(self.rows):
-            last = index == len(self.rows) - 1
-            left, divider, right = ((frame.foot_left, frame.foot_vertical, frame.foot_right) if last else
-                                    (frame.mid_left, frame.mid_vertical, frame.mid_right))
-            yield Segment(left + divider.join(self._padded(row.cells)) + right + "\n")
-            if row.end_section and not last:
+        mid = self._row_format(frame.mid_left, frame.mid_vertical, frame.mid_right)
+        for row in self.rows[:-1]:
+            yield Segment(mid(row.cells))
+            if row.end_section:
                 yield Segment(between)
+        if self.rows:  # the last row has the box's foot edges, and no line after it
+            yield Segment(self._row_format(frame.foot_left, frame.foot_vertical, frame.foot_right)(self.rows[-1].cells))
         yield Segment(frame.get_bottom(self.widths) + "\n")
         if self.caption:
             caption = console.render_str(self.caption, style="table.caption", highlight=False)
             yield from console.render(caption, annotation.update(justify="left"))
 
+    def _row_format(self, left: str, divider: str, right: str) -> Callable[[Sequence[str]], str]:
+        """A row's line: one format call where every cell is printable ASCII, else each cell measured."""
+        if not self.plain:
+            return lambda cells: left + divider.join(self._padded(cells)) + right + "\n"
+        fields = [" " * pad_left + "{:" + (">" if c.justify == "right" else "<") + f"{width - pad_left - pad_right}}}"
+                  + " " * pad_right
+                  for c, width, (pad_left, pad_right) in zip(self.columns, self.widths, self.pads, strict=True)]
+        line = _braced(left) + _braced(divider).join(fields) + _braced(right) + "\n"
+        return lambda cells: line.format(*cells)
+
     def _padded(self, cells: Iterable[str]) -> list[str]:
         """Each cell justified in its column, with its padding."""
         out = []
         for text, column, width, (left, right) in zip(cells, self.columns, self.widths, self.pads, strict=True):
-            space = " " * (width - left - right - _cells(text))
+            space = " " * (width - left - right - cell_len(text))
             body = space + text if column.justify == "right" else text + space
             out.append(" " * left + body + " " * right)
         return out
@@ -106,9 +118,13 @@ class TextTable:
         return table
 
 
-def _cells(text: str) -> int:
-    """The terminal cells a text takes: its length where it is printable ASCII (rich's cell_len, faster)."""
-    return len(text) if text.isascii() and text.isprintable() else cell_len(text)
+def _braced(text: str) -> str:
+    """Text as itself in a format string."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def _printable_ascii(text: str) -> bool:
+    return text.isascii() and text.isprintable()
 
 
 def _outer(widths: list[int]) -> int:

@@ -4,13 +4,15 @@ any node-hour is spent, what the study would do with some keys changed (`w`: the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.coordinate import Coordinate
 from textual.screen import ModalScreen
 from textual.widgets import Button, ContentSwitcher, DataTable, Input, Static
 
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
 
 STATUS_STYLE = {"submit": "bold", "done": "green", "too big": "red"}
 WHAT_IF_EXAMPLE = "train.bucket_cap_mb=0.5 sweep.gpus_per_node=[1, 2]"  # run by tests/tui/test_plan_what_if.py
+PLAN_COLUMNS = ("configuration", "status", "node-hours", "T s", "S")
+PAGE = 200  # the plan table's rows added at a time (PagedTable)
 WHAT_IF_PLACEHOLDER = f"w: what if KEY=VALUE ..., e.g. {WHAT_IF_EXAMPLE} (enter; empty: the plan)"
 
 
@@ -65,6 +69,56 @@ def shared_words(labels: list[str]) -> str:
     return " ".join(words[0][i] for i in range(len(words[0])) if len({w[i] for w in words}) == 1)
 
 
+class PagedTable(DataTable):
+    """A table that keeps its rows and adds them a page at a time, the next page as the cursor or the view
+    nears the last row added: a DataTable measures every cell it is given, which took seconds for a plan
+    of 10,000 configurations, while one page shows at once. The column widths are every row's from the
+    start, so they stay put as pages are added."""
+
+    _rows: Sequence[tuple[str | Text, ...]] = ()
+    _adding = False  # adding a row moves the cursor, whose watcher would add a page within the page
+
+    def show(self, columns: Sequence[str], rows: Sequence[tuple[str | Text, ...]]) -> None:
+        self.clear(columns=True)
+        self._rows = rows
+        for label, *cells in zip(columns, *rows, strict=True):  # each column's label and its cells
+            self.add_column(label, width=max(map(_width, (label, *cells))))
+        self.add_page()
+
+    @property
+    def pending(self) -> int:
+        """Rows not added yet."""
+        return len(self._rows) - self.row_count
+
+    def add_page(self, size: int = PAGE) -> None:
+        if self._adding or self.pending <= 0:
+            return
+        self._adding = True
+        try:
+            self.add_rows(self._rows[self.row_count:self.row_count + size])
+        finally:
+            self._adding = False
+
+    def action_scroll_bottom(self) -> None:
+        """ctrl+end: the plan's last row, every row added first (what the whole plan costs, paid once)."""
+        self.add_page(self.pending)
+        super().action_scroll_bottom()
+
+    def watch_cursor_coordinate(self, old: Coordinate, new: Coordinate) -> None:
+        super().watch_cursor_coordinate(old, new)
+        if new.row >= self.row_count - PAGE // 2:
+            self.add_page()
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        if new + self.size.height >= self.row_count - PAGE // 2:  # one line a row
+            self.add_page()
+
+
+def _width(cell: str | Text) -> int:
+    return cell.cell_len if isinstance(cell, Text) else cell_len(cell)
+
+
 class PlanScreen(ModalScreen[bool], HelpContext):
     """Answers True when the user confirms the submit. `what_if` (the controller's): a line of KEY=VALUE
     arguments -> cockpit.forecast.whatif.Outcome, or None where there is no study file to change."""
@@ -87,7 +141,7 @@ class PlanScreen(ModalScreen[bool], HelpContext):
             with ContentSwitcher(initial="plan-view", id="plan-views"):
                 with Vertical(id="plan-view"):
                     yield Static(plan_summary(self.plan), id="plan-summary")
-                    yield DataTable(id="plan-table", cursor_type="row", zebra_stripes=True)
+                    yield PagedTable(id="plan-table", cursor_type="row", zebra_stripes=True)
                 with VerticalScroll(id="whatif-view"):
                     yield Static(id="whatif-title")
                     yield Static(id="whatif-summary")  # what changed and what it rests on, before the rows
@@ -104,10 +158,8 @@ class PlanScreen(ModalScreen[bool], HelpContext):
                 yield Button("Not now (n)", variant="primary", id="no")
 
     def on_mount(self) -> None:
-        table = self.query_one("#plan-table", DataTable)
         labels = [line.label for line in self.plan.lines]
         shared = shared_words(labels)
-        table.add_columns("configuration", "status", "node-hours", "T s", "S")
         notes = [f"every configuration: {shared}"] if shared else []
         figures = figures_words(self.plan.lines)
         if figures:
@@ -115,10 +167,12 @@ class PlanScreen(ModalScreen[bool], HelpContext):
         if notes:
             summary = self.query_one("#plan-summary", Static)
             summary.update(plan_summary(self.plan) + Text("\n" + "\n".join(notes), style="dim"))
+        rows = []
         for line, label in zip(self.plan.lines, short_labels(labels), strict=True):
             p = line.figures
-            table.add_row(label, Text(line.status, style=STATUS_STYLE.get(line.status, "")),
-                          hours(line.node_hours), f"{p.t_s:.1f}" if p else "-", f"{p.speedup:.2f}x" if p else "-")
+            rows.append((Text(label, no_wrap=True, end=""), Text(line.status, style=STATUS_STYLE.get(line.status, "")),
+                         hours(line.node_hours), f"{p.t_s:.1f}" if p else "-", f"{p.speedup:.2f}x" if p else "-"))
+        self.query_one("#plan-table", PagedTable).show(PLAN_COLUMNS, rows)
         self.query_one("#no", Button).focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
