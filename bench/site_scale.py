@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.cluster import test_cluster  # noqa: E402
 from tests.control.conftest import study_text  # noqa: E402
+from tests.studies import PHYSIONET  # noqa: E402
 
 CHILD = """
 import asyncio, json, os, resource, statistics, sys, time
@@ -165,6 +166,8 @@ def main() -> None:
 
 def measure(args: argparse.Namespace, env: dict[str, str], sshd: Any, work: Path) -> None:
     """The study of --configs jobs, the first cockpit killed half way, the second to the end; the figures."""
+    if not (PHYSIONET / "mitdb" / "101.hea").exists():  # else every job fails on its data, and all are "lost"
+        sys.exit(f"MIT-BIH record 101 not found under {PHYSIONET}: the study trains on it (shared/ beside the checkout)")
     name = f"scale{os.getpid()}"
     windows = ", ".join(str(32 + i) for i in range(args.configs))
     study = work / f"{name}.toml"
