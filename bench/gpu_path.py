@@ -52,7 +52,8 @@ def base_config(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "cpus_per_task": args.cpus, "gpus_per_node": 1, "nodes": 1, "strategy": "ddp",
         "model": {"layers": args.layers, "d_model": args.d_model, "heads": args.heads, "dropout": 0.0},
         "train": {"steps": args.steps, "lr": 3e-4, "seed": 0, "device": args.device, "metrics_interval_s": 1.0,
-                  "nvml_interval_ms": 100, "eval": False},
+                  "nvml_interval_ms": 100, "eval": False,
+                  **({"profile_active": args.profile, "profile_wait": 5} if args.profile else {})},
     }
 
 
@@ -233,6 +234,8 @@ def main() -> None:
     p.add_argument("--deadline", type=float, default=480.0, help="seconds for the whole script: later runs are skipped")
     p.add_argument("--workdir", type=Path, default=None)
     p.add_argument("--tar", type=Path, default=None, help="write the run directories (no weights) to this .tgz")
+    p.add_argument("--profile", type=int, default=0, metavar="STEPS",
+                   help="record STEPS steps of every run with torch.profiler (traces/ of each run directory)")
     p.add_argument("--only", nargs="+", default=None, help="only these runs (names as printed; 'evaluate' for hlm-train evaluate)")
     p.add_argument("--group-of-one", metavar="RUN_DIR", help=argparse.SUPPRESS)  # the entry torchrun starts
     args = p.parse_args()
