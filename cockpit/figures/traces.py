@@ -29,6 +29,7 @@ _COLLECTIVE = re.compile(r"^(gloo|nccl):all_?reduce|^nccl.*kernel.*all_?reduce",
 _LOADER = "enumerate(DataLoader)"
 _LAUNCH = "c10d::allreduce_"  # torch's op that hands a tensor to the process group
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+GPU_ANNOTATION = "gpu_user_annotation"  # a CPU range's copy on the GPU's timeline
 HTA_NOTE_CPU = ("Holistic Trace Analysis (temporal breakdown, comm/compute overlap) needs GPU kernels in the "
                 "traces; these hold none (a CPU run), so it is not computed here")
 HTA_NOTE_GPU = ("these traces hold GPU kernels: Holistic Trace Analysis gives their temporal breakdown and "
@@ -78,6 +79,9 @@ class TraceSummary:
     gpu_kernels: int
     main_tid: Any = None
     events: list[Event] = field(default_factory=list, repr=False)
+    steps_s: float = 0.0  # from the first recorded step's start to the last one's end
+    gpu_busy_s: float = 0.0  # within those steps, the time at least one GPU kernel, copy or memset ran
+    comm_ranges: bool = False  # the trace holds hlm:comm ranges (a CPU run's; on CUDA the GPU shows the wait)
 
     def totals(self) -> dict[str, float]:
         """Seconds per part over the recorded steps."""
@@ -100,10 +104,13 @@ def load(data: bytes, name: str) -> dict[str, Any]:
 
 
 def events(trace: dict[str, Any]) -> list[Event]:
-    """The complete events ("X") of a trace, ordered by start (the longer first at equal starts)."""
+    """The complete events ("X") of a trace, ordered by start (the longer first at equal starts). A CUDA trace
+    repeats every annotated range (ProfilerStep#N, hlm:compute, ...) on the GPU's timeline, shifted by the
+    GPU's lag; those copies are left out, so a step, its parts and an operation's calls are counted once."""
     out = []
     for e in trace["traceEvents"]:
-        if isinstance(e, dict) and e.get("ph") == "X" and isinstance(e.get("ts"), int | float):
+        if (isinstance(e, dict) and e.get("ph") == "X" and isinstance(e.get("ts"), int | float)
+                and e.get("cat") != GPU_ANNOTATION):
             out.append(Event(str(e.get("name", "")), str(e.get("cat", "")), e.get("tid"), float(e["ts"]),
                              float(e.get("dur") or 0.0)))
     out.sort(key=lambda e: (e.ts, -e.dur))
@@ -192,8 +199,23 @@ def summarise(trace: dict[str, Any], name: str, top: int = 10) -> TraceSummary:
         spans.append(Span(_step_of(around.name) if around else None, e.name, e.tid,
                           (e.ts - around.ts) / 1e3 if around else 0.0, e.dur / 1e3,
                           any(c.ts <= launched <= c.end for c in compute_ranges)))
+    window = (steps[0][1].ts, max(env.end for _, env in steps)) if steps else (0.0, 0.0)
     return TraceSummary(name, _rank(trace, name), [s for s, _ in steps], parts_s, top_ops, spans,
-                        sum(1 for e in evs if e.cat in GPU_CATEGORIES), main_tid, evs)
+                        sum(1 for e in evs if e.cat in GPU_CATEGORIES), main_tid, evs,
+                        steps_s=(window[1] - window[0]) / 1e6,
+                        gpu_busy_s=_busy([e for e in evs if e.cat in GPU_CATEGORIES], *window) / 1e6,
+                        comm_ranges=any(e.name == trace_range("comm") for e in evs))
+
+
+def _busy(evs: list[Event], start: float, end: float) -> float:
+    """Microseconds of [start, end] covered by at least one of ``evs`` (overlapping kernels counted once)."""
+    busy, reach = 0.0, start
+    for e in sorted(evs, key=lambda e: e.ts):
+        lo, hi = max(e.ts, reach), min(e.end, end)
+        if hi > lo:
+            busy += hi - lo
+            reach = hi
+    return busy
 
 
 def torch_view(summary: TraceSummary) -> dict[int, dict[str, float]]:
@@ -253,6 +275,14 @@ def describe(summary: TraceSummary, top: int = 10, spans: int = 12) -> list[str]
         cells = ", ".join(f"{p} {1e3 * totals[p] / n:.2f} ms" for p in BREAKDOWN_PARTS)
         out.append(f"  step parts (the trainer's hlm: ranges), mean of {n} step{'s' if n > 1 else ''} of "
                    f"{1e3 * step_s / n:.2f} ms: {cells}")
+    if summary.gpu_kernels and summary.steps_s > 0:
+        out.append("  (on a GPU these ranges are the host's: it waits for the GPU in whichever part it is in; "
+                   "result.json's breakdown times the GPU with CUDA events)")
+        n = max(1, len(summary.steps))
+        share = summary.gpu_busy_s / summary.steps_s
+        out.append(f"  GPU busy {1e3 * summary.gpu_busy_s:.2f} ms of the recorded steps' {1e3 * summary.steps_s:.2f} ms "
+                   f"({share:.0%}; {summary.gpu_kernels:,} kernels and copies, {summary.gpu_kernels / n:,.0f} per "
+                   f"step): for {1e3 * (summary.steps_s - summary.gpu_busy_s) / n:.2f} ms of a step no kernel ran")
     if summary.top_ops:
         out.append(f"  top {len(summary.top_ops)} operations by self time:")
         out.append(f"    {'self ms':>9} {'calls':>6}  name")
@@ -262,10 +292,12 @@ def describe(summary: TraceSummary, top: int = 10, spans: int = 12) -> list[str]
     others = [s for s in summary.all_reduce if not s.in_backward]
     if summary.all_reduce:
         exposed, n = summary.totals()["comm"], max(1, len(summary.parts_s))
+        wait = (f"exposed wait (hlm:comm) {1e3 * exposed:.2f} ms in all, {1e3 * exposed / n:.2f} ms per step"
+                if summary.comm_ranges or not summary.gpu_kernels else
+                "exposed wait: not a range on a GPU (the trainer times it with CUDA events: result.json comm)")
         out.append(f"  all-reduce spans over {n} step{'s' if n > 1 else ''}: {len(grads)} launched during backward "
                    f"(gradient buckets) running {sum(s.dur_ms for s in grads):.2f} ms in all, {len(others)} between "
-                   f"steps (the stop vote) {sum(s.dur_ms for s in others):.2f} ms; exposed wait (hlm:comm) "
-                   f"{1e3 * exposed:.2f} ms in all, {1e3 * exposed / n:.2f} ms per step")
+                   f"steps (the stop vote) {sum(s.dur_ms for s in others):.2f} ms; {wait}")
         out.append(f"    {'step':>5} {'start ms':>9} {'dur ms':>8}  {'when':<9} name (thread)")
         for s in summary.all_reduce[:spans]:
             out.append(f"    {s.step if s.step is not None else '-':>5} {s.start_ms:9.2f} {s.dur_ms:8.2f}  "

@@ -1,14 +1,16 @@
 """What the trainer wrote on a real GPU (tests/fixtures/h200-runs, recorded on one H200 by bench/gpu_path.py),
-read the way the cockpit reads a running job's files: gpu.jsonl's NVML samples through the follower's parser
-into the store, and result.json into the table's row."""
+read the way the cockpit reads it: gpu.jsonl's NVML samples through the follower's parser into the store,
+result.json, and torch.profiler's CUDA traces through `cockpit trace`'s summary."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
 import pytest
 
+from cockpit.figures.traces import HTA_NOTE_GPU, describe, hta_note, load, summarise
 from cockpit.launch.follow import parse_jsonl_fast
 from cockpit.store import StudyStore
 from trainer import rundir
@@ -68,3 +70,37 @@ def test_a_resumed_gpu_run_counts_its_resume_and_its_checkpoint() -> None:
     assert result["timing"]["resumes"] == 1 and result["timing"]["steps"] == 800
     log = (run / rundir.LOG_FILE).read_text()
     assert "checkpointed at step 61/800" in log and "resumed from" in log
+
+
+def _union_ms(path: Path) -> tuple[float, float]:
+    """(GPU busy ms, steps' wall ms) straight from the trace JSON: the CPU's ProfilerStep ranges and every
+    kernel, copy and memset inside them, overlaps counted once."""
+    events = [e for e in json.loads(gzip.decompress(path.read_bytes()))["traceEvents"] if e.get("ph") == "X"]
+    steps = [e for e in events if e["name"].startswith("ProfilerStep#") and e.get("cat") == "user_annotation"]
+    lo, hi = min(e["ts"] for e in steps), max(e["ts"] + e["dur"] for e in steps)
+    busy, reach = 0.0, lo
+    for start, end in sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                             if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")):
+        start, end = max(start, reach), min(end, hi)
+        if end > start:
+            busy, reach = busy + end - start, end
+    return busy / 1e3, (hi - lo) / 1e3
+
+
+@pytest.mark.parametrize("run", ["bf16-w256-profiled", "bf16-w256-ddp-group1-profiled"])
+def test_a_gpu_trace_counts_each_step_once_and_says_how_busy_the_gpu_was(run: str) -> None:
+    path = RUNS / run / "rank0-steps7-9.json.gz"
+    summary = summarise(load(path.read_bytes(), path.name), path.name)
+    assert summary.steps == [7, 8, 9]  # the GPU timeline's copies of ProfilerStep#N left out
+    busy_ms, wall_ms = _union_ms(path)
+    assert summary.gpu_busy_s * 1e3 == pytest.approx(busy_ms) and summary.steps_s * 1e3 == pytest.approx(wall_ms)
+    lines = describe(summary)
+    assert f"GPU busy {busy_ms:.2f} ms of the recorded steps' {wall_ms:.2f} ms ({busy_ms / wall_ms:.0%};" in "\n".join(lines)
+    assert sum(summary.totals().values()) == pytest.approx(summary.steps_s, rel=1e-3)  # the parts add up to the steps
+    assert hta_note([summary]) == HTA_NOTE_GPU
+    if "ddp" in run:  # NCCL's own record of each all-reduce: three buckets in backward and the stop vote per step
+        assert [s.name for s in summary.all_reduce] == ["nccl:all_reduce"] * 12
+        assert sum(s.in_backward for s in summary.all_reduce) == 9
+        assert any("exposed wait: not a range on a GPU" in line for line in lines)
+        calls = {name: n for name, _, n in summarise(load(path.read_bytes(), "t"), "t", top=100).top_ops}
+        assert calls["DistributedDataParallel.forward"] == 3  # once per step, not again on the GPU's timeline
