@@ -26,6 +26,12 @@ def launch(args: list[str]) -> subprocess.Popen:
                             start_new_session=True)
 
 
+def torchrun_train(run_dir: Path, procs: int) -> list[str]:
+    """The launch a batch script runs: torchrun starting `procs` ranks of `hlm-train train`."""
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(procs),
+            "-m", "trainer", "train", "--run-dir", str(run_dir)]
+
+
 def wait_for_training(run_dir: Path, proc: subprocess.Popen, timeout: float = 120.0) -> None:
     """Block until the trainer logged its first step (so a signal lands mid-training)."""
     log = run_dir / rundir.LOG_FILE
@@ -95,9 +101,7 @@ def test_sigterm_to_the_launchers_process_group_with_loader_workers_checkpoints(
     up and the rank checkpoints (exit 75), instead of failing with "DataLoader worker ... killed by signal"."""
     run_dir = tmp_path / "run"
     write_run_config(run_dir, token_cache, cpus_per_task=2, train={"steps": 2000, "metrics_interval_s": 1.0})
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1",
-           "-m", "trainer", "train", "--run-dir", str(run_dir)]
-    proc = launch(cmd)
+    proc = launch(torchrun_train(run_dir, 1))
     wait_for_training(run_dir, proc)
     os.killpg(proc.pid, signal.SIGTERM)  # the launcher, its rank and the rank's loader worker, as Slurm does
     out, _ = proc.communicate(timeout=120)
@@ -110,8 +114,7 @@ def test_sigterm_to_the_launchers_process_group_with_loader_workers_checkpoints(
 def test_torchrun_two_ranks_sigterm_checkpoint_and_resume(tmp_path: Path, token_cache: Path) -> None:
     run_dir = tmp_path / "run"
     write_run_config(run_dir, token_cache, gpus_per_node=2, train={"steps": 400, "metrics_interval_s": 1.0})
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-           "-m", "trainer", "train", "--run-dir", str(run_dir)]
+    cmd = torchrun_train(run_dir, 2)
     proc = launch(cmd)
     wait_for_training(run_dir, proc)
     proc.send_signal(signal.SIGTERM)  # torchrun forwards it to both workers
