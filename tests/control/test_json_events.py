@@ -4,15 +4,20 @@ and on the real test Slurm over SSH."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from cockpit.commands.json_events import EVENTS_VERSION
+from cockpit.commands.json_events import EVENTS_VERSION, JsonProgress
+from cockpit.commands.progress import PlainProgress
+from cockpit.run.runner import TickReport
+from cockpit.store import StudyStore
 from tests.studies import REPO, write_study
 
 EVENTS = {"message", "connection", "preflight", "submitted", "refused", "waiting", "state", "progress", "finished", "failed",
@@ -72,3 +77,23 @@ def test_json_lines_on_the_real_slurm(make_study):
     _check(events, "json-slurm")
     states = [e["state"] for e in events if e["event"] == "state"]
     assert "pending" in states or "running" in states
+
+
+def test_a_wait_at_a_site_limit_is_said_once_as_a_line_and_as_an_event(tmp_path: Path):
+    """The headless lines and the JSON events say a wait when it starts, `submitting again` / a `waiting`
+    event with limit "" when it ends, and nothing while it lasts (one flag for both; the Slurm tests run it)."""
+    store = StudyStore(tmp_path / "cockpit.sqlite")
+    store.ensure_study("waits", "abcd")
+    session = SimpleNamespace(store=store, study=SimpleNamespace(name="waits"),
+                              runner=SimpleNamespace(backend=SimpleNamespace(connection=None)))
+    limit = "QOS submit limit (3 of 3 in use)"
+    ticks = [TickReport(waiting=limit), TickReport(waiting=limit), TickReport(), TickReport()]
+    lines = PlainProgress(session, io.StringIO())  # type: ignore[arg-type]
+    assert [lines.events(t) for t in ticks] == [[f"waiting: {limit}"], [], ["submitting again"], []]
+    out = io.StringIO()
+    events = JsonProgress(session, out)  # type: ignore[arg-type]
+    for t in ticks:
+        events.tick(t)
+    said = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [(e["event"], e["limit"]) for e in said] == [("waiting", limit), ("waiting", "")]
+    store.close()

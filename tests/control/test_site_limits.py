@@ -6,7 +6,6 @@ limits and the first round fills them without running into them.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -139,27 +138,21 @@ async def test_the_preflight_reads_the_limits_and_says_how_long_the_study_takes(
     assert row.verdict == "warn" and re.fullmatch(r"max_concurrent_jobs <= \d+", row.expected), row.expected
 
 
-@pytest.mark.parametrize("json_lines", [False, True], ids=["lines", "json"])
-def test_cockpit_run_headless_waits_at_the_limit_and_refuses_nothing(make_study, slurm_env, json_lines: bool):
-    """The command as a user types it, over a QOS that lets 3 jobs be queued or running: a `waiting` line (or
-    JSON event) and `submitting again`, never a REFUSED line, every configuration once."""
-    name = f"cli-cap-{'j' if json_lines else 'l'}-{uuid.uuid4().hex[:5]}"
-    path = make_study(name, FIVE, steps=2, qos="capped", max_concurrent_jobs=6, cores_per_node=2)
+def test_cockpit_run_headless_waits_at_the_limit_and_refuses_nothing(make_study, slurm_env):
+    """The command as a user types it, over a QOS that lets 3 jobs be queued or running: a `waiting` line and
+    `submitting again`, never a REFUSED line, every configuration once (the JSON events say the same through
+    the same flag: tests/control/test_json_events.py)."""
+    name = f"cli-cap-{uuid.uuid4().hex[:6]}"
+    path = make_study(name, "window = [32, 40, 48, 56]", steps=2, qos="capped", max_concurrent_jobs=6,
+                      cores_per_node=2)
     env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_DATA_HOME": str(path.parent / f"xdg-{name}")}
     cmd = [sys.executable, "-m", "cockpit", "run", "--headless", "--skip-preflight", "--timeout", "400", str(path)]
-    done = subprocess.run(cmd + (["--json"] if json_lines else []), capture_output=True, text=True, timeout=500,
-                          cwd=path.parent, env=env)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=500, cwd=path.parent, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
-    if json_lines:
-        events = [json.loads(line) for line in done.stdout.splitlines()]
-        waits = [e["limit"] for e in events if e["event"] == "waiting"]
-        assert not [e for e in events if e["event"] in ("refused", "failed")], events
-        assert waits and re.fullmatch(r"QOS submit limit \(\d+ of 3 in use\)", waits[0]) and "" in waits, waits
-    else:
-        lines = done.stdout.splitlines()
-        assert not [line for line in lines if "REFUSED" in line or "FAILED" in line], done.stdout
-        assert any(re.search(r"waiting: QOS submit limit \(\d+ of 3 in use\)", line) for line in lines), done.stdout
-        assert any("submitting again" in line for line in lines), done.stdout
+    lines = done.stdout.splitlines()
+    assert not [line for line in lines if "REFUSED" in line or "FAILED" in line], done.stdout
+    assert any(re.search(r"waiting: QOS submit limit \(\d+ of 3 in use\)", line) for line in lines), done.stdout
+    assert any("submitting again" in line for line in lines), done.stdout
     study = load_study(path)
     for cfg in study.runnable():
         assert len(_jobcomp_ids(slurm_env, f"{study.name}-{cfg.config_id}")) == 1, cfg.config_id
