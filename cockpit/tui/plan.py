@@ -4,15 +4,13 @@ any node-hour is spent, what the study would do with some keys changed (`w`: the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from rich.cells import cell_len
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.coordinate import Coordinate
 from textual.screen import ModalScreen
 from textual.widgets import Button, ContentSwitcher, DataTable, Input, Static
 
@@ -20,6 +18,7 @@ from cockpit.forecast.plan import figures_words, hours
 from cockpit.tui.bindings import PLAN_BINDINGS, HelpContext
 from cockpit.tui.controller import Plan
 from cockpit.tui.latest import LatestRequest
+from cockpit.tui.paged_table import PagedTable
 
 if TYPE_CHECKING:
     from cockpit.forecast.whatif import Outcome
@@ -27,7 +26,6 @@ if TYPE_CHECKING:
 STATUS_STYLE = {"submit": "bold", "done": "green", "too big": "red"}
 WHAT_IF_EXAMPLE = "train.bucket_cap_mb=0.5 sweep.gpus_per_node=[1, 2]"  # run by tests/tui/test_plan_what_if.py
 PLAN_COLUMNS = ("configuration", "status", "node-hours", "T s", "S")
-PAGE = 200  # the plan table's rows added at a time (PagedTable)
 WHAT_IF_PLACEHOLDER = f"w: what if KEY=VALUE ..., e.g. {WHAT_IF_EXAMPLE} (enter; empty: the plan)"
 
 
@@ -67,56 +65,6 @@ def shared_words(labels: list[str]) -> str:
     if len(words) < 2 or len({len(w) for w in words}) != 1:
         return ""
     return " ".join(words[0][i] for i in range(len(words[0])) if len({w[i] for w in words}) == 1)
-
-
-class PagedTable(DataTable):
-    """A table that keeps its rows and adds them a page at a time, the next page as the cursor or the view
-    nears the last row added: a DataTable measures every cell it is given, which took seconds for a plan
-    of 10,000 configurations, while one page shows at once. The column widths are every row's from the
-    start, so they stay put as pages are added."""
-
-    _rows: Sequence[tuple[str | Text, ...]] = ()
-    _adding = False  # adding a row moves the cursor, whose watcher would add a page within the page
-
-    def show(self, columns: Sequence[str], rows: Sequence[tuple[str | Text, ...]]) -> None:
-        self.clear(columns=True)
-        self._rows = rows
-        for label, *cells in zip(columns, *rows, strict=True):  # each column's label and its cells
-            self.add_column(label, width=max(map(_width, (label, *cells))))
-        self.add_page()
-
-    @property
-    def pending(self) -> int:
-        """Rows not added yet."""
-        return len(self._rows) - self.row_count
-
-    def add_page(self, size: int = PAGE) -> None:
-        if self._adding or self.pending <= 0:
-            return
-        self._adding = True
-        try:
-            self.add_rows(self._rows[self.row_count:self.row_count + size])
-        finally:
-            self._adding = False
-
-    def action_scroll_bottom(self) -> None:
-        """ctrl+end: the plan's last row, every row added first (what the whole plan costs, paid once)."""
-        self.add_page(self.pending)
-        super().action_scroll_bottom()
-
-    def watch_cursor_coordinate(self, old: Coordinate, new: Coordinate) -> None:
-        super().watch_cursor_coordinate(old, new)
-        if new.row >= self.row_count - PAGE // 2:
-            self.add_page()
-
-    def watch_scroll_y(self, old: float, new: float) -> None:
-        super().watch_scroll_y(old, new)
-        if new + self.size.height >= self.row_count - PAGE // 2:  # one line a row
-            self.add_page()
-
-
-def _width(cell: str | Text) -> int:
-    return cell.cell_len if isinstance(cell, Text) else cell_len(cell)
 
 
 class PlanScreen(ModalScreen[bool], HelpContext):

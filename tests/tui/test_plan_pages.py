@@ -9,7 +9,8 @@ from textual.app import App
 
 from cockpit.store.recorded import study_plan
 from cockpit.study.spec import load_study
-from cockpit.tui.plan import PAGE, PagedTable, PlanScreen
+from cockpit.tui.paged_table import PAGE, PagedTable
+from cockpit.tui.plan import PlanScreen
 
 MELUXINA = Path(__file__).resolve().parents[2] / "examples" / "meluxina.toml"
 
