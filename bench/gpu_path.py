@@ -236,6 +236,7 @@ def main() -> None:
     p.add_argument("--tar", type=Path, default=None, help="write the run directories (no weights) to this .tgz")
     p.add_argument("--profile", type=int, default=0, metavar="STEPS",
                    help="record STEPS steps of every run with torch.profiler (traces/ of each run directory)")
+    p.add_argument("--no-preflight", action="store_true", help="skip `hlm-train preflight`")
     p.add_argument("--only", nargs="+", default=None, help="only these runs (names as printed; 'evaluate' for hlm-train evaluate)")
     p.add_argument("--group-of-one", metavar="RUN_DIR", help=argparse.SUPPRESS)  # the entry torchrun starts
     args = p.parse_args()
@@ -245,7 +246,8 @@ def main() -> None:
     start = time.monotonic()
     environment_lines()
     base = base_config(args, workdir)
-    preflight(workdir, args, base)
+    if not args.no_preflight:
+        preflight(workdir, args, base)
     long_window = {"window": 1024, "batch_size": max(1, args.batch_size // 4)}
     plan: list[tuple[str, dict[str, Any]]] = [
         ("run", variant(base, "fp32-w256")),

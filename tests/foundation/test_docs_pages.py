@@ -282,7 +282,9 @@ def runnable_here(command: str) -> bool:
     return argv[1] in READS_A_STUDY and "--online" not in argv and not re.search(r"[|<>]|OTHER", command)
 
 
-@pytest.mark.parametrize("where,command", sorted({c for c in all_commands() if runnable_here(c[1])}))
+@pytest.mark.parametrize("where,command", sorted(((w, c) for c, w in {c: w for w, c in all_commands()
+                                                                           if runnable_here(c)}.items()),
+                                                  key=lambda wc: wc[1]))  # each command once, from one page
 def test_every_example_that_reads_a_study_runs_on_the_demo_study(where: str, command: str, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The pages' `study.toml` and `store.sqlite` are the reader's; here they are the demo study and the store
