@@ -2,7 +2,7 @@
 `evaluate` scores a database with trained models.
 
 `train --run-dir RUN` reads RUN/config.json (written by the launcher). Flags override single keys, and
-without a config.json they describe the whole run, which is then written to DIR/config.json so that a
+without a config.json they describe the whole run, which is then written to RUN/config.json so that a
 rerun of the same directory (resume) sees exactly the same configuration.
 """
 

@@ -161,11 +161,11 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
     c = study.cluster
     basis = (f"{c.expected_minutes:g} min expected per run" if c.expected_minutes is not None
              else f"time limit {c.time_limit} per run (an upper bound)")
+    done = sum(1 for line in lines if line.measured is not None)
     predicted = sum(1 for line in lines if line.predicted is not None and line.measured is None)
-    if all(line.measured is not None for line in lines):
-        basis = f"every configuration is done: the {len(lines)} runs' node-hours are measured"
+    if lines and done == len(lines):
+        basis = f"every configuration is done: the {done} runs' node-hours are measured"
     elif predicted:
-        done = sum(1 for line in lines if line.measured is not None)
         basis = (f"{f'measured for {done}, ' if done else ''}predicted from the group's baseline for {predicted} "
                  f"configuration{'s' if predicted > 1 else ''}, else {basis}")
     return Plan(

@@ -17,6 +17,7 @@ from cockpit.launch.slurm.backend import SlurmBackend
 from cockpit.run.runner import StudyRunner, TickReport
 from cockpit.store import StudyStore
 from cockpit.study.spec import load_study
+from tests.control.test_browse_demo_store import wait_for
 
 pytestmark = [pytest.mark.slurm, pytest.mark.sshd]
 FAST = AdaptiveInterval(fast_s=0.3, running_s=0.6, slow_s=1.0)
@@ -70,10 +71,7 @@ async def test_a_second_cockpit_adopts_a_study_in_flight_and_submits_nothing_twi
     app, store = browse(tmp_path / "login-node.sqlite", poll=0.05)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            for _ in range(200):
-                if app.polls >= 2:
-                    break
-                await pilot.pause(0.05)
+            await wait_for(pilot, lambda: app.polls >= 2)
             messages = [n.message for n in app._notifications]
             assert any("submitted by another cockpit" in m for m in messages), messages
             assert any("runs another cockpit submitted" in m for m in messages), messages
