@@ -12,7 +12,7 @@ PHYSIONET = REPO.parent / "shared" / "data" / "physionet"
 
 pytest_plugins = [
     f"tests.infra.{name}"
-    for name in ("slurm_fixtures", "sshd_fixtures")
+    for name in ("slurm_fixtures", "sshd_fixtures", "small_fs_fixtures")
     if (REPO / "tests" / "infra" / f"{name}.py").exists()
 ]
 

@@ -80,9 +80,21 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 def save(path: Path, payload: dict[str, Any]) -> None:
-    """torch.save atomically (temporary file, fsync, rename), so a kill mid-save keeps the last checkpoint."""
-    with atomic_write(path, "wb") as handle:
+    """torch.save atomically (temporary file, fsync, rename), so a kill mid-save, or a full disk, keeps the last
+    checkpoint; a full disk raises DiskFull with the tensors' bytes as what the save needed."""
+    with atomic_write(path, "wb", size_hint=tensor_bytes(payload)) as handle:
         torch.save({"format": FORMAT, **payload}, handle)
+
+
+def tensor_bytes(value: Any) -> int:
+    """The bytes of every tensor in a (nested) checkpoint payload: about the size torch.save writes."""
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, dict):
+        return sum(tensor_bytes(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return sum(tensor_bytes(v) for v in value)
+    return 0
 
 
 def load(path: Path) -> dict[str, Any]:

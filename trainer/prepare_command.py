@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainer import rundir
+from trainer import disk_space, rundir
 from trainer.config_flags import (
     UsageError,
     add_data_flags,
@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run `hlm-train prepare`; 0 on success, 2 for a bad command line or config, 3 for bad data."""
+    """Run `hlm-train prepare`; 0 on success, 2 for a bad command line or config, 3 for bad data, 5 for a full disk."""
     try:
         kwargs = _from_run_dir(args.run_dir) if args.run_dir else _from_flags(args)
         kwargs["skip_bad_records"] = kwargs["skip_bad_records"] or bool(args.skip_bad_records)
@@ -61,6 +61,12 @@ def run(args: argparse.Namespace) -> int:
     except DataError as exc:
         print(f"hlm-train: bad input data: {exc}", file=sys.stderr)
         return rundir.EXIT_BAD_INPUT
+    except OSError as exc:
+        full = disk_space.as_disk_full(exc)
+        if full is None:
+            raise
+        print(f"hlm-train: {full.strerror}", file=sys.stderr)
+        return rundir.EXIT_DISK_FULL
     print(describe(m, shard, time.perf_counter() - t0))
     return 0
 

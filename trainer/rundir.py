@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypedDict
 
+from trainer.disk_space import DiskFull, as_disk_full, release_room
+
 SCHEMA_VERSION = 1
 
 CONFIG_FILE = "config.json"
@@ -49,6 +51,7 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_BAD_INPUT = 3
 EXIT_NONFINITE_LOSS = 4
+EXIT_DISK_FULL = 5  # ENOSPC or EDQUOT: exit.json names the path and the bytes it needed
 EXIT_CHECKPOINTED = 75
 
 EXIT_REASONS = {
@@ -56,6 +59,7 @@ EXIT_REASONS = {
     EXIT_USAGE: "bad command line or config",
     EXIT_BAD_INPUT: "bad input data",
     EXIT_NONFINITE_LOSS: "non-finite loss",
+    EXIT_DISK_FULL: "work directory full (no space left or quota exceeded)",
     EXIT_CHECKPOINTED: "checkpointed after a signal; run again to resume",
 }
 
@@ -296,31 +300,46 @@ def _apply_fd(fd: int, mode: int, policy: Sharing) -> None:
 
 
 @contextmanager
-def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
+def atomic_write(path: str | os.PathLike[str], mode: str = "w", size_hint: int = 0) -> Iterator[IO[Any]]:
     """Yield a handle on a temporary file beside `path`; on success fsync it and rename it over `path`.
 
-    A reader (or a resumed run) therefore sees the old file or the new one, never half of one.
+    A reader (or a resumed run) therefore sees the old file or the new one, never half of one. A full disk
+    (ENOSPC, EDQUOT) raises DiskFull naming `path` and the bytes needed (`size_hint`, or what was written
+    when it failed if more); the temporary file is removed and the old file stays.
     """
     path = Path(path)
     make_dirs(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        full = as_disk_full(exc, path, size_hint)
+        if full is None:
+            raise
+        raise full from exc
+    written = 0
     try:
         _apply_fd(fd, _sharing.file_mode, _sharing)
         with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
+            try:
+                yield handle
+                handle.flush()
+                os.fsync(handle.fileno())
+            finally:
+                written = os.fstat(handle.fileno()).st_size
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
-        raise
+        full = as_disk_full(exc, path, max(size_hint, written))
+        if full is None or full is exc:
+            raise
+        raise full from exc
 
 
 def write_json(path: str | os.PathLike[str], data: dict[str, Any]) -> None:
     """Write JSON atomically so a reader never sees half a file."""
-    with atomic_write(path) as handle:
-        json.dump(data, handle, indent=2, sort_keys=True, allow_nan=True)
-        handle.write("\n")
+    text = json.dumps(data, indent=2, sort_keys=True, allow_nan=True) + "\n"
+    with atomic_write(path, size_hint=len(text.encode("utf-8"))) as handle:
+        handle.write(text)
 
 
 def read_json(path: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -394,7 +413,12 @@ def write_exit(run_dir: str | os.PathLike[str], code: int, message: str = "", **
         **extra,
     }
     path = Path(run_dir) / EXIT_FILE
-    write_json(path, record)
+    try:
+        write_json(path, record)
+    except DiskFull:  # the room kept for it (disk_space.keep_room) makes it fit
+        release_room(run_dir)
+        write_json(path, record)
+    release_room(run_dir)
     return path
 
 
@@ -404,11 +428,30 @@ def read_exit(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
 
 
 def append_jsonl(path: str | os.PathLike[str], record: dict[str, Any]) -> None:
-    """Append one record as a single write() so concurrent ranks never interleave inside a line."""
-    line = json.dumps(record, separators=(",", ":"), allow_nan=True) + "\n"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, _sharing.file_mode)
+    """Append one record as a single write() so concurrent ranks never interleave inside a line. On a full
+    disk, a part of the line already written is cut off again and DiskFull is raised: the file keeps whole
+    lines only."""
+    data = (json.dumps(record, separators=(",", ":"), allow_nan=True) + "\n").encode("utf-8")
     try:
-        os.write(fd, line.encode("utf-8"))
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, _sharing.file_mode)
+    except OSError as exc:
+        full = as_disk_full(exc, path, len(data))
+        if full is None:
+            raise
+        raise full from exc
+    try:
+        before = os.fstat(fd).st_size
+        try:
+            written = os.write(fd, data)
+        except OSError as exc:
+            full = as_disk_full(exc, path, len(data))
+            if full is None:
+                raise
+            os.ftruncate(fd, before)
+            raise full from exc
+        if written < len(data):
+            os.ftruncate(fd, before)
+            raise DiskFull(path, len(data))
     finally:
         os.close(fd)
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from trainer import checkpoint, distributed, environment, provenance, result, rundir, sources
+from trainer import checkpoint, disk_space, distributed, environment, provenance, result, rundir, sources
 from trainer.build import build
 from trainer.distributed import Dist
 from trainer.loop import StopSignal, train_loop
@@ -67,6 +67,8 @@ def run(s: Settings, data: sources.Data | None = None) -> int:
             d = distributed.setup(s.train.device)
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
+        if d.is_main:
+            disk_space.keep_room(s.run_dir)  # exit.json still fits once the disk is full
         handler = _setup_logging(s.run_dir, d)
         with StopSignal() as stop:  # from here on a signal never kills the rank without an exit.json
             extra = _train(s, d, data, launch, launch_source, stop)
@@ -80,7 +82,10 @@ def run(s: Settings, data: sources.Data | None = None) -> int:
     except Exception as exc:
         from trainer.data import DataError
 
-        if isinstance(exc, DataError):
+        full = disk_space.as_disk_full(exc)
+        if full is not None:  # no space left or quota exceeded: the cockpit pauses submitting on this code
+            code, message, extra = rundir.EXIT_DISK_FULL, full.strerror, full.fields()
+        elif isinstance(exc, DataError):
             code, message = rundir.EXIT_BAD_INPUT, f"bad input data: {exc}"
         else:
             code, message = 1, f"{type(exc).__name__}: {exc}"
@@ -89,7 +94,10 @@ def run(s: Settings, data: sources.Data | None = None) -> int:
         if code:
             (log.warning if code == rundir.EXIT_CHECKPOINTED else log.error)("%s", message)
         if d.is_main:
-            rundir.write_exit(s.run_dir, code, message, rank=d.rank, world_size=d.world, **extra)
+            try:
+                rundir.write_exit(s.run_dir, code, message, rank=d.rank, world_size=d.world, **extra)
+            except disk_space.DiskFull as exc:  # not even its room was left: the exit code and stderr say it
+                code, message = rundir.EXIT_DISK_FULL, f"{message}; exit.json not written: {exc.strerror}"
         if code not in (rundir.EXIT_OK, rundir.EXIT_CHECKPOINTED):
             print(f"hlm-train: {message}", file=sys.stderr, flush=True)
         distributed.teardown(d, clean=code in (rundir.EXIT_OK, rundir.EXIT_CHECKPOINTED))

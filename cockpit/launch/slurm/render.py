@@ -25,7 +25,7 @@ from cockpit.launch.slurm.quoting import (
     shell_quote,
 )
 from cockpit.launch.slurm.sites import Site, SiteError, check_cluster, site_for
-from trainer import rundir
+from trainer import disk_space, rundir
 from trainer.rundir import SCHEMA_VERSION, SLURM_STDERR_FILE, SLURM_STDOUT_FILE, Sharing
 
 if TYPE_CHECKING:
@@ -190,6 +190,8 @@ def study_context(study: Study) -> dict[str, Any]:
         "python": path_expr("[cluster].python", cluster.python),
         "rdzv_port": int(cluster.rdzv_port),
         "max_requeues": int(site.max_requeues),
+        "disk_full_code": rundir.EXIT_DISK_FULL,
+        "room_bytes": disk_space.ROOM_BYTES,
         "requeue": True,
     }
 
