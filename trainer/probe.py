@@ -24,20 +24,12 @@ from trainer.distributed import Dist
 
 REPEATS = 3
 SMALL_REPEATS = 20  # a one-element all-reduce costs microseconds: more repeats for a steady mean
-DDP_FIRST_BUCKET_MB = 1.0  # DDP puts the last layers' gradients in a small first bucket
-DDP_DEFAULT_BUCKET_MB = 25.0
 
 
 def grad_bytes(params: list[torch.nn.Parameter]) -> int:
     """Bytes one all-reduce of the gradients moves (gradients have their parameters' dtype)."""
     return int(sum(p.numel() * p.element_size() for p in params if p.requires_grad))
 
-
-def expected_buckets(nbytes: int, bucket_cap_mb: float | None) -> int:
-    """DDP's bucket count for `nbytes` of gradients: a 1 MB first bucket, then buckets of the cap."""
-    cap = (bucket_cap_mb or DDP_DEFAULT_BUCKET_MB) * 2**20
-    first = DDP_FIRST_BUCKET_MB * 2**20
-    return 1 if nbytes <= first else 1 + math.ceil((nbytes - first) / cap)
 
 
 def _time_all_reduce(tensor: torch.Tensor, group: Any, size: int, device: torch.device) -> dict[str, float]:

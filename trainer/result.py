@@ -12,7 +12,7 @@ import socket
 import time
 from typing import Any, cast
 
-from trainer import checkpoint, distributed, parallel, probe, profiling, provenance, rundir
+from trainer import checkpoint, ddp_buckets, distributed, parallel, profiling, provenance, rundir
 from trainer.build import Trainer
 from trainer.loop import LoopEnd
 from trainer.timing import peak_memory_bytes, peak_source
@@ -119,8 +119,8 @@ def record(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: 
         "comm": {"method": COMM_METHOD,
                  "busy_s": t.comm.busy_s if d.enabled and d.device.type == "cpu" else None,
                  "by_kind": prog.comm,
-                 "grad_bytes": t.grad_bytes, "bucket_cap_mb": s.train.bucket_cap_mb or probe.DDP_DEFAULT_BUCKET_MB,
-                 "buckets": t.comm.buckets if d.enabled else probe.expected_buckets(t.grad_bytes, s.train.bucket_cap_mb),
+                 "grad_bytes": t.grad_bytes, "bucket_cap_mb": s.train.bucket_cap_mb or ddp_buckets.DDP_DEFAULT_BUCKET_MB,
+                 "buckets": t.comm.buckets if d.enabled else ddp_buckets.expected_buckets(t.grad_bytes, s.train.bucket_cap_mb),
                  "buckets_source": "measured" if d.enabled else "expected (no DDP at world size 1)",
                  "probe": t.link_probe},
         "data": {**t.data.info, "class_weights": t.data.class_weights},

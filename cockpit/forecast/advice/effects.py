@@ -8,17 +8,15 @@ writes a key and its value as a study file and `--what-if` do, so that every vie
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from cockpit.study.spec import AXES, SCALE_AXES
 from trainer.config_keys import AXIS_KEYS, BY_NAME, toml_value
+from trainer.ddp_buckets import expected_buckets
 
 GROUP_AXES = tuple(a for a in AXES if a not in SCALE_AXES)
-DDP_FIRST_BUCKET_MB = 1.0  # as trainer/probe.py: DDP's first bucket when bucket_cap_mb is left unset
-DDP_DEFAULT_BUCKET_MB = 25.0
 MAX_BUCKETS = 8  # the bucket advice stays at or below this many buckets (see docs/prediction.md)
 BUCKET_LADDER_MB = (100.0, 50.0, 25.0, 10.0, 5.0, 2.0, 1.0, 0.5, 0.25, 0.1, 0.05, 0.025, 0.01)
 
@@ -65,19 +63,12 @@ EFFECTS: dict[str, Effect] = {
 # config.json keys that name the run rather than describe it (never a difference between two runs)
 IDENTITY = frozenset({"study", "study_id", "config_id", "group_id", "schema_version", "token_cache"})
 
+buckets_for = expected_buckets  # DDP's bucket count, the trainer's formula (trainer/ddp_buckets.py)
+
 
 def effect_of(key: str) -> Effect:
     return EFFECTS.get(key, Effect("none"))
 
-
-def buckets_for(grad_bytes: float, cap_mb: float | None) -> int:
-    """DDP's gradient buckets for `grad_bytes`: unset, a 1 MB first bucket then 25 MB ones (as
-    trainer.probe.expected_buckets); an explicit cap sizes the first bucket too (torch's DDP)."""
-    if cap_mb is None:
-        first = DDP_FIRST_BUCKET_MB * 2**20
-        rest = DDP_DEFAULT_BUCKET_MB * 2**20
-        return 1 if grad_bytes <= first else 1 + math.ceil((grad_bytes - first) / rest)
-    return max(1, math.ceil(grad_bytes / (cap_mb * 2**20)))
 
 
 # --- reading configurations --------------------------------------------------------------------------------

@@ -14,7 +14,6 @@ from cockpit.figures import explain
 from cockpit.forecast import prediction
 from cockpit.forecast.advice.effects import (
     BUCKET_LADDER_MB,
-    DDP_DEFAULT_BUCKET_MB,
     MAX_BUCKETS,
     axes_of,
     bucket_cap,
@@ -28,6 +27,7 @@ from cockpit.forecast.advice.effects import (
 )
 from cockpit.forecast.advice.forecasting import Forecast, Recorded, forecast
 from cockpit.study.spec import AXES
+from trainer.ddp_buckets import DDP_DEFAULT_BUCKET_MB
 
 
 @dataclass(frozen=True)
