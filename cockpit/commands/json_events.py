@@ -57,6 +57,11 @@ class JsonProgress(PlainProgress):
             self.emit("refused", config_id=cid, label=_label(row.values) if row else cid, reason=why)
         if report is not None and self.waiting_changed(report):
             self.emit("waiting", limit=report.waiting)  # "" once submitting goes on
+        for what, line in self.site_changes(report) if report is not None else []:
+            if what == "maintenance":
+                self.emit("maintenance", line=report.maintenance)  # "" once no reservation is crossed
+            else:
+                self.emit("scheduler", answering=what == "back", line=line)
         for row in snap.configs:
             if self._states.get(row.config_id) != row.state:
                 self._states[row.config_id] = row.state

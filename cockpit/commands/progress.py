@@ -74,6 +74,8 @@ class PlainProgress:
         self.stream = stream
         self._last: tuple | None = None
         self._waiting = ""  # the site limit last said to be waited for
+        self._scheduler = ""  # "Slurm not answering since 14:05", as last said
+        self._maintenance = ""  # the maintenance reservation the time limit crosses, as last said
         conn = session.runner.backend.connection
         if conn is not None:  # printed as it happens, also while a tick waits through an outage
             conn.listeners.append(self._on_connection)
@@ -90,6 +92,7 @@ class PlainProgress:
         out += [f"REFUSED {cid} ({why})" for cid, why in report.refused]
         if self.waiting_changed(report):
             out.append(f"waiting: {report.waiting}" if report.waiting else "submitting again")
+        out += [line for _, line in self.site_changes(report)]
         for cid in report.finished:
             row = snap.config(cid)
             state = row.state.replace("_", " ") if row else "ended"
@@ -103,6 +106,20 @@ class PlainProgress:
         self._waiting = report.waiting
         return changed
 
+    def site_changes(self, report) -> list[tuple[str, str]]:  # noqa: ANN001 - TickReport
+        """The controller away or back, a maintenance reservation crossed or no longer: each said once, as
+        (what, line) with what in "away", "back", "maintenance"."""
+        out = []
+        if report.scheduler and report.scheduler != self._scheduler:
+            out.append(("away", f"{report.scheduler}: no job changes state until it answers"))
+        if report.scheduler_back:
+            out.append(("back", report.scheduler_back))
+        self._scheduler = report.scheduler
+        if report.maintenance != self._maintenance:
+            self._maintenance = report.maintenance
+            out.append(("maintenance", report.maintenance or "no maintenance reservation crossed any more"))
+        return out
+
     def _on_connection(self, state, detail: str) -> None:  # noqa: ANN001 - ConnectionState
         self.say(f"{time.strftime('%H:%M:%S')} connection: {state}" + (f" ({detail})" if detail else ""))
 
@@ -111,13 +128,15 @@ class PlainProgress:
 
     def tick(self, report) -> None:
         c = self.counts()
-        key = (c.done, c.running, c.pending, c.failed)
+        key = (c.done, c.running, c.pending, c.failed, report.scheduler if report is not None else "")
         events = self.events(report)
         if key == self._last and not events:
             return
         self._last = key
         line = (f"{time.strftime('%H:%M:%S')} {self.session.study.name}: {c.done + c.failed}/{c.total} finished "
                 f"({c.done} ok, {c.failed} failed) · {c.running} running · {c.pending} pending")
+        if report is not None and report.scheduler:
+            line += f" · {report.scheduler}"
         if events:
             line += " · " + ", ".join(events)
         print(line, file=self.stream, flush=True)
@@ -154,6 +173,8 @@ class RichProgress(PlainProgress):
     def tick(self, report) -> None:
         c = self.counts()
         state = f"{c.running} running · {c.pending} pending · {c.failed} failed"
+        if report is not None and report.scheduler:
+            state += f" · {report.scheduler}"
         self.progress.update(self.task, total=c.total, completed=c.done + c.failed, state=state)
         for event in self.events(report):
             if not event.startswith("submitted "):

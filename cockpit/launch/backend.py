@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from cockpit.launch.follow import Follower
+    from cockpit.launch.maintenance import Reservation
     from cockpit.preflight.jobs import PreflightJob
     from cockpit.study.spec import Configuration, Study
 
@@ -142,6 +143,11 @@ class OutcomeUnknown(BackendError):
     """The connection dropped while a non-idempotent action was in flight: its outcome is unknown."""
 
 
+class SchedulerUnreachable(BackendError):
+    """The scheduler's controller did not answer (stopped, restarting, failing over, overloaded): what it would
+    have said of the jobs is unknown, not "gone". The runner changes no job's state and asks again later."""
+
+
 @dataclass(frozen=True)
 class ParseProblem:
     """One line of a scheduler's output that could not be understood (kept, shown, never fatal)."""
@@ -240,6 +246,10 @@ class Backend(ABC):
 
     def take_problems(self) -> list[ParseProblem]:
         """Problems met while parsing the scheduler's output since the last call (then forgotten)."""
+        return []
+
+    async def reservations(self) -> list[Reservation]:
+        """The scheduler's reservations (cockpit.launch.maintenance); none by default (no scheduler)."""
         return []
 
     def supports(self, action: str) -> bool:

@@ -47,6 +47,10 @@ class ConnectionInterrupted(SshError, OutcomeUnknown):
     """The connection dropped while a non-idempotent action was in flight: its outcome is unknown."""
 
 
+class CommandTimedOut(SshError):
+    """A command ran past its timeout (the connection is fine; what it waits for did not answer)."""
+
+
 @dataclass(frozen=True)
 class SshTarget:
     """Where and how to connect, fully resolved (no ssh_config lookups left)."""
@@ -345,7 +349,10 @@ class SshConnection:
         """Run one command (already shell-quoted by the caller) and collect its output."""
 
         async def op(conn: asyncssh.SSHClientConnection) -> CommandResult:
-            res = await conn.run(command, input=input, check=False, timeout=timeout)
+            try:
+                res = await conn.run(command, input=input, check=False, timeout=timeout)
+            except asyncssh.TimeoutError as exc:
+                raise CommandTimedOut(f"{self.target.label}: {command.split(' ', 1)[0]} ran past {timeout:g} s") from exc
             status = res.exit_status if res.exit_status is not None else 255
             if res.exit_status is None and res.exit_signal is None and conn.is_closed():
                 raise asyncssh.ConnectionLost("channel closed without exit status")

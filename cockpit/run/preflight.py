@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from cockpit.launch import maintenance
+from cockpit.launch.backend import BackendError
 from cockpit.launch.slurm.sites import site_for
 from cockpit.preflight import checks, jobs
 from cockpit.preflight.checks import JobFindings, JobOutcome, PreflightReport
@@ -64,9 +66,36 @@ async def run_preflight(study: Study, backend: Backend, *, on_event: Callable[[s
         site = None if limits is None else checks.SiteLimits(limits.max_submit, limits.max_running, limits.queued)
         outcomes[0].checks.append(checks.pace_check(study, site, speed, running, plan.duration_hours(running),
                                                     len(plan.to_submit)))
+        if study.cluster.kind == "slurm":
+            outcomes[0].checks.append(await maintenance_check(study, backend))
     report = PreflightReport(study.name, jobs.study_digest(study), time.time(), outcomes, _links(found))
     say(f"preflight {'passed' if report.passed else 'FAILED'}: {len(outcomes)} job(s)")
     return report
+
+
+async def maintenance_check(study: Study, backend: Backend, now: float | None = None) -> checks.Check:
+    """The maintenance reservations (``scontrol show reservation``, MAINT flag) that the study's time limit
+    crosses: when each starts and ends, and the time limit that ends before it (a warning: the jobs still
+    run, after it)."""
+    now = time.time() if now is None else now
+    try:
+        found = await backend.reservations()
+    except BackendError as exc:
+        return checks.Check("maintenance", checks.NOT_RUN, f"reservations could not be read: {exc}")
+    c = study.cluster
+    crossed = maintenance.crossing(found, c.time_limit_minutes * 60.0, c.partition, now)
+    if not crossed:
+        ahead = [r for r in found if r.maintenance and r.end > now]
+        later = (f"; later: {', '.join(maintenance.window_words(r, now) for r in ahead)}") if ahead else ""
+        return checks.Check("maintenance", checks.PASS, f"no maintenance reservation within time limit "
+                            f"{c.time_limit}{later}")
+    first = crossed[0]
+    fits = maintenance.fitting_minutes(first, now)
+    return checks.Check("maintenance", checks.WARN, maintenance.advice(first, c.time_limit_minutes * 60.0, now),
+                        f"time_limit <= {maintenance.minutes_words(fits)}" if fits else "",
+                        f"set [cluster].time_limit = \"{maintenance.minutes_words(fits)}\" if the runs fit in it, "
+                        "or leave it: the jobs wait for the maintenance to end (never a failure)" if fits else
+                        "leave it: the jobs wait for the maintenance to end (never a failure)")
 
 
 async def _wait(backend: Backend, wanted: list[jobs.PreflightJob], found: dict[int, JobFindings],

@@ -26,13 +26,16 @@ from cockpit.launch.backend import (
     ConnectionLost,
     ConnectionState,
     JobInfo,
+    SchedulerUnreachable,
     SubmitLater,
     UserLimits,
 )
 from cockpit.run.job_states import JobStates
 from cockpit.run.live_files import LiveFiles
+from cockpit.run.outage import ControllerOutage
 from cockpit.run.outcome import exit_reason, parse_result
 from cockpit.run.preflight_gate import PreflightFailed, PreflightGate
+from cockpit.run.reservations import MaintenanceWatch
 from cockpit.run.scope import RunScope
 from cockpit.run.submission import BudgetExceeded, check_budget, pace, submit_more
 from cockpit.store import LiveStatus, StudyStore
@@ -61,6 +64,9 @@ class TickReport:
     changed: bool = False
     polled: int = 0
     ingested_metrics: int = 0
+    scheduler: str = ""  # while the controller is away: "Slurm not answering since 14:05"
+    scheduler_back: str = ""  # the tick it answers again: how long it was away
+    maintenance: str = ""  # a maintenance reservation the time limit crosses, with the time limit that fits
 
 
 class StudyRunner:
@@ -95,6 +101,8 @@ class StudyRunner:
         self._jobs = JobStates(self._scope)
         self._live = LiveFiles(self._scope)
         self._preflight = PreflightGate()
+        self._outage = ControllerOutage(self._scope)  # the controller away: nothing changes state meanwhile
+        self._maintenance = MaintenanceWatch(self._scope)
         self.started = False
         self.limits: UserLimits | None = None  # the site's limits and the user's jobs (start(), each wait)
         self.waiting = ""  # the limit submissions wait for, in people's words
@@ -191,17 +199,22 @@ class StudyRunner:
     # -- one tick -------------------------------------------------------------------------------------
     async def tick(self) -> TickReport:
         """Poll, settle, collect, follow, submit. Never raises for a dropped connection: it reports it."""
-        if not self.started:
-            await self.start()
         report = TickReport()
+        if not self.started:
+            try:
+                await self.start()
+            except SchedulerUnreachable as exc:  # reconcile could not read the queue: nothing was settled
+                return self._unanswered(report, exc)
         seen: dict[str, JobInfo] = {}
         try:
             if self.store.jobs(self.key, where="state = 'submitting'"):
                 await self.reconcile()  # an sbatch whose answer was lost with the connection
             jobs = await self.backend.poll()
+            report.scheduler_back = self._outage.answered()
             self.store.set_last_poll(self.key, time.time())
             report.polled = len(jobs)
             seen = {j.job_id: j for j in jobs}
+            report.maintenance = await self._maintenance.maybe_read(seen)
             report.changed |= bool(self._jobs.adopt_unknown(seen))  # another cockpit's, on the same study
             report.changed |= self._jobs.update_queued(seen)
             report.finished = await self._jobs.settle_departed(set(seen), self._following())
@@ -218,6 +231,8 @@ class StudyRunner:
             report.waiting = self.waiting
             report.changed |= bool(report.submitted or report.refused)
             self._record_problems()
+        except SchedulerUnreachable as exc:  # its silence is no news of the jobs: ask again, backing off
+            return self._unanswered(report, exc)
         except (ConnectionLost, OSError) as exc:
             self.store.add_problem(self.key, "connection", str(exc))
             report.changed = True
@@ -225,6 +240,13 @@ class StudyRunner:
             self.store.add_problem(self.key, "scheduler", str(exc))
             report.changed = True
         self.interval_s = self.interval.next(list(seen.values()), report.changed)
+        return report
+
+    def _unanswered(self, report: TickReport, exc: SchedulerUnreachable) -> TickReport:
+        """An unanswered poll (cockpit/run/outage.py): no state changed; the next poll after a back-off."""
+        self.interval_s = self._outage.unanswered_poll(str(exc), self.interval.fast_s)
+        report.scheduler = self._outage.words
+        report.waiting = self.waiting
         return report
 
     def pace(self) -> int:

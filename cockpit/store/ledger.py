@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cockpit.launch.backend import ConnectionState
+from cockpit.launch.maintenance import Reservation
 from cockpit.store.database import Database, StoreError
 from cockpit.store.snapshot import ACTIVE_STATES
 
@@ -225,3 +226,6 @@ class LiveStatus:
     detail: str = ""
     cluster: str = ""
     waiting: str = ""  # the site limit submissions wait for ("QOS submit limit (3 of 3 in use)"), if any
+    scheduler: str = ""  # while the controller is away: "Slurm not answering since 14:05" (cockpit/run/outage.py)
+    maintenance: str = ""  # a maintenance reservation the study's time limit crosses, with the limit that fits
+    reservations: tuple[Reservation, ...] = ()  # the scheduler's reservations, as last read

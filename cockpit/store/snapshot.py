@@ -153,6 +153,8 @@ class StudySnapshot:
     node_hours_budget: float | None = None
     problems: list[str] = field(default_factory=list)  # parse problems, refused submits, ... (recent first)
     connection_detail: str = ""  # e.g. "reconnecting in 4.2 s (attempt 3): Connection lost"
+    scheduler: str = ""  # "Slurm not answering since 14:05" while the controller is away
+    maintenance: str = ""  # the maintenance reservation the study's time limit crosses, the limit that fits
     log_reader: LogReader | None = field(default=None, compare=False, repr=False)
 
     def config(self, config_id: str) -> ConfigRow | None:

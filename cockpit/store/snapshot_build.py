@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from cockpit.forecast.analysis import AnalysisCache
+from cockpit.launch.maintenance import Reservation, pending_words, waiting_for_maintenance
 from cockpit.store.ledger import JobRecord, LiveStatus
 from cockpit.store.snapshot import (
     ACTIVE_STATES,
@@ -96,11 +97,14 @@ class SnapshotBuilder:
             study=study_name,
             cluster=live.cluster or cluster,
             connection=live.connection,
-            connection_detail=" · ".join(x for x in (live.detail, live.waiting and f"waiting: {live.waiting}") if x),
+            connection_detail=" · ".join(x for x in (live.scheduler, live.detail,
+                                                       live.waiting and f"waiting: {live.waiting}") if x),
+            scheduler=live.scheduler,
+            maintenance=live.maintenance,
             taken_at=now,
             last_poll_at=last_poll,
             configs=rows,
-            jobs=[job_row(j) for j in jobs],
+            jobs=[maintenance_aware(job_row(j), live.reservations) for j in jobs],
             metrics=metrics,
             gpus=gpus,
             counts=count_states(rows),
@@ -118,6 +122,14 @@ def job_row(j: JobRecord) -> JobRow:
         nodes=j.nodes, node_list=j.nodelist, reason=j.reason, exit_code=j.exit_code, attempt=j.attempt,
         held=bool(j.held),
     )
+
+
+def maintenance_aware(row: JobRow, reservations: Sequence[Reservation]) -> JobRow:
+    """A job pending for a maintenance reservation reads "waiting: maintenance until 16:30 (name)", never as
+    a problem (Slurm's reason "ReqNodeNotAvail, Reserved for maintenance")."""
+    if row.state not in ("pending", "requeued") or not waiting_for_maintenance(row.reason):
+        return row
+    return replace(row, reason=f"waiting: {pending_words(reservations, None)}")
 
 
 def config_row(c: dict[str, Any], job: JobRecord | None, res: dict[str, Any] | None, an: dict[str, Any],

@@ -253,6 +253,14 @@ def _is_number(value: str) -> bool:
     return True
 
 
+def queue_site_line(snapshot: StudySnapshot) -> str:
+    """What the site says above the queue: the controller away (no job changes state meanwhile), a
+    maintenance reservation the study's time limit crosses and the time limit that fits."""
+    parts = [f"{snapshot.scheduler}: the states below are as last seen" if snapshot.scheduler else "",
+             snapshot.maintenance]
+    return " · ".join(p for p in parts if p)
+
+
 def queue_rows(snapshot: StudySnapshot) -> list[Row]:
     """Jobs of the study, newest attempt per configuration first in submission order."""
     folded = folded_axes(snapshot)

@@ -41,6 +41,7 @@ class QueueView(Vertical, SnapshotView):
         self._snapshot: StudySnapshot | None = None
 
     def compose(self) -> ComposeResult:
+        yield Static("", id="queue-site", classes="caption")
         yield RowTable(QUEUE_COLUMNS, id="queue-table")
         text = ("c cancel · r requeue · h hold · u release (each asks first)" if self.live else
                 "a recording: jobs cannot be cancelled, requeued, held or released from here")
@@ -56,6 +57,9 @@ class QueueView(Vertical, SnapshotView):
 
     def apply(self, snapshot: StudySnapshot) -> None:
         self._snapshot = snapshot
+        site = self.query_one("#queue-site", Static)
+        site.update(model.queue_site_line(snapshot))
+        site.display = bool(snapshot.scheduler or snapshot.maintenance)
         self.table.apply(model.queue_rows(snapshot))
 
     def action_job(self, action: str) -> None:

@@ -30,7 +30,8 @@ def _refusal(stderr: str) -> CommandResult:
      "accounting/QOS policy (job submit limit, user's size and/or time limits)", "association submit limit"),
     ("sbatch: error: Batch job submission failed: Slurm temporarily unable to accept job, sleeping and retrying",
      "the controller is busy"),
-    ("sbatch: error: Batch job submission failed: Socket timed out on send/recv operation", "the controller is busy"),
+    ("sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)",
+     "the Slurm controller is not answering"),
 ])
 def test_a_full_limit_or_a_busy_controller_means_not_now(stderr: str, limit: str) -> None:
     with pytest.raises(SubmitLater) as caught:

@@ -7,6 +7,11 @@
 #   tests/infra/slurm.sh status  exit 0 when every daemon runs, accounting answers and every node is
 #                                usable, else 1
 #   tests/infra/slurm.sh env     print the KEY=VALUE lines a client needs (SLURM_CONF, user, ...)
+#   tests/infra/slurm.sh ctld stop|start|pause|resume
+#                                the controller alone, for the tests of a controller away mid-study: stop
+#                                (SIGTERM: it saves its state and exits; the jobs go on on their nodes), start
+#                                (again, from its saved state; returns once it answers), pause/resume
+#                                (SIGSTOP/SIGCONT: a controller that hangs; requests time out)
 #
 # Installs nothing: the Debian packages slurmctld slurmd slurm-client slurmdbd munge mariadb-server must
 # already be there (tests/infra/install.sh).
@@ -384,6 +389,29 @@ up() {
     die "the nodes did not become idle within 10 s; see $dir/log/slurmctld.log and $dir/log/slurmd-*.log" 4
 }
 
+ctld() {
+    [[ $EUID -eq 0 ]] || die "must run as root" 2
+    local f=$dir/run/slurmctld.pid pid
+    case "${1:-}" in
+        stop)
+            pid_alive "$f" || return 0
+            pid=$(cat "$f")
+            kill -CONT "$pid"; kill "$pid"
+            for _ in $(seq 400); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.05; done
+            die "slurmctld $pid did not stop within 20 s" 4 ;;
+        start)
+            pid_alive "$f" || SLURM_CONF=$conf slurmctld -f "$conf" 9>&-
+            for _ in $(seq 400); do
+                SLURM_CONF=$conf scontrol ping 2>/dev/null | grep -q UP && return 0
+                sleep 0.05
+            done
+            die "slurmctld does not answer 20 s after its start; see $dir/log/slurmctld.log" 4 ;;
+        pause) pid_alive "$f" && kill -STOP "$(cat "$f")" ;;
+        resume) pid_alive "$f" && kill -CONT "$(cat "$f")" ;;
+        *) die "usage: slurm.sh ctld stop|start|pause|resume" 2 ;;
+    esac
+}
+
 locked() {
     # One `up` or `down` at a time: test sessions running in parallel share this cluster, and a second `up`
     # waits for the first, then finds everything running. Every daemon starts with the lock's descriptor
@@ -400,5 +428,6 @@ case "${1:-}" in
     down) locked down ;;
     status) status ;;
     env) print_env ;;
-    *) die "usage: slurm.sh up|down|status|env" 2 ;;
+    ctld) ctld "${2:-}" ;;
+    *) die "usage: slurm.sh up|down|status|env|ctld" 2 ;;
 esac

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from cockpit.launch.backend import JOB_ACTIONS, Backend, JobInfo, UserLimits
 from cockpit.launch.follow import RemoteFollower
+from cockpit.launch.maintenance import Reservation
 from cockpit.launch.slurm.client import ParseProblem, SlurmClient, SlurmError
 from cockpit.launch.slurm.quoting import path_expr
 from cockpit.launch.slurm.render import (
@@ -128,6 +129,10 @@ class SlurmBackend(Backend):
             return await self.slurm.user_limits(self.study.cluster.account, self.study.cluster.qos)
         except SlurmError:
             return None
+
+    async def reservations(self) -> list[Reservation]:
+        """The controller's reservations (``scontrol show reservation``); SchedulerUnreachable if it is away."""
+        return await self.slurm.reservations()
 
     async def poll(self) -> list[JobInfo]:
         parsed = await self.slurm.squeue(name_prefix=f"{self.study.name}-", comment=job_comment(self.study))

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from cockpit.launch import backend
-from cockpit.launch.backend import BackendError, JobInfo, JobState, ParseProblem
-from cockpit.launch.ssh import CommandResult
+from cockpit.launch.backend import BackendError, JobInfo, JobState, ParseProblem, SchedulerUnreachable
+from cockpit.launch.maintenance import Reservation
+from cockpit.launch.ssh import CommandResult, CommandTimedOut
 
 # squeue: free-text fields (name, comment) go last so a stray separator in them cannot shift the others.
 SEP = "|"
@@ -115,8 +116,22 @@ TRANSIENT_REFUSALS: tuple[tuple[str, str], ...] = (
     ("AssocGrpJobsLimit", "association group job limit"),
     ("QOSGrpJobsLimit", "QOS group job limit"),
     ("Slurm temporarily unable to accept job", "the controller is busy"),
-    ("Socket timed out", "the controller is busy"),
+    ("Unable to contact slurm controller", "the Slurm controller is not answering"),
 )
+
+# Slurm's words when its controller cannot be reached: stopped or restarting ("Unable to contact slurm
+# controller (connect failure)"), stopped or overloaded mid-request ("Socket timed out on send/recv
+# operation"), a failover under way. The queries then know nothing of the jobs: SchedulerUnreachable, never
+# "the job left the queue". An sbatch that timed out may have reached the controller: its outcome is unknown.
+CONTROLLER_UNREACHABLE = (
+    "Unable to contact slurm controller",
+    "Socket timed out on send/recv operation",
+    "Slurm backup controller in standby mode",
+    "Zero Bytes were transmitted or received",
+    "Communication connection failure",
+)
+SBATCH_OUTCOME_UNKNOWN = ("Socket timed out on send/recv operation", "Zero Bytes were transmitted or received")
+QUERY_TIMEOUT_S = 60.0  # a squeue, sacct or scontrol that takes longer: the controller is not answering
 
 
 @dataclass
@@ -313,11 +328,43 @@ def parse_scontrol(output: str) -> Parsed:
     return out
 
 
+def controller_unreachable(text: str) -> bool:
+    """Whether a Slurm command's output says the controller did not answer (CONTROLLER_UNREACHABLE)."""
+    low = text.lower()
+    return any(words.lower() in low for words in CONTROLLER_UNREACHABLE)
+
+
+class SubmitUnknown(SlurmError, backend.OutcomeUnknown):
+    """``sbatch`` timed out talking to the controller: the job may have been queued; the runner keeps the
+    intent and settles it by the job's name and comment once the controller answers."""
+
+
+def parse_reservations(output: str) -> list[Reservation]:
+    """Parse ``scontrol -o show reservation`` printed with SLURM_TIME_FORMAT=%s (times as epoch seconds);
+    "No reservations in the system" and lines without a name or readable times are left out."""
+    out = []
+    for raw in output.splitlines():
+        rec = parse_scontrol_line(raw.strip())
+        start, end = rec.get("StartTime", ""), rec.get("EndTime", "")
+        if not rec.get("ReservationName") or not start.isdigit() or not end.isdigit():
+            continue
+        partition = rec.get("PartitionName", "")
+        out.append(Reservation(
+            name=rec["ReservationName"], start=float(start), end=float(end),
+            nodes="" if rec.get("Nodes") in (None, "(null)") else rec["Nodes"],
+            partition="" if partition == "(null)" else partition,
+            flags=tuple(f.strip().upper() for f in rec.get("Flags", "").split(",") if f.strip()),
+        ))
+    return out
+
+
 def parse_sbatch(result: CommandResult) -> str:
     """The job id from ``sbatch --parsable`` ('123' or '123;cluster'); SubmitRefused with Slurm's message."""
     if result.exit_status != 0:
         text = result.stderr or result.stdout
         msg = _slurm_message(text) or f"exit status {result.exit_status}, no message"
+        if any(words.lower() in text.lower() for words in SBATCH_OUTCOME_UNKNOWN):
+            raise SubmitUnknown(f"sbatch: the Slurm controller did not answer in time, the job may be queued: {msg}")
         limit = transient_limit(text)
         if limit is not None:
             raise SubmitLater(f"sbatch: not now: {msg}", limit)
@@ -415,7 +462,7 @@ class SlurmClient:
         self.calls: dict[str, int] = {}
 
     async def _run(self, tool: str, args: Sequence[str], *, idempotent: bool = True,
-                   cwd: str | None = None, prepare: str = "") -> CommandResult:
+                   cwd: str | None = None, prepare: str = "", timeout: float | None = 60.0) -> CommandResult:
         self.calls[tool] = self.calls.get(tool, 0) + 1
         cmd = shlex.join([tool, *args])
         if cwd:
@@ -424,7 +471,26 @@ class SlurmClient:
             cmd = f"{prepare} && {cmd}"
         if self.env_prefix:
             cmd = f"{self.env_prefix} {cmd}"
-        return await self.runner.run(cmd, idempotent=idempotent)
+        return await self.runner.run(cmd, idempotent=idempotent, timeout=timeout)
+
+    async def _query(self, tool: str, args: Sequence[str], *, prepare: str = "") -> CommandResult:
+        """A read-only Slurm command; SchedulerUnreachable when the controller did not answer (Slurm's words,
+        or no answer within QUERY_TIMEOUT_S): what it would have said is unknown, not empty."""
+        try:
+            result = await self._run(tool, args, prepare=prepare, timeout=QUERY_TIMEOUT_S)
+        except CommandTimedOut as exc:
+            raise SchedulerUnreachable(f"{tool}: no answer within {QUERY_TIMEOUT_S:g} s") from exc
+        if result.exit_status != 0 and controller_unreachable(result.stderr + result.stdout):
+            raise SchedulerUnreachable(f"{tool}: {_slurm_message(result.stderr + result.stdout)}")
+        return result
+
+    async def reservations(self) -> list[Reservation]:
+        """Every reservation the controller shows (``scontrol show reservation``, times in epoch seconds);
+        SchedulerUnreachable when the controller does not answer."""
+        result = await self._query("scontrol", ["-o", "show", "reservation"], prepare="export SLURM_TIME_FORMAT=%s")
+        if result.exit_status != 0:
+            raise SlurmError(f"scontrol show reservation failed: {_slurm_message(result.stderr) or result.exit_status}")
+        return parse_reservations(result.stdout)
 
     async def submit(self, script: str | bytes, remote_path: str, *, hold: bool = False,
                      extra_args: Sequence[str] = (), mode: int = 0o600, prepare: str = "") -> str:
@@ -435,7 +501,10 @@ class SlurmClient:
         await self.runner.write_file(remote_path, data, mode)
         directory, _, _ = remote_path.rpartition("/")
         args = ["--parsable", *(["--hold"] if hold else []), *extra_args, remote_path]
-        result = await self._run("sbatch", args, idempotent=False, cwd=directory or None, prepare=prepare)
+        try:
+            result = await self._run("sbatch", args, idempotent=False, cwd=directory or None, prepare=prepare)
+        except CommandTimedOut as exc:
+            raise SubmitUnknown(f"sbatch: no answer in time, the job may be queued: {exc}") from exc
         return parse_sbatch(result)
 
     async def user_limits(self, account: str | None, qos: str | None) -> backend.UserLimits:
@@ -456,7 +525,7 @@ class SlurmClient:
 
     async def squeue(self, *, name_prefix: str = "", comment: str = "") -> Parsed:
         """All of the user's jobs of one study in exactly one call (filtered by name prefix or comment)."""
-        result = await self._run("squeue", ["--me", "--noheader", "--array", f"--format={SQUEUE_FORMAT}"])
+        result = await self._query("squeue", ["--me", "--noheader", "--array", f"--format={SQUEUE_FORMAT}"])
         if result.exit_status != 0:
             raise SlurmError(f"squeue failed: {_slurm_message(result.stderr) or result.exit_status}")
         return parse_squeue(result.stdout, name_prefix=name_prefix, comment=comment)
@@ -480,7 +549,7 @@ class SlurmClient:
         ids = _ids(job_ids)
         if not ids:
             return Parsed()
-        res = await self._run(
+        res = await self._query(
             "sacct", ["-X", "-n", "-P", "-j", ",".join(ids), f"--format={','.join(SACCT_FIELDS)}"]
         )
         if res.exit_status == 0 and "accounting storage is disabled" not in (res.stderr + res.stdout).lower():
@@ -492,7 +561,13 @@ class SlurmClient:
             parsed, missing = Parsed(), ids
         loop = "; ".join(f"scontrol -o show job {shlex.quote(j)} 2>&1" for j in missing)
         self.calls["scontrol"] = self.calls.get("scontrol", 0) + 1
-        res = await self.runner.run(f"{self.env_prefix} {{ {loop}; }}".strip(), idempotent=True)
+        try:
+            res = await self.runner.run(f"{self.env_prefix} {{ {loop}; }}".strip(), idempotent=True,
+                                        timeout=QUERY_TIMEOUT_S)
+        except CommandTimedOut as exc:
+            raise SchedulerUnreachable(f"scontrol: no answer within {QUERY_TIMEOUT_S:g} s") from exc
+        if controller_unreachable(res.stdout + res.stderr):  # not "forgotten": unknown until it answers
+            raise SchedulerUnreachable(f"scontrol: {_slurm_message(res.stdout + res.stderr)}")
         more = parse_scontrol(res.stdout)
         parsed.jobs.extend(j for j in more.jobs if j.job_id in set(missing))
         parsed.problems.extend(more.problems)
