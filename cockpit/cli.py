@@ -22,6 +22,7 @@ COMMANDS = {
     "scores": "print what a run or an ensemble learned (confusion matrix, per-class Se/+P/F1)",
     "trace": "summarise a profiled run's torch.profiler traces per rank (top operations, all-reduce spans)",
     "demo": "run a small real study on this machine and show it live",
+    "serve": "serve the cockpit of a study or a store to a browser (behind a secret token in the URL)",
 }
 
 

@@ -35,6 +35,32 @@ def main(args: argparse.Namespace) -> int:
     return _open_store(target, args)
 
 
+def refusal(args: argparse.Namespace) -> str | None:
+    """Why `cockpit open` would stop on these arguments before showing anything (in its words), else None;
+    nothing is opened for writing. `cockpit serve` asks before it listens, so a browser never meets a
+    cockpit that cannot start."""
+    from cockpit.report.source import ReportError, pick_study, study_or_store
+    from cockpit.store import StoreError, StudyStore
+    from cockpit.study.spec import SpecError, load_study
+
+    target = Path(args.target)
+    try:
+        kind = study_or_store(target)
+        if args.compare is not None:
+            study_or_store(args.compare)
+        if kind == "study":
+            load_study(target)
+        else:
+            store = StudyStore(target, read_only=True)
+            try:
+                pick_study(target, store.study_names(), args.study)
+            finally:
+                store.close()
+    except (ReportError, SpecError, StoreError) as exc:
+        return str(exc)
+    return not_positive("--poll", args.poll)
+
+
 def _open_study(path: Path, args: argparse.Namespace) -> int:
     session = open_study(str(path), args)
     if session is None:

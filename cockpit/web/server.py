@@ -1,0 +1,101 @@
+"""textual-serve's server behind a secret token: every URL it answers starts with `/<token>/`, anything else
+gets 403, so on a shared login node only whoever holds the printed URL reaches the cockpit.
+
+The token is a path segment rather than a query parameter because textual.js appends its own `?width=`
+to the websocket URL and the page loads its scripts from a path prefix: a segment carries the token to
+every request the page makes. The page uses relative URLs only, so a reverse proxy may serve it at any
+sub-path; a proxy that passes its sub-path on (rather than stripping it) is served too, at
+`<public path>/<token>/`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import html
+import signal
+import socket
+from collections.abc import Awaitable, Callable
+from importlib.resources import files
+from urllib.parse import urlsplit
+
+from aiohttp import web
+from textual_serve.server import Server, to_int
+
+REFUSED = "cockpit serve: wrong or missing token in the URL; use the URL `cockpit serve` printed\n"
+INDEX = files(__package__).joinpath("index.html").read_text(encoding="utf-8")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def public_path(public_url: str | None) -> str:
+    """The sub-path a reverse proxy serves us at ("" for none): `https://h/rnode/n1/8765/` -> `/rnode/n1/8765`."""
+    return urlsplit(public_url or "").path.rstrip("/")
+
+
+def page_url(public_url: str | None, host: str, port: int, token: str) -> str:
+    """The URL to open: the public URL (or http://host:port) followed by the token and a slash."""
+    base = (public_url or f"http://{'[' + host + ']' if ':' in host else host}:{port}").rstrip("/")
+    return f"{base}/{token}/"
+
+
+class CockpitServer(Server):
+    """One `command` (a `cockpit open ...` line) per browser connection, as textual-serve runs it; the routes
+    under the token, the page from cockpit/web/index.html, no access log (its lines would carry the token)."""
+
+    def __init__(self, command: str, *, token: str, title: str, public_url: str | None = None) -> None:
+        super().__init__(command, title=title, public_url=public_url)
+        self.token = token
+        # where the token sits: at the root (a proxy that strips its sub-path, or none) and under the public path
+        self.bases = sorted({"", public_path(public_url)})
+
+    def authorised(self, path: str) -> bool:
+        """True when `path` is `<base>/<token>` or below it, for one of the bases."""
+        for base in self.bases:
+            if path.startswith(base + "/"):
+                segment = path[len(base) + 1:].split("/", 1)[0]
+                if hmac.compare_digest(segment.encode(), self.token.encode()):
+                    return True
+        return False
+
+    async def _make_app(self) -> web.Application:
+        @web.middleware
+        async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+            if not self.authorised(request.path):
+                return web.Response(status=403, text=REFUSED)
+            response = await handler(request)
+            response.headers["Cache-Control"] = "no-store"
+            response.headers["Referrer-Policy"] = "no-referrer"
+            return response
+
+        app = web.Application(middlewares=[guard])
+        for base in self.bases:
+            root = f"{base}/{self.token}"
+            app.add_routes([
+                web.get(root, self.handle_bare),
+                web.get(root + "/", self.handle_page),
+                web.get(root + "/ws", self.handle_websocket),
+                web.get(root + "/download/{key}", self.handle_download),
+                web.static(root + "/static", self.statics_path),
+            ])
+        return app
+
+    async def handle_bare(self, request: web.Request) -> web.StreamResponse:
+        """`.../<token>` without its slash: on to `<token>/` (relative, so a proxy's sub-path is kept)."""
+        raise web.HTTPFound(f"{self.token}/")
+
+    async def handle_page(self, request: web.Request) -> web.StreamResponse:
+        """The page: textual.js and an xterm.js terminal that opens the websocket beside it."""
+        font_size = to_int(request.query.get("fontsize", "16"), 16)
+        text = INDEX.format(title=html.escape(self.title), font_size=font_size)
+        return web.Response(text=text, content_type="text/html")
+
+    def initialize_logging(self) -> None:
+        """textual-serve's own logging (a banner, rich tracebacks) is left out: the command prints its lines."""
+
+    def run(self, sock: socket.socket) -> None:
+        """Serve on the bound, listening `sock` until SIGINT or SIGTERM; each cockpit is told to quit."""
+        loop = asyncio.new_event_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.request_exit)
+        web.run_app(self._make_app(), sock=sock, handle_signals=False, loop=loop, print=None, access_log=None)
