@@ -62,8 +62,7 @@ def main(args: argparse.Namespace) -> int:
               "URL is the only guard")
     server = CockpitServer(cockpit_command(args), token=token, title=f"cockpit: {Path(args.target).name}",
                            public_url=args.public_url)
-    print(f"cockpit serve: {args.target} on {host}:{port}, a cockpit per browser tab (Ctrl+C stops); open",
-          flush=True)
+    print(f"Serving {args.target} on {host}:{port}, a cockpit per browser tab (Ctrl+C stops); open", flush=True)
     print(page_url(args.public_url, host, port, token), flush=True)
     server.run(sock)
     return 0
@@ -89,15 +88,27 @@ def cockpit_command(args: argparse.Namespace) -> str:
 
 
 def listen(host: str, port: int) -> socket.socket:
-    """A socket bound to (host, port) and listening; OSError when the port is taken or the host not ours."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    return socket.create_server((host, port), family=family)
+    """A socket bound to (host, port) and listening (bound here, so a refusal comes before anything else);
+    OSError when the host is unknown or not this machine's, or the port is taken."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                         flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart reuses the port at once
+        sock.bind(address)
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def listen_failure(host: str, port: int, exc: OSError) -> str:
     """One line: which address, why, and what to do."""
     if isinstance(exc, socket.gaierror):
-        return f"--host {host}: not an address of this machine ({exc.strerror})"
+        return f"--host {host}: no such host ({exc.strerror}); give an address of this machine"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"--host {host}: not an address of this machine ({exc.strerror}); give one of its own"
     if exc.errno == errno.EADDRINUSE:
         return f"--port {port}: {host}:{port} is already in use (another `cockpit serve`?); choose another port"
     return f"cannot listen on {host}:{port} ({exc.strerror or exc}); choose another --host or --port"

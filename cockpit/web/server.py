@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from textual_serve.server import Server, to_int
 
-REFUSED = "cockpit serve: wrong or missing token in the URL; use the URL `cockpit serve` printed\n"
+REFUSED = "cockpit: wrong or missing token in the URL; open the URL `cockpit serve` printed\n"
 INDEX = files(__package__).joinpath("index.html").read_text(encoding="utf-8")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

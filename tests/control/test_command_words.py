@@ -186,7 +186,7 @@ def test_one_name_per_positional_argument(capsys):
                 names[command] = (*names.get(command, ()), action.metavar)
     assert names == {"plan": ("STUDY",), "preflight": ("STUDY",), "open": ("STUDY",), "run": ("STUDY",),
                      "report": ("STUDY",), "compare": ("STUDY", "OTHER"), "export": ("STUDY",), "scores": ("RUN",),
-                     "trace": ("RUN",)}
+                     "trace": ("RUN",), "serve": ("STUDY",)}
 
 
 def test_a_cpu_studys_plan_speaks_of_workers(demo: Path, capsys, monkeypatch):

@@ -17,7 +17,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("study, backends and figures", ("cockpit.study", "cockpit.preflight", "cockpit.figures", "cockpit.launch")),
     ("forecast and state", ("cockpit.forecast", "cockpit.store")),
     ("orchestration", ("cockpit.run",)),
-    ("presentation", ("cockpit.report", "cockpit.tui", "cockpit.notebook")),
+    ("presentation", ("cockpit.report", "cockpit.tui", "cockpit.web", "cockpit.notebook")),
     ("commands", ("cockpit.commands", "cockpit.cli", "cockpit.__main__")),
 ]
 TRAINER = "trainer"  # the cluster side: may import the shared contract and itself, nothing of the cockpit

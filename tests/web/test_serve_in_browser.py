@@ -160,7 +160,7 @@ def test_only_urls_with_the_token_are_answered(served: Served, browser) -> None:
         answer = page.goto(served.direct + "/")
         assert answer is not None and answer.status == 403
         said = page.inner_text("body").strip()
-        assert said == "cockpit serve: wrong or missing token in the URL; use the URL `cockpit serve` printed"
+        assert said == "cockpit: wrong or missing token in the URL; open the URL `cockpit serve` printed"
     finally:
         page.close()
     wrong = "x" * len(served.token)
