@@ -6,6 +6,9 @@ to the websocket URL and the page loads its scripts from a path prefix: a segmen
 every request the page makes. The page uses relative URLs only, so a reverse proxy may serve it at any
 sub-path; a proxy that passes its sub-path on (rather than stripping it) is served too, at
 `<public path>/<token>/`.
+
+textual-serve's download route is left out: textual.js asks for it at the site's root, where the token is
+not, and the cockpit delivers no files (its CSV export writes beside the cockpit and says where).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from textual_serve.server import Server, to_int
 
 REFUSED = "cockpit: wrong or missing token in the URL; open the URL `cockpit serve` printed\n"
 INDEX = files(__package__).joinpath("index.html").read_text(encoding="utf-8")
+
+QUIT_S = 20.0  # how long a stop waits for the open tabs' cockpits to quit
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -48,6 +53,7 @@ class CockpitServer(Server):
         self.token = token
         # where the token sits: at the root (a proxy that strips its sub-path, or none) and under the public path
         self.bases = sorted({"", public_path(public_url)})
+        self.tabs: set[asyncio.Task[object]] = set()  # the open tabs' websocket handlers
 
     def authorised(self, path: str) -> bool:
         """True when `path` is `<base>/<token>` or below it, for one of the bases."""
@@ -74,11 +80,28 @@ class CockpitServer(Server):
             app.add_routes([
                 web.get(root, self.handle_bare),
                 web.get(root + "/", self.handle_page),
-                web.get(root + "/ws", self.handle_websocket),
-                web.get(root + "/download/{key}", self.handle_download),
+                web.get(root + "/ws", self.handle_tab),
                 web.static(root + "/static", self.statics_path),
             ])
+        app.on_shutdown.append(self.close_tabs)
         return app
+
+    async def handle_tab(self, request: web.Request) -> web.StreamResponse:
+        """A tab's websocket, as textual-serve serves it (a `cockpit open` for it), kept for close_tabs."""
+        task = asyncio.current_task()
+        assert task is not None
+        self.tabs.add(task)
+        try:
+            return await self.handle_websocket(request)
+        finally:
+            self.tabs.discard(task)
+
+    async def close_tabs(self, app: web.Application) -> None:
+        """On a stop, every open tab's cockpit is told to quit and awaited, so none outlives the server."""
+        for task in self.tabs:
+            task.cancel()  # textual-serve's handler then tells its cockpit to quit and waits for it
+        if self.tabs:
+            await asyncio.wait(set(self.tabs), timeout=QUIT_S)
 
     async def handle_bare(self, request: web.Request) -> web.StreamResponse:
         """`.../<token>` without its slash: on to `<token>/` (relative, so a proxy's sub-path is kept)."""

@@ -114,6 +114,26 @@ def table(lines: list[str]) -> list[dict[str, str]]:
     return rows
 
 
+def cockpits(store: Path) -> list[list[str]]:
+    """The argv of every `cockpit open STORE` running on this machine (the served tabs' cockpits)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = [a.decode() for a in (proc / "cmdline").read_bytes().split(b"\0")[:-1]]
+        except OSError:  # gone meanwhile, or not a process
+            continue
+        if argv[1:5] == ["-m", "cockpit", "open", str(store)]:
+            found.append(argv)
+    return found
+
+
+def wait_until(holds: Callable[[], bool], what: str, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not holds():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
 def status(url: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=30) as answer:
@@ -150,8 +170,11 @@ def test_the_served_cockpit_shows_the_reports_numbers_and_a_key_switches_views(s
         page.keyboard.press("2")
         wait_for_screen(page, lambda ls: any("elapsed / limit" in line for line in ls) and
                         not any("T/work s" in line for line in ls), "the queue view after `2`")
+        # the tab's cockpit is `cockpit open STORE` as a terminal runs it, this Python's
+        assert cockpits(served.store) == [[sys.executable, "-m", "cockpit", "open", str(served.store)]]
     finally:
         page.close()
+    wait_until(lambda: not cockpits(served.store), "closing the tab did not end its cockpit")
 
 
 def test_only_urls_with_the_token_are_answered(served: Served, browser) -> None:  # noqa: ANN001, F811
@@ -180,3 +203,18 @@ def test_only_urls_with_the_token_are_answered(served: Served, browser) -> None:
         assert code == 200, url
     code, body = status(f"{served.direct}/{served.token}")  # followed to the page with its slash
     assert code == 200 and "textual.js" in body
+
+
+def test_stopping_the_server_ends_the_cockpits_of_the_open_tabs(served: Served, browser) -> None:  # noqa: ANN001, F811
+    """Last in the module: it stops the module's server (SIGTERM, as Ctrl+C or a batch job's end does)."""
+    page = browser.new_page()
+    page.add_init_script(KEEP_TERMINAL)
+    try:
+        page.goto(served.url)
+        wait_for_screen(page, lambda ls: any("configurations" in line for line in ls), "its scaling table")
+        assert len(cockpits(served.store)) == 1
+        served.process.send_signal(signal.SIGTERM)
+        assert served.process.wait(timeout=60) == 0
+        assert cockpits(served.store) == [], "a tab's cockpit outlived the server"
+    finally:
+        page.close()
