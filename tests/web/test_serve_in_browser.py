@@ -172,9 +172,12 @@ def test_the_served_cockpit_shows_the_reports_numbers_and_a_key_switches_views(s
                         not any("T/work s" in line for line in ls), "the queue view after `2`")
         # the tab's cockpit is `cockpit open STORE` as a terminal runs it, this Python's
         assert cockpits(served.store) == [[sys.executable, "-m", "cockpit", "open", str(served.store)]]
+
+        page.keyboard.press("q")  # the cockpit quits: the page says so and offers to open it again
+        page.wait_for_selector("text=The cockpit has ended.", timeout=30_000)
+        wait_until(lambda: not cockpits(served.store), "`q` did not end the tab's cockpit")
     finally:
         page.close()
-    wait_until(lambda: not cockpits(served.store), "closing the tab did not end its cockpit")
 
 
 def test_only_urls_with_the_token_are_answered(served: Served, browser) -> None:  # noqa: ANN001, F811
@@ -205,16 +208,22 @@ def test_only_urls_with_the_token_are_answered(served: Served, browser) -> None:
     assert code == 200 and "textual.js" in body
 
 
-def test_stopping_the_server_ends_the_cockpits_of_the_open_tabs(served: Served, browser) -> None:  # noqa: ANN001, F811
-    """Last in the module: it stops the module's server (SIGTERM, as Ctrl+C or a batch job's end does)."""
-    page = browser.new_page()
-    page.add_init_script(KEEP_TERMINAL)
+def test_closing_a_tab_or_stopping_the_server_ends_the_tabs_cockpits(served: Served, browser) -> None:  # noqa: ANN001, F811
+    """Two tabs: closing one ends its cockpit; stopping the server (SIGTERM, as Ctrl+C or a batch job's end
+    does) ends the other's. Last in the module: it stops the module's server."""
+    pages = [browser.new_page(), browser.new_page()]
     try:
-        page.goto(served.url)
-        wait_for_screen(page, lambda ls: any("configurations" in line for line in ls), "its scaling table")
-        assert len(cockpits(served.store)) == 1
+        for page in pages:
+            page.add_init_script(KEEP_TERMINAL)
+            page.goto(served.url)
+        for page in pages:
+            wait_for_screen(page, lambda ls: any("configurations" in line for line in ls), "its scaling table")
+        assert len(cockpits(served.store)) == 2  # a cockpit per tab
+        pages.pop().close()
+        wait_until(lambda: len(cockpits(served.store)) == 1, "closing a tab did not end its cockpit")
         served.process.send_signal(signal.SIGTERM)
         assert served.process.wait(timeout=60) == 0
         assert cockpits(served.store) == [], "a tab's cockpit outlived the server"
     finally:
-        page.close()
+        for page in pages:
+            page.close()
