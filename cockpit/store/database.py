@@ -209,6 +209,10 @@ class Database:
             raise StoreError(f"{self.path}: no such store")
         if self.path.stat().st_size == 0:
             raise StoreError(f"{self.path}: empty file, not a cockpit store")
+        try:  # SQLite would only say "unable to open database file"
+            self.path.open("rb").close()
+        except OSError as exc:
+            raise StoreError(f"{self.path}: cannot read the store ({exc.strerror or exc})") from exc
         self.db = FollowedFile(self.path, self._lock)
         try:
             version = self.db.execute("PRAGMA user_version").fetchone()[0]

@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import urllib.request
 from pathlib import Path
 
@@ -20,8 +21,10 @@ import pytest
 from cockpit.cli import build_parser
 from cockpit.cli import main as cli
 from cockpit.commands.serve import TOKEN_VARIABLE, cockpit_command
+from tests.control.test_browse_demo_store import _test_user
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "demo-store"
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = REPO / "tests" / "fixtures" / "demo-store"
 STORE = FIXTURE / "local-demo" / "cockpit.sqlite"
 
 
@@ -127,3 +130,29 @@ def test_an_address_other_machines_reach_is_said_and_the_token_from_the_environm
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
     assert process.stderr.read() == ""  # type: ignore[union-attr]  # nothing but the warning: no access log
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="not root: no other user to be refused a file")
+def test_a_study_or_store_the_user_cannot_read_is_refused_in_one_line() -> None:
+    """Files of another user (0600, root's): the study file and the store, each refused in one line, exit 2."""
+    user = _test_user()
+    if user is None or shutil.which("runuser") is None:
+        pytest.skip("no unprivileged user or no runuser")
+    base = Path(tempfile.mkdtemp(prefix="hlm-serve-"))  # under /tmp: reachable by the user
+    try:
+        base.chmod(0o755)
+        shutil.copytree(FIXTURE, base / "demo")
+        (base / "demo").chmod(0o755)
+        (base / "demo" / "local-demo").chmod(0o755)
+        study, store = base / "demo" / "study.toml", base / "demo" / "local-demo" / "cockpit.sqlite"
+        for path in (study, store):
+            path.chmod(0o600)
+        env = {"PATH": os.environ["PATH"], "HOME": str(base), "PYTHONPATH": str(REPO), "LANG": "C.UTF-8"}
+        for path in (study, store):
+            run = subprocess.run(["runuser", "-u", user, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()),
+                                  sys.executable, "-m", "cockpit", "serve", str(path), "--port", "0"],
+                                 cwd=base, capture_output=True, text=True, timeout=120)
+            assert (run.returncode, run.stdout, run.stderr.count("\n")) == (2, "", 1), run.stderr
+            assert run.stderr.startswith(f"cockpit: {path}") and "Permission denied" in run.stderr, run.stderr
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
