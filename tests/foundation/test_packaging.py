@@ -54,6 +54,7 @@ def test_wheel_ships_templates_and_container(tmp_path):
         "print(sorted(n for n in t if n.endswith('.j2')))\n"
         "print(sorted(n for n in c if n.endswith('.def')))\n"
         "import cockpit.commands.demo as d; assert d.EXAMPLE.exists(), d.EXAMPLE\n"
+        "import cockpit.web.server as w; assert 'textual.js' in w.INDEX  # `cockpit serve`'s page\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = subprocess.run([str(python), "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
