@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from cockpit.web.server import CockpitServer, page_url
+    from cockpit.web.server import CockpitServer, address, page_url
 
     problem = open_command.refusal(args) or _bad_port(args.port) or _bad_public_url(args.public_url)
     if problem:
@@ -58,11 +58,12 @@ def main(args: argparse.Namespace) -> int:
         return error(listen_failure(args.host, args.port, exc))
     host, port = sock.getsockname()[:2]
     if not ipaddress.ip_address(host).is_loopback:
-        error(f"--host {args.host}: listening on {host}:{port}, reachable from other machines; the token in the "
-              "URL is the only guard")
+        error(f"--host {args.host}: listening on {address(host, port)}, reachable from other machines; the token "
+              "in the URL is the only guard")
     server = CockpitServer(cockpit_command(args), token=token, title=f"cockpit: {Path(args.target).name}",
                            public_url=args.public_url)
-    print(f"Serving {args.target} on {host}:{port}, a cockpit per browser tab (Ctrl+C stops); open", flush=True)
+    print(f"Serving {args.target} on {address(host, port)}, a cockpit per browser tab (Ctrl+C stops); open",
+          flush=True)
     print(page_url(args.public_url, host, port, token), flush=True)
     server.run(sock)
     return 0

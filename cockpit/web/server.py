@@ -38,9 +38,14 @@ def public_path(public_url: str | None) -> str:
     return urlsplit(public_url or "").path.rstrip("/")
 
 
+def address(host: str, port: int) -> str:
+    """`host:port` as a URL writes it (`[::1]:8765` for IPv6)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def page_url(public_url: str | None, host: str, port: int, token: str) -> str:
     """The URL to open: the public URL (or http://host:port) followed by the token and a slash."""
-    base = (public_url or f"http://{'[' + host + ']' if ':' in host else host}:{port}").rstrip("/")
+    base = (public_url or f"http://{address(host, port)}").rstrip("/")
     return f"{base}/{token}/"
 
 

@@ -21,6 +21,7 @@ import pytest
 from cockpit.cli import build_parser
 from cockpit.cli import main as cli
 from cockpit.commands.serve import TOKEN_VARIABLE, cockpit_command
+from cockpit.web.server import page_url, public_path
 from tests.control.test_browse_demo_store import _test_user
 
 REPO = Path(__file__).resolve().parents[2]
@@ -156,3 +157,13 @@ def test_a_study_or_store_the_user_cannot_read_is_refused_in_one_line() -> None:
             assert run.stderr.startswith(f"cockpit: {path}") and "Permission denied" in run.stderr, run.stderr
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_the_printed_url_names_the_address_or_the_public_url() -> None:
+    token = "t" * 43
+    assert page_url(None, "127.0.0.1", 8765, token) == f"http://127.0.0.1:8765/{token}/"
+    assert page_url(None, "::1", 8765, token) == f"http://[::1]:8765/{token}/"
+    assert page_url("https://ondemand.example.org/rnode/n1/8765/", "0.0.0.0", 8765, token) == \
+        f"https://ondemand.example.org/rnode/n1/8765/{token}/"
+    assert public_path("https://ondemand.example.org/rnode/n1/8765/") == "/rnode/n1/8765"
+    assert public_path("/node/n1/8765") == "/node/n1/8765" and public_path(None) == ""
