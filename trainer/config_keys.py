@@ -470,6 +470,9 @@ class SiteKeys:
     container_modules: list = key([], "environment modules a job loads before the container runtime",
                                   rule=_strings, expected_words="a list of strings")
     max_requeues: int = key(5, "requeues after the time limit's signal before a run is given up", minimum=0)
+    storage_tool: str = key("df", "how the work directory's free space and quota are read: df (the file system's "
+                            "free space), lfs (Lustre's `lfs quota` of the user, and df), quota (the `quota` "
+                            "of the user, and df) or none", choices=("df", "lfs", "quota", "none"))
     qos_max_minutes: dict = key({}, "each QOS's wall-time limit in minutes, checked before submitting",
                                 rule=_minutes, expected_words="a table of QOS = positive whole minutes")
     env: dict = key({}, "environment variables of every job on the site", rule=_env_values,

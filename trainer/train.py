@@ -84,7 +84,7 @@ def run(s: Settings, data: sources.Data | None = None) -> int:
 
         full = disk_space.as_disk_full(exc)
         if full is not None:  # no space left or quota exceeded: the cockpit pauses submitting on this code
-            code, message, extra = rundir.EXIT_DISK_FULL, full.strerror, full.fields()
+            code, message, extra = rundir.EXIT_DISK_FULL, str(full.strerror), full.fields()
         elif isinstance(exc, DataError):
             code, message = rundir.EXIT_BAD_INPUT, f"bad input data: {exc}"
         else:

@@ -30,6 +30,7 @@ class JsonProgress(PlainProgress):
         super().__init__(session, stream)
         self._states: dict[str, str] = {}
         self._steps: dict[str, int | None] = {}
+        self._disk: tuple[bool, str] = (False, "")  # the full-work-directory pause last said
 
     def emit(self, event: str, **fields: Any) -> None:
         record = {"v": EVENTS_VERSION, "event": event, "t": round(time.time(), 3), "study": self.session.study.name,
@@ -57,6 +58,9 @@ class JsonProgress(PlainProgress):
             self.emit("refused", config_id=cid, label=_label(row.values) if row else cid, reason=why)
         if report is not None and self.waiting_changed(report):
             self.emit("waiting", limit=report.waiting)  # "" once submitting goes on
+        if report is not None and report.disk is not None and (report.disk["paused"], report.disk["line"]) != self._disk:
+            self._disk = (report.disk["paused"], report.disk["line"])
+            self.emit("disk_full", **report.disk)  # paused, then once more with paused false when it goes on
         for what, line in self.site_changes(report) if report is not None else []:
             if what == "maintenance":
                 self.emit("maintenance", line=report.maintenance)  # "" once no reservation is crossed

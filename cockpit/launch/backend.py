@@ -5,11 +5,15 @@ One base class so the runner, the TUI and the headless mode never care which one
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from cockpit.launch.storage import Storage, parse_probe, probe_command
 
 if TYPE_CHECKING:
     from cockpit.launch.follow import Follower
@@ -228,6 +232,25 @@ class Backend(ABC):
     async def user_limits(self) -> UserLimits | None:
         """The user's limits and jobs now (None: the backend knows of no limit but its own)."""
         return None
+
+    async def storage(self) -> Storage | None:
+        """The work directory's space now (cockpit.launch.storage): df on this machine by default; None where
+        the study's site reads none (storage_tool = "none"). Raises BackendError when the probe fails."""
+        tool = self.storage_tool()
+        if tool == "none":
+            return None
+        proc = await asyncio.create_subprocess_shell(
+            probe_command(str(Path(self.study.cluster.workdir).expanduser()), tool),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await proc.communicate()
+        try:
+            return parse_probe(out.decode("utf-8", "replace"), tool)
+        except ValueError as exc:
+            raise BackendError(f"work directory space: {exc} {err.decode('utf-8', 'replace').strip()}") from exc
+
+    def storage_tool(self) -> str:
+        """The tool the site profile names for the work directory's space (df on this machine)."""
+        return "df"
 
     async def list_run_dirs(self) -> list[str] | None:
         """Configuration ids that have a run directory, in one round trip; None when the backend has no

@@ -11,6 +11,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cockpit.figures.sizes import size_words
+
 if TYPE_CHECKING:
     from cockpit.preflight.jobs import PreflightJob
     from cockpit.study.spec import Study
@@ -75,9 +77,9 @@ class JobOutcome:
 
 
 def evaluate(study: Study, job: PreflightJob, found: JobFindings, *, expect_gpus: bool,
-             laptop: dict[str, str], link_figures: dict[str, float]) -> list[Check]:
+             laptop: dict[str, str], link_figures: dict[str, float], need: Need | None = None) -> list[Check]:
     """The rows of one job's table, in the order a reader fixes them: submit, environment, devices, NVML,
-    communication, data, storage, scheduler."""
+    communication, data, storage, scheduler. ``need``: the study's footprint, which the free space must hold."""
     checks = _time_limit(study, found)
     if found.submit_error:
         return [*checks, Check("submit", FAIL, found.submit_error, "sbatch accepts the job", _submit_fix(found.submit_error))]
@@ -93,7 +95,7 @@ def evaluate(study: Study, job: PreflightJob, found: JobFindings, *, expect_gpus
     checks.append(_nvml(job, facts.get("nvml") or [], expect_gpus))
     checks += _communication(job, facts, link_figures)
     checks += _data(facts.get("data") or {})
-    checks += _storage(facts.get("storage") or {}, study)
+    checks += _storage(facts.get("storage") or {}, need or Need())
     checks.append(_queue(facts.get("scheduler") or {}))
     return checks
 
@@ -275,9 +277,7 @@ def _data(data: dict[str, Any]) -> list[Check]:
     return out
 
 
-def _storage(storage: dict[str, Any], study: Study) -> list[Check]:
-    from cockpit.preflight.jobs import footprint_bytes
-
+def _storage(storage: dict[str, Any], need: Need) -> list[Check]:
     out = []
     for key, label in (("workdir", "[cluster].workdir"), ("token_cache", "[data].token_cache")):
         if storage.get(f"{key}_writable") is False:
@@ -285,15 +285,37 @@ def _storage(storage: dict[str, Any], study: Study) -> list[Check]:
                              f"set {label} to a directory you can write on the cluster"))
         elif storage.get(f"{key}_writable"):
             out.append(Check(f"storage {key}", PASS, f"{storage.get('dir') if key == 'workdir' else storage.get(key)} writable"))
-    need = footprint_bytes(study)
     free = storage.get("free_bytes")
     if free is None:
         out.append(Check("free space", NOT_RUN, str(storage.get("free_error", "not measured"))))
     else:
-        out.append(Check("free space", PASS if free >= need else WARN, f"{free / GIB:.1f} GiB free",
-                         f"{need / GIB:.2f} GiB for {len(study.runnable())} runs' checkpoints",
-                         "" if free >= need else "free space or move [cluster].workdir"))
+        out.append(Check("free space", PASS if free >= need.bytes else FAIL,
+                         f"{size_words(free)} free where the job ran", f"at least {need.words}",
+                         "" if free >= need.bytes else FULL_FIX))
     return out
+
+
+FULL_FIX = "free space in the work directory, or move [cluster].workdir (docs/long-study.md, a full work directory)"
+
+
+@dataclass(frozen=True)
+class Need:
+    """The study's footprint in its work directory (cockpit.forecast.disk.footprint), as bytes and as the
+    words that show its inputs."""
+
+    bytes: int = 0
+    words: str = "not estimated"
+
+
+def space_check(need: Need, free_bytes: int | None, found: str) -> Check:
+    """The work directory's space as the site's tool reads it (df, lfs quota, quota: cockpit.launch.storage;
+    `found` says it, or why it was not read) against the study's footprint: a study that does not fit is
+    refused before anything is submitted."""
+    if free_bytes is None:
+        return Check("work directory space", NOT_RUN, found, f"at least {need.words}")
+    fits = free_bytes >= need.bytes
+    return Check("work directory space", PASS if fits else FAIL, found, f"at least {need.words}",
+                 "" if fits else FULL_FIX)
 
 
 def _queue(scheduler: dict[str, Any]) -> Check:

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
 PREFLIGHT_MINUTES = 5  # each job's time limit (or the study's, when that is shorter)
 PREFLIGHT_DIR = "preflight"  # <workdir>/<study>/preflight/<nodes>n/
 PROBE_BYTES = 8 * 2**20  # the all-reduce size: a small model's gradient, as `hlm-train probe` uses
-BYTES_PER_PARAMETER_ON_DISK = 4 * 4  # fp32 checkpoint: weights, Adam's two moments, the final model.pt
 
 
 @dataclass(frozen=True)
@@ -81,18 +80,6 @@ def laptop_versions() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             pass
     return out
-
-
-def parameters(model: dict[str, Any], window: int) -> int:
-    """About how many parameters the HLM has (embeddings, 12 d^2 per layer): for the disk estimate only."""
-    d = int(model.get("d_model") or 128)
-    layers = int(model.get("layers") or 4)
-    return 12 * layers * d * d + (int(model.get("vocab", 512)) + window) * d
-
-
-def footprint_bytes(study: Study) -> int:
-    """What the study's run directories will hold at most: each run's checkpoint and model."""
-    return sum(parameters(study.model, cfg.window) * BYTES_PER_PARAMETER_ON_DISK for cfg in study.runnable())
 
 
 def job_config(study: Study, job: PreflightJob, study_dir: str) -> dict[str, Any]:

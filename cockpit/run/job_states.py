@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from cockpit.run.outcome import exit_reason, requeue_aware
+from cockpit.run.outcome import disk_full_words, exit_reason, requeue_aware
 from cockpit.store.snapshot import ACTIVE_STATES, ADOPTED_PROBLEM
 
 if TYPE_CHECKING:
@@ -74,14 +74,16 @@ class JobStates:
                 store.put_result(scope.key, cid, res, row.job_id)
             if info is not None and info.state.is_final:
                 state, reason = info.state.value, info.reason
+                exit_code = info.exit_code
                 if state == "completed" and (res is None or res.get("status") != "completed"):
                     state, reason = "failed", "job completed but left no valid result.json"
                 if state != "completed" and cid in scope.run_dirs:
                     exit_rec = await scope.read_exit(cid)
                     if exit_rec is not None:
                         reason = "; ".join(filter(None, [reason, exit_reason(exit_rec)]))
+                    reason, exit_code = disk_full_words(reason, exit_code, exit_rec)
                 store.set_job_state(row.id, state, reason=reason, elapsed_s=info.elapsed_s, nodes=info.nodes,
-                                    nodelist=info.nodelist, exit_code=info.exit_code, ended=True)
+                                    nodelist=info.nodelist, exit_code=exit_code, ended=True)
             elif info is not None and info.state.is_active:
                 continue  # the controller still has it (e.g. requeued between squeue and scontrol)
             else:

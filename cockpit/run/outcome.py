@@ -7,6 +7,8 @@ import json
 import logging
 from typing import Any
 
+from trainer.rundir import EXIT_DISK_FULL, EXIT_REASONS
+
 log = logging.getLogger("cockpit.run.runner")  # the runner's logger: its warnings keep the name filters know
 
 
@@ -36,6 +38,17 @@ def exit_reason(record: dict[str, Any]) -> str:
     """The trainer's own account of how it ended (exit.json), for the job's reason column."""
     detail = record.get("message") or record.get("reason") or ""
     return f"exit {record.get('code')}: {detail}".strip().rstrip(":")
+
+
+def disk_full_words(reason: str, exit_code: int | None, record: dict[str, Any] | None) -> tuple[str, int | None]:
+    """A job that ended for a full work directory, said so and coded so: the batch script's exit 5 where the
+    trainer left no exit.json (it could not write one), the trainer's code where the launcher's differs."""
+    code = record.get("code") if record is not None else None
+    if code == EXIT_DISK_FULL:
+        return reason, EXIT_DISK_FULL
+    if exit_code == EXIT_DISK_FULL and record is None:
+        return "; ".join(filter(None, [reason, f"exit {EXIT_DISK_FULL}: {EXIT_REASONS[EXIT_DISK_FULL]}"])), exit_code
+    return reason, exit_code
 
 
 def requeue_aware(before: str, polled: str, reason: str) -> tuple[str, str]:

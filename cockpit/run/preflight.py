@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from cockpit.forecast.disk import footprint
 from cockpit.launch import maintenance
 from cockpit.launch.backend import BackendError
 from cockpit.launch.slurm.sites import site_for
@@ -53,11 +54,13 @@ async def run_preflight(study: Study, backend: Backend, *, on_event: Callable[[s
     await _wait(backend, wanted, found, say, poll_s, timeout_s)
     outcomes = []
     gpus, laptop, figures = expects_gpus(study), jobs.laptop_versions(), _site_figures(study)  # once for all jobs
+    fp = footprint(study)
+    need = checks.Need(fp.total_bytes, fp.words())
     for job in wanted:
         f = found[job.nodes]
         if f.job_id and f.directory:
             await _collect(backend, f)
-        rows = checks.evaluate(study, job, f, expect_gpus=gpus, laptop=laptop, link_figures=figures)
+        rows = checks.evaluate(study, job, f, expect_gpus=gpus, laptop=laptop, link_figures=figures, need=need)
         outcomes.append(JobOutcome(job.name, job.nodes, job.gpus_per_node, f.job_id, f.state, f.log_paths, rows))
     if outcomes:  # the site's pace is the study's, not a job's: once, in the first table
         plan = study_plan(study, cores=backend.cores_per_node)
@@ -66,11 +69,23 @@ async def run_preflight(study: Study, backend: Backend, *, on_event: Callable[[s
         site = None if limits is None else checks.SiteLimits(limits.max_submit, limits.max_running, limits.queued)
         outcomes[0].checks.append(checks.pace_check(study, site, speed, running, plan.duration_hours(running),
                                                     len(plan.to_submit)))
+        outcomes[0].checks.append(await _space(need, backend))
         if study.cluster.kind == "slurm":
             outcomes[0].checks.append(await maintenance_check(study, backend))
     report = PreflightReport(study.name, jobs.study_digest(study), time.time(), outcomes, _links(found))
     say(f"preflight {'passed' if report.passed else 'FAILED'}: {len(outcomes)} job(s)")
     return report
+
+
+async def _space(need: checks.Need, backend: Backend) -> checks.Check:
+    """The work directory's space (the site's storage_tool) against the study's footprint."""
+    try:
+        storage = await backend.storage()
+    except BackendError as exc:
+        return checks.space_check(need, None, f"could not be read: {exc}")
+    if storage is None:
+        return checks.space_check(need, None, "the site profile reads none (storage_tool = none)")
+    return checks.space_check(need, storage.free_bytes, storage.words())
 
 
 async def maintenance_check(study: Study, backend: Backend, now: float | None = None) -> checks.Check:

@@ -30,6 +30,7 @@ from cockpit.launch.backend import (
     SubmitLater,
     UserLimits,
 )
+from cockpit.run.disk_pause import DiskPause
 from cockpit.run.job_states import JobStates
 from cockpit.run.live_files import LiveFiles
 from cockpit.run.outage import ControllerOutage
@@ -67,6 +68,7 @@ class TickReport:
     scheduler: str = ""  # while the controller is away: "Slurm not answering since 14:05"
     scheduler_back: str = ""  # the tick it answers again: how long it was away
     maintenance: str = ""  # a maintenance reservation the time limit crosses, with the time limit that fits
+    disk: dict[str, Any] | None = None  # while submitting is paused on a full work directory, and the tick it ends
 
 
 class StudyRunner:
@@ -103,6 +105,7 @@ class StudyRunner:
         self._preflight = PreflightGate()
         self._outage = ControllerOutage(self._scope)  # the controller away: nothing changes state meanwhile
         self._maintenance = MaintenanceWatch(self._scope)
+        self._disk = DiskPause(self._scope)  # a full work directory pauses submitting (cockpit/run/disk_pause.py)
         self.started = False
         self.limits: UserLimits | None = None  # the site's limits and the user's jobs (start(), each wait)
         self.waiting = ""  # the limit submissions wait for, in people's words
@@ -221,7 +224,8 @@ class StudyRunner:
             report.changed |= bool(report.finished)
             if self.follow:
                 report.ingested_metrics = await self._live.follow()
-            if time.monotonic() >= self._retry_at:
+            await self._check_space(report)
+            if not self._disk.paused and time.monotonic() >= self._retry_at:
                 later: list[SubmitLater] = []
                 report.submitted = await submit_more(
                     self._scope, self.plan(), report.refused, cap=self.pace(), later=later, force=self.force,
@@ -241,6 +245,25 @@ class StudyRunner:
             report.changed = True
         self.interval_s = self.interval.next(list(seen.values()), report.changed)
         return report
+
+    async def _check_space(self, report: TickReport) -> None:
+        """Pause submitting on a full work directory, resume once space is freed: after a job ended with
+        exit 5, on every tick while paused, and before a round that would submit (cockpit/run/disk_pause.py)."""
+        was = self._disk.paused
+        ended_full = self._disk.hit(report.finished)
+        if ended_full or was:
+            await self._disk.check(ended_full=ended_full)
+        elif time.monotonic() >= self._retry_at and len(self.store.active_jobs(self.key)) < self.pace() \
+                and self.plan().to_submit:
+            await self._disk.check(ended_full=False)
+        live = self.store.live.setdefault(self.study.name, LiveStatus())
+        if self._disk.paused:
+            self.waiting = live.waiting = self._disk.line
+        elif was:
+            self.waiting = live.waiting = ""
+        if self._disk.paused or was:
+            report.disk = self._disk.event()
+            report.changed = True
 
     def _unanswered(self, report: TickReport, exc: SchedulerUnreachable) -> TickReport:
         """An unanswered poll (cockpit/run/outage.py): no state changed; the next poll after a back-off."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from cockpit.forecast import plan, prediction, whatif
 from cockpit.store import StudyStore, preflights
 from cockpit.store.snapshot import ACTIVE_STATES
+from trainer.rundir import EXIT_DISK_FULL
 
 if TYPE_CHECKING:
     from cockpit.study.spec import Study
@@ -46,8 +47,10 @@ def study_plan(study: Study, store: StudyStore | None = None, *, key: int | None
             statuses[cid] = "done"
         elif job is not None and job.state in ACTIVE_STATES:
             statuses[cid] = "active"
-        elif job is not None and job.state != "lost" and not resubmit_failed:
+        elif job is not None and job.state != "lost" and not resubmit_failed and job.exit_code != EXIT_DISK_FULL:
             statuses[cid] = "failed"  # ended without a valid result: submitted again only on request
+        # a run that failed for a full work directory is to submit again, once space is freed
+        # (cockpit/run/disk_pause.py holds the submits until then)
     kept = preflights.latest(store, study.name)
     measured = prediction.preflight_links(kept.links, kept.digest) if kept is not None else None
     return plan.make_plan(study, statuses, store.node_hours_used(key), cluster, results, cores, measured)

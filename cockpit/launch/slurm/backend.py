@@ -24,6 +24,7 @@ from cockpit.launch.slurm.render import (
 )
 from cockpit.launch.slurm.sites import site_for
 from cockpit.launch.ssh import SshConnection, resolve_target
+from cockpit.launch.storage import Storage, parse_probe, probe_command
 from cockpit.preflight.jobs import preflight_dir
 from trainer import rundir
 
@@ -159,6 +160,20 @@ class SlurmBackend(Backend):
     async def read_file(self, path: str, offset: int = 0) -> bytes:
         data = await self.connection.read_from(path, offset)
         return data or b""
+
+    def storage_tool(self) -> str:
+        return site_for(self.study).storage_tool
+
+    async def storage(self) -> Storage | None:
+        """The work directory's space on the cluster, read with the site profile's storage_tool over SSH."""
+        tool = self.storage_tool()
+        if tool == "none":
+            return None
+        res = await self.connection.run(probe_command(await self.workdir(), tool))
+        try:
+            return parse_probe(res.stdout, tool)
+        except ValueError as exc:
+            raise SlurmError(f"work directory space: {exc} {res.stderr.strip()[:200]}") from exc
 
     async def list_run_dirs(self) -> list[str]:
         """Configuration ids that have a run directory on the cluster (for reconciliation)."""

@@ -1,0 +1,113 @@
+"""What a study will write into its work directory, in bytes: the one estimate the preflight refuses a study
+on and the runner resumes submitting by (a full work directory, docs/long-study.md).
+
+Per run: checkpoint.pt (fp32 weights and AdamW's two moments, 12 bytes a parameter) and model.pt (4 bytes a
+parameter); at most `max_concurrent_jobs` saves in flight, each holding a second checkpoint until it replaces
+the first (the last good one is kept until then); metrics.jsonl (one line per rank per metrics interval) and
+gpu.jsonl (one sample per GPU per NVML interval) over the run's expected minutes, and the logs. Token shards:
+one uint16 token per sample per dataset, counted only when the token cache lies in the work directory
+(synthetic data from its records x seconds x 360 Hz; a folder from its size on disk, when measured).
+Every input is kept beside the result so the refusal line can show it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from cockpit.figures.sizes import size_words
+from cockpit.forecast.gpu_fit import parameters
+
+if TYPE_CHECKING:
+    from cockpit.study.spec import Configuration, Study
+
+CHECKPOINT_BYTES_PER_PARAM = 4 + 8  # fp32 weights, AdamW's two fp32 moments (checkpoint.pt)
+MODEL_BYTES_PER_PARAM = 4  # model.pt: the final fp32 weights
+METRICS_LINE_BYTES = 450  # one metrics.jsonl record (measured on the tests' runs: about 420)
+GPU_LINE_BYTES = 300  # one gpu.jsonl sample
+LOG_BYTES = 256 * 1024  # train.log, the Slurm logs, job.sh, config.json, exit.json and its room, per run
+TOKEN_BYTES = 2  # shards hold uint16 tokens
+SYNTHETIC_FS = 360  # the generator's rate (trainer/data/synthetic.py)
+DEFAULT_VOCAB = 512
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """The estimate and what it is made of (bytes)."""
+
+    runs: int
+    parameters: int  # the largest configuration's
+    checkpoints_bytes: int  # checkpoint.pt + model.pt of every run
+    in_flight_bytes: int  # the second checkpoint of each save in flight
+    logs_bytes: int
+    shards_bytes: int
+    shards_note: str = ""
+    per_run_bytes: int = 0  # the largest single run: what the runner needs free to resume submitting
+    by_run: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total_bytes(self) -> int:
+        return self.checkpoints_bytes + self.in_flight_bytes + self.logs_bytes + self.shards_bytes
+
+    def words(self) -> str:
+        """`12.3 MB = 4 runs x checkpoints and models (20.1 k parameters, 16 B each) ...`: the result with its inputs."""
+        return (f"{size_words(self.total_bytes)} = {self.runs} runs' checkpoints and models "
+                f"{size_words(self.checkpoints_bytes)} ({self.parameters:,} parameters at most, "
+                f"{CHECKPOINT_BYTES_PER_PARAM + MODEL_BYTES_PER_PARAM} B each) + saves in flight "
+                f"{size_words(self.in_flight_bytes)} + logs {size_words(self.logs_bytes)} + token shards "
+                f"{size_words(self.shards_bytes)}{f' ({self.shards_note})' if self.shards_note else ''}")
+
+
+def run_parameters(study: Study, cfg: Configuration) -> int:
+    """The configuration's parameter count (cockpit.forecast.gpu_fit.parameters: the trainer's model)."""
+    m = study.model
+    vocab = int(study.datasets[cfg.dataset].tokenizer.get("vocab") or m.get("vocab") or DEFAULT_VOCAB)
+    classes = 5 if cfg.mode == "finetune" else 0
+    return parameters(int(m.get("layers") or 4), int(m.get("d_model") or 128), vocab, cfg.window, classes)
+
+
+def run_bytes(study: Study, cfg: Configuration) -> tuple[int, int]:
+    """(checkpoint + model, logs) bytes of one run."""
+    seconds = study.hours_per_run() * 3600
+    ranks = cfg.nodes * cfg.gpus_per_node
+    metrics = ranks * seconds / float(study.train.get("metrics_interval_s") or 5.0) * METRICS_LINE_BYTES
+    gpu = ranks * seconds / (float(study.train.get("nvml_interval_ms") or 500) / 1000) * GPU_LINE_BYTES
+    params = run_parameters(study, cfg)
+    return params * (CHECKPOINT_BYTES_PER_PARAM + MODEL_BYTES_PER_PARAM), int(metrics + gpu) + LOG_BYTES
+
+
+def shard_bytes(study: Study, workdir: str, dataset_bytes: dict[str, int] | None = None) -> tuple[int, str]:
+    """Token shards the study prepares inside the work directory, and a note where they are not counted."""
+    if not study.token_cache.startswith(workdir.rstrip("/") + "/"):
+        return 0, "token cache outside the work directory"
+    total, unknown = 0, []
+    for name in sorted({cfg.dataset for cfg in study.runnable()}):
+        d = study.datasets[name]
+        if d.synthetic:
+            p = d.synthetic_params
+            total += int(int(p.get("records", 8)) * float(p.get("seconds", 300)) * SYNTHETIC_FS * TOKEN_BYTES)
+        elif dataset_bytes and name in dataset_bytes:
+            total += dataset_bytes[name]  # 16-bit tokens of one lead: at most the records' signal files
+        else:
+            unknown.append(name)
+    return total, f"{', '.join(unknown)}: size not measured" if unknown else ""
+
+
+def footprint(study: Study, workdir: str | None = None, dataset_bytes: dict[str, int] | None = None,
+              configs: list[Configuration] | None = None) -> Footprint:
+    """The study's footprint in its work directory (`workdir`: as the cluster spells it; default the study
+    file's); `configs`: only these runs (default every runnable one)."""
+    runs = study.runnable() if configs is None else configs
+    by_run = {}
+    logs = 0
+    for cfg in runs:
+        kept, log = run_bytes(study, cfg)
+        by_run[cfg.config_id] = kept
+        logs += log
+    biggest = max(by_run.values(), default=0)
+    params = max((run_parameters(study, c) for c in runs), default=0)
+    at_once = min(len(runs), study.cluster.max_concurrent_jobs or 4)
+    in_flight = at_once * params * CHECKPOINT_BYTES_PER_PARAM
+    shards, note = shard_bytes(study, workdir or study.cluster.workdir, dataset_bytes)
+    per_run = biggest + params * CHECKPOINT_BYTES_PER_PARAM + (logs // max(1, len(runs)))
+    return Footprint(len(runs), params, sum(by_run.values()), in_flight, logs, shards, note, per_run, by_run)
