@@ -39,6 +39,7 @@ def open_study(path: str, args: argparse.Namespace | None = None,
     """The study file's session, or None after printing why not: the spec error, or a flag of `positive`
     ({"--timeout": value}) at or below zero. With `args`, its submit flags (add_submit_flags) shape the runner."""
     from cockpit.run.session import open_session
+    from cockpit.store import StoreError
 
     study = load(path)
     if study is None:
@@ -48,7 +49,11 @@ def open_study(path: str, args: argparse.Namespace | None = None,
         if problem:
             error(problem)
             return None
-    if args is None:
-        return open_session(study)
-    return open_session(study, force=args.force, resubmit_failed=args.resubmit_failed,
-                        baseline_first=args.baseline_first, preflight=not args.skip_preflight)
+    try:  # a store this cockpit cannot write (newer, foreign, unreadable) is its one line
+        if args is None:
+            return open_session(study)
+        return open_session(study, force=args.force, resubmit_failed=args.resubmit_failed,
+                            baseline_first=args.baseline_first, preflight=not args.skip_preflight)
+    except StoreError as exc:
+        error(str(exc))
+        return None
