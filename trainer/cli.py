@@ -82,6 +82,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     from trainer.settings import ConfigError, from_config
 
     try:
+        rundir.writable_dir(args.run_dir, "--run-dir")
+    except rundir.RunDirError as exc:  # nowhere to write exit.json either: the line is all there is
+        error(str(exc))
+        return rundir.EXIT_USAGE
+    try:
         config, fresh = build_config(args)
         settings = from_config(args.run_dir, config, str(args.run_dir / rundir.CONFIG_FILE))
         rundir.share_with(settings.run.share_group)  # what the run writes: private, or the study's group

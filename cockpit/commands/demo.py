@@ -99,10 +99,10 @@ def main(args: argparse.Namespace) -> int:
     from cockpit.study.spec import SpecError, parse_study
 
     workdir = Path(args.workdir).resolve()
-    rundir.make_dirs(workdir)
     try:
+        rundir.writable_dir(workdir, "--workdir")
         study = parse_study(demo_raw(args), workdir / "local-demo.toml")
-    except SpecError as exc:
+    except (rundir.RunDirError, SpecError) as exc:
         return error(str(exc))
     session = open_session(study, preflight=True)  # a local preflight takes seconds
     print(f"demo study: {len(study.runnable())} runs in {study.study_dir()}", flush=True)

@@ -67,3 +67,9 @@ def test_bad_arguments_are_refused_before_anything_runs(tmp_path: Path, capsys, 
 def test_folder_without_records_is_refused(tmp_path: Path, capsys):
     assert cli(["demo", "--headless", "--data", str(tmp_path), "--workdir", str(tmp_path / "w")]) == 2
     assert "no RECORDS file and no *.hea headers" in capsys.readouterr().err
+
+
+def test_a_workdir_that_cannot_be_created_is_one_line(capsys):
+    assert cli(["demo", "--headless", "--workdir", "/proc/x"]) == 2
+    assert capsys.readouterr().err == ("cockpit: --workdir /proc/x: cannot create /proc/x (No such file or directory: "
+                                       "/proc does not take new directories); choose a directory you can write\n")
