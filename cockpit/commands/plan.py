@@ -51,8 +51,8 @@ def main(args: argparse.Namespace) -> int:
     except SpecError as exc:
         return error(str(exc))
     from cockpit.launch.slurm.render import check_scripts
-    from cockpit.launch.slurm.sites import SiteError
     from cockpit.store import StoreError
+    from cockpit.study.sites import SiteError
 
     if args.what_if:  # the changed study predicted from the recorded one (cockpit.forecast.whatif)
         from cockpit.commands._whatif import main as what_if_main

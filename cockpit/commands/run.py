@@ -58,10 +58,14 @@ def default_report_dir(session: StudySession) -> Path:
     return Path.cwd() / f"{study.name}-report"
 
 
+PREFLIGHT_FIX = "fix the study file and run again, or --skip-preflight"
+
+
 async def run_headless(session: StudySession, out: Path, *, timeout_s: float | None = None,
-                       stream: TextIO | None = None, as_json: bool = False) -> int:
+                       stream: TextIO | None = None, as_json: bool = False, preflight_fix: str = PREFLIGHT_FIX) -> int:
     """Run the study to the end with progress lines (JSON lines with ``as_json``), write the report;
-    0 ok, 1 failures, 2 refused."""
+    0 ok, 1 failures, 2 refused. ``preflight_fix``: what a failed preflight's line ends with, in the words of
+    the command that made the study (the demo has flags, not a study file)."""
     from cockpit.launch.backend import BackendError
     from cockpit.run.runner import BudgetExceeded, PreflightFailed
 
@@ -74,7 +78,7 @@ async def run_headless(session: StudySession, out: Path, *, timeout_s: float | N
             await session.runner.start()
         except PreflightFailed as exc:
             progress.close()
-            return error(f"{exc} (fix the study file and run again, or --skip-preflight)")
+            return error(f"{exc} ({preflight_fix})")
         except BudgetExceeded as exc:
             return error(f"{exc} (use --force to start anyway)")
         except BackendError as exc:

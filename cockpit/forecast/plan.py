@@ -207,7 +207,7 @@ def _is_baseline(result: dict[str, Any]) -> bool:
 
 def study_gpu_memory_gb(study: Study) -> float:
     """One GPU's memory in the study's site profile (GB; 0 where the profile has none or does not load)."""
-    from cockpit.launch.slurm.sites import SiteError, site_for
+    from cockpit.study.sites import SiteError, site_for
 
     try:
         return site_for(study).gpu_memory_gb
@@ -218,7 +218,7 @@ def study_gpu_memory_gb(study: Study) -> float:
 def study_site_links(study: Study) -> prediction.Links:
     """The link figures of the study's site profile (none where it has no profile that loads): the last
     fallback of every prediction (the plan, the what-if, a comparison of two studies)."""
-    from cockpit.launch.slurm.sites import SiteError, site_for
+    from cockpit.study.sites import SiteError, site_for
 
     try:
         return prediction.site_links(site_for(study))

@@ -277,7 +277,7 @@ class Outcome:
 def predict(study: Study, arguments: Sequence[str], inputs: Inputs) -> Outcome:
     """`KEY=VALUE` arguments applied to `study` and predicted from what it recorded; WhatIfError names the
     argument that cannot be applied, or the site profile that cannot be read."""
-    from cockpit.launch.slurm.sites import SiteError
+    from cockpit.study.sites import SiteError
 
     if not arguments:
         raise WhatIfError("--what-if: give KEY=VALUE, e.g. train.bucket_cap_mb=0.5 or sweep.gpus_per_node=[1, 2, 4]")

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 from cockpit.launch import maintenance
 from cockpit.launch.backend import BackendError
-from cockpit.launch.slurm.sites import site_for
 from cockpit.preflight import checks, jobs
 from cockpit.preflight.checks import JobFindings, JobOutcome, PreflightReport
 from cockpit.run.submission import pace, running_at_once
 from cockpit.store.recorded import study_plan
+from cockpit.study.sites import site_for
 from trainer import rundir
 
 if TYPE_CHECKING:

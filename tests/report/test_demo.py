@@ -15,6 +15,7 @@ import pytest
 from cockpit.cli import main as cli
 from cockpit.commands import demo
 from cockpit.study.spec import parse_study
+from tests.data.wfdb_corpus import CORPUS
 
 
 def args(tmp_path: Path, *extra: str) -> argparse.Namespace:
@@ -73,3 +74,36 @@ def test_a_workdir_that_cannot_be_created_is_one_line(capsys):
     assert cli(["demo", "--headless", "--workdir", "/proc/x"]) == 2
     assert capsys.readouterr().err == ("cockpit: --workdir /proc/x: cannot create /proc/x (No such file or directory: "
                                        "/proc does not take new directories); choose a directory you can write\n")
+
+
+def qrs_database(tmp_path: Path) -> Path:
+    """Record 100 of the WFDB corpus with only its .qrs annotations beside it (links, not copies): a database
+    whose annotator is not one `auto` tries."""
+    folder = tmp_path / "qrsdb"
+    folder.mkdir()
+    for name in ("100.hea", "100.dat", "100.qrs"):
+        (folder / name).symlink_to(CORPUS / name)
+    return folder
+
+
+def test_a_qrs_database_is_refused_up_front_with_the_demo_flag_that_fixes_it(tmp_path: Path, capsys):
+    data = qrs_database(tmp_path)
+    assert cli(["demo", "--headless", "--data", str(data), "--workdir", str(tmp_path / "w")]) == 2
+    assert capsys.readouterr().err == (
+        f"cockpit: --data {data}: record 100 has no annotation file of those auto tries (.atr, .ari); run again with "
+        "--annotator qrs (beside 100.hea: .qrs)\n")
+    assert cli(["demo", "--headless", "--data", str(data), "--annotator", "atr", "--workdir", str(tmp_path / "w")]) == 2
+    assert capsys.readouterr().err == (
+        f"cockpit: --data {data}: record 100 has no .atr annotation file; run again with --annotator qrs "
+        "(beside 100.hea: .qrs)\n")
+    assert not (tmp_path / "w").exists()  # before any preflight job
+    assert demo.check(args(tmp_path, "--data", str(data), "--annotator", "qrs")) is None
+
+
+@pytest.mark.parametrize("flag", ["--records", "--test-records"])
+def test_a_record_not_in_the_folder_is_refused_naming_those_that_are(tmp_path: Path, physionet: Path, capsys, flag):
+    mitdb = physionet / "mitdb"
+    assert cli(["demo", "--headless", "--data", str(mitdb), flag, "n99", "--workdir", str(tmp_path / "w")]) == 2
+    assert capsys.readouterr().err == (f"cockpit: {flag} n99: not a record of {mitdb} (its records: 100, 101, 102, 103, "
+                                       "104, 105, 106, 107, ... (48 in all))\n")
+    assert not (tmp_path / "w").exists()
