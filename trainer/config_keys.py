@@ -37,6 +37,8 @@ STRATEGY_SHARDS: dict[str, tuple[str, ...]] = {"ddp": (), "zero1": ("optimizer",
                                                "fsdp": ("params", "grads", "optimizer"),
                                                "fsdp_noreshard": ("params", "grads", "optimizer")}
 TOKENIZERS = ("samples", "beats")
+# what annotator "auto" tries after a database's ANNOTATORS list, in order (trainer.data.records.auto_annotators)
+ANNOTATOR_PREFERENCE = ("atr", "ari")
 N_SPECIAL = 4  # pad, mask, cls, sep: trainer.data.tokenizer_keys.SPECIAL_TOKENS
 
 _WORDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false", list: "a list",
@@ -371,7 +373,10 @@ _TOKENIZER: tuple[tuple[str, tuple[type, ...], Any, dict[str, Any]], ...] = (
     ("highpass_hz", (float,), 0.0, {"help": "samples: remove baseline wander below this frequency (0 = off)",
                                     "minimum": 0, "below": 20, "unit": "Hz", "tokenizers": _S, "flag": "highpass",
                                     "expected_words": "a cut-off in Hz in [0, 20) (0 = off)"}),
-    ("annotator", (str,), "auto", {"help": "annotation file extension (atr, ari, qrs, ...; auto finds one)",
+    ("annotator", (str,), "auto", {"help": "annotation file extension (atr, ari, qrs, ...); auto tries the "
+                                           "extensions of the folder's ANNOTATORS file in its order, then "
+                                           + ", then ".join(ANNOTATOR_PREFERENCE) + ", and stops at the first "
+                                           "the record has",
                                    "tokenizers": ("samples", "beats"), "rule": _is_annotator,
                                    "expected_words": "an annotator extension such as 'atr', 'ari' or 'auto'"}),
     ("rr_bins", (int,), 16, {"help": "beats: RR-interval bins", "minimum": 2, "maximum": 4096, "tokenizers": _B}),

@@ -14,6 +14,7 @@ from typing import Any
 
 from cockpit.commands._args import error, not_positive
 from trainer import rundir
+from trainer.config_keys import ANNOTATOR_PREFERENCE
 from trainer.config_flags import record_names  # the one parser of --records (commas or spaces)
 
 # what a failed preflight's line ends with: the demo's own flags (its study file is made from them)
@@ -29,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--records", nargs="+", metavar="RECORD",
                         help="records of --data to use, separated by commas or spaces (default: all)")
     parser.add_argument("--annotator", metavar="EXT",
-                        help="annotation file extension of --data: atr, ari, qrs, ... (default auto: atr, then ari)")
+                        help="annotation file extension of --data: atr, ari, qrs, ... (default auto: the folder's "
+                             f"ANNOTATORS list, then {', then '.join(ANNOTATOR_PREFERENCE)})")
     parser.add_argument("--lead", help="lead of --data, index or name (default 0)")
     parser.add_argument("--test-records", nargs="+", metavar="RECORD",
                         help="test records of --data, separated by commas or spaces (default: MIT-BIH DS2, "

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
+from trainer.config_keys import ANNOTATOR_PREFERENCE
 from trainer.data import headers
 from trainer.data.errors import DataError
 from trainer.data.labels import IS_BEAT, RHYTHM_CODE, rhythm_class
 from trainer.data.mitann import Annotations, read_annotations
 
-ANNOTATOR_PREFERENCE = ("atr", "ari")
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -98,7 +98,7 @@ def safe_name(record: str) -> str:
 
 def resolve_annotator(folder: Path, record: str, annotator: str) -> Path:
     """The annotation file of a record: the named annotator, or with "auto" the first that exists of
-    the folder's ANNOTATORS list, then atr, then ari."""
+    the folder's ANNOTATORS list, then ANNOTATOR_PREFERENCE (auto_annotators)."""
     base = folder / record
     if annotator != "auto":
         path = base.parent / f"{base.name}.{annotator}"
