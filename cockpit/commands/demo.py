@@ -14,8 +14,8 @@ from typing import Any
 
 from cockpit.commands._args import error, not_positive
 from trainer import rundir
-from trainer.config_keys import ANNOTATOR_PREFERENCE
 from trainer.config_flags import record_names  # the one parser of --records (commas or spaces)
+from trainer.config_keys import ANNOTATOR_PREFERENCE
 
 # what a failed preflight's line ends with: the demo's own flags (its study file is made from them)
 PREFLIGHT_FIX = "check --data, --annotator, --records and --lead, and run again"
