@@ -107,12 +107,12 @@ class SiteLimits:
     queued: int
 
 
-def pace_check(study: Study, limits: SiteLimits | None, pace: int, running: int, hours: float, runs: int) -> Check:
+def pace_check(study: Study, limits: SiteLimits | None, pace: int, running: int, duration: str, runs: int) -> Check:
     """The site's limits on what one user may have at once (sacctmgr) against the study's pace: how many of
     its jobs go at once, how many of them run (the running limit queues the rest), and how long its runs take
-    at that pace. A max_concurrent_jobs above what the submit limit leaves is a warning: the runner then
+    at that pace (``duration``: Plan.duration_words, `about 1.5 h` or `at most 4.0 h`). A max_concurrent_jobs above what the submit limit leaves is a warning: the runner then
     waits at the limit (never a failure)."""
-    took = f"{runs} runs take about {hours:.1f} h at that pace (queue waits not included)"
+    took = f"{runs} runs take {duration} at that pace (queue waits not included)"
     configured = study.cluster.max_concurrent_jobs
     if limits is None:
         return Check("site limits", NOT_RUN, f"no limits known (accounting not reachable): {pace} jobs at once "

@@ -64,7 +64,7 @@ async def run_preflight(study: Study, backend: Backend, *, on_event: Callable[[s
         speed = pace(study.cluster.max_concurrent_jobs, limits, 0)
         running = running_at_once(speed, limits)
         site = None if limits is None else checks.SiteLimits(limits.max_submit, limits.max_running, limits.queued)
-        outcomes[0].checks.append(checks.pace_check(study, site, speed, running, plan.duration_hours(running),
+        outcomes[0].checks.append(checks.pace_check(study, site, speed, running, plan.duration_words(running),
                                                     len(plan.to_submit)))
         if study.cluster.kind == "slurm":
             outcomes[0].checks.append(await maintenance_check(study, backend))
