@@ -18,7 +18,7 @@ from trainer.config_flags import record_names  # the one parser of --records (co
 from trainer.config_keys import ANNOTATOR_PREFERENCE
 
 # what a failed preflight's line ends with: the demo's own flags (its study file is made from them)
-PREFLIGHT_FIX = "check --data, --annotator, --records and --lead, and run again"
+PREFLIGHT_FIX = "check --data, --annotator, --records and --lead (the demo's study is made from them), and run again"
 # Shipped inside the package (examples/local-demo.toml links here), so a wheel install finds it too.
 EXAMPLE = Path(__file__).resolve().with_name("local-demo.toml")
 

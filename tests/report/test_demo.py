@@ -107,3 +107,16 @@ def test_a_record_not_in_the_folder_is_refused_naming_those_that_are(tmp_path: P
     assert capsys.readouterr().err == (f"cockpit: {flag} n99: not a record of {mitdb} (its records: 100, 101, 102, 103, "
                                        "104, 105, 106, 107, ... (48 in all))\n")
     assert not (tmp_path / "w").exists()
+
+
+def test_a_failed_preflight_says_what_to_change_in_the_demos_flags(tmp_path: Path, physionet: Path, capsys):
+    """A lead the record does not have passes the up-front check and fails the preflight's data check: the
+    refusal names the demo's flags, not the study keys the demo wrote for itself."""
+    mitdb = physionet / "mitdb"
+    assert cli(["demo", "--headless", "--data", str(mitdb), "--records", "100", "--lead", "9",
+                "--workdir", str(tmp_path / "w")]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == (f"cockpit: preflight 1 node x 2 data mitdb FAIL: {mitdb / '100.hea'}: lead index 9 out of range "
+                    "(record has 2 signals); fix: check --data, --annotator, --records and --lead (the demo's study "
+                    "is made from them), and run again")
+    assert "[data.datasets]" not in last and "--skip-preflight" not in last
