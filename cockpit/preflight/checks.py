@@ -92,7 +92,7 @@ def evaluate(study: Study, job: PreflightJob, found: JobFindings, *, expect_gpus
     checks += _devices(study, job, ranks, expect_gpus)
     checks.append(_nvml(job, facts.get("nvml") or [], expect_gpus))
     checks += _communication(job, facts, link_figures)
-    checks += _data(facts.get("data") or {})
+    checks += _data(facts.get("data") or {}, "this machine" if study.cluster.kind == "local" else "the cluster")
     checks += _storage(facts.get("storage") or {}, study)
     checks.append(_queue(facts.get("scheduler") or {}))
     return checks
@@ -259,13 +259,13 @@ def _communication(job: PreflightJob, facts: dict[str, Any], link_figures: dict[
     return out
 
 
-def _data(data: dict[str, Any]) -> list[Check]:
+def _data(data: dict[str, Any], host: str) -> list[Check]:
     out = []
     for name, d in sorted(data.items()):
         where = f"[data.datasets].{name}"
         if d.get("error"):
             out.append(Check(f"data {name}", FAIL, str(d["error"]), "a readable PhysioNet-style folder",
-                             f"fix {where}.path (a path on the cluster) or its tokenizer table"))
+                             f"fix {where}.path (a path on {host}) or its tokenizer table"))
         elif d.get("synthetic"):
             out.append(Check(f"data {name}", NOT_RUN, "synthetic: generated inside each job, nothing to read"))
         else:
