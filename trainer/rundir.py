@@ -267,11 +267,15 @@ def make_dirs(path: str | os.PathLike[str], policy: Sharing | None = None) -> Pa
 
 def writable_dir(path: str | os.PathLike[str], what: str, policy: Sharing | None = None) -> Path:
     """`make_dirs` for a directory a user named (``what``: the flag or key, `--run-dir`): a path that cannot be
-    a writable directory is refused with one line naming it and why, not an OSError from deep inside a run."""
+    a writable directory is refused with one line naming it and why, not an OSError from deep inside a run
+    (a full disk raises DiskFull)."""
     path = Path(path)
     try:
         made = make_dirs(path, policy)
     except OSError as exc:
+        full = as_disk_full(exc)
+        if full is not None:  # a full work directory is its own exit code (EXIT_DISK_FULL), not a bad path
+            raise full from exc
         where = Path(exc.filename) if exc.filename else path
         why = exc.strerror or str(exc)
         if isinstance(exc, FileNotFoundError) and where.parent.is_dir():  # /proc/x: the parent takes no new folder

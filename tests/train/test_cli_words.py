@@ -39,6 +39,16 @@ def test_a_run_dir_that_cannot_be_created_is_named(tmp_path: Path, capsys):
         f"hlm-train: --run-dir {tmp_path / 'file'}: a file, not a directory; choose a directory you can write")
 
 
+def test_a_run_dir_on_a_full_disk_is_exit_5_in_one_line(small_fs, capsys):
+    fs = small_fs("64k")
+    fs.fill()
+    run_dir = fs.path / "run"
+    assert main(["train", "--run-dir", str(run_dir), "--steps", "1"]) == rundir.EXIT_DISK_FULL
+    err = capsys.readouterr().err
+    assert err.startswith(f"hlm-train: work directory full: {run_dir / 'config.json'} needed ") and err.count("\n") == 1
+    assert "Traceback" not in err
+
+
 @pytest.mark.parametrize("command", ["prepare", "train"])
 def test_a_bad_tokenizer_flag_is_a_bad_command_line(tmp_path: Path, capsys, command: str):
     where = ["--synthetic", "--out", str(tmp_path / "cache")] if command == "prepare" else \
