@@ -23,6 +23,7 @@ from trainer.config_flags import (
     tokenizer_from_flags,
 )
 from trainer.config_keys import CONFIG_DATA_KEYS, KEYS, ConfigKey
+from trainer.disk_space import DiskFull
 from trainer.environment import is_main_rank
 
 # every key with a flag: the data keys of config.json, then every model, axis and training key of the registry
@@ -82,6 +83,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     from trainer.settings import ConfigError, from_config
 
     try:
+        rundir.writable_dir(args.run_dir, "--run-dir")
+    except rundir.RunDirError as exc:  # nowhere to write exit.json either: the line is all there is
+        error(str(exc))
+        return rundir.EXIT_USAGE
+    except DiskFull as exc:
+        error(exc.strerror or str(exc))
+        return rundir.EXIT_DISK_FULL
+    try:
         config, fresh = build_config(args)
         settings = from_config(args.run_dir, config, str(args.run_dir / rundir.CONFIG_FILE))
         rundir.share_with(settings.run.share_group)  # what the run writes: private, or the study's group
@@ -91,7 +100,11 @@ def cmd_train(args: argparse.Namespace) -> int:
             rundir.write_exit(args.run_dir, rundir.EXIT_USAGE, str(exc))
         return rundir.EXIT_USAGE
     if fresh and is_main_rank():
-        rundir.write_config(args.run_dir, config)
+        try:
+            rundir.write_config(args.run_dir, config)
+        except DiskFull as exc:  # no room for config.json: nor for exit.json, so the line is all there is
+            error(exc.strerror or str(exc))
+            return rundir.EXIT_DISK_FULL
     from trainer.train import run
 
     return run(settings)

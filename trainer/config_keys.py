@@ -37,6 +37,8 @@ STRATEGY_SHARDS: dict[str, tuple[str, ...]] = {"ddp": (), "zero1": ("optimizer",
                                                "fsdp": ("params", "grads", "optimizer"),
                                                "fsdp_noreshard": ("params", "grads", "optimizer")}
 TOKENIZERS = ("samples", "beats")
+# what annotator "auto" tries after a database's ANNOTATORS list, in order (trainer.data.records.auto_annotators)
+ANNOTATOR_PREFERENCE = ("atr", "ari")
 N_SPECIAL = 4  # pad, mask, cls, sep: trainer.data.tokenizer_keys.SPECIAL_TOKENS
 
 _WORDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false", list: "a list",
@@ -371,7 +373,10 @@ _TOKENIZER: tuple[tuple[str, tuple[type, ...], Any, dict[str, Any]], ...] = (
     ("highpass_hz", (float,), 0.0, {"help": "samples: remove baseline wander below this frequency (0 = off)",
                                     "minimum": 0, "below": 20, "unit": "Hz", "tokenizers": _S, "flag": "highpass",
                                     "expected_words": "a cut-off in Hz in [0, 20) (0 = off)"}),
-    ("annotator", (str,), "auto", {"help": "annotation file extension (atr, ari, qrs, ...; auto finds one)",
+    ("annotator", (str,), "auto", {"help": "annotation file extension (atr, ari, qrs, ...); auto tries the "
+                                           "extensions of the folder's ANNOTATORS file in its order, then "
+                                           + ", then ".join(ANNOTATOR_PREFERENCE) + ", and stops at the first "
+                                           "the record has",
                                    "tokenizers": ("samples", "beats"), "rule": _is_annotator,
                                    "expected_words": "an annotator extension such as 'atr', 'ari' or 'auto'"}),
     ("rr_bins", (int,), 16, {"help": "beats: RR-interval bins", "minimum": 2, "maximum": 4096, "tokenizers": _B}),
@@ -395,7 +400,8 @@ class ClusterKeys:
 
     kind: str = key("local", "local: this machine's cores (no scheduler); slurm: a cluster over SSH",
                     choices=("local", "slurm"))
-    site: str = key("generic", "site profile: generic, meluxina or a file")
+    site: str = key("generic", "site profile: a built-in one of sbatch_templates/sites/ (generic, meluxina) or "
+                    "the path of a .toml profile, relative to the study file")
     ssh_host: str | None = key(None, "an ~/.ssh/config alias")
     host: str | None = key(None, "the login node's address, when there is no ssh_host alias")
     port: int | None = key(None, "the login node's SSH port (unset: from ~/.ssh/config, else 22)", minimum=1)
@@ -414,8 +420,9 @@ class ClusterKeys:
     container: str = key("", "an Apptainer image the trainer runs in (containers/README.md)")
     container_binds: list = key([], "further host paths bound into the container")
     gpus_per_node: int = key(1, "GPUs a node has: the largest [sweep].gpus_per_node", minimum=1)
-    cores_per_node: int | None = key(None, "cores a node has (slurm: required; local: this machine's): "
-                                     "gpus_per_node x cpus_per_task must fit", minimum=1, unit="cores")
+    cores_per_node: int | None = key(None, "CPUs Slurm gives a node, which gpus_per_node x cpus_per_task must fit "
+                                     "(slurm: unset, the site profile's cores_per_node x threads_per_core, or its "
+                                     "cores with hint_nomultithread; local: this machine's)", minimum=1, unit="cores")
     max_concurrent_jobs: int | None = key(None, "jobs queued or running at once (unset: what the site's submit "
                                           "limit leaves beside the user's other jobs, else 4)", minimum=1)
     node_hour_budget: float | None = key(None, "nothing is submitted past it (--force to override); unset: no limit",
@@ -425,7 +432,8 @@ class ClusterKeys:
                               unit="s")
     gres_style: str = key("gpus-per-node", "GPUs asked as --gpus-per-node=G or --gres=gpu:G",
                           choices=("gpus-per-node", "gres"))
-    rdzv_port: int = key(29500, "multi-node rendezvous port (plus job id mod 1000)", minimum=1)
+    rdzv_port: int = key(29500, "multi-node rendezvous port; a job adds its id mod 1000, so at most 64536 "
+                         "(65535 - 999)", minimum=1024, maximum=64536)
     python: str = key("python3", "the interpreter jobs run, with torch and this project")
     env: dict = key({}, "environment variables of every job (over the site profile's)")
     share_group: str | None = key(None, "a Unix group (a project's, e.g. p200000) that may read the study's "
@@ -451,7 +459,7 @@ def _env_values(value: Any) -> bool:
 @dataclass(frozen=True)
 class SiteKeys:
     """[site] of a site profile (sbatch_templates/sites/*.toml, or a study's own file named by [cluster].site):
-    what a batch script must know about one Slurm installation; cockpit.launch.slurm.sites.Site is this table
+    what a batch script must know about one Slurm installation; cockpit.study.sites.Site is this table
     read. 0 or "" means unknown where a figure has no default."""
 
     name: str = key(None, "the site's name", required=True)
@@ -464,7 +472,10 @@ class SiteKeys:
     gpu_partitions: list = key([], "the partitions with GPUs", rule=_strings, expected_words="a list of strings")
     default_partition: str = key("", "the partition used when [cluster].partition is unset")
     gpus_per_node: int = key(0, "GPUs a node has (0: unknown)", minimum=0)
-    cores_per_node: int = key(0, "cores a node has (0: unknown)", minimum=0, unit="cores")
+    cores_per_node: int = key(0, "physical cores a node of the default partition has (0: unknown)", minimum=0,
+                              unit="cores")
+    threads_per_core: int = key(1, "hardware threads per core: Slurm counts each as a CPU unless a job asks "
+                                "--hint=nomultithread", minimum=1)
     numa_nodes: int = key(0, "NUMA domains per node (0: unknown)", minimum=0)
     container_runtime: str = key("apptainer", "the container runtime's command")
     container_modules: list = key([], "environment modules a job loads before the container runtime",

@@ -2,7 +2,8 @@
 
 PhysioNet serves a database version at `<index>/<db>/<version>/`, with `RECORDS` (the record names) and
 `SHA256SUMS.txt` (every file's digest). Those two drive the download: every file SHA256SUMS.txt lists (or, with
-`--records`, those of the named records) is fetched and checked against its digest. A second run resumes: a
+`--records`, those of the named records and the database's ANNOTATORS) is fetched and checked against its
+digest, with a progress bar on a terminal (a line every 10 s in a log). A second run resumes: a
 file whose digest already matches is skipped, a partial `.part` file is continued with a Range request where
 the server allows it (else fetched again). Files are written private (0600, folders 0700): ECGs are patient
 data. Standard library only (urllib): a cluster's login node needs nothing installed for it.
@@ -17,12 +18,13 @@ import http.client
 import os
 import re
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TextIO
 
 from trainer.config_flags import record_names
 from trainer.rundir import EXIT_BAD_INPUT, EXIT_USAGE
@@ -31,6 +33,11 @@ INDEX_URL = "https://physionet.org/files/"
 DEFAULT_VERSION = "1.0.0"
 SUMS_FILE = "SHA256SUMS.txt"
 RECORDS_FILE = "RECORDS"
+ANNOTATORS_FILE = "ANNOTATORS"  # the database's annotators in order: annotator auto tries them first
+# what `prepare` reads of a database besides its records' files (trainer.data.records): a --records download
+# fetches them too (RECORDS is rewritten to list the records here)
+DATABASE_FILES = (RECORDS_FILE, ANNOTATORS_FILE)
+PROGRESS_EVERY_S = 10.0  # a progress line this often when the output is not a terminal
 EXIT_UNREACHABLE = 1  # no answer from the server, or no room on the disk: run it again to resume
 CHUNK = 1 << 20
 TIMEOUT_S = 60.0
@@ -121,7 +128,8 @@ def parse_sums(text: str, url: str) -> dict[str, str]:
 
 
 def select(sums: dict[str, str], records: list[str], wanted: list[str] | None) -> list[str]:
-    """The files to fetch: all but SHA256SUMS.txt, or, for `wanted` records, each one's files (`100.*`)."""
+    """The files to fetch: all but SHA256SUMS.txt, or, for `wanted` records, each one's files (`100.*`) and the
+    database-level files prepare reads (DATABASE_FILES; RECORDS itself is written for the records here)."""
     if wanted is None:
         return sorted(p for p in sums if p != SUMS_FILE)
     unknown = [r for r in wanted if r not in records]
@@ -132,7 +140,7 @@ def select(sums: dict[str, str], records: list[str], wanted: list[str] | None) -
     missing = [r for r in wanted if not any(p.startswith(r + ".") for p in files)]
     if missing:
         raise DownloadError(f"{SUMS_FILE} lists no file of record {', '.join(missing)}")
-    return files
+    return [*(name for name in DATABASE_FILES if name in sums and name != RECORDS_FILE), *files]
 
 
 def _private_dir(path: Path) -> None:
@@ -149,6 +157,57 @@ def _digest(path: Path) -> str:
         for chunk in iter(lambda: f.read(CHUNK), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+class Progress:
+    """How far a download is: a bar redrawn in place on a terminal, else a line every PROGRESS_EVERY_S (a
+    batch job's log, a pipe), so that minutes of fetching are never minutes of silence."""
+
+    WIDTH = 24
+
+    def __init__(self, label: str, files: int, stream: TextIO | None = None, every_s: float | None = None) -> None:
+        self.label, self.files, self.stream = label, files, stream or sys.stdout
+        self.every_s = PROGRESS_EVERY_S if every_s is None else every_s
+        self.terminal = self.stream.isatty()
+        self.done = 0  # files verified (fetched or skipped)
+        self.bytes = 0
+        self.current = ""
+        self._shown = time.monotonic()
+        self._drawn = False
+
+    def start(self, name: str) -> None:
+        self.current = name
+        self._show()
+
+    def received(self, n: int) -> None:
+        self.bytes += n
+        self._show()
+
+    def finished(self) -> None:
+        self.done += 1
+        self._show()
+
+    def close(self) -> None:
+        if self.terminal and self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+
+    def text(self) -> str:
+        return f"{self.label}: {self.done} of {self.files} files, {_size(self.bytes)} received; {self.current}"
+
+    def _show(self) -> None:
+        now = time.monotonic()
+        last = self.terminal and self.done == self.files  # the full bar (a log gets the summary line next)
+        if now - self._shown < (0.2 if self.terminal else self.every_s) and not last:
+            return
+        self._shown = now
+        if self.terminal:
+            filled = self.WIDTH * self.done // max(self.files, 1)
+            self.stream.write(f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {self.text()}\x1b[K")
+            self._drawn = True
+        else:
+            self.stream.write(self.text() + "\n")
+        self.stream.flush()
 
 
 def _chunks(response: Any, url: str) -> Iterator[bytes]:
@@ -171,7 +230,7 @@ def _chunks(response: Any, url: str) -> Iterator[bytes]:
                             EXIT_UNREACHABLE)
 
 
-def _fetch(url: str, part: Path, summary: Summary) -> bool:
+def _fetch(url: str, part: Path, summary: Summary, progress: Progress | None = None) -> bool:
     """Fill `part` with the file at `url`, continuing what it holds; True when the server continued it."""
     start = part.stat().st_size if part.exists() else 0
     with _open(url, start) as response:
@@ -181,12 +240,23 @@ def _fetch(url: str, part: Path, summary: Summary) -> bool:
             for chunk in _chunks(response, url):
                 f.write(chunk)
                 summary.bytes += len(chunk)
+                if progress is not None:
+                    progress.received(len(chunk))
     part.chmod(0o600)
     return continued
 
 
-def fetch_file(base: str, name: str, expected: str, out: Path, summary: Summary) -> None:
+def fetch_file(base: str, name: str, expected: str, out: Path, summary: Summary,
+               progress: Progress | None = None) -> None:
     """One file: skipped when its digest matches, else fetched (continued from a partial one) and checked."""
+    if progress is not None:
+        progress.start(name)
+    _fetch_checked(base, name, expected, out, summary, progress)
+    if progress is not None:
+        progress.finished()
+
+
+def _fetch_checked(base: str, name: str, expected: str, out: Path, summary: Summary, progress: Progress | None) -> None:
     dest = out / name
     if dest.is_file() and _digest(dest) == expected:
         summary.skipped.append(name)
@@ -196,12 +266,12 @@ def fetch_file(base: str, name: str, expected: str, out: Path, summary: Summary)
     if dest.is_file() and not part.exists():
         dest.replace(part)  # a truncated file from an interrupted copy: continue it
     url = base + name
-    continued = _fetch(url, part, summary)
+    continued = _fetch(url, part, summary, progress)
     found = _digest(part)
     if found != expected and continued:  # the kept start was not this file's: fetch it whole once
         part.unlink()
         continued = False
-        _fetch(url, part, summary)
+        _fetch(url, part, summary, progress)
         found = _digest(part)
     if found != expected:
         part.unlink()
@@ -228,9 +298,11 @@ def _write_private(path: Path, text: str) -> None:
     path.chmod(0o600)
 
 
-def download(db: str, out: Path, index_url: str = INDEX_URL, records: list[str] | None = None) -> Summary:
-    """Fetch database `db` (`name` or `name/version`) into `out`; DownloadError on the first problem."""
-    _, base = database_url(db, index_url)
+def download(db: str, out: Path, index_url: str = INDEX_URL, records: list[str] | None = None,
+             stream: TextIO | None = None) -> Summary:
+    """Fetch database `db` (`name` or `name/version`) into `out`, its progress shown on ``stream`` (default
+    stdout); DownloadError on the first problem."""
+    label, base = database_url(db, index_url)
     if out.exists() and not out.is_dir():
         raise DownloadError(f"--out {out}: not a directory", EXIT_USAGE)
     sums = parse_sums(_text(base + SUMS_FILE), base + SUMS_FILE)
@@ -239,8 +311,12 @@ def download(db: str, out: Path, index_url: str = INDEX_URL, records: list[str] 
     try:
         _private_dir(out)
         summary = Summary()
-        for name in files:
-            fetch_file(base, name, sums[name], out, summary)
+        progress = Progress(label, len(files), stream)
+        try:
+            for name in files:
+                fetch_file(base, name, sums[name], out, summary, progress)
+        finally:
+            progress.close()
         # the digests of the files here (fetched now or before), so that `sha256sum -c SHA256SUMS.txt` checks them
         here = [p for p in sums if p in files or (p not in (SUMS_FILE, RECORDS_FILE) and (out / p).is_file())]
         _write_private(out / SUMS_FILE, "".join(f"{sums[p]}  {p}\n" for p in sorted(here)))

@@ -265,6 +265,29 @@ def make_dirs(path: str | os.PathLike[str], policy: Sharing | None = None) -> Pa
     return path
 
 
+def writable_dir(path: str | os.PathLike[str], what: str, policy: Sharing | None = None) -> Path:
+    """`make_dirs` for a directory a user named (``what``: the flag or key, `--run-dir`): a path that cannot be
+    a writable directory is refused with one line naming it and why, not an OSError from deep inside a run
+    (a full disk raises DiskFull)."""
+    path = Path(path)
+    try:
+        made = make_dirs(path, policy)
+    except OSError as exc:
+        full = as_disk_full(exc)
+        if full is not None:  # a full work directory is its own exit code (EXIT_DISK_FULL), not a bad path
+            raise full from exc
+        where = Path(exc.filename) if exc.filename else path
+        why = exc.strerror or str(exc)
+        if isinstance(exc, FileNotFoundError) and where.parent.is_dir():  # /proc/x: the parent takes no new folder
+            why = f"{why}: {where.parent} does not take new directories"
+        raise RunDirError(f"{what} {path}: cannot create {where} ({why}); choose a directory you can write") from None
+    if not made.is_dir():
+        raise RunDirError(f"{what} {path}: a file, not a directory; choose a directory you can write")
+    if not os.access(made, os.W_OK | os.X_OK):
+        raise RunDirError(f"{what} {path}: not writable by you; choose a directory you can write")
+    return made
+
+
 def protect(path: str | os.PathLike[str]) -> Path:
     """Give a file this process has just written the policy's mode and group (a library chose its own)."""
     _apply(Path(path), _sharing.file_mode, _sharing)

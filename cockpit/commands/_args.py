@@ -29,3 +29,10 @@ def not_positive(flag: str, value: float | None) -> str | None:
     if value is not None and value <= 0:
         return f"{flag} must be positive, got {value}"
     return None
+
+
+def negative(flag: str, value: int | None) -> str | None:
+    """`<flag> must be 0 or more, got <value>` for a count given below zero, else None."""
+    if value is not None and value < 0:
+        return f"{flag} must be 0 or more, got {value}"
+    return None

@@ -15,7 +15,10 @@ from typing import Any
 from cockpit.commands._args import error, not_positive
 from trainer import rundir
 from trainer.config_flags import record_names  # the one parser of --records (commas or spaces)
+from trainer.config_keys import ANNOTATOR_PREFERENCE
 
+# what a failed preflight's line ends with: the demo's own flags (its study file is made from them)
+PREFLIGHT_FIX = "check --data, --annotator, --records and --lead (the demo's study is made from them), and run again"
 # Shipped inside the package (examples/local-demo.toml links here), so a wheel install finds it too.
 EXAMPLE = Path(__file__).resolve().with_name("local-demo.toml")
 
@@ -27,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--records", nargs="+", metavar="RECORD",
                         help="records of --data to use, separated by commas or spaces (default: all)")
     parser.add_argument("--annotator", metavar="EXT",
-                        help="annotation file extension of --data: atr, ari, qrs, ... (default auto: atr, then ari)")
+                        help="annotation file extension of --data: atr, ari, qrs, ... (default auto: the folder's "
+                             f"ANNOTATORS list, then {', then '.join(ANNOTATOR_PREFERENCE)})")
     parser.add_argument("--lead", help="lead of --data, index or name (default 0)")
     parser.add_argument("--test-records", nargs="+", metavar="RECORD",
                         help="test records of --data, separated by commas or spaces (default: MIT-BIH DS2, "
@@ -79,6 +83,9 @@ def check(args: argparse.Namespace) -> str | None:
             return f"--data {data}: no such folder (expected a PhysioNet-style folder with RECORDS or *.hea files)"
         if not (data / "RECORDS").exists() and not any(data.glob("*.hea")):
             return f"--data {data}: no RECORDS file and no *.hea headers; is this a PhysioNet database folder?"
+        problem = data_problem(args)
+        if problem:
+            return problem
     for flag in ("records", "annotator", "lead", "test_records", "skip_bad_records"):
         if getattr(args, flag) and not args.data:
             return f"--{flag.replace('_', '-')} needs --data"
@@ -91,6 +98,49 @@ def check(args: argparse.Namespace) -> str | None:
     return not_positive("--timeout", args.timeout)
 
 
+def data_problem(args: argparse.Namespace) -> str | None:
+    """What the preflight's data check would fail on, found in a second on this machine and said in the demo's
+    flags: records not in --data, and records without the annotation file --annotator (or auto) picks."""
+    from trainer.data import records as rec_io
+    from trainer.data.errors import DataError
+
+    data = Path(args.data)
+    try:
+        names = rec_io.list_records(data)
+    except DataError as exc:
+        return f"--data {exc}"
+    for flag in ("records", "test_records"):
+        wanted = record_names(getattr(args, flag)) if getattr(args, flag) else []
+        unknown = [r for r in wanted if r not in names]
+        if unknown:
+            return (f"--{flag.replace('_', '-')} {', '.join(unknown)}: not a record of {data} (its records: "
+                    f"{_listed(names)})")
+    chosen = record_names(args.records) if args.records else names
+    annotator = args.annotator or "auto"
+    lacking = []
+    for record in chosen:
+        try:
+            rec_io.resolve_annotator(data, record, annotator)
+        except DataError:
+            lacking.append(record)
+    if not lacking or (args.skip_bad_records and len(lacking) < len(chosen)):
+        return None
+    tried = rec_io.auto_annotators(data)
+    missing = f"no .{annotator} annotation file" if args.annotator else \
+        f"no annotation file of those auto tries ({', '.join('.' + ext for ext in tried)})"
+    ranked = rec_io.rank_annotators(data / lacking[0])
+    has = ", ".join("." + ext for ext, _ in ranked) or "nothing else"
+    fix = f"run again with --annotator {ranked[0][0]}" if ranked and ranked[0][1] > 0 else \
+        "each record needs a beat annotation file beside its header"
+    which = f"record {lacking[0]} has" if len(lacking) == 1 else \
+        f"{len(lacking)} of {len(chosen)} records ({_listed(lacking)}) have"
+    return f"--data {data}: {which} {missing}; {fix} (beside {lacking[0]}.hea: {has})"
+
+
+def _listed(names: list[str], limit: int = 8) -> str:
+    return ", ".join(names[:limit]) + (f", ... ({len(names)} in all)" if len(names) > limit else "")
+
+
 def main(args: argparse.Namespace) -> int:
     problem = check(args)
     if problem:
@@ -99,10 +149,10 @@ def main(args: argparse.Namespace) -> int:
     from cockpit.study.spec import SpecError, parse_study
 
     workdir = Path(args.workdir).resolve()
-    rundir.make_dirs(workdir)
     try:
+        rundir.writable_dir(workdir, "--workdir")
         study = parse_study(demo_raw(args), workdir / "local-demo.toml")
-    except SpecError as exc:
+    except (rundir.RunDirError, SpecError) as exc:
         return error(str(exc))
     session = open_session(study, preflight=True)  # a local preflight takes seconds
     print(f"demo study: {len(study.runnable())} runs in {study.study_dir()}", flush=True)
@@ -117,4 +167,4 @@ def main(args: argparse.Namespace) -> int:
     from cockpit.commands.run import run_headless
 
     out = Path(args.out) if args.out else Path(study.study_dir()) / "report"
-    return asyncio.run(run_headless(session, out, timeout_s=args.timeout))
+    return asyncio.run(run_headless(session, out, timeout_s=args.timeout, preflight_fix=PREFLIGHT_FIX))

@@ -51,8 +51,8 @@ def main(args: argparse.Namespace) -> int:
     except SpecError as exc:
         return error(str(exc))
     from cockpit.launch.slurm.render import check_scripts
-    from cockpit.launch.slurm.sites import SiteError
     from cockpit.store import StoreError
+    from cockpit.study.sites import SiteError
 
     if args.what_if:  # the changed study predicted from the recorded one (cockpit.forecast.whatif)
         from cockpit.commands._whatif import main as what_if_main
@@ -290,13 +290,13 @@ def plan_summary(study, plan: Plan | None = None, store_path: Path | None = None
     lines = [
         f"{len(matrix)} configurations ({axes}) in {groups} baseline groups",
         f"{submit} jobs to submit" + (f"; {', '.join(others)}" if others else ""),
-        f"estimated {hours(plan.estimate)} node-hours ({plan.basis})",
+        plan.cost_words(),
     ]
     if submit:  # the pace: the study's own, else the site's limits decide when the runner starts
         at_once = study.cluster.max_concurrent_jobs
         source = ("the study's max_concurrent_jobs" if at_once else
                   "max_concurrent_jobs unset: the site's submit limit sets it at run time; `cockpit preflight` reads it")
-        lines.append(f"about {plan.duration_hours(at_once or DEFAULT_PACE):.1f} h of runs at "
+        lines.append(f"{plan.duration_words(at_once or DEFAULT_PACE)} of runs at "
                      f"{at_once or DEFAULT_PACE} job(s) at once ({source}; queue waits not included)")
     if plan.budget is not None:
         lines.append(f"node-hour budget {plan.budget:g}, {hours(plan.used)} used: "

@@ -59,10 +59,12 @@ def default_report_dir(session: StudySession) -> Path:
 
 
 async def run_headless(session: StudySession, out: Path, *, timeout_s: float | None = None,
-                       stream: TextIO | None = None, as_json: bool = False) -> int:
+                       stream: TextIO | None = None, as_json: bool = False, preflight_fix: str | None = None) -> int:
     """Run the study to the end with progress lines (JSON lines with ``as_json``), write the report;
-    0 ok, 1 failures, 2 refused."""
+    0 ok, 1 failures, 2 refused. ``preflight_fix``: what a failed preflight's line says to change, in the words
+    of a command that made the study from its flags (the demo), instead of the check's study keys."""
     from cockpit.launch.backend import BackendError
+    from cockpit.preflight.table import failure_summary
     from cockpit.run.runner import BudgetExceeded, PreflightFailed
 
     stream = stream or sys.stdout
@@ -74,6 +76,8 @@ async def run_headless(session: StudySession, out: Path, *, timeout_s: float | N
             await session.runner.start()
         except PreflightFailed as exc:
             progress.close()
+            if preflight_fix:
+                return error(failure_summary(exc.report, preflight_fix))
             return error(f"{exc} (fix the study file and run again, or --skip-preflight)")
         except BudgetExceeded as exc:
             return error(f"{exc} (use --force to start anyway)")

@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cockpit.commands._args import RUN, error
+from cockpit.commands._args import RUN, error, negative
 from cockpit.study.spec import SQLITE_HEADER
 from trainer.rundir import ENSEMBLE_FILE, EVALUATION_FILE, RESULT_FILE, RunDirError, read_json
 from trainer.scores import false_alarms_per_hour
@@ -30,10 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", type=Path, metavar=RUN,
                         help=f"a run directory or its {RESULT_FILE}, an ensemble's directory or {ENSEMBLE_FILE}, "
                              f"or `hlm-train evaluate`'s folder or {EVALUATION_FILE}")
-    parser.add_argument("--top", type=int, default=5, metavar="N", help="records with the most errors to list")
+    parser.add_argument("--top", type=int, default=5, metavar="N", help="records with the most errors to list (default 5; 0: none)")
 
 
 def main(args: argparse.Namespace) -> int:
+    problem = negative("--top", args.top)
+    if problem:
+        return error(problem)
     status, printed = 0, 0
     for path in args.paths:
         try:

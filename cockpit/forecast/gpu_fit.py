@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cockpit.forecast.prediction import model_states
-from cockpit.launch.slurm.sites import SiteError, builtin_sites, load_site
+from cockpit.study.sites import SiteError, builtin_sites, load_site
 
 BYTES_PER_PARAM = {"params": 4, "grads": 4, "optimizer": 8}  # fp32 weights and gradients, AdamW's 2 fp32 moments
 HEAD_DIM = 64  # d_model / heads of the ladder's shapes

@@ -64,6 +64,8 @@ class Plan:
     node_cores: int | None = None  # the cores a configuration must fit in (the study's, or fewer on this machine)
     recommendations: dict[str, str] = field(default_factory=dict)  # baseline label -> the prediction's advice
     device: str = "gpu"  # "cpu" where the workers are CPU processes (cockpit.figures.labels words them)
+    local: bool = False  # this machine's cores: no node-hours are spent
+    upper_bound: bool = False  # some run's hours rest on the time limit alone: the estimate is a ceiling
 
     @property
     def to_submit(self) -> list[PlanLine]:
@@ -96,6 +98,19 @@ class Plan:
         for hours in sorted((p.node_hours / max(1, p.nodes) for p in self.to_submit), reverse=True):
             heapq.heapreplace(slots, slots[0] + hours)
         return max(slots)
+
+    def cost_words(self) -> str:
+        """What the runs still to submit cost, as `cockpit plan` and the TUI's plan dialog say it: node-hours on
+        a cluster; none on this machine, where only the time counts (unless the study set a node-hour budget:
+        then its hours count against it, as the runner's guard counts them)."""
+        if self.local and self.budget is None:
+            return f"local: no node-hours ({self.basis})"
+        return f"estimated {hours(self.estimate)} node-hours ({self.basis})"
+
+    def duration_words(self, pace: int) -> str:
+        """`about 1.5 h`, or `at most 4.0 h` where the time limit stands in for runs not yet measured or
+        predicted (cockpit plan, the preflight's site-limits line)."""
+        return f"{'at most' if self.upper_bound else 'about'} {self.duration_hours(pace):.1f} h"
 
     def count(self, status: str) -> int:
         return sum(1 for line in self.lines if line.status == status)
@@ -160,7 +175,9 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
         lines.append(PlanLine(cfg.label, hours, status, cfg.config_id, pred, cfg.group_id, run, cfg.nodes))
     c = study.cluster
     basis = (f"{c.expected_minutes:g} min expected per run" if c.expected_minutes is not None
-             else f"time limit {c.time_limit} per run (an upper bound)")
+             else f"time limit {c.time_limit} per run, an upper bound")
+    upper_bound = c.expected_minutes is None and any(
+        line.measured is None and line.predicted is None for line in lines if line.status == "submit")
     done = sum(1 for line in lines if line.measured is not None)
     predicted = sum(1 for line in lines if line.predicted is not None and line.measured is None)
     if lines and done == len(lines):
@@ -179,6 +196,8 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
         node_cores=min(c.cores_per_node, cores) if cores is not None else c.cores_per_node,
         recommendations={**_recommendations(lines, baselines, device), **over_memory},
         device=device,
+        local=c.kind == "local",
+        upper_bound=upper_bound,
     )
 
 
@@ -207,7 +226,7 @@ def _is_baseline(result: dict[str, Any]) -> bool:
 
 def study_gpu_memory_gb(study: Study) -> float:
     """One GPU's memory in the study's site profile (GB; 0 where the profile has none or does not load)."""
-    from cockpit.launch.slurm.sites import SiteError, site_for
+    from cockpit.study.sites import SiteError, site_for
 
     try:
         return site_for(study).gpu_memory_gb
@@ -218,7 +237,7 @@ def study_gpu_memory_gb(study: Study) -> float:
 def study_site_links(study: Study) -> prediction.Links:
     """The link figures of the study's site profile (none where it has no profile that loads): the last
     fallback of every prediction (the plan, the what-if, a comparison of two studies)."""
-    from cockpit.launch.slurm.sites import SiteError, site_for
+    from cockpit.study.sites import SiteError, site_for
 
     try:
         return prediction.site_links(site_for(study))

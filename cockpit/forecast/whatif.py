@@ -35,6 +35,9 @@ class WhatIfError(ValueError):
 BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.:/+-]*")
 # a [sweep] axis bounded by a [cluster] key: a what-if that widens the axis must raise the key too
 BOUNDED_AXES = {"gpus_per_node": "gpus_per_node", "cpus_per_task": "cores_per_node"}
+# what a what-if may change: a run's keys, and the [cluster] keys a prediction or an estimate reads
+RUN_SECTIONS = ("model", "train", "data", "sweep")
+CLUSTER_KEYS = ("gpus_per_node", "cores_per_node", "site", "node_hour_budget", "expected_minutes", "time_limit")
 
 
 def parse_assignment(text: str) -> tuple[str, Any]:
@@ -57,6 +60,28 @@ def parse_assignment(text: str) -> tuple[str, Any]:
                           f"with spaces quotes; in a shell quote the whole argument: '{key}=[1, 2]' or "
                           f"'{key}=\"some text\"')") from None
     return key, value
+
+
+def check_keys(arguments: Sequence[str], assignments: list[tuple[str, Any]]) -> None:
+    """Refuse a key given twice (which value was meant?) and a key that changes no run, which a what-if cannot
+    predict (it would say no key differs)."""
+    seen: dict[str, str] = {}
+    for text, (key, _) in zip(arguments, assignments, strict=True):
+        if key in seen:
+            raise WhatIfError(f"--what-if {seen[key]} {text}: {key} is given twice; give it once")
+        seen[key] = text
+        section, _, name = key.partition(".")
+        if section == "study":
+            raise WhatIfError(f"--what-if {text}: [study] keys name the study and change no run; a what-if changes "
+                              f"{_changeable()}")
+        if section not in (*RUN_SECTIONS, "cluster") or (section == "cluster" and name not in CLUSTER_KEYS):
+            raise WhatIfError(f"--what-if {text}: {key} changes no run that a what-if predicts; a what-if changes "
+                              f"{_changeable()}")
+
+
+def _changeable() -> str:
+    return (f"{', '.join(f'[{s}]' for s in RUN_SECTIONS)} keys and [cluster] "
+            f"{', '.join(CLUSTER_KEYS)}")
 
 
 def _axes() -> tuple[str, ...]:
@@ -237,7 +262,7 @@ def _changes(study: Study, variant: Study) -> list[KeyChange]:
                 section, _, name = key.partition(".")
                 where = f"[{section}] {name}" if name else key
                 out.append(KeyChange(where, before, after))
-    for name in ("gpus_per_node", "cores_per_node", "site", "node_hour_budget", "expected_minutes"):
+    for name in CLUSTER_KEYS:
         a, b = getattr(study.cluster, name), getattr(variant.cluster, name)
         if a != b:
             out.append(KeyChange(f"[cluster] {name}", a, b))
@@ -262,6 +287,7 @@ class Inputs:
     store_path: Path | None = None  # None: no store yet
     problems: list[str] = field(default_factory=list)  # one line per result row that does not parse
     cores: int | None = None  # a node's cores as the study's backend sees them (session.node_cores), as the plan
+    from_baselines: int = 0  # how many of `results` came from `--baselines`, not from the store
 
 
 @dataclass(frozen=True)
@@ -277,11 +303,12 @@ class Outcome:
 def predict(study: Study, arguments: Sequence[str], inputs: Inputs) -> Outcome:
     """`KEY=VALUE` arguments applied to `study` and predicted from what it recorded; WhatIfError names the
     argument that cannot be applied, or the site profile that cannot be read."""
-    from cockpit.launch.slurm.sites import SiteError
+    from cockpit.study.sites import SiteError
 
     if not arguments:
         raise WhatIfError("--what-if: give KEY=VALUE, e.g. train.bucket_cap_mb=0.5 or sweep.gpus_per_node=[1, 2, 4]")
     assignments = [parse_assignment(a) for a in arguments]
+    check_keys(arguments, assignments)
     variant = variant_of(study, assignments)
     try:
         links = links_for(variant, inputs.results, inputs.preflight)

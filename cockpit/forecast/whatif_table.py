@@ -15,7 +15,7 @@ from cockpit.forecast.plan import hours, study_gpu_memory_gb
 from trainer.config_keys import LABEL_ORDER
 
 if TYPE_CHECKING:
-    from cockpit.forecast.whatif import KeyChange, Outcome, WhatIfLine
+    from cockpit.forecast.whatif import Inputs, KeyChange, Outcome, WhatIfLine
 
 
 def change_words(changes: list[KeyChange]) -> list[str]:
@@ -87,15 +87,24 @@ def table_rows(o: Outcome) -> list[tuple[str, ...]]:
     return rows
 
 
+def _sources(inputs: Inputs) -> str:
+    """Where the recorded results came from: the study's store, `--baselines`, or nowhere yet."""
+    given, store_path = inputs.from_baselines, inputs.store_path
+    if not given:
+        return f" in {store_path}" if store_path else " (no store yet: nothing recorded to predict from)"
+    stored = f"{len(inputs.results) - given} in {store_path}" if store_path else "no store yet"
+    return f" ({given} from --baselines, {stored})"
+
+
 def summary_lines(o: Outcome) -> list[str]:
     """What changed, node-hours before and after, the link figures used, what is extrapolated and why some
     configurations are not predicted."""
-    w, store_path = o.what_if, o.inputs.store_path
+    w = o.what_if
     lines = ["what-if: " + ("; ".join(change_words(w.changes)) or "no key differs from the study")]
     predicted = [line for line in w.lines if line.fits and isinstance(line.predicted, advice.Forecast)]
     fitting = sum(1 for line in w.lines if line.fits)
     lines.append(f"{len(predicted)} of {len(w.lines)} configurations predicted from {len(o.inputs.results)} recorded "
-                 "result(s)" + (f" in {store_path}" if store_path else " (no store yet: nothing recorded to predict from)"))
+                 f"result(s){_sources(o.inputs)}")
     lines.append(f"node-hours: {hours(sum(line.node_hours for line in w.lines))} for the what-if "
                  f"({fitting - len(predicted)} at the per-run estimate) against "
                  f"{hours(w.recorded_node_hours)} as recorded ({sum(1 for li in w.lines if li.recorded)} configurations; "

@@ -14,6 +14,7 @@ connection's state and its lock; split, each piece would reach into the others' 
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import getpass
 import logging
 import os
@@ -65,6 +66,19 @@ class SshTarget:
     alias: str | None = None
     keepalive_s: float = 15.0
     connect_timeout_s: float = 20.0
+    config_file: str = str(DEFAULT_SSH_CONFIG)  # the ssh config the alias was looked up in, as the user names it
+    config_entry: bool = True  # whether that file has a Host entry for the alias (False: none, or no file)
+
+    def alias_source(self) -> str:
+        """Where the alias should have been defined, for a message: its Host entry, or why there is none."""
+        if self.config_entry:
+            return f"the Host {self.alias!r} entry of {self.config_file}"
+        config = Path(self.config_file).expanduser()
+        if not config.parent.exists():
+            return f"{self.config_file}: {config.parent} does not exist, so nothing defines Host {self.alias!r}"
+        if not config.exists():
+            return f"{self.config_file}: it does not exist, so nothing defines Host {self.alias!r}"
+        return f"{self.config_file}: it has no Host {self.alias!r} entry"
 
     @property
     def label(self) -> str:
@@ -111,6 +125,7 @@ def resolve_target(
         jump = resolve_target(jhost, user=juser or None, port=int(jport) if jport else None,
                               known_hosts=known_hosts, ssh_config=ssh_config)
     alive = cast("float | None", cfg.get("ServerAliveInterval"))
+    shown = str(ssh_config) if ssh_config is not None else str(DEFAULT_SSH_CONFIG)
     return SshTarget(
         host=host or str(cfg.get("Hostname") or name),
         port=int(port if port is not None else cast("int | None", cfg.get("Port")) or 22),
@@ -121,7 +136,29 @@ def resolve_target(
         jump=jump,
         alias=alias,
         keepalive_s=float(alive) if alive else 15.0,
+        config_file=shown,
+        config_entry=bool(alias) and _has_host_entry(cfg_path, alias or ""),
     )
+
+
+def _has_host_entry(config: Path, name: str) -> bool:
+    """Whether an ssh config names `name` in a Host line (its patterns as ssh matches them, negations aside)."""
+    if not config.is_file():
+        return False
+    for line in config.read_text(encoding="utf-8", errors="replace").splitlines():
+        words = line.replace("=", " ").split()
+        if len(words) > 1 and words[0].lower() == "host":
+            patterns = [w for w in words[1:] if not w.startswith("!")]
+            if any(fnmatch.fnmatchcase(name, p) for p in patterns if p != "*"):
+                return True
+    return False
+
+
+def _key_files() -> list[Path]:
+    """The private keys ssh tries by default, where they exist."""
+    folder = Path("~/.ssh").expanduser()
+    return [folder / name for name in ("id_ed25519", "id_ecdsa", "id_rsa", "id_ed25519_sk", "id_ecdsa_sk")
+            if (folder / name).is_file()]
 
 
 @dataclass
@@ -258,12 +295,26 @@ class SshConnection:
         except socket.gaierror as exc:
             if self.connects:  # it resolved before: a network or DNS outage, worth retrying
                 raise
-            where = f"the Host {t.alias!r} entry of ~/.ssh/config" if t.alias else "[cluster].host in the study"
+            if t.alias and not t.config_entry:
+                raise SshError(
+                    f"{t.label}: cannot resolve host {t.host!r} ({exc.strerror or exc}); [cluster].ssh_host is an "
+                    f"alias of {t.alias_source()}: add a Host {t.alias!r} entry with its HostName (docs/install.md), "
+                    f"or give [cluster].host"
+                ) from exc
+            where = t.alias_source() if t.alias else "[cluster].host in the study"
             raise SshError(
                 f"{t.label}: cannot resolve host {t.host!r} ({exc.strerror or exc}); check the name in {where} "
                 f"(a typo in [cluster].ssh_host or HostName?)"
             ) from exc
         except asyncssh.PermissionDenied as exc:
+            if not t.identity_files and not _key_files() and not os.environ.get("SSH_AUTH_SOCK"):
+                folder = Path("~/.ssh").expanduser()
+                why = "~/.ssh does not exist" if not folder.exists() else "~/.ssh holds no id_* key"
+                raise SshError(
+                    f"{t.label}: authentication refused ({exc.reason}): no key found ({why}, no IdentityFile "
+                    f"given and no SSH agent running); make one with ssh-keygen -t ed25519 and register its public "
+                    f"key with the site (docs/install.md)"
+                ) from exc
             keys = ", ".join(t.identity_files) or "the agent's and default keys"
             raise SshError(
                 f"{t.label}: authentication refused ({exc.reason}); tried {keys}. Check User/IdentityFile "

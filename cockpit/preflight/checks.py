@@ -94,7 +94,7 @@ def evaluate(study: Study, job: PreflightJob, found: JobFindings, *, expect_gpus
     checks += _devices(study, job, ranks, expect_gpus)
     checks.append(_nvml(job, facts.get("nvml") or [], expect_gpus))
     checks += _communication(job, facts, link_figures)
-    checks += _data(facts.get("data") or {})
+    checks += _data(facts.get("data") or {}, "this machine" if study.cluster.kind == "local" else "the cluster")
     checks += _storage(facts.get("storage") or {}, need or Need())
     checks.append(_queue(facts.get("scheduler") or {}))
     return checks
@@ -109,12 +109,12 @@ class SiteLimits:
     queued: int
 
 
-def pace_check(study: Study, limits: SiteLimits | None, pace: int, running: int, hours: float, runs: int) -> Check:
+def pace_check(study: Study, limits: SiteLimits | None, pace: int, running: int, duration: str, runs: int) -> Check:
     """The site's limits on what one user may have at once (sacctmgr) against the study's pace: how many of
     its jobs go at once, how many of them run (the running limit queues the rest), and how long its runs take
-    at that pace. A max_concurrent_jobs above what the submit limit leaves is a warning: the runner then
+    at that pace (``duration``: Plan.duration_words, `about 1.5 h` or `at most 4.0 h`). A max_concurrent_jobs above what the submit limit leaves is a warning: the runner then
     waits at the limit (never a failure)."""
-    took = f"{runs} runs take about {hours:.1f} h at that pace (queue waits not included)"
+    took = f"{runs} runs take {duration} at that pace (queue waits not included)"
     configured = study.cluster.max_concurrent_jobs
     if limits is None:
         return Check("site limits", NOT_RUN, f"no limits known (accounting not reachable): {pace} jobs at once "
@@ -261,13 +261,13 @@ def _communication(job: PreflightJob, facts: dict[str, Any], link_figures: dict[
     return out
 
 
-def _data(data: dict[str, Any]) -> list[Check]:
+def _data(data: dict[str, Any], host: str) -> list[Check]:
     out = []
     for name, d in sorted(data.items()):
         where = f"[data.datasets].{name}"
         if d.get("error"):
             out.append(Check(f"data {name}", FAIL, str(d["error"]), "a readable PhysioNet-style folder",
-                             f"fix {where}.path (a path on the cluster) or its tokenizer table"))
+                             f"fix {where}.path (a path on {host}) or its tokenizer table"))
         elif d.get("synthetic"):
             out.append(Check(f"data {name}", NOT_RUN, "synthetic: generated inside each job, nothing to read"))
         else:

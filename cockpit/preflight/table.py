@@ -24,11 +24,12 @@ def report_lines(report: PreflightReport) -> list[str]:
     return out
 
 
-def failure_summary(report: PreflightReport) -> str:
-    """One line for a refusal: the first failure, and how many more."""
+def failure_summary(report: PreflightReport, fix: str | None = None) -> str:
+    """One line for a refusal: the first failure, and how many more. ``fix``: what to change, in the words of
+    the command that made the study (the demo's flags), instead of the check's own (a study file's keys)."""
     bad = report.failures()
     if not bad:
         return "passed"
     job, c = bad[0]
     more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-    return f"preflight {job.name} {c.area} {FAIL}: {c.found}; fix: {c.fix}{more}"
+    return f"preflight {job.name} {c.area} {FAIL}: {c.found}; fix: {fix or c.fix}{more}"

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 from cockpit.forecast.disk import footprint
 from cockpit.launch import maintenance
 from cockpit.launch.backend import BackendError
-from cockpit.launch.slurm.sites import site_for
 from cockpit.preflight import checks, jobs
 from cockpit.preflight.checks import JobFindings, JobOutcome, PreflightReport
 from cockpit.run.submission import pace, running_at_once
 from cockpit.store.recorded import study_plan
+from cockpit.study.sites import site_for
 from trainer import rundir
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ async def run_preflight(study: Study, backend: Backend, *, on_event: Callable[[s
         speed = pace(study.cluster.max_concurrent_jobs, limits, 0)
         running = running_at_once(speed, limits)
         site = None if limits is None else checks.SiteLimits(limits.max_submit, limits.max_running, limits.queued)
-        outcomes[0].checks.append(checks.pace_check(study, site, speed, running, plan.duration_hours(running),
+        outcomes[0].checks.append(checks.pace_check(study, site, speed, running, plan.duration_words(running),
                                                     len(plan.to_submit)))
         outcomes[0].checks.append(await _space(need, backend))
         if study.cluster.kind == "slurm":

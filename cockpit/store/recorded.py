@@ -61,13 +61,14 @@ def recorded_inputs(study: Study, store_path: Path | None, baselines: Sequence[d
     """The study's results in the store at `store_path` (opened read-only, so a store a running cockpit is
     writing is read as it is now) plus `baselines`, and the link figures its latest preflight measured;
     `cores`: a node's cores as the backend sees them, for the plan's "too big"."""
+    given = len(baselines)
     if store_path is None or not store_path.exists():
-        return whatif.Inputs(list(baselines), cores=cores)
+        return whatif.Inputs(list(baselines), cores=cores, from_baselines=given)
     store = StudyStore(store_path, read_only=True)
     try:
         with store.reading():
             if study.name not in store.study_names():
-                return whatif.Inputs(list(baselines), None, store_path, cores=cores)
+                return whatif.Inputs(list(baselines), None, store_path, cores=cores, from_baselines=given)
             key = store.study_key(study.name)
             results = [*baselines, *store.results(key).values()]
             problems = [f"{store_path}: {p}" for p in store.result_problems(key)]
@@ -75,4 +76,4 @@ def recorded_inputs(study: Study, store_path: Path | None, baselines: Sequence[d
     finally:
         store.close()
     measured = prediction.preflight_links(kept.links, kept.digest) if kept is not None else None
-    return whatif.Inputs(results, measured, store_path, problems, cores)
+    return whatif.Inputs(results, measured, store_path, problems, cores, given)

@@ -7,11 +7,13 @@ Every message names the file, the table and the key, and says what was expected 
 
 from __future__ import annotations
 
+import grp
 import os
 import re
 from pathlib import Path
 from typing import Any
 
+from cockpit.study.sites import Site, SiteError, load_site
 from trainer.config_keys import (
     AXIS_KEYS,
     CLUSTER_KEYS,
@@ -85,6 +87,15 @@ def parse_time_limit(where: str, value: str | int) -> int:
         raise SpecError(f"{where}: [cluster].time_limit {value!r} is not a Slurm time (e.g. 02:00:00 or 1-12:00:00)")
     days, a, b, c = match.groups()
     parts = [int(x) for x in (a, b, c) if x is not None]
+    # Slurm reads the first field as a count (minutes, or hours in HH:MM:SS) and the rest as clock fields:
+    # minutes and seconds 0-59, and after a day hours 0-23
+    names = ("hours", "minutes", "seconds")[:len(parts)] if days is not None else ("hours", "minutes", "seconds")[-len(parts):]
+    clock = list(zip(names, parts, strict=True))[0 if days is not None else 1:]
+    for name, field in clock:
+        top = 23 if name == "hours" else 59
+        if field > top:
+            raise SpecError(f"{where}: [cluster].time_limit {value!r}: expected a Slurm time (MM, MM:SS, HH:MM:SS or "
+                            f"D-HH:MM:SS) with {name} 0-{top}, found {field} {name}")
     if days is not None:
         hours, minutes, seconds = (parts + [0, 0])[:3]
         total = int(days) * 1440 + hours * 60 + minutes + (1 if seconds else 0)
@@ -123,13 +134,46 @@ def cluster_values(where: str, c: dict[str, Any], path: Path) -> dict[str, Any]:
             raise SpecError(f"{where}: [cluster.env] {name!r} is not a valid environment variable name")
         if not isinstance(value, str | int | float) or isinstance(value, bool):
             raise SpecError(f"{where}: [cluster.env].{name} must be a string or number, found {value!r}")
+    site = site_of(where, c["site"], path)
     cores = c["cores_per_node"]
     if cores is None and kind == "local":
         cores = os.cpu_count() or 1
+    if cores is None:  # the profile's cores; Slurm counts each hardware thread as a CPU unless told otherwise
+        cores = site.cores_per_node * (1 if c["hint_nomultithread"] else site.threads_per_core) or None
     if cores is None:
-        raise SpecError(f"{where}: [cluster].cores_per_node is required when kind = \"slurm\"")
+        raise SpecError(f"{where}: [cluster].cores_per_node is required when kind = \"slurm\" and the site profile "
+                        f"({site.source}) does not give cores_per_node")
+    if kind == "local" and c["share_group"]:
+        _local_group(where, c["share_group"])
     return {**c, "workdir": workdir, "cores_per_node": cores, "time_limit": str(c["time_limit"]),
             "time_limit_minutes": parse_time_limit(where, c["time_limit"]), "env": {k: str(v) for k, v in env.items()}}
+
+
+def site_of(where: str, name: str, path: Path) -> Site:
+    """The study's site profile, read as the backends will read it: an unknown name or an unreadable file is
+    refused here, naming the study file (a local study too: its plan and what-if read the profile's figures)."""
+    try:
+        return load_site(name, relative_to=path.parent)
+    except SiteError as exc:
+        raise SpecError(f"{where}: {exc}") from None
+
+
+def _local_group(where: str, group: str) -> None:
+    """A local study's files are made on this machine: its share_group must be a group here."""
+    try:
+        grp.getgrnam(group)
+    except KeyError:
+        mine = sorted({_group_name(gid) for gid in (os.getgid(), *os.getgroups())})
+        raise SpecError(f"{where}: [cluster].share_group {group!r}: expected a Unix group of this machine "
+                        f"(kind = \"local\": the files are made here; yours: {', '.join(mine)}), found no such group"
+                        ) from None
+
+
+def _group_name(gid: int) -> str:
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return str(gid)
 
 
 def given_keys(where: str, prefix: str, values: dict[str, Any], keys: dict[str, ConfigKey]) -> dict[str, Any]:

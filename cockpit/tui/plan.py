@@ -35,7 +35,7 @@ def plan_summary(plan: Plan) -> Text:
         (f"{plan.study}", "bold"),
         f" on {plan.cluster}: {len(plan.lines)} configurations, ",
         (f"{n} to submit", "bold"),
-        f", about {hours(plan.estimate)} node-hours ({plan.basis})",
+        f", {plan.cost_words()}",
     ]
     left = plan.budget_left
     if left is not None:

@@ -59,7 +59,7 @@ def classes(q: Quality) -> Text:
 def records(q: Quality, top: int = RECORDS_SHOWN) -> Text:
     """The `top` records with the most errors: windows, errors, their share of all errors, the largest
     confusions (true->predicted)."""
-    if not q.records:
+    if not q.records or top <= 0:
         return Text("")
     total = sum(r.errors for r in q.records)
     out = Text(f"  records with the most errors (of {total:,} in {len(q.records)} records):\n", style="bold")

@@ -1,1 +1,1 @@
-"""Built-in Slurm site profiles (TOML), read by cockpit.launch.slurm.sites."""
+"""Built-in Slurm site profiles (TOML), read by cockpit.study.sites."""

@@ -65,6 +65,12 @@ def test_scores_of_a_store_or_an_unreadable_result_is_one_line(demo: Path, tmp_p
     assert f"{run / 'result.json'}: not valid JSON" in refused(capsys, "scores", str(run))
 
 
+def test_scores_top_is_a_count_of_records(capsys):
+    finetune = Path(__file__).resolve().parents[1] / "fixtures" / "h200-runs" / "bf16-w256-finetune"
+    assert refused(capsys, "scores", str(finetune), "--top", "-3") == "cockpit: --top must be 0 or more, got -3"
+    assert "most errors" not in printed(capsys, "scores", str(finetune), "--top", "0")
+
+
 def test_the_study_may_follow_the_what_ifs(demo: Path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "120")
     after = printed(capsys, "plan", "--what-if", "train.bucket_cap_mb=0.1", str(demo))

@@ -120,3 +120,18 @@ def test_the_piped_table_keeps_every_number_whole_in_80_columns(tmp_path: Path, 
         words = rows[cfg.config_id].split()
         assert str(cfg.window) in words or f"w{cfg.window}" in words, (cfg.window, rows[cfg.config_id])
     assert {int(w) for w in re.findall(r"\b(\d+)\b", " ".join(rows.values()))} >= set(study.sweep["window"])
+
+
+def test_a_local_study_spends_no_node_hours_and_its_time_limit_is_a_ceiling(tmp_path: Path, capsys):
+    demo = REPO / "examples" / "local-demo.toml"
+    assert cli(["plan", str(demo)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "local: no node-hours (time limit 01:00:00 per run, an upper bound)" in out
+    assert "at most 4.0 h of runs at 1 job(s) at once" in out and "node-hours (" not in out.replace("no node-hours (", "")
+    dialog = dialog_summary(make_plan(load_study(demo))).plain
+    assert "4 to submit, local: no node-hours (time limit 01:00:00 per run, an upper bound)" in dialog
+    budgeted = make_plan(load_study(recorded_study(tmp_path)))  # a local study with a budget counts its hours
+    assert budgeted.cost_words() == f"estimated {budgeted.estimate:.2f} node-hours (2 min expected per run)"
+    assert cli(["plan", str(MELUXINA)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "estimated 144.0 node-hours (30 min expected per run)" in out and "about 18.0 h of runs at 8 job(s)" in out

@@ -71,6 +71,16 @@ async def test_wrong_client_key_is_a_clear_error(sshd_server, tmp_path):
         await conn.connection()
 
 
+async def test_no_key_at_all_says_so(sshd_server, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ssh
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    conn = SshConnection(sshd_server.target(identity_files=(), identities_only=False), max_attempts=1)
+    with pytest.raises(SshError) as err:
+        await conn.connection()
+    assert "no key found (~/.ssh does not exist, no IdentityFile given and no SSH agent running); make one with " \
+           "ssh-keygen -t ed25519 and register its public key with the site (docs/install.md)" in str(err.value)
+
+
 async def test_reconnect_after_the_server_side_is_killed(sshd_server):
     conn = SshConnection(sshd_server.target(), backoff_initial_s=0.05)
     states: list[ConnectionState] = []

@@ -213,6 +213,37 @@ def test_what_if_refuses_unknown_keys_in_the_specs_own_words(demo, capsys):
     assert parse_assignment('train.device="cpu"') == ("train.device", "cpu")
 
 
+def test_a_key_given_twice_is_refused_naming_both(demo, capsys):
+    assert cli(["plan", str(demo), "--what-if", "train.lr=0.01", "train.lr=0.02"]) == 2
+    assert capsys.readouterr().err == \
+        "cockpit: --what-if train.lr=0.01 train.lr=0.02: train.lr is given twice; give it once\n"
+
+
+@pytest.mark.parametrize(("argument", "words"), [
+    ("study.name=other", "[study] keys name the study and change no run"),
+    ("cluster.ssh_host=elsewhere", "cluster.ssh_host changes no run that a what-if predicts"),
+])
+def test_a_key_that_changes_no_run_is_refused(demo, capsys, argument, words):
+    assert cli(["plan", str(demo), "--what-if", argument]) == 2
+    assert capsys.readouterr().err == (
+        f"cockpit: --what-if {argument}: {words}; a what-if changes [model], [train], [data], [sweep] keys and "
+        "[cluster] gpus_per_node, cores_per_node, site, node_hour_budget, expected_minutes, time_limit\n")
+
+
+def test_results_from_baselines_are_counted_as_such_with_or_without_a_store(demo, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    runs = ROOT / "tests" / "fixtures" / "h200-runs"
+    given = len(list(runs.rglob("result.json")))
+    assert cli(["plan", str(demo), "--what-if", "train.lr=0.01", "--baselines", str(runs)]) == 0
+    assert f"from {given + 4} recorded result(s) ({given} from --baselines, 4 in {demo.parent / STORE})" in \
+        capsys.readouterr().out
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copyfile(demo, alone / "study.toml")
+    assert cli(["plan", str(alone / "study.toml"), "--what-if", "train.lr=0.01", "--baselines", str(runs)]) == 0
+    assert f"from {given} recorded result(s) ({given} from --baselines, no store yet)" in capsys.readouterr().out
+
+
 def test_a_key_the_model_has_no_formula_for_is_not_predicted(demo, results):
     study = load_study(demo)
     assignments = [parse_assignment("model.d_model=128")]

@@ -7,8 +7,10 @@ from __future__ import annotations
 import hashlib
 import http.server
 import os
+import pty
 import stat
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from functools import partial
@@ -17,7 +19,10 @@ from pathlib import Path
 import pytest
 
 from tests.data.conftest import copy_records
+from trainer import download
 from trainer.cli import main
+from trainer.data.records import resolve_annotator
+from trainer.download import Progress
 
 RECORDS = ["800", "801", "802"]
 
@@ -235,3 +240,61 @@ def test_an_out_that_cannot_be_made_is_one_line(mirror, capsys):
     err = capsys.readouterr().err
     assert err.startswith("hlm-train: --out /proc/hlm-download: cannot write /proc/hlm-download: ")
     assert err.count("\n") == 1
+
+
+@pytest.fixture
+def sddb(physionet: Path, tmp_path: Path) -> Iterator[Mirror]:
+    """Two real sddb records whose complete annotations are .ari beside a partial .atr, with the database's
+    ANNOTATORS (ari first) and RECORDS, served as PhysioNet lays them out."""
+    m = Mirror(tmp_path / "mirror", ranges=True, db="sddb")
+    source = physionet / "sddb-annotations"
+    copy_records(source, m.db, ["30", "31"], ("hea", "ari", "atr"))
+    for name in ("ANNOTATORS", "RECORDS"):
+        (m.db / name).write_bytes((source / name).read_bytes())
+    write_sums(m.db)
+    yield m
+    m.close()
+
+
+def test_a_records_download_brings_the_databases_annotators_file(sddb, tmp_path, capsys):
+    out = tmp_path / "sddb"
+    assert main(["download", "sddb", "--out", str(out), "--index-url", sddb.url, "--records", "30"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["30.ari", "30.atr", "30.hea", "ANNOTATORS", "RECORDS",
+                                                     "SHA256SUMS.txt"]
+    assert (out / "ANNOTATORS").read_bytes() == (sddb.db / "ANNOTATORS").read_bytes()
+    assert resolve_annotator(out, "30", "auto").name == "30.ari"  # without ANNOTATORS: the partial .atr
+    assert "fetched 4 files" in capsys.readouterr().out
+    checked = subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS.txt"], cwd=out, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout
+
+
+def test_progress_is_a_line_every_few_seconds_in_a_log(mirror, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(download, "PROGRESS_EVERY_S", 0.0)  # every update: the test cannot wait 10 s
+    assert fetch(mirror, tmp_path / "svdb", "--records", "800") == 0
+    lines = capsys.readouterr().out.splitlines()
+    progress = [line for line in lines if " of 3 files, " in line]
+    assert progress[0] == "svdb 1.0.0: 0 of 3 files, 0 bytes received; 800.atr"
+    whole = sum((mirror.db / f"800.{ext}").stat().st_size for ext in ("atr", "dat", "hea"))
+    assert progress[-1] == f"svdb 1.0.0: 3 of 3 files, {whole / 1e6:.1f} MB received; 800.hea"
+    assert "\r" not in "".join(lines)
+
+
+def test_progress_is_a_bar_redrawn_in_place_on_a_terminal(mirror, tmp_path):
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "trainer", "download", "svdb", "--out", str(tmp_path / "svdb"),
+                             "--index-url", mirror.url], stdout=follower, stderr=subprocess.PIPE)
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the terminal closed: the command ended
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    assert proc.wait() == 0, proc.stderr.read() if proc.stderr else ""
+    text = shown.decode()
+    assert "\r[" + "#" * Progress.WIDTH + "] svdb 1.0.0: 10 of 10 files, " in text
+    assert "fetched 10 files" in text.splitlines()[-1]

@@ -10,9 +10,11 @@ import pytest
 import wfdb
 
 from tests.data.conftest import copy_records
+from trainer.config_keys import ANNOTATOR_PREFERENCE, TOKENIZER
 from trainer.data.dataset import WindowDataset
 from trainer.data.errors import DataError
 from trainer.data.prepare import prepare_dataset
+from trainer.data.records import auto_annotators
 from trainer.prepare_command import add_arguments, run
 from trainer.rundir import write_config
 
@@ -131,3 +133,13 @@ def test_contradictory_rr_flags_are_a_bad_command_line(mitdb_copy: Path, tmp_pat
                "--rr-min-ms", "500", "--rr-max-ms", "400") == 2
     err = capsys.readouterr().err
     assert err == "hlm-train: tokenizer.rr_max_ms: expected a number of ms above rr_min_ms (500), got 400\n"
+
+
+def test_auto_tries_the_list_the_docs_name(tmp_path: Path, physionet: Path) -> None:
+    """docs/study-keys.md's annotator row names the order resolve_annotator walks: ANNOTATORS, then atr, then ari."""
+    assert ANNOTATOR_PREFERENCE == ("atr", "ari")
+    assert "auto tries the extensions of the folder's ANNOTATORS file in its order, then atr, then ari" in \
+        TOKENIZER["annotator"].help
+    assert auto_annotators(physionet / "mitdb") == ["atr", "ari"]
+    (tmp_path / "ANNOTATORS").write_text("ari\tunaudited beat annotations\nqrs\tdetector\n", encoding="utf-8")
+    assert auto_annotators(tmp_path) == ["ari", "qrs", "atr"]

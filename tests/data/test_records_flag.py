@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from trainer import rundir
+from trainer.cli import main
 from trainer.config_flags import record_names
 
 
@@ -24,8 +26,6 @@ def test_no_names_is_an_error_naming_the_flag():
 
 @pytest.mark.parametrize("records", [["100,101"], ["100", "101"], ["100, 101"]])
 def test_hlm_train_prepare_takes_what_cockpit_demo_takes(physionet: Path, tmp_path: Path, records, capsys):
-    from trainer.cli import main
-
     out = tmp_path / "cache"
     code = main(["prepare", "--data", str(physionet / "mitdb"), "--tokenizer", "beats", "--out", str(out),
                  "--records", *records, "--test-records", "101", "--no-progress"])
@@ -60,3 +60,13 @@ def test_an_empty_records_flag_is_a_usage_error(tmp_path: Path, capsys):
     assert "--records: no record names in ','" in capsys.readouterr().err
     assert main(["train", "--run-dir", str(tmp_path / "run"), "--steps", "1", "--records", ","]) == 2
     assert "--records: no record names in ','" in capsys.readouterr().err
+
+
+def test_test_records_taking_every_record_is_refused_before_any_is_tokenized(physionet: Path, tmp_path: Path, capsys):
+    out = tmp_path / "cache"
+    code = main(["prepare", "--data", str(physionet / "mitdb"), "--tokenizer", "beats", "--out", str(out),
+                 "--records", "100,101", "--test-records", "101,100", "--no-progress"])
+    assert code == rundir.EXIT_BAD_INPUT
+    assert capsys.readouterr().err == ("hlm-train: bad input data: split.test_records: every record (100, 101) is a "
+                                       "test record; expected at least one left to train on\n")
+    assert not out.exists()

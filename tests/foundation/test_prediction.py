@@ -14,7 +14,7 @@ from cockpit.forecast.prediction import (
     work_for,
 )
 from cockpit.forecast.prediction_words import recommendation
-from cockpit.launch.slurm.sites import load_site
+from cockpit.study.sites import load_site
 
 
 def baseline(t: float = 100.0, steps: int = 1000, grad: int = 100_000_000, buckets: int = 5) -> dict:

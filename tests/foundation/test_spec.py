@@ -85,6 +85,13 @@ def test_finetune_points_at_the_foundation_baseline_model():
         (('mode = ["foundation", "finetune"]', 'mode = ["pretrain"]'), "[sweep].mode: expected one of foundation, finetune, got 'pretrain'"),
         (("[model]", "[modle]"), "meluxina.toml: unknown section [modle]"),
         (('time_limit = "02:00:00"', 'time_limit = "two hours"'), "[cluster].time_limit 'two hours' is not a Slurm time"),
+        (('time_limit = "02:00:00"', 'time_limit = "99:99:99"'),
+         "meluxina.toml: [cluster].time_limit '99:99:99': expected a Slurm time (MM, MM:SS, HH:MM:SS or D-HH:MM:SS) "
+         "with minutes 0-59, found 99 minutes"),
+        (('time_limit = "02:00:00"', 'time_limit = "1-24:00:00"'), "with hours 0-23, found 24 hours"),
+        (('time_limit = "02:00:00"', 'time_limit = "90:60"'), "with seconds 0-59, found 60 seconds"),
+        (("signal_seconds = 120", "signal_seconds = 120\nrdzv_port = 70000"),
+         "meluxina.toml: [cluster].rdzv_port: expected an integer in [1024, 64536], got 70000"),
         (("heads = 6", "heads = 5"), "model.d_model (384) must be divisible by model.heads (5)"),
         (('workdir = "/project/home/p200000/hlm-scaling"', '# no workdir'), "[cluster].workdir is required when kind = \"slurm\""),
         (("window = [128,", "window = [0, 128,"), "[sweep].window: expected an integer >= 2, got 0"),
@@ -142,3 +149,23 @@ def test_plan_command_reports_spec_errors(tmp_path, capsys):
     path = write(tmp_path, "[study]\nname = 's'\n[train]\nstep = 3\n", "bad.toml")
     assert main(["plan", str(path)]) == 2
     assert "bad.toml: [train].step is not a known key" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("limit", ["48:00:00", "90:00", "1-23:59:59", "2-12", "30", "1-0"])
+def test_slurm_times_slurm_accepts_are_accepted(tmp_path, limit):
+    study = load_study(write(tmp_path, MINIMAL + f'[cluster]\ntime_limit = "{limit}"\n'))
+    assert study.cluster.time_limit == limit
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('site = "nosuch"', "study.toml: [cluster].site: unknown site 'nosuch'; built-in sites are generic, meluxina"),
+        ('share_group = "nosuchgroup"', "study.toml: [cluster].share_group 'nosuchgroup': expected a Unix group of this "
+                                        'machine (kind = "local": the files are made here; yours: '),
+    ],
+)
+def test_a_local_study_is_refused_what_this_machine_cannot_give(tmp_path, line, message):
+    with pytest.raises(SpecError) as refused:
+        load_study(write(tmp_path, MINIMAL + f"[cluster]\n{line}\n"))
+    assert str(refused.value).startswith(message)

@@ -18,8 +18,8 @@ import pytest
 
 from cockpit.launch.slurm.client import SubmitRefused, parse_sbatch
 from cockpit.launch.slurm.render import render_script, submit_command
-from cockpit.launch.slurm.sites import SiteError, site_for
 from cockpit.launch.ssh import CommandResult
+from cockpit.study.sites import SiteError, site_for
 from cockpit.study.spec import load_study
 from tests.control.conftest import make_study, remote_workdir, slurm_env  # noqa: F401 - fixtures
 from tests.studies import to_toml

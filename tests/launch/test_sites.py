@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from cockpit.launch.slurm.render import render_script
-from cockpit.launch.slurm.sites import SiteError, builtin_sites, load_site, parse_site
-from cockpit.study.spec import parse_study
+from cockpit.study.sites import SiteError, builtin_sites, load_site, parse_site
+from cockpit.study.spec import SpecError, load_study, parse_study
 
 HERE = Path(__file__).parent
 
@@ -28,6 +28,40 @@ def test_builtin_profiles_load_from_the_package() -> None:
 def test_unknown_site_lists_the_known_ones() -> None:
     with pytest.raises(SiteError, match=r"\[cluster\]\.site: unknown site 'nowhere'; built-in sites are generic, meluxina"):
         load_site("nowhere")
+
+
+@pytest.mark.parametrize("kind", ["slurm", "local"])
+def test_a_study_naming_an_unknown_site_is_refused_naming_the_file_and_the_profiles_folder(tmp_path: Path, kind):
+    with pytest.raises(SpecError) as refused:
+        _meluxina(tmp_path, kind=kind, site="nosuch")
+    assert str(refused.value) == (
+        "meluxina.toml: [cluster].site: unknown site 'nosuch'; built-in sites are generic, meluxina (the profiles in "
+        "sbatch_templates/sites/), or give the path of a .toml profile (relative to the study file)")
+    with pytest.raises(SpecError, match=r"^meluxina\.toml: \[cluster\]\.site: cannot read site profile .*generic\.toml"):
+        _meluxina(tmp_path, site="generic.toml")
+
+
+@pytest.mark.parametrize(("nomultithread", "cores"), [(False, 128), (True, 64)])
+def test_cores_per_node_comes_from_the_site_profile(tmp_path: Path, nomultithread: bool, cores: int) -> None:
+    """MeluXina's GPU nodes: 64 cores x 2 threads, each thread a Slurm CPU unless --hint=nomultithread."""
+    mel = load_site("meluxina")
+    assert (mel.cores_per_node, mel.threads_per_core) == (64, 2)
+    study = _meluxina(tmp_path, cores_per_node=None, hint_nomultithread=nomultithread)
+    assert study.cluster.cores_per_node == cores
+    assert _meluxina(tmp_path, cores_per_node=32).cluster.cores_per_node == 32  # the study's own figure stands
+
+
+def test_examples_meluxina_takes_its_cores_from_the_profile() -> None:
+    example = tomllib.loads((HERE.parents[1] / "examples" / "meluxina.toml").read_text())
+    assert "cores_per_node" not in example["cluster"] and example["cluster"]["site"] == "meluxina"
+    assert load_study(HERE.parents[1] / "examples" / "meluxina.toml").cluster.cores_per_node == 128
+
+
+def test_a_slurm_study_on_a_profile_without_cores_must_give_them(tmp_path: Path) -> None:
+    with pytest.raises(SpecError) as refused:
+        _meluxina(tmp_path, site="generic", cores_per_node=None)
+    assert str(refused.value) == ('meluxina.toml: [cluster].cores_per_node is required when kind = "slurm" and the site '
+                                  'profile (sbatch_templates/sites/generic.toml) does not give cores_per_node')
 
 
 @pytest.mark.parametrize(
@@ -61,7 +95,6 @@ def _meluxina(tmp_path: Path, **cluster):
         ({"partition": "cpu"}, r"\[cluster\]\.partition 'cpu' has no GPUs on the meluxina site"),
         ({"partition": "gpu-big"}, r"\[cluster\]\.partition 'gpu-big' is not a partition of the meluxina site"),
         ({"qos": "test", "time_limit": "00:45:00"}, r"\[cluster\]\.time_limit 00:45:00 exceeds the 30 minutes QOS 'test'"),
-        ({"site": "generic.toml"}, r"cannot read site profile .*generic\.toml"),
     ],
 )
 def test_meluxina_refusals_before_submission(tmp_path: Path, change: dict, message: str) -> None:

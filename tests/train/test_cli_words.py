@@ -1,5 +1,5 @@
 """`hlm-train` as a newcomer types it: a bad argument is one `hlm-train: ...` line with exit code 2 (a bad
---tokenizer too: a command line, not bad data), an --out that cannot be created is named, `--version` is the
+--tokenizer too: a command line, not bad data), an --out or a --run-dir that cannot be created is named, `--version` is the
 installed distribution's and `train --help` says what it does and groups its flags by the registry's sections."""
 
 from __future__ import annotations
@@ -28,6 +28,25 @@ def test_an_out_that_cannot_be_created_is_named(tmp_path: Path, capsys):
         "directory you can write")
     (tmp_path / "file").write_text("", encoding="utf-8")
     assert "(Not a directory: " in refused(capsys, "prepare", "--synthetic", "--out", str(tmp_path / "file" / "cache"))
+
+
+def test_a_run_dir_that_cannot_be_created_is_named(tmp_path: Path, capsys):
+    assert refused(capsys, "train", "--run-dir", "/proc/x") == (
+        "hlm-train: --run-dir /proc/x: cannot create /proc/x (No such file or directory: /proc does not take new "
+        "directories); choose a directory you can write")
+    (tmp_path / "file").write_text("", encoding="utf-8")
+    assert refused(capsys, "train", "--run-dir", str(tmp_path / "file"), "--steps", "1") == (
+        f"hlm-train: --run-dir {tmp_path / 'file'}: a file, not a directory; choose a directory you can write")
+
+
+def test_a_run_dir_on_a_full_disk_is_exit_5_in_one_line(small_fs, capsys):
+    fs = small_fs("64k")
+    fs.fill()
+    run_dir = fs.path / "run"
+    assert main(["train", "--run-dir", str(run_dir), "--steps", "1"]) == rundir.EXIT_DISK_FULL
+    err = capsys.readouterr().err
+    assert err.startswith(f"hlm-train: work directory full: {run_dir / 'config.json'} needed ") and err.count("\n") == 1
+    assert "Traceback" not in err
 
 
 @pytest.mark.parametrize("command", ["prepare", "train"])

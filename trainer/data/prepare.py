@@ -31,7 +31,7 @@ from trainer.data import mixed, shards, synthetic
 from trainer.data import records as rec_io
 from trainer.data.errors import DataError
 from trainer.data.labels import BEAT_CLASSES, RHYTHM_CLASSES, TOKEN_CLASS_NAMES
-from trainer.data.splits import check_options, plan_split
+from trainer.data.splits import check_leaves_training, check_options, plan_split
 from trainer.data.summary import SKIP_HINT
 from trainer.data.tokenizers import SPECIAL_TOKENS, canonical, tokenize, vocab_size
 from trainer.rundir import write_json
@@ -96,7 +96,7 @@ def _plan(
 def prepare_dataset(
     data_path: str | Path | None, tokenizer: dict[str, Any], cache_root: str | Path, workers: int = 1,
     progress: bool = False, dataset: str | None = None, synthetic_params: dict[str, Any] | None = None,
-    skip_bad_records: bool = False, split: dict[str, Any] | None = None,
+    skip_bad_records: bool = False, split: dict[str, Any] | None = None, trains: bool = True,
 ) -> Path:
     """Tokenize every record (skipping up-to-date ones) and return the shard directory.
 
@@ -105,13 +105,16 @@ def prepare_dataset(
     ...) raises DataError naming the file and the numbers, after the good records are written; the
     previous manifest stays in place. With `skip_bad_records` the bad records are left out and listed
     with their reason in the manifest's `skipped_records`. `split` (test_records or patient_pattern)
-    decides the train/test split recorded in the manifest.
+    decides the train/test split recorded in the manifest; unless other databases train (``trains`` False),
+    it must leave records to train on.
     """
     t_start = time.perf_counter()
     plan = _plan(data_path, tokenizer, cache_root, dataset, synthetic_params)
     split_options = check_options(split)
     shard: Path = plan["shard"]
     jobs, rejected = _jobs(plan)  # rejected records are reported with those that fail to decode, below
+    if trains:
+        check_leaves_training([j["record"] for j in jobs] + [r["name"] for r in rejected], split_options)
     current = _read_manifest(shard / shards.MANIFEST)
     if _up_to_date(current, jobs, rejected, skip_bad_records, split_options):
         return shard  # the manifest is written last and atomically, no lock needed to read it
@@ -164,7 +167,7 @@ def prepare_data(data_path: str | Path | None, tokenizer: dict[str, Any], cache_
     shard folder (trainer.data.mixed); returns the folder to open."""
     folders = mixed.check_mixable(tokenizer, train_data, data_path) if train_data else []
     first = prepare_dataset(data_path, tokenizer, cache_root, workers, progress, dataset, synthetic_params,
-                            skip_bad_records, split)
+                            skip_bad_records, split, trains=not folders)
     if not folders:
         return first
     # the records key selects from the first database; the further ones train with every record

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
+from trainer.config_keys import ANNOTATOR_PREFERENCE
 from trainer.data import headers
 from trainer.data.errors import DataError
 from trainer.data.labels import IS_BEAT, RHYTHM_CODE, rhythm_class
 from trainer.data.mitann import Annotations, read_annotations
 
-ANNOTATOR_PREFERENCE = ("atr", "ari")
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -98,25 +98,30 @@ def safe_name(record: str) -> str:
 
 def resolve_annotator(folder: Path, record: str, annotator: str) -> Path:
     """The annotation file of a record: the named annotator, or with "auto" the first that exists of
-    the folder's ANNOTATORS list, then atr, then ari."""
+    the folder's ANNOTATORS list, then ANNOTATOR_PREFERENCE (auto_annotators)."""
     base = folder / record
     if annotator != "auto":
         path = base.parent / f"{base.name}.{annotator}"
         if not path.is_file():
             raise DataError(f"{path}: annotation file not found (annotator {annotator!r}); {_beside(base)}")
         return path
-    # The database's own ANNOTATORS order first (sddb lists the complete .ari before the partial .atr).
-    candidates: list[str] = []
-    listing = folder / "ANNOTATORS"
-    if listing.is_file():
-        candidates += [line.split()[0] for line in listing.read_text(errors="replace").splitlines() if line.strip()]
-    candidates += list(ANNOTATOR_PREFERENCE)
+    candidates = auto_annotators(folder)
     for ext in candidates:
         path = base.parent / f"{base.name}.{ext}"
         if path.is_file():
             return path
-    tried = ", ".join("." + c for c in dict.fromkeys(candidates))
+    tried = ", ".join("." + c for c in candidates)
     raise DataError(f"{base}.hea: no annotation file found (tried {tried}); {_beside(base)}")
+
+
+def auto_annotators(folder: Path) -> list[str]:
+    """The annotators "auto" tries, in order: the folder's ANNOTATORS list (sddb lists the complete .ari
+    before the partial .atr), then ANNOTATOR_PREFERENCE."""
+    candidates: list[str] = []
+    listing = folder / "ANNOTATORS"
+    if listing.is_file():
+        candidates += [line.split()[0] for line in listing.read_text(errors="replace").splitlines() if line.strip()]
+    return list(dict.fromkeys([*candidates, *ANNOTATOR_PREFERENCE]))
 
 
 NOT_ANNOTATIONS = frozenset({"hea", "dat", "mat", "edf", "xyz", "xws", "png", "pdf", "txt", "csv", "json"})

@@ -139,6 +139,16 @@ def with_train_only(split: Split, names: list[str], databases: list[str]) -> Spl
                  patients)
 
 
+def check_leaves_training(names: Iterable[str], options: dict[str, Any] | None = None, where: str = "split") -> None:
+    """Refuse explicit test_records that take every record: a split with nothing to train on (checked before
+    any record is tokenized; a mixed dataset's further databases train, so it is not asked there)."""
+    wanted = set(check_options(options, where).get("test_records") or ())
+    ordered = sorted(set(names), key=natural_key)
+    if wanted and ordered and set(ordered) <= wanted:
+        raise DataError(f"{where}.test_records: every record ({_short(ordered)}) is a test record; expected at least "
+                        f"one left to train on")
+
+
 def manifest_split(manifest: dict[str, Any], options: dict[str, Any] | None = None,
                    where: str = "split") -> Split:
     """The split of a shard folder's records: the first database's own split (MIT-BIH inter-patient when

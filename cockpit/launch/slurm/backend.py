@@ -22,10 +22,10 @@ from cockpit.launch.slurm.render import (
     render_script,
     script_mode,
 )
-from cockpit.launch.slurm.sites import site_for
 from cockpit.launch.ssh import SshConnection, resolve_target
 from cockpit.launch.storage import Storage, parse_probe, probe_command
 from cockpit.preflight.jobs import preflight_dir
+from cockpit.study.sites import site_for
 from trainer import rundir
 
 if TYPE_CHECKING:

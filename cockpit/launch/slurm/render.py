@@ -24,7 +24,7 @@ from cockpit.launch.slurm.quoting import (
     sbatch_value,
     shell_quote,
 )
-from cockpit.launch.slurm.sites import Site, SiteError, check_cluster, site_for
+from cockpit.study.sites import Site, SiteError, check_cluster, site_for
 from trainer import disk_space, rundir
 from trainer.rundir import SCHEMA_VERSION, SLURM_STDERR_FILE, SLURM_STDOUT_FILE, Sharing
 

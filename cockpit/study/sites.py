@@ -62,7 +62,7 @@ def load_site(name: str, relative_to: Path | None = None) -> Site:
     if not resource.is_file():
         raise SiteError(
             f"[cluster].site: unknown site {name!r}; built-in sites are {', '.join(builtin_sites())} "
-            "(or give the path of a .toml profile)"
+            "(the profiles in sbatch_templates/sites/), or give the path of a .toml profile (relative to the study file)"
         )
     return parse_site(resource.read_text(encoding="utf-8"), f"sbatch_templates/sites/{name}.toml")
 
