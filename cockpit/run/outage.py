@@ -38,12 +38,13 @@ class ControllerOutage:
             return ""
         return f"{self.scheduler} not answering since {time.strftime('%H:%M', time.localtime(self.since))}"
 
-    def unanswered_poll(self, why: str, first_wait_s: float) -> float:
-        """Record one unanswered poll; returns the wait before the next (first_wait_s, doubling to MAX_POLL_S)."""
+    def unanswered_poll(self, why: str, first_wait_s: float, asked_at: float | None = None) -> float:
+        """Record one unanswered poll, asked at ``asked_at`` (a Slurm command takes up to a minute to give up);
+        returns the wait before the next (first_wait_s, doubling to MAX_POLL_S)."""
         live = self.scope.store.live.setdefault(self.scope.study.name, LiveStatus())
         self.unanswered += 1
         if self.since is None:
-            self.since = time.time()
+            self.since = time.time() if asked_at is None else asked_at
             self._wait_s = max(first_wait_s, 0.1)
             self.scope.store.add_problem(
                 self.scope.key, "scheduler", f"{self.words} ({why}): no job changes state until it answers; "

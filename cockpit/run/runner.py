@@ -209,6 +209,7 @@ class StudyRunner:
             except SchedulerUnreachable as exc:  # reconcile could not read the queue: nothing was settled
                 return self._unanswered(report, exc)
         seen: dict[str, JobInfo] = {}
+        asked_at = time.time()  # when the controller was asked (an unanswered poll takes up to a minute)
         try:
             if self.store.jobs(self.key, where="state = 'submitting'"):
                 await self.reconcile()  # an sbatch whose answer was lost with the connection
@@ -236,7 +237,7 @@ class StudyRunner:
             report.changed |= bool(report.submitted or report.refused)
             self._record_problems()
         except SchedulerUnreachable as exc:  # its silence is no news of the jobs: ask again, backing off
-            return self._unanswered(report, exc)
+            return self._unanswered(report, exc, asked_at)
         except (ConnectionLost, OSError) as exc:
             self.store.add_problem(self.key, "connection", str(exc))
             report.changed = True
@@ -265,9 +266,9 @@ class StudyRunner:
             report.disk = self._disk.event()
             report.changed = True
 
-    def _unanswered(self, report: TickReport, exc: SchedulerUnreachable) -> TickReport:
+    def _unanswered(self, report: TickReport, exc: SchedulerUnreachable, asked_at: float | None = None) -> TickReport:
         """An unanswered poll (cockpit/run/outage.py): no state changed; the next poll after a back-off."""
-        self.interval_s = self._outage.unanswered_poll(str(exc), self.interval.fast_s)
+        self.interval_s = self._outage.unanswered_poll(str(exc), self.interval.fast_s, asked_at)
         report.scheduler = self._outage.words
         report.waiting = self.waiting
         return report
