@@ -66,6 +66,7 @@ async def run_headless(session: StudySession, out: Path, *, timeout_s: float | N
     from cockpit.launch.backend import BackendError
     from cockpit.preflight.table import failure_summary
     from cockpit.run.runner import BudgetExceeded, PreflightFailed
+    from cockpit.store import StoreFull
 
     stream = stream or sys.stdout
     progress = make_progress(session, stream, as_json=as_json)
@@ -83,12 +84,18 @@ async def run_headless(session: StudySession, out: Path, *, timeout_s: float | N
             return error(f"{exc} (use --force to start anyway)")
         except BackendError as exc:
             return error(f"cannot start {session.study.name}: {exc}")
+        except StoreFull as exc:  # the laptop's disk: one line, nothing written before is lost
+            return error(str(exc))
         progress.tick(None)
         try:
             await session.runner.run(timeout_s=timeout_s, on_tick=progress.tick)
         except (TimeoutError, BackendError) as exc:
             progress.close()
             error(f"{exc} (the store keeps everything so far; run again to resume)")
+            return EXIT_FAILED
+        except StoreFull as exc:
+            progress.close()
+            error(str(exc))
             return EXIT_FAILED
         progress.close()
     finally:

@@ -21,6 +21,7 @@ from cockpit.store.database import (
     SCHEMA_VERSION,
     STORE_FILE,
     StoreError,
+    StoreFull,
     default_store_path,
     xdg_data_dir,
 )
@@ -32,7 +33,7 @@ from cockpit.store.telemetry import LOG_LINES_KEPT, Telemetry
 
 __all__ = [
     "LOG_LINES_KEPT", "MIGRATIONS", "READABLE_SCHEMA", "SCHEMA_VERSION", "SIDE_FILES", "STORE_FILE", "JobRecord",
-    "LiveStatus", "StoreError", "StudyStore", "default_store_path", "writer_live", "xdg_data_dir",
+    "LiveStatus", "StoreError", "StoreFull", "StudyStore", "default_store_path", "writer_live", "xdg_data_dir",
 ]
 
 

@@ -9,7 +9,9 @@ upgraded by the ordered MIGRATIONS below; a store from a newer cockpit is refuse
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -17,7 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cockpit.store.rows import Rows, StoreError
+from cockpit.figures.sizes import size_words
+from cockpit.store.rows import Rows, StoreError, StoreFull
 from trainer import rundir
 
 if TYPE_CHECKING:
@@ -152,19 +155,30 @@ class LockedConnection:
 
     generation = 0  # what a writer reads changes only through its own writes (see FollowedFile.generation)
 
-    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock) -> None:
-        self._conn, self._lock = conn, lock
+    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock, path: Path) -> None:
+        self._conn, self._lock, self._path = conn, lock, path
 
     def execute(self, sql: str, args: Sequence[Any] = ()) -> Rows:
-        with self._lock:
+        with self._lock, self._full_is_one_line():
             cur = self._conn.execute(sql, args)
             rows = Rows(cur.fetchall())
             rows.lastrowid = cur.lastrowid
             return rows
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        with self._lock:
+        with self._lock, self._full_is_one_line():
             self._conn.executemany(sql, rows)
+
+    @contextmanager
+    def _full_is_one_line(self) -> Iterator[None]:
+        """SQLite's "database or disk is full" as StoreFull, naming the store and the space (store_full)."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            full = store_full(self._path, exc)
+            if full is None:
+                raise
+            raise full from exc
 
     def close(self) -> None:
         with self._lock:
@@ -194,12 +208,12 @@ class Database:
             _private(self.path)
             try:
                 conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
-                self.db = LockedConnection(conn, self._lock)
+                self.db = LockedConnection(conn, self._lock, self.path)
                 self.db.execute("PRAGMA journal_mode=WAL")
                 self.db.execute("PRAGMA synchronous=NORMAL")
                 self.db.execute("PRAGMA foreign_keys=ON")
             except sqlite3.DatabaseError as exc:
-                raise StoreError(f"{self.path}: not a usable cockpit store ({exc})") from exc
+                raise store_full(self.path, exc) or StoreError(f"{self.path}: not a usable cockpit store ({exc})") from exc
             self._migrate()
 
     def _open_read_only(self) -> None:
@@ -273,7 +287,8 @@ class Database:
                 yield self.db
             except BaseException:
                 self._depth = 0
-                self.db.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.OperationalError, StoreError):  # SQLite may have rolled back itself
+                    self.db.execute("ROLLBACK")
                 raise
             self._depth = 0
             self.db.execute("COMMIT")
@@ -285,6 +300,21 @@ class Database:
     def schema_version(self) -> int:
         """PRAGMA user_version. Only the tests call it (kept: the migration tests' seam, one line)."""
         return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def store_full(path: Path, exc: sqlite3.Error) -> StoreFull | None:
+    """The error as StoreFull when the store's disk is full: SQLITE_FULL, or an I/O error (SQLite's shared
+    memory file cannot grow) where the directory has no space left."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    free = shutil.disk_usage(path.parent).free
+    io_error = code is not None and code & 0xFF == sqlite3.SQLITE_IOERR
+    if code != sqlite3.SQLITE_FULL and "disk is full" not in str(exc) and not (io_error and free < MIN_FREE_BYTES):
+        return None
+    return StoreFull(f"{path}: the disk holding the store is full ({size_words(free)} free): the cockpit stops "
+                     "writing; everything written before is kept (free space, then run again to resume)")
+
+
+MIN_FREE_BYTES = 64 * 1024  # below this, SQLite's I/O errors on the store are its disk filling
 
 
 def _private(path: Path) -> None:

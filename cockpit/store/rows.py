@@ -9,6 +9,11 @@ class StoreError(Exception):
     """The store file cannot be used (newer schema, corrupt, unknown study)."""
 
 
+class StoreFull(StoreError):
+    """The disk holding the store is full (SQLite: "database or disk is full"): the write was rolled back and
+    the cockpit stops writing; everything committed before is kept."""
+
+
 class Rows(list):
     """A fully fetched result (so no cursor outlives the lock), with the cursor's lastrowid."""
 
