@@ -1,18 +1,22 @@
-"""A site's bad days during a study on the test Slurm over SSH: the controller away, a maintenance window.
+"""A site's bad days during a study on the test Slurm over SSH: the controller away, a maintenance window, a
+full work directory.
 
-    sudo flock /tmp/test-cluster.lock python bench/faults.py [--case controller|maintenance|all]
-        [--outage 120] [--configs 6] [--steps 40]
+    sudo flock /tmp/test-cluster.lock python bench/faults.py [--case controller|maintenance|quota|all]
+        [--outage 120] [--mode stop|pause] [--configs 6] [--steps 40]
 
 Needs root, the test Slurm (tests/infra/slurm.sh) and Debian's sshd (tests/infra/sshd.sh), as the Slurm tests
 do. The study: --configs one-worker configurations of real training on MIT-BIH record 101, two jobs at once.
 
   controller   once a configuration has finished and two are queued or running (the rest not yet submitted),
                slurmctld is stopped for --outage seconds (tests/infra/slurm.sh ctld stop: it saves its state;
-               the jobs go on on their nodes) while the cockpit ticks, then started again; the study runs on
-               to its end.
+               the jobs go on on their nodes) while the cockpit ticks, then started again (--mode pause:
+               SIGSTOP, then SIGCONT: a controller that hangs); the study runs on to its end.
   maintenance  a MAINT reservation on the study's node starts in 6 minutes for 20; the preflight's row names
                it and the time limit that fits; a study with a 10-minute time limit is submitted (its job waits:
                maintenance) and cancelled, the same study with the time limit named runs to its end.
+  quota        the study's work directory is a 16 MB tmpfs (tests/infra/small_fs.sh); once a configuration has
+               finished and two are queued or running, it is filled up for --full seconds, then freed; the
+               study runs on to its end.
 
 Printed per case: configurations lost (no completed job in Slurm's accounting), duplicated (two or more),
 node-hours spent on runs that could not succeed (jobs ended failed, lost or timed out: elapsed x nodes), and
@@ -40,14 +44,20 @@ from cockpit.run.preflight import maintenance_check  # noqa: E402
 from cockpit.run.runner import StudyRunner, TickReport  # noqa: E402
 from cockpit.store import StudyStore  # noqa: E402
 from cockpit.study.spec import Study, load_study  # noqa: E402
-from tests.control.conftest import study_text  # noqa: E402
+from tests.control.conftest import slurm_cluster_table, study_text  # noqa: E402
+from tests.studies import mitdb_data, study_toml  # noqa: E402
 
 SLURM_SH = ROOT / "tests" / "infra" / "slurm.sh"
+SMALL_FS_SH = ROOT / "tests" / "infra" / "small_fs.sh"
 FAST = AdaptiveInterval(fast_s=0.5, running_s=1.0, slow_s=2.0)
 
 
 def ctld(action: str) -> None:
     subprocess.run(["bash", str(SLURM_SH), "ctld", action], check=True, timeout=60)
+
+
+def small_fs(*args: str) -> None:
+    subprocess.run(["bash", str(SMALL_FS_SH), *args], check=True, timeout=120)
 
 
 def write_study(c: TestCluster, name: str, configs: int, steps: int, **cluster: object) -> Study:
@@ -79,7 +89,7 @@ def figures(jobs: dict[str, list[tuple[str, float, int]]]) -> str:
     return f"configurations lost {lost}, duplicated {duplicated}; node-hours on runs that could not succeed {wasted:.4f}"
 
 
-async def controller_case(c: TestCluster, configs: int, steps: int, outage_s: float) -> None:
+async def controller_case(c: TestCluster, configs: int, steps: int, outage_s: float, mode: str) -> None:
     t0 = time.time()
     study = write_study(c, f"fault-ctld-{uuid.uuid4().hex[:4]}", configs, steps)
     store = StudyStore(c.work / "ctld.sqlite")
@@ -92,7 +102,7 @@ async def controller_case(c: TestCluster, configs: int, steps: int, outage_s: fl
         rows = lambda: [(j.job_id, j.state, j.reason, j.ended_at) for j in store.jobs(runner.key)]  # noqa: E731
         before, changes = rows(), 0
         done_before = len(store.results(runner.key))
-        ctld("stop")
+        ctld(mode)  # stop (SIGTERM, then started again) or pause (SIGSTOP, then SIGCONT)
         stopped = time.monotonic()
         waits: list[float] = []
         try:
@@ -102,7 +112,7 @@ async def controller_case(c: TestCluster, configs: int, steps: int, outage_s: fl
                 changes += rows() != before
                 await asyncio.sleep(min(runner.interval_s, max(0.0, outage_s - (time.monotonic() - stopped))))
         finally:
-            ctld("start")
+            ctld("start" if mode == "stop" else "resume")
         started = time.monotonic()
         while not reports[-1].scheduler_back:  # the first poll after the start
             reports.append(await runner.tick())
@@ -114,7 +124,7 @@ async def controller_case(c: TestCluster, configs: int, steps: int, outage_s: fl
         await runner.close()
     wall = time.time() - t0
     jobs = accounting(c, study, t0)
-    print(f"controller away {outage_s:.0f} s mid-study ({configs} configurations, {steps} steps, 2 at once; "
+    print(f"controller away ({'stopped' if mode == 'stop' else 'paused: SIGSTOP'}) {outage_s:.0f} s mid-study ({configs} configurations, {steps} steps, 2 at once; "
           f"{done_before} finished, 2 queued or running when it stopped); study over after {wall:.0f} s")
     print(f"  {figures(jobs)}")
     print(f"  store changes while away: {changes} ticks of {len(waits)}; polls unanswered {len(waits)}, the waits "
@@ -172,18 +182,83 @@ async def maintenance_case(c: TestCluster, steps: int) -> None:
         subprocess.run(["scontrol", "delete", f"reservationname={resv}"], env=env, check=False)
 
 
+async def quota_case(c: TestCluster, configs: int, steps: int, full_s: float) -> None:
+    """The study's work directory a 16 MB tmpfs the test user owns (tests/infra/small_fs.sh), its token shards
+    beside it: filled up once a configuration has finished and two are queued or running, freed --full later."""
+    t0 = time.time()
+    fs, tokens = c.work / "small", c.work / "tokens"
+    small_fs("mount", str(fs), "16m", c.env["HLM_TEST_USER"])
+    try:
+        tokens.mkdir()
+        name = f"fault-quota-{uuid.uuid4().hex[:4]}"
+        path = c.work / f"{name}.toml"
+        path.write_text(study_toml(name, fs, cluster=slurm_cluster_table(c.sshd, c.env, max_concurrent_jobs=2),
+                                   data=mitdb_data(tokens), train={"steps": steps, "window": 32},
+                                   sweep={"window": [32 + 8 * i for i in range(configs)]}))
+        subprocess.run(["chown", "-R", f"{c.env['HLM_TEST_USER']}:", str(path), str(tokens)], check=True)
+        study = load_study(path)
+        store = StudyStore(c.work / "quota.sqlite")
+        runner = StudyRunner(study, SlurmBackend.from_study(study, follow_interval_s=0.5), store, interval=FAST)
+        try:
+            while not (store.results(runner.key) and len(store.active_jobs(runner.key)) == 2):
+                await runner.tick()
+                await asyncio.sleep(runner.interval_s)
+            done_before = len(store.results(runner.key))
+            small_fs("fill", str(fs))
+            filled = time.monotonic()
+            submitted_full, paused_after, line = 0, None, ""
+            while time.monotonic() - filled < full_s:
+                report = await runner.tick()
+                submitted_full += len(report.submitted)
+                if report.disk and report.disk["paused"] and paused_after is None:
+                    paused_after, line = time.monotonic() - filled, report.waiting
+                await asyncio.sleep(runner.interval_s)
+            small_fs("free", str(fs))
+            freed = time.monotonic()
+            resumed: list[float] = []
+
+            def on_tick(report: TickReport) -> None:
+                if report.submitted and not resumed:
+                    resumed.append(time.monotonic() - freed)
+
+            await runner.run(timeout_s=1200, on_tick=on_tick)
+        finally:
+            await runner.close()
+        jobs = accounting(c, study, t0)
+        lost = sum(1 for js in jobs.values() if not any(s == "COMPLETED" for s, _, _ in js))
+        duplicated = sum(1 for js in jobs.values() if sum(s == "COMPLETED" for s, _, _ in js) > 1)
+        failed = [(e, n) for js in jobs.values() for s, e, n in js if s != "COMPLETED"]
+        print(f"work directory full ({fs}, tmpfs of 16 MB) for {full_s:.0f} s mid-study ({configs} configurations, "
+              f"{steps} steps, 2 at once; {done_before} finished, 2 queued or running when it filled); study over "
+              f"after {time.time() - t0:.0f} s")
+        print(f"  configurations lost {lost}, completed twice {duplicated}; jobs that ended for the full directory "
+              f"(exit 5) {len(failed)}, each run again once; node-hours on runs that could not succeed "
+              f"{sum(e * n for e, n in failed) / 3600:.5f} ({sum(e * n for e, n in failed):.0f} node-seconds)")
+        print(f"  submitted while full: {submitted_full}; paused {paused_after or 0:.1f} s after it filled; "
+              f"submitting again {resumed[0] if resumed else 0:.1f} s after it was freed")
+        print(f"  said: {line}")
+        store.close()
+    finally:
+        small_fs("umount", str(fs))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--case", choices=("controller", "maintenance", "all"), default="all")
+    ap.add_argument("--case", choices=("controller", "maintenance", "quota", "all"), default="all")
     ap.add_argument("--outage", type=float, default=120.0, help="seconds the controller stays away")
+    ap.add_argument("--mode", choices=("stop", "pause"), default="stop",
+                    help="how it goes away: stopped and started again, or paused (SIGSTOP) and resumed")
     ap.add_argument("--configs", type=int, default=6)
     ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--full", type=float, default=60.0, help="seconds the work directory stays full")
     args = ap.parse_args()
     with test_cluster("bench/faults.py", "faults") as c:
         if args.case in ("controller", "all"):
-            asyncio.run(controller_case(c, args.configs, args.steps, args.outage))
+            asyncio.run(controller_case(c, args.configs, args.steps, args.outage, args.mode))
         if args.case in ("maintenance", "all"):
             asyncio.run(maintenance_case(c, args.steps))
+        if args.case in ("quota", "all"):
+            asyncio.run(quota_case(c, args.configs, args.steps, args.full))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.usage = f"%(prog)s {STUDY} [--what-if KEY=VALUE ...] [--render DIR] [--limit N] [--baselines DIR]"
+    parser.usage = (f"%(prog)s {STUDY} [--what-if KEY=VALUE ...] [--render DIR] [--limit N] [--baselines DIR] "
+                    "[--maintenance]")
     # optional here only so that `--what-if KEY=VALUE STUDY` works too (main finds it among the what-ifs)
     parser.add_argument("study", type=Path, nargs="?", metavar=STUDY, help=STUDY_FILE_HELP)
     parser.add_argument("--render", type=Path, metavar="DIR", help="also write every batch script into DIR")
@@ -30,6 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baselines", type=Path, metavar="DIR",
                         help=f"predict from the {RESULT_FILE} files under DIR (baselines recorded elsewhere; or one "
                              f"{RESULT_FILE}), besides the study's own store")
+    parser.add_argument("--maintenance", action="store_true",
+                        help="also read the cluster's maintenance reservations over SSH (scontrol show reservation) "
+                             "and name the one the time limit crosses, with the time limit that fits (the plan "
+                             "alone never connects)")
     parser.add_argument("--what-if", dest="what_if", action="extend", nargs="+", metavar="KEY=VALUE", default=[],
                         help="predict the study with KEY (train.bucket_cap_mb, sweep.gpus_per_node, ...) set to "
                              "VALUE (a TOML literal) from its recorded runs, beside the study as recorded")
@@ -76,11 +81,33 @@ def main(args: argparse.Namespace) -> int:
                          "directory you can write")
     console.print(plan_table(study, args.limit, plan, console=console))
     console.print(plan_summary(study, plan, store_path), highlight=False)
+    if args.maintenance:
+        if study.cluster.kind != "slurm":
+            return error("--maintenance reads a Slurm cluster's reservations: this study runs on this machine")
+        console.print(maintenance_line(study), highlight=False)
     if rendered is not None:
         console.print(f"wrote {len(rendered)} batch scripts to {args.render}", highlight=False)
     for problem in problems:  # the plan was made without these runs' results
         error(problem)
     return 2 if problems else 0
+
+
+def maintenance_line(study) -> str:  # noqa: ANN001 - Study
+    """The preflight's maintenance row for the study, read over its SSH connection (`--maintenance`)."""
+    import asyncio
+
+    from cockpit.run.preflight import maintenance_check
+    from cockpit.run.session import backend_for
+
+    async def read():  # noqa: ANN202
+        backend = backend_for(study)
+        try:
+            return await maintenance_check(study, backend)
+        finally:
+            await backend.close()
+
+    check = asyncio.run(read())
+    return f"maintenance: {check.verdict}: {check.found}" + (f"; fix: {check.fix}" if check.fix else "")
 
 
 def _study_among_what_ifs(what_ifs: list[str]) -> Path | None:

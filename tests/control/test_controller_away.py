@@ -1,10 +1,11 @@
 """The Slurm controller away mid-study (stopped, then started again from its saved state), on the real test
 Slurm over SSH: while squeue cannot answer, no job changes state in the store, the views say "Slurm not
 answering since HH:MM", the polls back off; once it answers the study completes, every configuration run
-exactly once (sacct), none lost, a job that ended meanwhile counted once.
+exactly once (sacct), none lost, the job that was running and ended meanwhile counted once.
 
 HLM_OUTAGE_S sets how long the controller stays away (default 40 s: several unanswered polls and their
-back-off; bench/faults.py runs the two-minute case)."""
+back-off; the controller stays away at least until the job that was running has ended; bench/faults.py runs
+the two-minute case)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import os
 import subprocess
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +27,7 @@ from cockpit.store import StudyStore
 from cockpit.study.spec import load_study
 from cockpit.tui.model import queue_site_line
 from tests.infra.slurm_fixtures import SLURM_SH
+from trainer import rundir
 
 pytestmark = [pytest.mark.slurm, pytest.mark.sshd]
 FAST = AdaptiveInterval(fast_s=0.3, running_s=0.6, slow_s=1.0)
@@ -64,25 +67,31 @@ async def test_the_controller_away_mid_study_changes_nothing_and_the_study_compl
     try:
         for _ in range(600):  # until jobs are queued or running and others not yet submitted
             reports.append(await runner.tick())
-            if len(store.active_jobs(runner.key)) == 2:
+            active = store.active_jobs(runner.key)
+            if len(active) == 2 and any(j.state == "running" for j in active):
                 break
             await asyncio.sleep(runner.interval_s)
         else:
             pytest.fail("the study never had two jobs in the queue")
         before = job_states(store, runner.key)
+        running = [j.config_id for j in store.active_jobs(runner.key) if j.state == "running"]
+        run_dirs = {c["config_id"]: Path(c["run_dir"]) for c in store.configs(runner.key)}
+        results = [run_dirs[cid] / rundir.RESULT_FILE for cid in running]  # the cluster's disk is this one
         ctld("stop")
         away: list[TickReport] = []
         waits: list[float] = []
         try:
             end = time.monotonic() + OUTAGE_S
-            while time.monotonic() < end:
+            # away for OUTAGE_S, and at least until the job that was running has ended (its result.json)
+            while time.monotonic() < end or not all(p.exists() for p in results):
+                assert time.monotonic() < end + 240, f"{running} did not end within 240 s of the outage"
                 away.append(await runner.tick())
                 waits.append(runner.interval_s)
                 assert job_states(store, runner.key) == before  # nothing read as gone, nothing resubmitted
                 snap = store.snapshot(name)
                 assert snap.scheduler.startswith("Slurm not answering since "), snap.scheduler
                 assert snap.scheduler in snap.connection_detail and snap.scheduler in queue_site_line(snap)
-                await asyncio.sleep(min(runner.interval_s, max(0.0, end - time.monotonic())))
+                await asyncio.sleep(min(runner.interval_s, max(0.5, end - time.monotonic())))
         finally:
             ctld("start")
         assert len(away) >= 2 and all(r.scheduler.startswith("Slurm not answering since ") for r in away)
@@ -99,6 +108,8 @@ async def test_the_controller_away_mid_study_changes_nothing_and_the_study_compl
     assert [c.state for c in snap.configs] == ["completed"] * 4, snap.problems
     assert not [j for j in store.jobs(runner.key) if j.state == "lost"]
     assert len(store.results(runner.key)) == 4
+    finished_away = [cid for cid in running if store.results(runner.key).get(cid)]
+    assert finished_away == running  # ended while the controller was away, counted once below
     for cfg in study.runnable():  # each configuration submitted once: one job in Slurm's accounting
         jobs = sacct_jobs(slurm_cluster, f"{name}-{cfg.config_id}", t0)
         assert len(jobs) == 1 and jobs[0].endswith("|COMPLETED"), (cfg.config_id, jobs)

@@ -1,5 +1,5 @@
 """A maintenance reservation on the real test Slurm (``scontrol create reservation ... flags=maint``), read over
-SSH: the preflight's maintenance row names it, when it starts and ends, and the time limit that ends before
+SSH: the preflight's maintenance row and `cockpit plan --maintenance` name it, when it starts and ends, and the time limit that ends before
 it; a job whose time limit crosses it pends "waiting: maintenance" (never a failure); the time limit named
 starts a job at once and the study completes."""
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -51,7 +52,8 @@ def maintenance(slurm_cluster) -> Iterator[str]:
 async def test_a_maintenance_reservation_is_named_with_the_time_limit_that_fits_and_jobs_wait_for_it(
         make_study, maintenance, tmp_path):
     name = f"maint-{uuid.uuid4().hex[:6]}"
-    study = load_study(make_study(name, "window = [32]", time_limit="00:10:00"))
+    path = make_study(name, "window = [32]", time_limit="00:10:00")
+    study = load_study(path)
     backend = SlurmBackend.from_study(study)
     try:
         check = await maintenance_check(study, backend)
@@ -62,6 +64,12 @@ async def test_a_maintenance_reservation_is_named_with_the_time_limit_that_fits_
     fits = check.expected.removeprefix("time_limit <= ")
     assert fits in ("00:04:00", "00:05:00"), check  # starts in 6 min, less a minute's margin
     assert f'[cluster].time_limit = "{fits}"' in check.fix
+    planned = subprocess.run([sys.executable, "-m", "cockpit", "plan", "--maintenance", str(path)],
+                             capture_output=True, text=True, timeout=120)
+    assert planned.returncode == 0, planned.stderr
+    said = " ".join(planned.stdout.split())  # the plan says it too (rich wraps its lines)
+    assert f"maintenance: warn: time limit 00:10:00 crosses maintenance reservation {maintenance} from " in said, said
+    assert "or start now with a time limit of at most 00:0" in said, said
 
     # a job of the study's time limit pends for the maintenance: said as waiting, never as a failure
     store = StudyStore(tmp_path / "store.sqlite")
