@@ -155,6 +155,7 @@ class StudySnapshot:
     connection_detail: str = ""  # e.g. "reconnecting in 4.2 s (attempt 3): Connection lost"
     scheduler: str = ""  # "Slurm not answering since 14:05" while the controller is away
     maintenance: str = ""  # the maintenance reservation the study's time limit crosses, the limit that fits
+    waiting: str = ""  # what submitting waits for: a site limit, or a full work directory (its one line)
     log_reader: LogReader | None = field(default=None, compare=False, repr=False)
 
     def config(self, config_id: str) -> ConfigRow | None:

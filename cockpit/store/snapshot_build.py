@@ -101,6 +101,7 @@ class SnapshotBuilder:
                                                        live.waiting and f"waiting: {live.waiting}") if x),
             scheduler=live.scheduler,
             maintenance=live.maintenance,
+            waiting=live.waiting,
             taken_at=now,
             last_poll_at=last_poll,
             configs=rows,

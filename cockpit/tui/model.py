@@ -255,9 +255,10 @@ def _is_number(value: str) -> bool:
 
 def queue_site_line(snapshot: StudySnapshot) -> str:
     """What the site says above the queue: the controller away (no job changes state meanwhile), a
-    maintenance reservation the study's time limit crosses and the time limit that fits."""
+    maintenance reservation the study's time limit crosses and the time limit that fits, what submitting
+    waits for (a site limit, a full work directory)."""
     parts = [f"{snapshot.scheduler}: the states below are as last seen" if snapshot.scheduler else "",
-             snapshot.maintenance]
+             snapshot.maintenance, snapshot.waiting and f"waiting: {snapshot.waiting}"]
     return " · ".join(p for p in parts if p)
 
 

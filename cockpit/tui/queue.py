@@ -59,7 +59,7 @@ class QueueView(Vertical, SnapshotView):
         self._snapshot = snapshot
         site = self.query_one("#queue-site", Static)
         site.update(model.queue_site_line(snapshot))
-        site.display = bool(snapshot.scheduler or snapshot.maintenance)
+        site.display = bool(snapshot.scheduler or snapshot.maintenance or snapshot.waiting)
         self.table.apply(model.queue_rows(snapshot))
 
     def action_job(self, action: str) -> None:

@@ -18,6 +18,7 @@ from cockpit.launch.slurm.backend import SlurmBackend
 from cockpit.run.runner import StudyRunner, TickReport
 from cockpit.store import StudyStore
 from cockpit.study.spec import load_study
+from cockpit.tui.model import queue_site_line
 from tests.control.conftest import slurm_cluster_table
 from tests.studies import mitdb_data, study_toml
 from trainer import checkpoint, rundir
@@ -49,11 +50,14 @@ async def test_a_full_work_directory_pauses_submitting_and_the_study_completes_o
     runner = StudyRunner(study, SlurmBackend.from_study(study, follow_interval_s=0.3), store, interval=FAST)
     reports: list[TickReport] = []
     headers: list[str] = []
+    queue_lines: list[str] = []
     phase = {"filled": False, "freed": False, "paused_ticks": 0}
 
     def on_tick(report: TickReport) -> None:
         reports.append(report)
-        headers.append(store.snapshot(study.name).connection_detail)
+        snap = store.snapshot(study.name)
+        headers.append(snap.connection_detail)
+        queue_lines.append(queue_site_line(snap))
         if not phase["filled"] and store.results(runner.key):
             fs.fill(leave=0)  # the directory is full from the second configuration's run on
             phase["filled"] = True
@@ -74,6 +78,7 @@ async def test_a_full_work_directory_pauses_submitting_and_the_study_completes_o
     lines = {r.waiting for r in paused}
     assert all(FULL_LINE.fullmatch(line) for line in lines), lines
     assert any("waiting: work directory full (" in h for h in headers), headers  # the TUI's header
+    assert any(line.startswith("waiting: work directory full (") for line in queue_lines), queue_lines  # its queue view
     assert reports[-1].waiting == "" and "waiting" not in headers[-1]
     problems = store.snapshot(study.name).problems  # "source: message", newest first
     assert any(p.startswith("disk: ") and FULL_LINE.match(p, len("disk: ")) for p in problems), problems
