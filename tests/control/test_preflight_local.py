@@ -94,3 +94,27 @@ async def test_runner_submits_only_after_the_files_preflight_passed_and_runs_it_
     finally:
         await session.runner.close()
         session.store.close()
+
+
+async def test_a_study_that_does_not_fit_its_work_directory_is_refused_with_the_estimate_beside(small_fs,
+                                                                                               tmp_path: Path):
+    """A 2 MB work directory (a real tmpfs) and a study of two runs of a model whose checkpoints alone need
+    more: both space rows fail, each showing the free space and the estimate with its inputs."""
+    fs = small_fs("2m")
+    path = write_study(tmp_path / "big.toml", "big", fs.path, cluster={"gpus_per_node": 2, "cores_per_node": 2},
+                       data=mitdb_data(tmp_path / "tokens"), model={"layers": 2, "d_model": 128, "heads": 2},
+                       train={"steps": 2, "window": 32}, sweep={"gpus_per_node": [1, 2]})
+    study = load_study(path)
+    backend = open_session(study).backend
+    try:
+        report = await run_preflight(study, backend, poll_s=0.2)
+    finally:
+        await backend.close()
+    assert not report.passed
+    rows = {c.area: c for c in report.jobs[0].checks}
+    space, free = rows["work directory space"], rows["free space"]
+    assert space.verdict == FAIL and free.verdict == FAIL
+    assert re.fullmatch(rf"[\d.]+ [kM]?B / 2.1 MB, [\d.]+ [kM]?B free \(df on {re.escape(str(fs.path))}\)", space.found)
+    assert re.match(r"at least [\d.]+ MB = 2 runs' checkpoints and models [\d.]+ MB \([\d,]+ parameters at most, "
+                    r"16 B each\) \+ saves in flight", space.expected), space.expected
+    assert "free space in the work directory, or move [cluster].workdir" in space.fix
