@@ -6,9 +6,7 @@ work, T1, N), so each speedup, efficiency and overhead can be recomputed by hand
 
 from __future__ import annotations
 
-import html
 import math
-import re
 from typing import Any
 
 from cockpit.figures import explain, labels
@@ -102,35 +100,6 @@ def markdown_table(headers: list[str], body: list[list[str]]) -> str:
     lines = ["| " + " | ".join(esc(h) for h in headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in body]
     return "\n".join(lines)
-
-
-# a cell that is one number as cell() writes it (`1.25`, `+0.3`, `-12.5%`, `3e-05`, `2`): right-aligned
-NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?%?")
-LONG_TEXT = 40  # characters: a column holding a longer cell is prose, kept readable instead of squeezed
-
-
-def column_classes(body: list[list[str]], width: int) -> list[str]:
-    """Per column, its cells' and header's class: "num" (every cell a number or "-"), "text" (prose that
-    must not be squeezed to a word's width) or ""."""
-    out = []
-    for i in range(width):
-        cells = [row[i] for row in body if i < len(row) and row[i] != "-"]
-        if cells and all(NUMBER.fullmatch(c) for c in cells):
-            out.append("num")
-        else:
-            out.append("text" if any(len(c) > LONG_TEXT for c in cells) else "")
-    return out
-
-
-def html_table(headers: list[str], body: list[list[str]], css_class: str = "") -> str:
-    """The table inside a box of its own that scrolls sideways when it is wider than the page, so the page
-    never does; each header aligned as its column's cells (numbers right, text left)."""
-    classes = [f' class="{c}"' if c else "" for c in column_classes(body, len(headers))]
-    head = "".join(f"<th{c}>{html.escape(h)}</th>" for h, c in zip(headers, classes, strict=True))
-    trs = "".join("<tr>" + "".join(f"<td{c}>{html.escape(v)}</td>" for v, c in zip(row, classes, strict=False))
-                  + "</tr>" for row in body)
-    cls = f' class="{css_class}"' if css_class else ""
-    return f'<div class="scroll"><table{cls}><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table></div>'
 
 
 def scaling_body(rows: list[dict[str, Any]]) -> Body:
@@ -273,20 +242,32 @@ def ranks_body(rows: list[dict[str, Any]]) -> Body:
     return headers, body
 
 
-def headline_body(rows: list[dict[str, Any]], pending: list[dict[str, Any]] | None = None) -> Body:
+HEADLINE_N = "N ({})"  # "N (workers)", "N (GPUs)"
+HEADLINE = ("groups", "speedup", "efficiency", "overhead (s)", "S of each group", "O of each group (s)")
+
+
+def headline_cells(rows: list[dict[str, Any]], pending: list[dict[str, Any]] | None = None) -> list[dict[str, str]]:
     """Median speedup/efficiency/overhead per worker count, over the groups that have both runs, of the
-    groups with a configuration of that many workers (`pending`: those without a result yet)."""
+    groups with a configuration of that many workers (`pending`: those without a result yet): one dict per
+    worker count, header -> the cell as printed. The headline table and the figures that write these
+    medians (cockpit.report.figures) print them from here, so they agree to the digit."""
     from cockpit.forecast.analysis import summary_by_workers
 
-    headers = [f"N ({labels.worker_word(labels.device_of_rows(rows))})", "groups", "speedup", "efficiency",
-               "overhead (s)", "S of each group", "O of each group (s)"]
-    body = [
-        [str(s["workers"]), f"{s['groups']} of {s['of_groups']}", cell(s["speedup"], ".3f"),
-         cell(s["efficiency"], ".3f"), cell(s["overhead_s"], ".2f"),
-         ", ".join(cell(v, ".3f") for v in s["speedups"]), ", ".join(cell(v, ".2f") for v in s["overheads_s"])]
+    n = HEADLINE_N.format(labels.worker_word(labels.device_of_rows(rows)))
+    return [
+        dict(zip((n, *HEADLINE), (
+            str(s["workers"]), f"{s['groups']} of {s['of_groups']}", cell(s["speedup"], ".3f"),
+            cell(s["efficiency"], ".3f"), cell(s["overhead_s"], ".2f"),
+            ", ".join(cell(v, ".3f") for v in s["speedups"]), ", ".join(cell(v, ".2f") for v in s["overheads_s"])),
+            strict=True))
         for s in summary_by_workers(rows, pending or [])
     ]
-    return headers, body
+
+
+def headline_body(rows: list[dict[str, Any]], pending: list[dict[str, Any]] | None = None) -> Body:
+    """The headline table: headline_cells as rows."""
+    headers = [HEADLINE_N.format(labels.worker_word(labels.device_of_rows(rows))), *HEADLINE]
+    return headers, [[c[h] for h in headers] for c in headline_cells(rows, pending)]
 
 
 def quality_body(rows: list[dict[str, Any]]) -> Body:
