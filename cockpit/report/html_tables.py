@@ -25,7 +25,7 @@ from cockpit.report.tables import ident_headers
 # a cell that is one number as tables.cell writes it (`1.25`, `+0.3`, `-12.5%`, `3e-05`, `2`): right-aligned
 NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?%?")
 LONG_TEXT = 40  # characters: a column holding a longer cell is prose, set under its row
-FOLD_TEXT = 240  # characters: prose longer than this shows its first sentence, the rest folded
+FOLD_TEXT = 400  # characters: prose longer than this shows its first sentence, the rest folded (a paragraph)
 IDENT_HEADERS = frozenset({*ident_headers("gpu"), *ident_headers("cpu")})
 # the grid's width in CSS pixels, estimated from characters at the table's 13 px font (DejaVu Sans, the widest
 # of the usual sans faces): a cell's padding and border, a character of a cell, of a (bold) header
@@ -135,12 +135,12 @@ def _prose(header: str, text: str) -> str:
 
 def first_sentence(text: str, most: int = 300) -> tuple[str, str]:
     """(the text up to its first full stop followed by a space, the rest); a text without one within `most`
-    characters is cut at a space near 120."""
+    characters is cut at the last space before `most`."""
     found = re.search(r"\.\s", text[:most])
     if found:
         return text[:found.start() + 1], text[found.end():]
-    cut = text.rfind(" ", 0, 120)
-    cut = cut if cut > 0 else 120
+    cut = text.rfind(" ", 0, most)
+    cut = cut if cut > 0 else most
     return text[:cut] + " …", text[cut:].lstrip()
 
 
