@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 # One page from a 390 px phone to a wide screen: the text wraps at the page's width; a table shows its numbers
 # in a grid, what every row shares above it and its prose under each row, or as one card per row where the page
-# is narrower than its grid (cockpit.report.html_tables, whose media queries follow this sheet); its box
+# is narrower than its grid (cockpit.report.html_tables, whose media queries follow this sheet); prose never
+# widens a table (its own width is 0, stretched to the row's), which is at least 48em wide where it has any; its box
 # scrolls sideways should a table ever be wider, so the page never does. The figures fill the width in one or
 # more columns.
 CSS = """
@@ -36,6 +37,8 @@ th{background:#eef}
 td.num{white-space:nowrap}
 tr:has(+tr.more) td{border-bottom:1px dotted #ddd}
 tr.more td{border-top:0;background:#fafafa;color:#333}
+tr.more td>*{width:0;min-width:100%}
+table:has(tr.more){min-width:min(100%,48em)}
 tr.more .h,p.same{color:#555}
 tr.more .h{font-weight:600}
 summary{cursor:pointer}
