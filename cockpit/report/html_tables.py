@@ -9,8 +9,8 @@ right-aligned, never wrapped), prose (a cell longer than LONG_TEXT) or words.
 - Prose is set under its row, across the whole table, a long text folded after its first sentence (<details>),
   so a row is as tall as its numbers.
 - Where the page is narrower than the grid needs (`grid_width`, from the cells' characters), each row becomes
-  a card: its identity on top, then one line per column, header left, value right. This is CSS alone
-  (`card_css`, a media query per width): the report holds no script.
+  a card: its identity on top, then its other cells in as many columns as fit, each header above its value.
+  This is CSS alone (`card_css`, a media query per width): the report holds no script.
 """
 
 from __future__ import annotations
@@ -62,12 +62,6 @@ def roles(headers: list[str], body: list[list[str]]) -> list[Column]:
     return out
 
 
-def column_classes(body: list[list[str]], width: int) -> list[str]:
-    """Per column, the class its header and cells carry: "num" (right-aligned), "text" (prose) or ""."""
-    names = {"num": "num", "prose": "text"}
-    return [names.get(c.role, "") for c in roles([""] * width, body)]
-
-
 def grid_width(columns: list[Column], body: list[list[str]]) -> int:
     """The narrowest the grid lays out without a cell overflowing (CSS pixels): per column its longest header
     word or cell word (a number never wraps)."""
@@ -109,9 +103,9 @@ def html_table(headers: list[str], body: list[list[str]]) -> str:
         if texts:
             trs.append(f'<tr class="more"><td colspan="{len(grid)}">{"".join(_prose(h, t) for h, t in texts)}</td></tr>')
     caption = ""
-    if same:
+    if any(c.same not in (None, "") for c in same):
         said = [f'<span data-h="{html.escape(c.header)}">{html.escape(c.header)} <b>{html.escape(c.same or "")}</b>'
-                "</span>" for c in same if c.same != "-"]
+                "</span>" for c in same if c.same not in ("-", "")]  # a column empty on every row says nothing
         none = [html.escape(c.header) for c in same if c.same == "-"]
         caption = ('<p class="same">Every row: ' + " · ".join(said)
                    + (("; " if said else "") + "no value in any row: " + ", ".join(none) if none else "") + "</p>")
