@@ -36,6 +36,14 @@ class Drawn(NamedTuple):
     table: str = ""  # the report section whose cells the figure prints ("" where it prints none)
     printed: tuple[dict[str, str], ...] = ()  # per row of that table: header -> the value as the figure prints it
 
+    def alt(self) -> str:
+        """The figure in words, for its image's text alternative (HTML and Markdown): its title and the
+        numbers written on it, by the table's headers."""
+        if not self.printed:
+            return self.title
+        return f"{self.title}. Written on it, as in '{self.table}': " + "; ".join(
+            ", ".join(f"{h} {v}" for h, v in row.items()) for row in self.printed)
+
 
 HEADLINE_TABLE = "Headline"
 ATTRIBUTION_TABLE = "Where the efficiency went"

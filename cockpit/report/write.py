@@ -232,7 +232,7 @@ def _markdown(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Dr
         parts += ["", *markdown_section(comparison)]
     parts += ["", "## Figures", ""]
     for fig in figs.values():
-        parts.append(f"![{fig.title}]({fig.path.name})")
+        parts.append(f"![{fig.alt()}]({fig.path.name})")
     parts += ["", "Full-precision numbers: `scaling.csv`.", ""]
     return "\n".join(parts)
 
@@ -272,10 +272,8 @@ def _html_figures(figs: dict[str, figures.Drawn]) -> str:
     for name, fig in figs.items():
         data = base64.b64encode(fig.path.read_bytes()).decode("ascii")
         wide = ' class="wide"' if name.startswith("waterfall_") else ""
-        alt = fig.title + (f". Written on it, as in '{fig.table}': " + "; ".join(
-            ", ".join(f"{h} {v}" for h, v in row.items()) for row in fig.printed) if fig.printed else "")
         printed = (f' data-table="{html.escape(fig.table)}" data-printed="{html.escape(json.dumps(fig.printed))}"'
                    if fig.printed else "")
-        items.append(f'<figure{wide}{printed}><img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+        items.append(f'<figure{wide}{printed}><img alt="{html.escape(fig.alt())}" src="data:image/png;base64,{data}">'
                      "</figure>")
     return "<h2>Figures</h2>" + (f'<div class="figures">{"".join(items)}</div>' if items else "<p><em>none yet</em></p>")

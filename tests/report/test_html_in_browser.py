@@ -124,8 +124,10 @@ def test_every_number_on_a_figure_is_the_cell_of_its_table(browser, reports: dic
     for t in m["tables"]:
         tables.setdefault(t["section"], []).extend(t["cells"])
     assert m["figures"], "no figure writes a number: nothing tested"
+    markdown = reports[study].with_name("report.md").read_text(encoding="utf-8")
     for table, printed, alt in m["figures"]:
         assert printed and table in tables, table
+        assert f"![{alt}](fig_" in markdown  # the Markdown's figures say the same numbers
         for values in printed:
             assert any(all(row.get(h) == v for h, v in values.items()) for row in tables[table]), (table, values)
             assert all(f"{h} {v}" in alt for h, v in values.items())
