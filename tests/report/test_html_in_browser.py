@@ -35,7 +35,7 @@ ROW_PX = 64  # the tallest a row of numbers may be in a grid: three lines of 13 
 WIDTHS = (390, 1280)
 GPU_SECTION = "Largest model per GPU"
 
-# what the browser laid out, per table: its section, its box, its numbers' boxes, its rows, its cells by header
+# what the browser laid out, per table: its section, its box, its cells' boxes, its rows, its cells by header
 MEASURE = """() => {
   const view = window.innerWidth, align = el => getComputedStyle(el).textAlign;
   const section = el => { let e = el; while (e && e.tagName !== 'H2') e = e.previousElementSibling || e.parentElement;
@@ -50,8 +50,8 @@ MEASURE = """() => {
     return {
       section: section(table), grid, inBox: box.classList.contains('scroll'),
       box: [box.scrollWidth, box.clientWidth],
-      numbers: [...table.querySelectorAll('td.num')].map(td => { const r = td.getBoundingClientRect();
-                                                             return [td.textContent, r.left, r.right]; }),
+      numbers: [...table.querySelectorAll('td')].map(td => { const r = td.getBoundingClientRect();
+                                                         return [td.textContent, r.left, r.right]; }),
       rowHeights: rows.map(tr => tr.getBoundingClientRect().height),
       longCells: rows.flatMap(tr => [...tr.children].map(td => td.textContent)).filter(t => t.length > LONG),
       proseSpans: [...table.querySelectorAll('tr.more td')].map(td => td.colSpan === heads.length),
