@@ -8,8 +8,9 @@ One waterfall per group shows, for each N-worker run, how T1/N grows term by ter
 baseline's work. Axis limits are set from what is drawn, so no bar or label is cut off.
 
 Every number written on a figure is a cell of one of the report's tables, printed by the function that prints
-the table's (`printed`: the headline's medians, the attribution's terms), so the two agree to the digit; the
-report sets the same values as text under each figure (`Drawn.printed`).
+the table's (`printed`: the headline's medians; `waterfall_printed`: the attribution's T1/N, terms, O and
+T/work), so the two agree to the digit; the report gives the same values as each image's text alternative
+(`Drawn.alt`) and the HTML as data beside it (`Drawn.printed`).
 """
 
 from __future__ import annotations

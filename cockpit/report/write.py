@@ -20,11 +20,11 @@ if TYPE_CHECKING:
     from cockpit.forecast.compare import Comparison
 
 # One page from a 390 px phone to a wide screen: the text wraps at the page's width; a table shows its numbers
-# in a grid, what every row shares above it and its prose under each row, or as one card per row where the page
-# is narrower than its grid (cockpit.report.html_tables, whose media queries follow this sheet); prose never
-# widens a table (its own width is 0, stretched to the row's), which is at least 48em wide where it has any; its box
-# scrolls sideways should a table ever be wider, so the page never does. The figures fill the width in one or
-# more columns.
+# in a grid, what every row shares above it and its prose under each row, or one card per row where the page is
+# narrower than its grid (cockpit.report.html_tables, whose media queries follow this sheet). Prose never widens
+# a table (its block is 0 wide, stretched to the row's width); a table with prose is at least 48em wide. A box
+# around each table scrolls sideways should one ever be wider, so the page never does. The figures fill the
+# width in one or more columns.
 CSS = """
 body{font-family:system-ui,sans-serif;margin:0 auto;padding:0.5em 1em 2em;max-width:1400px;color:#222;line-height:1.4}
 h1{font-size:1.6em}
