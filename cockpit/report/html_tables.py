@@ -1,8 +1,9 @@
 """A report table as HTML a person reads on any screen, from a 390 px phone to a wide one: numbers first.
 
 Each column gets a role from its header and its cells, so a table keeps this layout whatever columns it gains:
-identity (the configuration's axes, leading), number (every cell a number as tables.cell writes it:
-right-aligned, never wrapped), prose (a cell longer than LONG_TEXT) or words.
+identity (what a row is about: the configuration's axes, N, a rank, its host, the inputs of a fit), number
+(every cell a number as tables.cell writes it: right-aligned, never wrapped), prose (a cell longer than
+LONG_TEXT) or words.
 
 - A column of identity or words that is the same on every row is said once above the table ("Every row:
   dataset synthetic · mode foundation") and left out of the grid, which then shows what differs between rows.
@@ -26,7 +27,7 @@ from cockpit.report.tables import ident_headers
 NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?%?")
 LONG_TEXT = 40  # characters: a column holding a longer cell is prose, set under its row
 FOLD_TEXT = 400  # characters: prose longer than this shows its first sentence, the rest folded (a paragraph)
-IDENT_HEADERS = frozenset({*ident_headers("gpu"), *ident_headers("cpu")})
+IDENT_HEADERS = frozenset({*ident_headers("gpu"), *ident_headers("cpu"), "N", "rank", "host", "vocab", "classes"})
 # the grid's width in CSS pixels, estimated from characters at the table's 13 px font (DejaVu Sans, the widest
 # of the usual sans faces): a cell's padding and border, a character of a cell, of a (bold) header
 CELL_PX, CHAR_PX, HEAD_CHAR_PX = 14, 8.0, 8.2
@@ -44,12 +45,10 @@ class Column:
 def roles(headers: list[str], body: list[list[str]]) -> list[Column]:
     """Each column's role, and its value where it is the same on every row (of two or more)."""
     out: list[Column] = []
-    leading = True
     for i, header in enumerate(headers):
         cells = [row[i] for row in body if i < len(row)]
         shown = [c for c in cells if c != "-"]
-        leading = leading and header in IDENT_HEADERS
-        if leading:
+        if header in IDENT_HEADERS:
             role = "ident"
         elif shown and all(NUMBER.fullmatch(c) for c in shown):
             role = "num"
@@ -146,8 +145,9 @@ CARD_RULES = (
     "{t} tr{{display:grid;grid-template-columns:repeat(auto-fill,minmax(9em,1fr));gap:0.2em 0.6em;"
     "border-top:1px solid #99a;padding:0.4em 0}}"
     "{t} tr.more{{border-top:0;padding-top:0}}"
-    "{t} td{{border:0;padding:0 2px;text-align:left;background:none}}"
-    "{t} td::before{{content:attr(data-h);display:block;color:#555;font-size:11px}}"
+    "{t} td,{t} tr:has(+tr.more) td{{border:0;padding:0 2px;text-align:left;background:none}}"
+    "{t} td::before{{content:attr(data-h);display:block;color:#555;font-size:11px;white-space:normal;"
+    "overflow-wrap:anywhere}}"
     "{t} td.id{{font-weight:600}}"
     "{t} tr.more td::before{{content:none}}"
 )

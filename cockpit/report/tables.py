@@ -182,11 +182,12 @@ def advice_body(rows: list[dict[str, Any]]) -> Body:
 
 
 def fit_body(rows: list[dict[str, Any]], gpu_bytes: float) -> Body:
-    """Per strategy, worker count, batch and window the study ran: the largest model that fits one GPU of
-    `gpu_bytes` (cockpit.forecast.gpu_fit), with its inputs: model-state bytes per parameter per rank, activations,
-    the peak per rank against the GPU's memory, and the next shape, which does not fit."""
+    """Per strategy, worker count, batch, window, vocabulary and classifier classes the study ran (the
+    inputs of the fit, each shown): the largest model that fits one GPU of `gpu_bytes`
+    (cockpit.forecast.gpu_fit), with its inputs: model-state bytes per parameter per rank, activations, the peak
+    per rank against the GPU's memory, and the next shape, which does not fit."""
     headers = [AXIS["strategy"].header, "N", AXIS["batch_size"].header, AXIS["window"].header,
-               AXIS["precision"].header, "model states (B/param/rank)",
+               AXIS["precision"].header, "vocab", "classes", "model states (B/param/rank)",
                "largest that fits (layers×d_model)", "parameters (M)", "model states/rank (GB)",
                "gathered/rank (GB)", "activations/rank (GB)", "peak/rank (GB)", "next, does not fit", "its peak/rank (GB)"]
     seen: dict[tuple, list[str]] = {}
@@ -201,12 +202,13 @@ def fit_body(rows: list[dict[str, Any]], gpu_bytes: float) -> Body:
         f = gpu_fit.largest_fitting(gpu_bytes, key[0], key[1], batch=key[2], window=key[3], vocab=key[5],
                                     classes=key[6], element_bytes=2 if key[4] in ("bf16", "fp16") else 4)
         m, nxt = f.memory or {}, f.next_memory or {}
-        seen[key] = [key[0], str(key[1]), str(key[2]), str(key[3]), key[4], cell(f.bytes_per_param, ".3g"),
+        seen[key] = [key[0], str(key[1]), str(key[2]), str(key[3]), key[4], str(key[5]), str(key[6] or "-"),
+                     cell(f.bytes_per_param, ".3g"),
                      "×".join(map(str, f.shape)) if f.shape else "none", cell(m.get("parameters", math.nan) / 1e6, ".4g"),
                      _gb(m, "model_states_bytes"), _gb(m, "gathered_bytes"), _gb(m, "activations_bytes"),
                      _gb(m, "peak_bytes"), "×".join(map(str, f.next_shape)) if f.next_shape else "-",
                      _gb(nxt, "peak_bytes")]
-    body = [seen[k] for k in sorted(seen, key=lambda k: (k[1], k[0], k[2], k[3]))]
+    body = [seen[k] for k in sorted(seen, key=lambda k: (k[1], k[0], k[2], k[3], k[4], k[5], k[6]))]
     return headers, body
 
 
