@@ -20,7 +20,7 @@ from cockpit.forecast.compare_table import (
     prediction_line,
     unmatched_lines,
 )
-from cockpit.report import tables
+from cockpit.report import html_tables, tables
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -144,7 +144,7 @@ def html_section(c: Comparison) -> str:
     for pair, differs in zip(c.pairs, each, strict=True):
         parts.append(f'<section class="pair"><h3>{esc(label(pair.a))} vs {esc(label(pair.b))}</h3>'
                      + (f"<p>{esc(differs)}</p>" if differs else "")
-                     + tables.html_table(HEADERS, [list(r) for r in figure_rows(pair)])
+                     + html_tables.html_table(HEADERS, [list(r) for r in figure_rows(pair)])
                      + f"<p>{esc(prediction_line(pair))}.</p></section>")
     unmatched = unmatched_lines(c)
     if unmatched:

@@ -6,9 +6,7 @@ work, T1, N), so each speedup, efficiency and overhead can be recomputed by hand
 
 from __future__ import annotations
 
-import html
 import math
-import re
 from typing import Any
 
 from cockpit.figures import explain, labels
@@ -104,35 +102,6 @@ def markdown_table(headers: list[str], body: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-# a cell that is one number as cell() writes it (`1.25`, `+0.3`, `-12.5%`, `3e-05`, `2`): right-aligned
-NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?%?")
-LONG_TEXT = 40  # characters: a column holding a longer cell is prose, kept readable instead of squeezed
-
-
-def column_classes(body: list[list[str]], width: int) -> list[str]:
-    """Per column, its cells' and header's class: "num" (every cell a number or "-"), "text" (prose that
-    must not be squeezed to a word's width) or ""."""
-    out = []
-    for i in range(width):
-        cells = [row[i] for row in body if i < len(row) and row[i] != "-"]
-        if cells and all(NUMBER.fullmatch(c) for c in cells):
-            out.append("num")
-        else:
-            out.append("text" if any(len(c) > LONG_TEXT for c in cells) else "")
-    return out
-
-
-def html_table(headers: list[str], body: list[list[str]], css_class: str = "") -> str:
-    """The table inside a box of its own that scrolls sideways when it is wider than the page, so the page
-    never does; each header aligned as its column's cells (numbers right, text left)."""
-    classes = [f' class="{c}"' if c else "" for c in column_classes(body, len(headers))]
-    head = "".join(f"<th{c}>{html.escape(h)}</th>" for h, c in zip(headers, classes, strict=True))
-    trs = "".join("<tr>" + "".join(f"<td{c}>{html.escape(v)}</td>" for v, c in zip(row, classes, strict=False))
-                  + "</tr>" for row in body)
-    cls = f' class="{css_class}"' if css_class else ""
-    return f'<div class="scroll"><table{cls}><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table></div>'
-
-
 def scaling_body(rows: list[dict[str, Any]]) -> Body:
     scale = labels.scale_label(labels.device_of_rows(rows))
     axes = shown_axes(rows)
@@ -213,11 +182,12 @@ def advice_body(rows: list[dict[str, Any]]) -> Body:
 
 
 def fit_body(rows: list[dict[str, Any]], gpu_bytes: float) -> Body:
-    """Per strategy, worker count, batch and window the study ran: the largest model that fits one GPU of
-    `gpu_bytes` (cockpit.forecast.gpu_fit), with its inputs: model-state bytes per parameter per rank, activations,
-    the peak per rank against the GPU's memory, and the next shape, which does not fit."""
+    """Per strategy, worker count, batch, window, vocabulary and classifier classes the study ran (the
+    inputs of the fit, each shown): the largest model that fits one GPU of `gpu_bytes`
+    (cockpit.forecast.gpu_fit), with its inputs: model-state bytes per parameter per rank, activations, the peak
+    per rank against the GPU's memory, and the next shape, which does not fit."""
     headers = [AXIS["strategy"].header, "N", AXIS["batch_size"].header, AXIS["window"].header,
-               AXIS["precision"].header, "model states (B/param/rank)",
+               AXIS["precision"].header, "vocab", "classes", "model states (B/param/rank)",
                "largest that fits (layers×d_model)", "parameters (M)", "model states/rank (GB)",
                "gathered/rank (GB)", "activations/rank (GB)", "peak/rank (GB)", "next, does not fit", "its peak/rank (GB)"]
     seen: dict[tuple, list[str]] = {}
@@ -232,12 +202,13 @@ def fit_body(rows: list[dict[str, Any]], gpu_bytes: float) -> Body:
         f = gpu_fit.largest_fitting(gpu_bytes, key[0], key[1], batch=key[2], window=key[3], vocab=key[5],
                                     classes=key[6], element_bytes=2 if key[4] in ("bf16", "fp16") else 4)
         m, nxt = f.memory or {}, f.next_memory or {}
-        seen[key] = [key[0], str(key[1]), str(key[2]), str(key[3]), key[4], cell(f.bytes_per_param, ".3g"),
+        seen[key] = [key[0], str(key[1]), str(key[2]), str(key[3]), key[4], str(key[5]), str(key[6] or "-"),
+                     cell(f.bytes_per_param, ".3g"),
                      "×".join(map(str, f.shape)) if f.shape else "none", cell(m.get("parameters", math.nan) / 1e6, ".4g"),
                      _gb(m, "model_states_bytes"), _gb(m, "gathered_bytes"), _gb(m, "activations_bytes"),
                      _gb(m, "peak_bytes"), "×".join(map(str, f.next_shape)) if f.next_shape else "-",
                      _gb(nxt, "peak_bytes")]
-    body = [seen[k] for k in sorted(seen, key=lambda k: (k[1], k[0], k[2], k[3]))]
+    body = [seen[k] for k in sorted(seen, key=lambda k: (k[1], k[0], k[2], k[3], k[4], k[5], k[6]))]
     return headers, body
 
 
@@ -273,20 +244,32 @@ def ranks_body(rows: list[dict[str, Any]]) -> Body:
     return headers, body
 
 
-def headline_body(rows: list[dict[str, Any]], pending: list[dict[str, Any]] | None = None) -> Body:
+HEADLINE_N = "N ({})"  # "N (workers)", "N (GPUs)"
+HEADLINE = ("groups", "speedup", "efficiency", "overhead (s)", "S of each group", "O of each group (s)")
+
+
+def headline_cells(rows: list[dict[str, Any]], pending: list[dict[str, Any]] | None = None) -> list[dict[str, str]]:
     """Median speedup/efficiency/overhead per worker count, over the groups that have both runs, of the
-    groups with a configuration of that many workers (`pending`: those without a result yet)."""
+    groups with a configuration of that many workers (`pending`: those without a result yet): one dict per
+    worker count, header -> the cell as printed. The headline table and the figures that write these
+    medians (cockpit.report.figures) print them from here, so they agree to the digit."""
     from cockpit.forecast.analysis import summary_by_workers
 
-    headers = [f"N ({labels.worker_word(labels.device_of_rows(rows))})", "groups", "speedup", "efficiency",
-               "overhead (s)", "S of each group", "O of each group (s)"]
-    body = [
-        [str(s["workers"]), f"{s['groups']} of {s['of_groups']}", cell(s["speedup"], ".3f"),
-         cell(s["efficiency"], ".3f"), cell(s["overhead_s"], ".2f"),
-         ", ".join(cell(v, ".3f") for v in s["speedups"]), ", ".join(cell(v, ".2f") for v in s["overheads_s"])]
+    n = HEADLINE_N.format(labels.worker_word(labels.device_of_rows(rows)))
+    return [
+        dict(zip((n, *HEADLINE), (
+            str(s["workers"]), f"{s['groups']} of {s['of_groups']}", cell(s["speedup"], ".3f"),
+            cell(s["efficiency"], ".3f"), cell(s["overhead_s"], ".2f"),
+            ", ".join(cell(v, ".3f") for v in s["speedups"]), ", ".join(cell(v, ".2f") for v in s["overheads_s"])),
+            strict=True))
         for s in summary_by_workers(rows, pending or [])
     ]
-    return headers, body
+
+
+def headline_body(rows: list[dict[str, Any]], pending: list[dict[str, Any]] | None = None) -> Body:
+    """The headline table: headline_cells as rows."""
+    headers = [HEADLINE_N.format(labels.worker_word(labels.device_of_rows(rows))), *HEADLINE]
+    return headers, [[c[h] for h in headers] for c in headline_cells(rows, pending)]
 
 
 def quality_body(rows: list[dict[str, Any]]) -> Body:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,26 +12,37 @@ from typing import TYPE_CHECKING
 
 from cockpit.figures import labels
 from cockpit.forecast import gpu_fit
-from cockpit.report import figures, tables
+from cockpit.report import figures, html_tables, tables
 from cockpit.report.source import ReportInput
 from trainer import rundir
 
 if TYPE_CHECKING:
     from cockpit.forecast.compare import Comparison
 
-# One page from a 390 px phone to a wide screen: the text wraps at the page's width, a table wider than the
-# page scrolls sideways in its own box (tables.html_table), prose columns keep a readable width, the figures
-# fill the width in one or more columns.
+# One page from a 390 px phone to a wide screen: the text wraps at the page's width; a table shows its numbers
+# in a grid, what every row shares above it and its prose under each row, or one card per row where the page is
+# narrower than its grid (cockpit.report.html_tables, whose media queries follow this sheet). Prose never widens
+# a table (its block is 0 wide, stretched to the row's width); a table with prose is at least 48em wide. A box
+# around each table scrolls sideways should one ever be wider, so the page never does. The figures fill the
+# width in one or more columns.
 CSS = """
 body{font-family:system-ui,sans-serif;margin:0 auto;padding:0.5em 1em 2em;max-width:1400px;color:#222;line-height:1.4}
 h1{font-size:1.6em}
 h1,h2,h3,p,li,code{overflow-wrap:anywhere}
-.scroll{overflow-x:auto;max-width:100%;margin:0.5em 0 1em}
+.scroll{overflow-x:auto;max-width:100%;margin:0.2em 0 1em}
 table{border-collapse:collapse;font-size:13px}
 th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#eef}
-.num{text-align:right;white-space:nowrap}
-td.text{min-width:16em;max-width:40em}
+.num{text-align:right}
+td.num{white-space:nowrap}
+tr:has(+tr.more) td{border-bottom:1px dotted #ddd}
+tr.more td{border-top:0;background:#fafafa;color:#333}
+tr.more td>*{width:0;min-width:100%}
+table:has(tr.more){min-width:min(100%,48em)}
+tr.more .h,p.same{color:#555}
+tr.more .h{font-weight:600}
+summary{cursor:pointer}
+p.same{font-size:13px;margin:0.5em 0 0}
 .figures{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,480px),1fr));gap:1em}
 figure{margin:0}
 figure.wide{grid-column:1/-1}
@@ -74,7 +86,6 @@ def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[s
     """(title, intro, headers, body) for each table of the report."""
     device = labels.device_of_rows(rows)
     words = labels.worker_word(device)
-    gpu_bytes, gpu_source = gpu_fit.reference_gpu(inp.cluster)
     out = [
         (
             "Headline",
@@ -115,18 +126,7 @@ def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[s
             "measured ones. error = measured / predicted - 1.",
             *tables.prediction_body(rows),
         ),
-        (
-            "Largest model per GPU",
-            f"Per strategy and number of {words} N at the study's batch (per {labels.worker_word(device, 1)}) "
-            f"and window: the largest of cockpit.forecast.gpu_fit.LADDER's shapes (heads of {gpu_fit.HEAD_DIM}) that fits "
-            f"one GPU of {gpu_bytes / 1e9:g} GB ({gpu_source}). Per rank: model states at the bytes per "
-            "parameter shown (fp32 parameters 4, gradients 4, AdamW's moments 8, divided by N where the strategy "
-            "shards them), what FSDP gathers for a while (one block's parameters; all of them without "
-            "resharding), and activations s·b·h·(34 + 5·a·s/h) bytes per layer at 16 bits (Korthikanti et al. "
-            "2022; twice that in fp32) plus the logits and their gradient in fp32. It fits when model states + "
-            "gathered + activations ≤ the GPU's memory, as the plan's memory flag judges (docs/strategies.md).",
-            *tables.fit_body(rows, gpu_bytes),
-        ),
+        *_fit_section(inp, rows),
         (
             "Time breakdown and fixed costs",
             "Seconds of T per part (rank 0; they add up to T), and the costs outside T that also take "
@@ -177,6 +177,32 @@ def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[s
     return out
 
 
+def _fit_section(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[str], list[list[str]]]]:
+    """"Largest model per GPU", where it applies: a GPU study's, judged on its site's GPU; a CPU study's only
+    where it compares strategies (what they would fit on a GPU is what such a study is for), and it says so;
+    none for any other CPU study (the demo's workers have no GPU memory to judge)."""
+    device = labels.device_of_rows(rows)
+    words = labels.worker_word(device)
+    if device == "cpu" and "strategy" not in tables.shown_axes(rows):
+        return []
+    gpu_bytes, gpu_source = gpu_fit.reference_gpu(inp.cluster)
+    planning = (f"This study ran on CPU {words}: this is what its strategies would fit were it run on GPUs. "
+                if device == "cpu" else "")
+    return [(
+        "Largest model per GPU",
+        planning
+        + f"Per strategy and number of {words} N at the study's batch (per {labels.worker_word(device, 1)}) "
+        f"and window: the largest of cockpit.forecast.gpu_fit.LADDER's shapes (heads of {gpu_fit.HEAD_DIM}) that fits "
+        f"one GPU of {gpu_bytes / 1e9:g} GB ({gpu_source}). Per rank: model states at the bytes per "
+        "parameter shown (fp32 parameters 4, gradients 4, AdamW's moments 8, divided by N where the strategy "
+        "shards them), what FSDP gathers for a while (one block's parameters; all of them without "
+        "resharding), and activations s·b·h·(34 + 5·a·s/h) bytes per layer at 16 bits (Korthikanti et al. "
+        "2022; twice that in fp32) plus the logits and their gradient in fp32. It fits when model states + "
+        "gathered + activations ≤ the GPU's memory, as the plan's memory flag judges (docs/strategies.md).",
+        *tables.fit_body(rows, gpu_bytes),
+    )]
+
+
 def _counts(inp: ReportInput) -> str:
     """How many results there are and how many configurations have none yet (never hidden)."""
     done = sum(1 for r in inp.results if r.get("status", "completed") == "completed")
@@ -206,7 +232,7 @@ def _markdown(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Dr
         parts += ["", *markdown_section(comparison)]
     parts += ["", "## Figures", ""]
     for fig in figs.values():
-        parts.append(f"![{fig.title}]({fig.path.name})")
+        parts.append(f"![{fig.alt()}]({fig.path.name})")
     parts += ["", "Full-precision numbers: `scaling.csv`.", ""]
     return "\n".join(parts)
 
@@ -221,27 +247,33 @@ def _html(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Drawn]
     ]
     for index, (title, intro, headers, rows) in enumerate(sections):
         body.append(f"<h2>{html.escape(title)}</h2><p>{html.escape(intro)}</p>")
-        body.append(tables.html_table(headers, rows) if rows else "<p><em>none yet</em></p>")
+        body.append(html_tables.html_table(headers, rows) if rows else "<p><em>none yet</em></p>")
         if index == 0:  # after the headline
             body.append(_html_figures(figs))
     if comparison is not None:
         from cockpit.report.comparison import html_section
 
         body.append(html_section(comparison))
+    page = "".join(body)
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>Scaling report: {html.escape(inp.study)}</title><style>{CSS}</style></head>"
-        f"<body>{''.join(body)}</body></html>\n"
+        f"<title>Scaling report: {html.escape(inp.study)}</title><style>{CSS}{html_tables.card_css(page)}</style></head>"
+        f"<body>{page}</body></html>\n"
     )
 
 
 def _html_figures(figs: dict[str, figures.Drawn]) -> str:
     """The figures, embedded (the page stays one self-contained file); a waterfall takes the page's whole width,
-    which its bar labels need."""
+    which its bar labels need. Each image's text alternative is its title and the numbers written on it, which
+    the figure's data-printed attribute holds too (header -> value, per row of the table named by data-table),
+    as figures.Drawn carries them from the function that wrote them."""
     items = []
     for name, fig in figs.items():
         data = base64.b64encode(fig.path.read_bytes()).decode("ascii")
         wide = ' class="wide"' if name.startswith("waterfall_") else ""
-        items.append(f'<figure{wide}><img alt="{html.escape(fig.title)}" src="data:image/png;base64,{data}"></figure>')
+        printed = (f' data-table="{html.escape(fig.table)}" data-printed="{html.escape(json.dumps(fig.printed))}"'
+                   if fig.printed else "")
+        items.append(f'<figure{wide}{printed}><img alt="{html.escape(fig.alt())}" src="data:image/png;base64,{data}">'
+                     "</figure>")
     return "<h2>Figures</h2>" + (f'<div class="figures">{"".join(items)}</div>' if items else "<p><em>none yet</em></p>")

@@ -14,7 +14,7 @@ import pytest
 
 from cockpit.figures import series
 from cockpit.forecast.analysis import analyse
-from cockpit.report import figures
+from cockpit.report import figures, tables
 from cockpit.report.source import load_input
 from cockpit.report.write import write_report
 from cockpit.store import StudyStore
@@ -48,22 +48,49 @@ def _drawn(name: str, rows, pending):  # noqa: ANN001, ANN202
     return fig, ax
 
 
-def test_time_bars_write_the_speedup_of_their_own_bars(recorded):
+def test_time_bars_write_the_headlines_speedup(recorded):
+    """Above each bar the headline's S for that N, as the headline table prints it (the median of the groups'
+    S, which the ratio of two median bars is not), and the legend says so; the ideal is the 1-worker bar / N."""
     rows, pending, _ = recorded
     fig, ax = _drawn("time_bars", rows, pending)
     heights = [p.get_height() for p in ax.patches]
     assert len(heights) == 2
     labels = [t.get_text() for t in ax.texts if t.get_text().startswith("S = ")]
-    printed = [float(re.match(r"S = ([\d.]+)x", label).group(1)) for label in labels]
-    assert printed == [pytest.approx(heights[0] / h, abs=0.005) for h in heights]
+    headline = {row[0]: row[2] for row in tables.headline_body(rows, pending)[1]}
+    assert labels == [f"S = {headline[n]} (ideal {n})" for n in ("1", "2")]
+    assert "S: median of the groups' S (headline)" in ax.get_legend_handles_labels()[1]
     # the ideal drawn on each bar is the 1-worker bar / N
     ideals = [seg[0][1] for coll in ax.collections for seg in coll.get_segments()]
     assert ideals == [pytest.approx(heights[0] / n) for n in (1, 2)]
     # each group's own value is drawn on its bar (a dot), and the bar is their median
-    assert len(ax.lines) == len(heights)
-    for bar, dots in zip(heights, ax.lines, strict=True):
+    assert len(ax.lines) == len(heights) + 1  # and the legend's entry for S, which draws nothing
+    for bar, dots in zip(heights, ax.lines, strict=False):
         assert len(dots.get_ydata()) == 3 and bar == pytest.approx(statistics.median(dots.get_ydata()))
     assert "Median" in ax.get_title() and "median over 3 groups" in ax.get_legend_handles_labels()[1][-1]
+
+
+def test_each_figure_writes_the_cells_of_a_table(recorded):
+    """The numbers written on the figures are figures.printed's, which are the headline's cells; a waterfall
+    writes T1/N, each term, O and T/work as the attribution table prints them."""
+    rows, pending, _ = recorded
+    headers, body = tables.headline_body(rows, pending)
+    cells = [dict(zip(headers, row, strict=True)) for row in body]
+    for name, column, template in (("efficiency", "efficiency", "{}"), ("overhead", "overhead (s)", "{} s")):
+        _, ax = _drawn(name, rows, pending)
+        written = [t.get_text() for t in ax.texts]
+        assert written == [template.format(c[column]) for c in cells]
+        assert figures.printed(name, rows, pending) == [{headers[0]: c[headers[0]], column: c[column]} for c in cells]
+    assert figures.printed("time_vs_cpus", rows, pending) == []
+    headers, body = tables.attribution_body(rows)
+    table = [dict(zip(headers, row, strict=True)) for row in body]
+    for runs in figures._groups(rows).values():
+        fig, ax = figures.draw_waterfall(runs)
+        fig.canvas.draw()
+        for r in runs:
+            values = figures.waterfall_printed(r)
+            assert any(all(row.get(h) == v for h, v in values.items()) for row in table), values
+            ends = {t.get_text().strip() for t in ax.texts}
+            assert {f"{values['T1/N (s)']} s", f"{values['T/work (s)']} s"} <= ends
 
 
 def test_worker_ticks_are_integers_and_titles_words(recorded):
@@ -141,8 +168,6 @@ def test_a_gpu_study_says_gpus():
     rows = analyse([result(1, 100, device="cuda"), result(2, 60, device="cuda")])
     fig, ax = figures.draw_figure("efficiency", rows, [])
     assert ax.get_xlabel() == "GPUs N" and "GPUs" in ax.get_title()
-    from cockpit.report import tables
-
     assert "nodes×GPUs" in tables.scaling_body(rows)[0] and tables.headline_body(rows)[0][0] == "N (GPUs)"
 
 

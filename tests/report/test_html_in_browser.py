@@ -1,122 +1,182 @@
-"""The HTML report as a reader opens it, in a real browser: Debian's chromium, headless, at a 390 px phone's
-width and at 1280 px. The page never scrolls sideways (a wide table scrolls in its own box), a prose column
-keeps a readable width, every header sits over its cells as they are aligned, the headline and the figures
-come before the tables, the figures are sharp, and the page says how a phone should lay it out.
+"""The HTML report as a reader opens it, in a real browser (Debian's Chromium under Playwright, tests/chromium.py)
+at a 390 px phone's width and at 1280 px, for a CPU study (the demo's store, compared with the recorded one:
+every section and figure kind) and a GPU study (the runs recorded on an H200, tests/fixtures/h200-runs).
 
-A headless chromium window is never narrower than 500 px, so the report is laid out in an iframe of the
-width asked for (its own viewport, as a phone's screen is) and measured by a script in the page around it;
-the report itself holds no script."""
+At both widths: the page never scrolls sideways and no table needs to, every number of every table lies within
+the screen, prose sits under its row (a row of numbers stays a line or two tall), each header sits over its
+cells as they are aligned, what every row shares is said once above the table, the headline and the figures
+come before the tables, the figures are sharp, and every number written on a figure is the cell of the table
+it names. A GPU-memory section is there for the GPU study and not for the CPU one."""
 
 from __future__ import annotations
 
 import html
 import json
-import re
-import shutil
-import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cockpit.report.comparison import compare_paths
-from cockpit.report.source import load_input
+from cockpit.report.html_tables import LONG_TEXT
+from cockpit.report.source import from_run_dirs, load_input
 from cockpit.report.tables import ADVICE_LOSSES
 from cockpit.report.write import write_report
+from tests.chromium import browser, needs_chromium  # noqa: F401  (browser: the module's Chromium)
 from tests.report.test_report import markdown_rows
 
-CHROMIUM = shutil.which("chromium")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (tests/infra/install.sh installs "
-                                                          "Debian's: apt-get install chromium)")
+pytestmark = needs_chromium
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DEMO = FIXTURES / "demo-store" / "study.toml"
 RECORDED = FIXTURES / "recorded-store" / "store.sqlite"
+H200 = FIXTURES / "h200-runs"
 DPI = 150  # the least a figure is drawn at
+ROW_PX = 64  # the tallest a row of numbers may be in a grid: three lines of 13 px text and its padding
+WIDTHS = (390, 1280)
+GPU_SECTION = "Largest model per GPU"
 
-# what the browser laid out, written into the page around the report as JSON
-MEASURE = """
-const frame = document.getElementById('report');
-frame.addEventListener('load', () => {
-  const w = frame.contentWindow, doc = w.document, root = doc.documentElement;
-  const align = el => w.getComputedStyle(el).textAlign;
-  const misaligned = [];
-  doc.querySelectorAll('table').forEach((table, t) => {
-    const heads = [...table.querySelectorAll('thead th')];
-    const first = table.querySelector('tbody tr');
-    if (!first) return;
-    [...first.children].forEach((td, i) => {
-      if (heads[i] && align(heads[i]) !== align(td)) misaligned.push([t, heads[i].textContent, align(heads[i]), align(td)]);
-    });
+# what the browser laid out, per table: its section, its box, its cells' boxes, its rows, its cells by header
+MEASURE = """() => {
+  const view = window.innerWidth, align = el => getComputedStyle(el).textAlign;
+  const section = el => { let e = el; while (e && e.tagName !== 'H2') e = e.previousElementSibling || e.parentElement;
+                          return e ? e.textContent : ''; };
+  const tables = [...document.querySelectorAll('table')].map(table => {
+    const box = table.parentElement, heads = [...table.querySelectorAll('thead th')];
+    const grid = getComputedStyle(table.querySelector('thead')).display !== 'none';
+    const rows = [...table.querySelectorAll('tbody tr:not(.more)')];
+    const same = box.previousElementSibling && box.previousElementSibling.classList.contains('same')
+      ? Object.fromEntries([...box.previousElementSibling.querySelectorAll('span[data-h]')]
+          .map(s => [s.dataset.h, s.querySelector('b').textContent])) : {};
+    return {
+      section: section(table), grid, inBox: box.classList.contains('scroll'),
+      box: [box.scrollWidth, box.clientWidth],
+      numbers: [...table.querySelectorAll('td')].map(td => { const r = td.getBoundingClientRect();
+                                                         return [td.textContent, r.left, r.right]; }),
+      rowHeights: rows.map(tr => tr.getBoundingClientRect().height),
+      longCells: rows.flatMap(tr => [...tr.children].map(td => td.textContent)).filter(t => t.length > LONG),
+      proseSpans: [...table.querySelectorAll('tr.more td')].map(td => td.colSpan === heads.length),
+      misaligned: grid && rows[0] ? [...rows[0].children].map((td, i) => [heads[i].textContent, align(heads[i]), align(td)])
+                                             .filter(([, h, d]) => h !== d) : [],
+      cells: rows.map(tr => ({...same, ...Object.fromEntries([...tr.children].map(td => [td.dataset.h, td.textContent]))})),
+    };
   });
-  const top = el => Math.round(el.getBoundingClientRect().top);
-  document.getElementById('measure').textContent = JSON.stringify({
-    viewport: w.innerWidth, pageWidth: root.scrollWidth,
-    boxes: [...doc.querySelectorAll('.scroll')].map(b => [b.scrollWidth, b.clientWidth]),
-    tablesOutsideBoxes: [...doc.querySelectorAll('table')].filter(t => !t.parentElement.classList.contains('scroll')).length,
-    proseWidths: [...doc.querySelectorAll('td.text')].map(c => c.getBoundingClientRect().width),
-    misaligned,
-    sections: [...doc.querySelectorAll('h2')].map(h => [h.textContent, top(h)]),
-    images: [...doc.querySelectorAll('img')].map(i => [i.naturalWidth, i.clientWidth]),
-    fontPx: parseFloat(w.getComputedStyle(doc.querySelector('p')).fontSize),
-  });
-});
-"""
-PAGE = ('<!DOCTYPE html><html><body style="margin:0"><iframe id="report" src="{src}" '
-        'style="width:{width}px;height:900px;border:0"></iframe><pre id="measure"></pre><script>{script}</script>'
-        "</body></html>")
+  return {
+    viewport: view, pageWidth: document.documentElement.scrollWidth, tables,
+    sections: [...document.querySelectorAll('h2')].map(h => [h.textContent, h.getBoundingClientRect().top]),
+    images: [...document.querySelectorAll('img')].map(i => [i.naturalWidth, i.clientWidth]),
+    figures: [...document.querySelectorAll('figure[data-printed]')].map(f => [f.dataset.table, JSON.parse(f.dataset.printed),
+                                                                            f.querySelector('img').alt]),
+    fontPx: parseFloat(getComputedStyle(document.querySelector('p')).fontSize),
+  };
+}""".replace("LONG", str(LONG_TEXT))
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory) -> Path:
-    """The demo study's report with a comparison against the recorded study: every section and figure kind."""
-    out = tmp_path_factory.mktemp("report")
-    return write_report(load_input(DEMO), out, comparison=compare_paths(DEMO, RECORDED)).html
+def reports(tmp_path_factory) -> dict[str, Path]:
+    """The demo study's report compared with the recorded study (a CPU study), and the H200 runs' (a GPU study)."""
+    out = tmp_path_factory.mktemp("reports")
+    return {
+        "cpu": write_report(load_input(DEMO), out / "cpu", comparison=compare_paths(DEMO, RECORDED)).html,
+        "gpu": write_report(from_run_dirs(H200, "gpu-path", "local"), out / "gpu").html,
+    }
 
 
-def laid_out(report: Path, width: int) -> dict:
-    page = report.parent / f"measure-{width}.html"
-    page.write_text(PAGE.format(src=report.name, width=width, script=MEASURE), encoding="utf-8")
-    done = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files",
-         "--run-all-compositor-stages-before-draw", "--virtual-time-budget=10000",
-         f"--window-size={max(width, 500) + 40},1000", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=180)
-    found = re.search(r'<pre id="measure">(.+?)</pre>', done.stdout, re.S)
-    assert found, f"chromium measured nothing (exit {done.returncode}): {done.stderr[-1500:]}"
-    return json.loads(html.unescape(found.group(1)))
+def laid_out(browser, page_file: Path, width: int) -> dict[str, Any]:  # noqa: ANN001, F811
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        page.goto(page_file.as_uri())
+        return page.evaluate(MEASURE)
+    finally:
+        page.close()
 
 
-@pytest.mark.parametrize("width", [390, 1280])
-def test_the_page_reads_at_a_phones_width_and_a_screens(report: Path, width: int):
-    m = laid_out(report, width)
+@pytest.mark.parametrize("study", ["cpu", "gpu"])
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_number_reads_without_sideways_scrolling(browser, reports: dict[str, Path], study: str,  # noqa: F811
+                                                       width: int):
+    m = laid_out(browser, reports[study], width)
     assert m["viewport"] == width
     assert m["pageWidth"] <= width, "the page scrolls sideways"
-    assert m["tablesOutsideBoxes"] == 0 and len(m["boxes"]) >= 8
-    assert all(client <= width for _, client in m["boxes"])
-    assert any(scroll > client for scroll, client in m["boxes"]), "no table wider than the page: nothing tested"
-    assert min(m["proseWidths"]) >= 200, "an explanation column squeezed to a word's width"
-    assert m["misaligned"] == []
+    tables = m["tables"]
+    assert tables and all(t["inBox"] for t in tables)
+    for t in tables:
+        assert t["box"][0] <= t["box"][1], f"{t['section']}: the table is wider than its box at {width} px"
+        outside = [(text, left, right) for text, left, right in t["numbers"] if left < 0 or right > width]
+        assert outside == [], f"{t['section']}: numbers outside the screen at {width} px"
+        assert t["longCells"] == [], f"{t['section']}: prose in a row of numbers, not under it"
+        assert all(t["proseSpans"]), f"{t['section']}: prose not across the whole table"
+        assert t["misaligned"] == [], t["section"]
+        if t["grid"]:
+            assert max(t["rowHeights"], default=0) <= ROW_PX, f"{t['section']}: a row {max(t['rowHeights'])} px tall"
+    assert any(t["numbers"] for t in tables)
+    assert width < 1280 or any(t["grid"] for t in tables if t["section"] == "Scaling per configuration")
     titles = [title for title, _ in sorted(m["sections"], key=lambda s: s[1])]
     assert titles[:3] == ["Headline", "Figures", "Scaling per configuration"]
+    assert (GPU_SECTION in titles) == (study == "gpu"), "a GPU-memory section for the GPU study only"
     assert all(natural >= shown for natural, shown in m["images"]), m["images"]  # never drawn smaller than shown
     assert m["fontPx"] >= 16
 
 
-def test_the_page_says_how_a_phone_lays_it_out_and_holds_everything(report: Path):
-    text = report.read_text(encoding="utf-8")
-    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in text
-    assert "<script" not in text and "http://" not in text and "https://" not in text  # self-contained, offline
+@pytest.mark.parametrize("study", ["cpu", "gpu"])
+def test_every_number_on_a_figure_is_the_cell_of_its_table(browser, reports: dict[str, Path], study: str):  # noqa: F811
+    m = laid_out(browser, reports[study], 1280)
+    tables: dict[str, list[dict[str, str]]] = {}
+    for t in m["tables"]:
+        tables.setdefault(t["section"], []).extend(t["cells"])
+    assert m["figures"], "no figure writes a number: nothing tested"
+    markdown = reports[study].with_name("report.md").read_text(encoding="utf-8")
+    for table, printed, alt in m["figures"]:
+        assert printed and table in tables, table
+        assert f"![{alt}](fig_" in markdown  # the Markdown's figures say the same numbers
+        for values in printed:
+            assert any(all(row.get(h) == v for h, v in values.items()) for row in tables[table]), (table, values)
+            assert all(f"{h} {v}" in alt for h, v in values.items())
+    kinds = {table for table, _, _ in m["figures"]}
+    assert kinds == ({"Headline", "Where the efficiency went"} if study == "cpu" else {"Headline"})
 
 
-def test_figures_are_drawn_at_150_dpi_or_more(report: Path):
+def test_what_every_row_shares_is_said_once_above_the_table(reports: dict[str, Path]):
+    text = reports["cpu"].read_text(encoding="utf-8")
+    scaling = text.split("<h2>Scaling per configuration</h2>", 1)[1].split("<h2>", 1)[0]
+    shared = scaling.split('<p class="same">', 1)[1].split("</p>", 1)[0]
+    assert "dataset <b>synthetic</b>" in html.unescape(shared) and "window" not in shared  # the windows differ
+    grid = scaling.split("<thead>", 1)[1].split("</thead>", 1)[0]
+    assert ">dataset<" not in grid and ">window<" in grid
+
+
+def test_a_cpu_study_has_the_gpu_section_only_where_it_compares_strategies(reports: dict[str, Path], tmp_path: Path):
+    """The demo (CPU workers, one strategy) has no GPU-memory section; a CPU study of strategies keeps it, saying
+    first that it is what the strategies would fit were the study run on GPUs."""
+    assert f"## {GPU_SECTION}" not in reports["cpu"].with_name("report.md").read_text(encoding="utf-8")
+    inp = load_input(DEMO)
+    inp.results = [{**r, "config": {**r["config"], "strategy": "zero1"}} if r["config_id"] == inp.results[-1]["config_id"]
+                   else r for r in inp.results]
+    text = write_report(inp, tmp_path).markdown.read_text(encoding="utf-8")
+    section = text.split(f"## {GPU_SECTION}", 1)[1].split("\n## ", 1)[0]
+    assert section.strip().startswith("This study ran on CPU workers: this is what its strategies would fit were "
+                                      "it run on GPUs.")
+    assert {row[0] for row in markdown_rows(text, GPU_SECTION)} == {"ddp", "zero1"}
+
+
+def test_the_page_says_how_a_phone_lays_it_out_and_holds_everything(reports: dict[str, Path]):
+    for report in reports.values():
+        text = report.read_text(encoding="utf-8")
+        assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in text
+        assert "<script" not in text and "http://" not in text and "https://" not in text  # self-contained, offline
+
+
+def test_figures_are_drawn_at_150_dpi_or_more(reports: dict[str, Path]):
     from PIL import Image
 
-    for png in report.parent.glob("fig_*.png"):
-        with Image.open(png) as image:
-            dpi = image.info.get("dpi", (0, 0))
-        assert min(dpi) >= DPI - 0.5, (png.name, dpi)
+    for report in reports.values():
+        for png in report.parent.glob("fig_*.png"):
+            with Image.open(png) as image:
+                dpi = image.info.get("dpi", (0, 0))
+            assert min(dpi) >= DPI - 0.5, (png.name, dpi)
 
 
-def test_one_advice_row_per_change_and_one_keys_paragraph_per_comparison(report: Path):
+def test_one_advice_row_per_change_and_one_keys_paragraph_per_comparison(reports: dict[str, Path]):
+    report = reports["cpu"]
     markdown = report.with_name("report.md").read_text(encoding="utf-8")
     section = markdown.split("## Advice", 1)[1].split("\n## ", 1)[0]
     header = next(line for line in section.splitlines() if line.startswith("| "))
@@ -132,3 +192,9 @@ def test_one_advice_row_per_change_and_one_keys_paragraph_per_comparison(report:
     section = markdown.split("## Compared with", 1)[1]
     assert section.count("Keys that differ") == 1
     assert html.unescape(report.read_text(encoding="utf-8").split("Compared with", 1)[1]).count("Keys that differ") == 1
+
+
+def test_figure_data_is_json(reports: dict[str, Path]):
+    text = reports["cpu"].read_text(encoding="utf-8")
+    raw = text.split('data-printed="', 1)[1].split('"', 1)[0]
+    assert isinstance(json.loads(html.unescape(raw)), list)
