@@ -6,7 +6,11 @@ says so) and no damaged checkpoint or result."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -20,7 +24,7 @@ from cockpit.store import StudyStore
 from cockpit.study.spec import load_study
 from cockpit.tui.model import queue_site_line
 from tests.control.conftest import slurm_cluster_table
-from tests.studies import mitdb_data, study_toml
+from tests.studies import REPO, mitdb_data, study_toml
 from trainer import checkpoint, rundir
 
 pytestmark = [pytest.mark.slurm, pytest.mark.sshd]
@@ -107,3 +111,42 @@ async def test_a_full_work_directory_pauses_submitting_and_the_study_completes_o
         assert not (run_dir / rundir.CHECKPOINT_FILE).exists()
         assert not [p.name for p in run_dir.iterdir() if p.name.endswith(".tmp") or p.name.startswith(".hlm-space")]
     store.close()
+
+
+def test_cockpit_run_headless_json_says_the_pause_and_its_end(sshd_server, slurm_env, slurm_cluster, small_fs,
+                                                              tmp_path):
+    """The command as a user types it: `disk_full` events (paused, then not) and the `waiting` line, the study
+    completed; the test fills the directory when the first configuration has finished and frees it once the
+    pause is said."""
+    fs = small_fs("4m", owner=slurm_cluster.user, under=slurm_cluster.workdir("full"))
+    tokens = slurm_cluster.workdir("tokens")
+    name = f"full-cli-{uuid.uuid4().hex[:6]}"
+    path = tmp_path / f"{name}.toml"
+    path.write_text(study_toml(name, fs.path, cluster=slurm_cluster_table(sshd_server, slurm_env, max_concurrent_jobs=1),
+                               data=mitdb_data(tokens), train={"steps": 4, "window": 32},
+                               sweep={"window": [32, 40, 48]}))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    cmd = [sys.executable, "-m", "cockpit", "run", "--headless", "--json", "--skip-preflight", "--timeout", "400",
+           str(path)]
+    events = []
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                          cwd=tmp_path) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            event = json.loads(line)
+            events.append(event)
+            if event["event"] == "finished" and not (fs.path / ".ballast").exists() and \
+                    not any(e["event"] == "disk_full" for e in events):
+                fs.fill(leave=0)
+            elif event["event"] == "disk_full" and event["paused"]:
+                fs.free()
+        err = proc.stderr.read() if proc.stderr else ""
+    assert proc.returncode == 0, err
+    full = [e for e in events if e["event"] == "disk_full"]
+    assert full and full[0]["paused"] and not full[-1]["paused"], full
+    first = full[0]
+    assert FULL_LINE.fullmatch(first["line"]) and first["path"] == str(fs.path) and first["tool"].startswith("df on ")
+    assert first["free_bytes"] < first["needed_bytes"] and first["used_bytes"] <= first["limit_bytes"]
+    assert any(e["event"] == "waiting" and e["limit"] == first["line"] for e in events)
+    end = next(e for e in events if e["event"] == "study_end")
+    assert (end["done"], end["failed"], end["total"]) == (3, 0, 3)
