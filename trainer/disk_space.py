@@ -69,7 +69,7 @@ def keep_room(run_dir: str | os.PathLike[str]) -> None:
     (release_room frees it). Raises DiskFull when even that does not fit."""
     path = Path(run_dir) / ROOM_FILE
     try:
-        with open(path, "wb") as handle:
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as handle:  # private
             handle.write(b"\0" * ROOM_BYTES)
             handle.flush()
             os.fsync(handle.fileno())
