@@ -44,6 +44,7 @@ class DiskPause:
     storage: Storage | None = None
     needed_bytes: int = 0
     _since: float = 0.0
+    _error: str = ""  # the last probe failure said (said once, not every poll)
 
     def hit(self, finished: list[str]) -> bool:
         """Whether a job that ended this tick ended for a full work directory."""
@@ -61,8 +62,11 @@ class DiskPause:
         try:
             self.storage = await self.scope.backend.storage()
         except BackendError as exc:
-            store.add_problem(key, PROBLEM, f"work directory space not read: {exc}")
-            self.storage = None
+            if str(exc) != self._error:
+                store.add_problem(key, PROBLEM, f"work directory space not read: {exc}")
+            self._error, self.storage = str(exc), None
+        else:
+            self._error = ""
         self.needed_bytes = self.need()
         if self.storage is not None:
             full = self.storage.free_bytes < self.needed_bytes
