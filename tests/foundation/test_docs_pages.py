@@ -271,7 +271,8 @@ def test_a_run_that_skips_the_slurm_and_ssh_tests_says_so_in_its_last_lines(tmp_
 
 
 # the verbs whose examples run here on the demo study and its store (the others start jobs: run, open,
-# preflight and demo have tests of their own; --online needs the network)
+# preflight and demo have tests of their own; --online needs the network, --maintenance a Slurm cluster:
+# tests/control/test_maintenance.py runs it on the test Slurm)
 READS_A_STUDY = ("plan", "report", "export")
 
 
@@ -279,7 +280,7 @@ def runnable_here(command: str) -> bool:
     argv = shlex.split(command)
     if argv[0] == "hlm-train":
         return argv[1] == "prepare" and "--synthetic" in argv  # the others read the reader's own databases
-    return argv[1] in READS_A_STUDY and "--online" not in argv and not re.search(r"[|<>]|OTHER", command)
+    return argv[1] in READS_A_STUDY and not {"--online", "--maintenance"} & set(argv) and not re.search(r"[|<>]|OTHER", command)
 
 
 @pytest.mark.parametrize("where,command", sorted(((w, c) for c, w in {c: w for w, c in all_commands()
