@@ -43,6 +43,7 @@ class Ledger:
     step_parts: dict[str, float] = field(default_factory=zero_parts)
     totals: dict[str, float] = field(default_factory=zero_parts)
     first_step_s: float | None = None
+    opened: set[str] = field(default_factory=set)  # the parts ever opened
     _last: float = 0.0
     _step_start: float = 0.0
 
@@ -69,6 +70,7 @@ class Ledger:
         self.begin(now)
         self._charge(now)
         self.stack.append(part)
+        self.opened.add(part)
 
     def leave(self, part: str, now: float | None = None, *, tail: tuple[str, float] | None = None) -> None:
         """Close the innermost `part`. `tail` = (other_part, since): the seconds from `since` on go to

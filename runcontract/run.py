@@ -329,6 +329,13 @@ class Run:
                                       f"within {self.rank_wait_s:.0f} s")
         return [found[r] for r in sorted(found)]
 
+    def _unmarked(self) -> list[str]:
+        """Explicit mode: the parts the script never opened (their seconds are wherever the script was)."""
+        if self.mode != "explicit":
+            return []
+        return [f"{part}: the script marks no `{part}` part (its seconds are in the part open at the time, or other)"
+                for part in ("data_wait", "compute", "comm", "optimizer") if part not in self.ledger.opened]
+
     def _result(self, ranks: list[dict[str, Any]], status: str, code: int) -> dict[str, Any]:
         config = self.config
         timing = {"train_time_s": self.train_time_s, "steps": sum(int(r["steps"]) for r in ranks[:1]),
@@ -353,7 +360,7 @@ class Run:
                            "tokens_per_s": timing["tokens"] / t if t > 0 and timing["tokens"] else None},
             "final_loss": self.loss,
             "attribution": {"mode": self.mode, "contract_version": CONTRACT_VERSION,
-                            "not_separated": list(self.not_separated), "measured": dict(self.measured)},
+                            "not_separated": [*self._unmarked(), *self.not_separated], "measured": dict(self.measured)},
             "started_at": self.process_start, "finished_at": time.time(),
             **self.extra,
         }
