@@ -22,7 +22,7 @@ from types import FrameType
 from runcontract import contract
 from runcontract.contract import EXIT_OK, EXIT_USAGE, SCHEMA_VERSION
 from runcontract.files import ContractError, write_json
-from runcontract.run import Run
+from runcontract.run import SCRIPT_EXIT_REASON, Run
 
 USAGE = "usage: python -m runcontract.attach SCRIPT [ARGS...]  (under torchrun: torchrun ... -m runcontract.attach SCRIPT ...)"
 
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else 1)
             if code != EXIT_OK:
-                run.fail(code, f"the script exited with {exc.code!r}")
+                run.fail(code, f"the script exited with {exc.code!r}", reason=SCRIPT_EXIT_REASON)
         except BaseException as exc:
             frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(script)]
             where = f" ({script.name}:{frames[-1].lineno})" if frames else ""

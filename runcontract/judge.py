@@ -63,7 +63,7 @@ def judge(run_dir: str | os.PathLike[str], returncode: int | None = None, lines:
                     f"(T so far {float(ended.get('train_time_s') or 0.0):.1f} s); run again to resume")
         if code == contract.EXIT_USAGE:
             return with_log(f"refused: {message}")
-        return with_log(f"exited {code} ({contract.exit_reason(code)}): {message}")
+        return with_log(f"exited {code} ({ended.get('reason') or contract.exit_reason(code)}): {message}")
     if result is not None:
         return _completed(result)
     if stop is not None:

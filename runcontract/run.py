@@ -47,6 +47,7 @@ from runcontract.nvml import NvmlSampler
 
 DEFAULT_METRICS_INTERVAL_S = 10.0
 DEFAULT_NVML_INTERVAL_MS = 1000
+SCRIPT_EXIT_REASON = "the script's own exit status"  # exit.json `reason` for a code the script chose
 RANK_WAIT_S = 120.0  # how long rank 0 waits at the end for the other ranks' parts
 
 
@@ -162,7 +163,7 @@ class Run:
             if code == EXIT_OK:
                 self.finish()
             else:
-                self.fail(code, f"the script exited with {exc.code!r}")
+                self.fail(code, f"the script exited with {exc.code!r}", reason=SCRIPT_EXIT_REASON)
         elif isinstance(exc, KeyboardInterrupt):
             self.fail(130, "interrupted (KeyboardInterrupt)")
         else:
@@ -272,8 +273,9 @@ class Run:
                          world_size=self.world_size, **(self._checkpoint or {}))
         return code
 
-    def fail(self, code: int, message: str) -> None:
-        """End a run that went wrong: exit.json with `code` and the one-line message (rank 0); no result.json."""
+    def fail(self, code: int, message: str, reason: str | None = None) -> None:
+        """End a run that went wrong: exit.json with `code` and the one-line message (rank 0); no result.json.
+        `reason`: what the code means when the script chose it (default: the contract's meaning of the code)."""
         with self._lock:
             if self._finished:
                 return
@@ -282,11 +284,11 @@ class Run:
             self._nvml.stop()
         self._metrics_line(final=True)
         if self.rank == 0:
-            self._write_exit(code, message, step=self.ledger.steps, train_time_s=self.train_time_s,
+            self._write_exit(code, message, reason=reason, step=self.ledger.steps, train_time_s=self.train_time_s,
                              signal=self._stop_signal, world_size=self.world_size)
 
-    def _write_exit(self, code: int, message: str, **extra: Any) -> None:
-        record = {"schema_version": SCHEMA_VERSION, "code": int(code), "reason": contract.exit_reason(int(code)),
+    def _write_exit(self, code: int, message: str, reason: str | None = None, **extra: Any) -> None:
+        record = {"schema_version": SCHEMA_VERSION, "code": int(code), "reason": reason or contract.exit_reason(int(code)),
                   "message": message, "time": time.time(), "contract_version": CONTRACT_VERSION,
                   **{k: v for k, v in extra.items() if v is not None}}
         write_json(self.run_dir / contract.EXIT_FILE, record)
@@ -355,7 +357,8 @@ class Run:
                          "runcontract": CONTRACT_VERSION},
             "timing": timing,
             "breakdown_s": dict(ranks[0]["parts"]),
-            "breakdown_by_rank": [{"rank": r["rank"], "host": r.get("host"), **r["parts"]} for r in ranks],
+            "breakdown_by_rank": [{"rank": r["rank"], "host": r.get("host"), **r["parts"],
+                                   "train_time_s": r["train_time_s"]} for r in ranks],
             "throughput": {"samples_per_s": timing["samples"] / t if t > 0 else None,
                            "tokens_per_s": timing["tokens"] / t if t > 0 and timing["tokens"] else None},
             "final_loss": self.loss,
