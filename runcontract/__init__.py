@@ -7,7 +7,13 @@ Importing this package loads the standard library only (torch is imported by run
 runcontract.hf alone, pynvml only if installed).
 """
 
-from runcontract.contract import BREAKDOWN_PARTS, CONTRACT_VERSION, EXIT_CHECKPOINTED, RUN_DIR_ENV, SCHEMA_VERSION
+from runcontract.contract import (
+           BREAKDOWN_PARTS,
+           CONTRACT_VERSION,
+           EXIT_CHECKPOINTED,
+           RUN_DIR_ENV,
+           SCHEMA_VERSION,
+)
 from runcontract.files import ContractError
 from runcontract.judge import judge
 from runcontract.run import Run

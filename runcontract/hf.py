@@ -25,7 +25,7 @@ from runcontract.hooks import TorchHooks
 from runcontract.run import Run
 
 
-class RunContractCallback(TrainerCallback):  # type: ignore[misc]
+class RunContractCallback(TrainerCallback):
     """Pass in `Trainer(callbacks=[...])`. `run`: a Run of your own (default: Run(mode="callback"))."""
 
     def __init__(self, run: Run | None = None) -> None:

@@ -28,6 +28,7 @@ import time
 import traceback
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
@@ -104,14 +105,14 @@ class Run:
         if requires > CONTRACT_VERSION:
             self._refuse(f"the script needs runcontract contract version {requires}; this library is version "
                          f"{CONTRACT_VERSION} (upgrade runcontract where the script runs)")
-        train = self.config.get("train") if isinstance(self.config.get("train"), dict) else {}
+        found = self.config.get("train")
+        train: dict[str, Any] = found if isinstance(found, dict) else {}
         self.metrics_interval_s = float(metrics_interval_s if metrics_interval_s is not None
                                         else train.get("metrics_interval_s", DEFAULT_METRICS_INTERVAL_S))
         self.nvml_interval_ms = int(nvml_interval_ms if nvml_interval_ms is not None
                                     else train.get("nvml_interval_ms", DEFAULT_NVML_INTERVAL_MS))
         self._previous = self._previous_segment()
-        self._interval = {"start": time.time(), "steps": 0, "samples": 0, "tokens": 0,
-                          "parts": dict.fromkeys(BREAKDOWN_PARTS, 0.0)}
+        self._interval = Interval()
         if stop_signals and threading.current_thread() is threading.main_thread():
             for sig in contract.STOP_SIGNALS:
                 signal.signal(sig, self._on_stop_signal)
@@ -206,12 +207,12 @@ class Run:
         self.tokens += int(tokens)
         if loss is not None:
             self.loss = float(loss)
-        self._interval["steps"] += 1
-        self._interval["samples"] += int(samples)
-        self._interval["tokens"] += int(tokens)
+        self._interval.steps += 1
+        self._interval.samples += int(samples)
+        self._interval.tokens += int(tokens)
         for part, seconds in record.parts.items():
-            self._interval["parts"][part] += seconds
-        if time.time() - self._interval["start"] >= self.metrics_interval_s:
+            self._interval.parts[part] += seconds
+        if time.time() - self._interval.start >= self.metrics_interval_s:
             self._metrics_line()
         return record
 
@@ -340,7 +341,7 @@ class Run:
 
     def _result(self, ranks: list[dict[str, Any]], status: str, code: int) -> dict[str, Any]:
         config = self.config
-        timing = {"train_time_s": self.train_time_s, "steps": sum(int(r["steps"]) for r in ranks[:1]),
+        timing: dict[str, Any] = {"train_time_s": self.train_time_s, "steps": sum(int(r["steps"]) for r in ranks[:1]),
                   "samples": sum(int(r["samples"]) for r in ranks), "tokens": sum(int(r["tokens"]) for r in ranks),
                   "resumes": int(self._previous.get("resumes", 0)), "first_step_s": self.ledger.first_step_s,
                   "wall_s": time.time() - self._launch_time()[0], "startup_s": self._startup_s(),
@@ -384,23 +385,31 @@ class Run:
 
     def _metrics_line(self, final: bool = False) -> None:
         interval = self._interval
-        seconds = time.time() - interval["start"]
-        if not interval["steps"] and not final:
+        seconds = time.time() - interval.start
+        if not interval.steps and not final:
             return
-        parts = interval["parts"]
         line: dict[str, Any] = {"v": SCHEMA_VERSION, "t": time.time(), "rank": self.rank,
                                 "step": self.ledger.steps, "epoch": None, "total_steps": None, "loss": self.loss,
-                                "lr": None, "interval_s": seconds, "steps_in_interval": interval["steps"],
-                                **{f"{p}_s": parts[p] for p in BREAKDOWN_PARTS},
-                                "samples_per_s": interval["samples"] / seconds if seconds > 0 else None,
-                                "tokens_per_s": interval["tokens"] / seconds if seconds > 0 else None,
-                                "mem_bytes": None,
-                                "train_time_s": self.train_time_s}
+                                "lr": None, "interval_s": seconds, "steps_in_interval": interval.steps,
+                                **{f"{p}_s": interval.parts[p] for p in BREAKDOWN_PARTS},
+                                "samples_per_s": interval.samples / seconds if seconds > 0 else None,
+                                "tokens_per_s": interval.tokens / seconds if seconds > 0 else None,
+                                "mem_bytes": None, "train_time_s": self.train_time_s}
         if final:
             line["final"] = True
         append_jsonl(self.run_dir / contract.METRICS_FILE, line)
-        self._interval = {"start": time.time(), "steps": 0, "samples": 0, "tokens": 0,
-                          "parts": dict.fromkeys(BREAKDOWN_PARTS, 0.0)}
+        self._interval = Interval()
+
+
+@dataclass
+class Interval:
+    """What one metrics.jsonl line sums: the steps since the last line."""
+
+    start: float = field(default_factory=time.time)
+    steps: int = 0
+    samples: int = 0
+    tokens: int = 0
+    parts: dict[str, float] = field(default_factory=lambda: dict.fromkeys(BREAKDOWN_PARTS, 0.0))
 
 
 def _loaded_version(module: str) -> str | None:

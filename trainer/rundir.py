@@ -16,17 +16,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypedDict
 
-from runcontract.contract import (
-    BREAKDOWN_PARTS,
-    CONFIG_FILE,
-    EXIT_FILE,
-    EXIT_REASONS,
-    RESULT_FILE,
-    RESULT_KIND,
-    RESULT_STATUSES,
-    SCHEMA_VERSION,
-)
+from runcontract import contract
 from trainer.disk_space import DiskFull, as_disk_full, release_room
+
+# The contract's names and numbers (runcontract/contract.py), for every module that reads them here.
+BREAKDOWN_PARTS = contract.BREAKDOWN_PARTS
+CONFIG_FILE = contract.CONFIG_FILE
+EXIT_BAD_INPUT = contract.EXIT_BAD_INPUT
+EXIT_CHECKPOINTED = contract.EXIT_CHECKPOINTED
+EXIT_DISK_FULL = contract.EXIT_DISK_FULL
+EXIT_FILE = contract.EXIT_FILE
+EXIT_NONFINITE_LOSS = contract.EXIT_NONFINITE_LOSS
+EXIT_OK = contract.EXIT_OK
+EXIT_REASONS = contract.EXIT_REASONS
+EXIT_USAGE = contract.EXIT_USAGE
+GPU_FILE = contract.GPU_FILE
+LOCAL_STDERR_FILE = contract.LOCAL_STDERR_FILE
+LOCAL_STDOUT_FILE = contract.LOCAL_STDOUT_FILE
+METRICS_FILE = contract.METRICS_FILE
+RESULT_FILE = contract.RESULT_FILE
+RESULT_KIND = contract.RESULT_KIND
+RESULT_STATUSES = contract.RESULT_STATUSES
+SCHEMA_VERSION = contract.SCHEMA_VERSION
+SLURM_STDERR_FILE = contract.SLURM_STDERR_FILE
+SLURM_STDOUT_FILE = contract.SLURM_STDOUT_FILE
+slurm_log_files = contract.slurm_log_files
 
 LOG_FILE = "train.log"
 CHECKPOINT_FILE = "checkpoint.pt"
