@@ -15,7 +15,7 @@ import pytest
 from cockpit.report.source import from_run_dirs
 from runcontract import judge
 from runcontract.contract import BREAKDOWN_PARTS, EXIT_CHECKPOINTED
-from tests.runcontract.conftest import SCRIPTS, launch, start
+from tests.runcontract.conftest import SCRIPTS, launch, script_env, start
 from trainer.rundir import read_result, write_config
 
 
@@ -75,5 +75,6 @@ def test_the_package_loads_the_standard_library_only():
     code = ("import sys, runcontract, runcontract.attach, runcontract.judge; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy', 'pynvml', 'cockpit', "
             "'trainer', 'transformers')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=script_env(Path.cwd()))
     assert out.stdout.strip() == "[]"
