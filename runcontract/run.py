@@ -49,7 +49,10 @@ from runcontract.nvml import NvmlSampler
 DEFAULT_METRICS_INTERVAL_S = 10.0
 DEFAULT_NVML_INTERVAL_MS = 1000
 SCRIPT_EXIT_REASON = "the script's own exit status"  # exit.json `reason` for a code the script chose
-RANK_WAIT_S = 120.0  # how long rank 0 waits at the end for the other ranks' parts
+RANK_WAIT_S = 120.0
+NO_STEP = {"explicit": "call run.step() at the end of each training step",
+           "callback": "the Trainer made no optimizer step",
+           "hooks": "the no-edit mode counts a step per torch.optim optimizer step, and the script made none"}  # how long rank 0 waits at the end for the other ranks' parts
 
 
 def _env_int(name: str, default: int) -> int:
@@ -76,8 +79,8 @@ class Run:
 
     def __init__(self, run_dir: str | os.PathLike[str] | None = None, *, requires: int = CONTRACT_VERSION,
                  mode: str = "explicit", not_separated: Iterable[str] = (), metrics_interval_s: float | None = None,
-                 nvml_interval_ms: int | None = None, stop_signals: bool = True, rank_wait_s: float = RANK_WAIT_S,
-                 ledger: Ledger | None = None) -> None:
+                 nvml_interval_ms: int | None = None, stop_signals: bool = True,
+                 rank_wait_s: float = RANK_WAIT_S) -> None:
         self.process_start = time.time()
         self.run_dir = Path(run_dir) if run_dir is not None else run_dir_from_env()
         self.rank = _env_int("RANK", 0)
@@ -86,7 +89,7 @@ class Run:
         self.host = socket.gethostname()
         self.mode = mode
         self.not_separated = list(not_separated)
-        self.ledger = ledger or Ledger()
+        self.ledger = Ledger()
         self.rank_wait_s = rank_wait_s
         self.samples = 0
         self.tokens = 0
@@ -157,8 +160,8 @@ class Run:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if exc is None:
             code = self.finish()
-            if code == EXIT_CHECKPOINTED:
-                raise SystemExit(EXIT_CHECKPOINTED)
+            if code != EXIT_OK:  # 75 after a checkpoint (the batch script requeues), 1 when no step ended
+                raise SystemExit(code)
         elif isinstance(exc, SystemExit):
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             if code == EXIT_OK:
@@ -253,6 +256,10 @@ class Run:
         with self._lock:
             if self._finished:
                 return code or EXIT_OK
+        if code in (None, EXIT_OK) and not self.ledger.steps and not self._previous.get("steps"):
+            self.fail(1, f"no step ended: {NO_STEP[self.mode]}")
+            return 1
+        with self._lock:
             self._finished = True
         if self._nvml is not None:
             self._nvml.stop()
@@ -329,7 +336,7 @@ class Run:
         missing = [r for r in range(self.world_size) if r not in found]
         if missing:
             self.not_separated.append(f"breakdown_by_rank: no parts from rank(s) {', '.join(map(str, missing))} "
-                                      f"within {self.rank_wait_s:.0f} s")
+                                      f"within {self.rank_wait_s:g} s")
         return [found[r] for r in sorted(found)]
 
     def _unmarked(self) -> list[str]:

@@ -73,3 +73,25 @@ def test_a_script_that_is_not_there(tmp_path):
     assert code == EXIT_USAGE
     assert judge(tmp_path, code) == (f"refused: train_missing.py: no such script (from {tmp_path}); "
                                      f"log: runcontract: train_missing.py: no such script (from {tmp_path})")
+
+
+def test_a_stop_signal_ends_a_script_run_without_edits_and_says_so(tmp_path):
+    """No edit, no checkpoint: the signal ends the script as it would have, after exit.json names it."""
+    proc = start(tmp_path, [sys.executable, "-m", "runcontract.attach", str(SCRIPTS / "long_loop.py")])
+    deadline = time.monotonic() + 60
+    while "step 100" not in (tmp_path / "stdout.log").read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == -signal.SIGTERM
+    line = judge(tmp_path, proc.returncode)
+    assert line.startswith("exited 143 (stopped by SIGTERM without a checkpoint): SIGTERM ended a script run "
+                           "without edits: it has no checkpoint to save, the run starts over; log: step ")
+    assert not (tmp_path / "result.json").exists()
+
+
+def test_a_loop_that_never_ends_a_step_is_named(tmp_path):
+    code = launch(tmp_path, [sys.executable, "-m", "runcontract.attach", str(SCRIPTS / "no_contract.py")])
+    assert code == 1
+    assert judge(tmp_path, code) == ("exited 1 (error): no step ended: the no-edit mode counts a step per "
+                                     "torch.optim optimizer step, and the script made none; "
+                                     "log: epoch 1: loss 0.693 | training finished")
