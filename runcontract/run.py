@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
 from runcontract import contract
 from runcontract.contract import (
@@ -131,7 +131,7 @@ class Run:
             self._refuse(str(exc))
         return data or {}
 
-    def _refuse(self, message: str) -> None:
+    def _refuse(self, message: str) -> NoReturn:
         """A run this library cannot serve: exit.json code 2 (rank 0), ContractError with the one line."""
         if self.rank == 0:
             self._write_exit(EXIT_USAGE, message)

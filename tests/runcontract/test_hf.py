@@ -4,12 +4,14 @@ example) with RunContractCallback writes the run directory; the Trainer's own cl
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import time
 
 import pytest
 
-from runcontract.contract import BREAKDOWN_PARTS
-from tests.runcontract.conftest import SCRIPTS, launch
+from runcontract.contract import BREAKDOWN_PARTS, EXIT_CHECKPOINTED
+from tests.runcontract.conftest import SCRIPTS, launch, start
 from trainer.rundir import read_result
 
 pytest.importorskip("transformers")
@@ -32,3 +34,17 @@ def test_a_trainer_fine_tune_writes_its_run_directory(tmp_path):
     summary = [line for line in (tmp_path / "stdout.log").read_text().splitlines() if "train_runtime" in line]
     runtime = float(json.loads(summary[-1].replace("'", '"'))["train_runtime"])
     assert runtime == pytest.approx(t, abs=0.5 + 0.2 * t)
+
+
+def test_a_stop_signal_makes_the_trainer_save_and_the_run_end_checkpointed(tmp_path):
+    proc = start(tmp_path, [sys.executable, str(SCRIPTS / "hf_trainer.py"), "100000"])
+    deadline = time.monotonic() + 240
+    while "'loss'" not in (tmp_path / "stdout.log").read_text() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) == EXIT_CHECKPOINTED
+    ended = json.loads((tmp_path / "exit.json").read_text())
+    assert ended["code"] == EXIT_CHECKPOINTED and ended["signal"] == "SIGTERM"
+    assert (tmp_path / ended["checkpoint"]).is_dir()  # the Trainer's own checkpoint-<step> folder
+    assert ended["checkpoint"] == f"hf-out/checkpoint-{ended['step']}"
+    assert not (tmp_path / "result.json").exists()
