@@ -9,10 +9,11 @@ Pure Python (no torch).
 from __future__ import annotations
 
 import os
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from runcontract import contract
 
 SLURM_VARIABLES = {
     "job_id": "SLURM_JOB_ID",
@@ -29,8 +30,8 @@ SLURM_VARIABLES = {
 }
 # the signals that ask a rank to checkpoint and exit 75 (loop.StopSignal); Slurm's preemption and time limit send
 # SIGTERM, `--signal=USR1@...` SIGUSR1
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
-LAUNCH_TIME = "HLM_LAUNCH_TIME"  # epoch seconds, exported by the batch script before srun/torchrun
+STOP_SIGNALS = contract.STOP_SIGNALS
+LAUNCH_TIME = contract.LAUNCH_TIME_ENV  # epoch seconds, exported by the batch script before srun/torchrun
 GIT_SHA = "HLM_GIT_SHA"  # the source revision where no .git travels with it (containers)
 OMP_THREADS = "OMP_NUM_THREADS"
 

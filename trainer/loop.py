@@ -15,11 +15,11 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+from runcontract.nvml import NvmlSampler
 from trainer import environment, profiling, rundir
 from trainer.build import Trainer
 from trainer.distributed import StopVote
 from trainer.metrics import IntervalMeter
-from trainer.nvml import NvmlSampler
 from trainer.step import Batches, lr_at, train_step
 from trainer.timing import Breakdown, peak_memory_bytes
 

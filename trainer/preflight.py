@@ -22,8 +22,8 @@ from typing import Any
 
 import torch
 
+from runcontract.nvml import sample_all
 from trainer import distributed, environment, probe, rundir
-from trainer.nvml import sample_all
 
 PREFLIGHT_FILE = rundir.PREFLIGHT_FILE
 

@@ -16,16 +16,33 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypedDict
 
+from runcontract import contract
 from trainer.disk_space import DiskFull, as_disk_full, release_room
 
-SCHEMA_VERSION = 1
+# The contract's names and numbers (runcontract/contract.py), for every module that reads them here.
+BREAKDOWN_PARTS = contract.BREAKDOWN_PARTS
+CONFIG_FILE = contract.CONFIG_FILE
+EXIT_BAD_INPUT = contract.EXIT_BAD_INPUT
+EXIT_CHECKPOINTED = contract.EXIT_CHECKPOINTED
+EXIT_DISK_FULL = contract.EXIT_DISK_FULL
+EXIT_FILE = contract.EXIT_FILE
+EXIT_NONFINITE_LOSS = contract.EXIT_NONFINITE_LOSS
+EXIT_OK = contract.EXIT_OK
+EXIT_REASONS = contract.EXIT_REASONS
+EXIT_USAGE = contract.EXIT_USAGE
+GPU_FILE = contract.GPU_FILE
+LOCAL_STDERR_FILE = contract.LOCAL_STDERR_FILE
+LOCAL_STDOUT_FILE = contract.LOCAL_STDOUT_FILE
+METRICS_FILE = contract.METRICS_FILE
+RESULT_FILE = contract.RESULT_FILE
+RESULT_KIND = contract.RESULT_KIND
+RESULT_STATUSES = contract.RESULT_STATUSES
+SCHEMA_VERSION = contract.SCHEMA_VERSION
+SLURM_STDERR_FILE = contract.SLURM_STDERR_FILE
+SLURM_STDOUT_FILE = contract.SLURM_STDOUT_FILE
+slurm_log_files = contract.slurm_log_files
 
-CONFIG_FILE = "config.json"
-RESULT_FILE = "result.json"
-METRICS_FILE = "metrics.jsonl"
-GPU_FILE = "gpu.jsonl"
 LOG_FILE = "train.log"
-EXIT_FILE = "exit.json"
 CHECKPOINT_FILE = "checkpoint.pt"
 SHARDS_DIR = "checkpoint.shards"  # a sharded strategy's state beside checkpoint.pt: one folder per save, step-NNNNNNNN
 MODEL_FILE = "model.pt"
@@ -35,39 +52,9 @@ ENSEMBLE_FILE = "ensemble.json"  # `hlm-train ensemble --out DIR`: DIR/ensemble.
 EVALUATION_FILE = "evaluation.json"  # `hlm-train evaluate MODEL --data DIR`: a database scored by a trained model
 # Written around the trainer by the launchers, in the same directory.
 JOB_SCRIPT_FILE = "job.sh"  # the batch script as submitted to Slurm
-SLURM_STDOUT_FILE = "slurm-%j.out"  # Slurm's --output/--error; %j is the job id, every attempt appends
-SLURM_STDERR_FILE = "slurm-%j.err"
-LOCAL_STDOUT_FILE = "stdout.log"  # the local executor's capture of the launcher's output
-LOCAL_STDERR_FILE = "stderr.log"
+# and the launchers' logs: runcontract.contract (SLURM_STDOUT_FILE, LOCAL_STDOUT_FILE, slurm_log_files ...)
 
 
-def slurm_log_files(job_id: str) -> list[str]:
-    """The names Slurm gives one job's output and error files in the run directory."""
-    return [SLURM_STDOUT_FILE.replace("%j", job_id), SLURM_STDERR_FILE.replace("%j", job_id)]
-
-
-# Exit codes of `hlm-train train` (also recorded in exit.json).
-EXIT_OK = 0
-EXIT_USAGE = 2
-EXIT_BAD_INPUT = 3
-EXIT_NONFINITE_LOSS = 4
-EXIT_DISK_FULL = 5  # ENOSPC or EDQUOT: exit.json names the path and the bytes it needed
-EXIT_CHECKPOINTED = 75
-
-EXIT_REASONS = {
-    EXIT_OK: "completed",
-    EXIT_USAGE: "bad command line or config",
-    EXIT_BAD_INPUT: "bad input data",
-    EXIT_NONFINITE_LOSS: "non-finite loss",
-    EXIT_DISK_FULL: "work directory full (no space left or quota exceeded)",
-    EXIT_CHECKPOINTED: "checkpointed after a signal; run again to resume",
-}
-
-RESULT_STATUSES = ("completed", "failed")
-
-# The parts of T, in the order every table shows them: result.json breakdown_s, metrics.jsonl `<part>_s`, the
-# cockpit's overhead terms, and the trainer's torch.profiler ranges (`hlm:<part>`, see trace_range).
-BREAKDOWN_PARTS = ("data_wait", "compute", "comm", "optimizer", "other")
 # The kinds of collective result.json `comm.by_kind` attributes the comm part to (trainer.timing.CommMeter).
 COMM_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
 # result.json `memory`'s figures per rank, in bytes (ResultMemory)
@@ -406,7 +393,7 @@ def write_result(run_dir: str | os.PathLike[str], result: Mapping[str, Any]) -> 
     if result["status"] not in RESULT_STATUSES:
         raise RunDirError(f"result for {run_dir}: status {result['status']!r} is not one of {RESULT_STATUSES}")
     path = Path(run_dir) / RESULT_FILE
-    write_json(path, {"schema_version": SCHEMA_VERSION, "kind": "hlm-run-result", **result})
+    write_json(path, {"schema_version": SCHEMA_VERSION, "kind": RESULT_KIND, **result})
     return path
 
 

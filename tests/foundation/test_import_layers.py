@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 # Lowest first. A module may import its own layer and the ones below; the first prefix that matches wins.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("shared contract", ("trainer.rundir", "trainer.config_keys", "trainer.ddp_buckets", "trainer.scores", "trainer.data.errors",
+    ("shared contract", ("runcontract", "trainer.rundir", "trainer.config_keys", "trainer.ddp_buckets", "trainer.scores", "trainer.data.errors",
                          "trainer.data.tokenizer_keys", "trainer.environment", "sbatch_templates")),
     ("study, backends and figures", ("cockpit.study", "cockpit.preflight", "cockpit.figures", "cockpit.launch")),
     ("forecast and state", ("cockpit.forecast", "cockpit.store")),
@@ -21,11 +21,15 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("commands", ("cockpit.commands", "cockpit.cli", "cockpit.__main__")),
 ]
 TRAINER = "trainer"  # the cluster side: may import the shared contract and itself, nothing of the cockpit
+# The run-directory contract any training script imports (docs/workloads.md): itself and the standard library;
+# torch only where it hooks torch, transformers only in its callback, pynvml (optional) in its sampler.
+RUNCONTRACT_THIRD_PARTY = {"runcontract.hooks": {"torch"}, "runcontract.hf": {"torch", "transformers"},
+                           "runcontract.nvml": {"pynvml"}}
 
 
 def modules() -> dict[str, Path]:
     out = {}
-    for top in ("cockpit", "trainer"):
+    for top in ("cockpit", "trainer", "runcontract"):
         for path in (REPO / top).rglob("*.py"):
             name = ".".join(path.relative_to(REPO).with_suffix("").parts)
             out[name.removesuffix(".__init__")] = path
@@ -146,3 +150,23 @@ def test_the_cockpit_never_imports_torch():
             names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
                      else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
             assert not any(n == "torch" or n.startswith("torch.") for n in names), path
+
+
+def test_the_run_contract_stands_alone():
+    """runcontract imports nothing of the cockpit or the trainer, and no third-party package but the few its
+    torch-facing modules need: a script imports it with the standard library alone."""
+    import sys
+
+    stdlib = set(sys.stdlib_module_names)
+    found = []
+    for path in (REPO / "runcontract").rglob("*.py"):
+        module = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+        allowed = RUNCONTRACT_THIRD_PARTY.get(module, set())
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            for name in names:
+                top = name.split(".")[0]
+                if top not in stdlib and top != "runcontract" and top not in allowed and top != "__future__":
+                    found.append(f"{module} imports {name}")
+    assert found == []

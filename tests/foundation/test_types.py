@@ -30,7 +30,7 @@ import pynvml
 import torch
 import torch.distributed as dist
 
-from trainer.nvml import NvmlSampler
+from runcontract.nvml import NvmlSampler
 
 def gpu_branch(handle: object) -> None:
     if torch.cuda.is_available() and torch.cuda.is_bf16_supported():

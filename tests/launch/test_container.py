@@ -30,6 +30,7 @@ def test_files_copied_into_the_image_exist_in_the_repository() -> None:
     files = _sections(containers.definition_text())["%files"]
     sources = [line.split()[0] for line in files.splitlines() if line.strip() and not line.strip().startswith("#")]
     assert "pyproject.toml" in sources and "trainer" in sources
+    assert "runcontract" in sources, "the trainer imports runcontract (the run-directory contract)"
     for source in sources:
         assert (REPO / source).exists(), f"%files copies {source}, which is not in the repository"
 

@@ -1,6 +1,6 @@
 """NVML sampler: a daemon thread on each node's local rank 0 appending GPU samples to gpu.jsonl.
 
-Without NVML (no driver, no GPU, or the container started without `--nv`) it writes one line saying why
+Used by the HLM trainer and by any script through runcontract.Run; pynvml (nvidia-ml-py) is optional. Without NVML (no driver, no GPU, or the container started without `--nv`) it writes one line saying why
 and stops; training never depends on it.
 """
 
@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainer import rundir
+from runcontract.contract import SCHEMA_VERSION
+from runcontract.files import append_jsonl
 
 
 def _sample(handle: Any, index: int, host: str) -> dict[str, Any]:
@@ -31,7 +32,7 @@ def _sample(handle: Any, index: int, host: str) -> dict[str, Any]:
     uuid = opt(pynvml.nvmlDeviceGetUUID, handle)
     name = opt(pynvml.nvmlDeviceGetName, handle)
     return {
-        "v": rundir.SCHEMA_VERSION,
+        "v": SCHEMA_VERSION,
         "t": time.time(),
         "host": host,
         "gpu": index,
@@ -94,7 +95,7 @@ class NvmlSampler:
                 raise RuntimeError("NVML found no GPU")
         except Exception as exc:  # ImportError, NVMLError (no driver / library), no device
             self.reason = f"{type(exc).__name__}: {exc}"
-            rundir.append_jsonl(self.path, {"v": rundir.SCHEMA_VERSION, "t": time.time(), "host": self.host,
+            append_jsonl(self.path, {"v": SCHEMA_VERSION, "t": time.time(), "host": self.host,
                                             "nvml": "unavailable", "reason": self.reason})
             return self
         self.available = True
@@ -108,7 +109,7 @@ class NvmlSampler:
         try:
             while not self._stop.is_set():
                 for i, handle in enumerate(handles):
-                    rundir.append_jsonl(self.path, _sample(handle, i, self.host))
+                    append_jsonl(self.path, _sample(handle, i, self.host))
                     self.samples += 1
                 self._stop.wait(self.interval_s)
         finally:

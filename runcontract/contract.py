@@ -1,0 +1,88 @@
+"""The run-directory contract's fixed names and numbers: file names, exit codes, the parts of T, versions.
+
+Standard library only. The HLM trainer (trainer/rundir.py) and any training script (the rest of runcontract)
+take these from here, so a run directory reads the same whoever wrote it; docs/run-directory.md documents
+every file and docs/workloads.md the library.
+"""
+
+from __future__ import annotations
+
+import signal
+
+# The run directory's schema: config.json, result.json and exit.json carry it as `schema_version`, JSON-lines
+# records as `v`. A reader refuses a newer one.
+SCHEMA_VERSION = 1
+# The library's own version, in result.json `attribution.contract_version`. A script that needs a newer one
+# says so with `Run(requires=N)` and is refused in one line by an older library.
+CONTRACT_VERSION = 1
+
+# The environment variable the launcher sets to the run directory (default: the working directory).
+RUN_DIR_ENV = "RUNCONTRACT_RUN_DIR"
+# The launcher's launch time (epoch seconds), for `timing.startup_s`; the HLM trainer reads the same.
+LAUNCH_TIME_ENV = "HLM_LAUNCH_TIME"
+
+CONFIG_FILE = "config.json"
+RESULT_FILE = "result.json"
+METRICS_FILE = "metrics.jsonl"
+GPU_FILE = "gpu.jsonl"
+EXIT_FILE = "exit.json"
+STOP_FILE = "stop.json"  # a stop signal arrived: {v, t, signal, rank}; kept when the script ignored it
+RANKS_DIR = "ranks"  # ranks/rank<R>.json: each rank's parts of T, merged by rank 0 into result.json
+# Written around the workload by the launchers, in the same directory.
+SLURM_STDOUT_FILE = "slurm-%j.out"  # Slurm's --output/--error; %j is the job id, every attempt appends
+SLURM_STDERR_FILE = "slurm-%j.err"
+LOCAL_STDOUT_FILE = "stdout.log"  # the local executor's capture of the launcher's output
+LOCAL_STDERR_FILE = "stderr.log"
+
+# Exit codes (exit.json `code`, and the process's own where the library ends it).
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_BAD_INPUT = 3
+EXIT_NONFINITE_LOSS = 4
+EXIT_DISK_FULL = 5  # ENOSPC or EDQUOT: exit.json names the path and the bytes it needed
+EXIT_CHECKPOINTED = 75
+
+EXIT_REASONS = {
+    EXIT_OK: "completed",
+    EXIT_USAGE: "bad command line or config",
+    EXIT_BAD_INPUT: "bad input data",
+    EXIT_NONFINITE_LOSS: "non-finite loss",
+    EXIT_DISK_FULL: "work directory full (no space left or quota exceeded)",
+    EXIT_CHECKPOINTED: "checkpointed after a signal; run again to resume",
+}
+
+RESULT_STATUSES = ("completed", "failed")
+RESULT_KIND = "hlm-run-result"
+
+# The parts of T, in the order every table shows them: result.json breakdown_s, metrics.jsonl `<part>_s`, the
+# cockpit's overhead terms.
+BREAKDOWN_PARTS = ("data_wait", "compute", "comm", "optimizer", "other")
+
+# The signals that ask a run to save a checkpoint and stop (Slurm's --signal, the local executor's stop).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+
+# How a result's parts were measured (result.json `attribution.mode`).
+MODES = ("explicit", "callback", "hooks")
+
+
+def exit_reason(code: int) -> str:
+    """exit.json `reason` for a code: the known ones, a signal's death (128 + N), else "error"."""
+    if code in EXIT_REASONS:
+        return EXIT_REASONS[code]
+    if 128 < code < 128 + 65:
+        try:
+            name = signal.Signals(code - 128).name
+        except ValueError:
+            name = f"signal {code - 128}"
+        return f"stopped by {name} without a checkpoint"
+    return "error"
+
+
+def rank_file(rank: int) -> str:
+    """One rank's parts of T, relative to the run directory."""
+    return f"{RANKS_DIR}/rank{rank}.json"
+
+
+def slurm_log_files(job_id: str) -> list[str]:
+    """The names Slurm gives one job's output and error files in the run directory."""
+    return [SLURM_STDOUT_FILE.replace("%j", job_id), SLURM_STDERR_FILE.replace("%j", job_id)]

@@ -1,0 +1,198 @@
+"""The no-edit way in: torch's own global hooks split an unmodified script's steps into the five parts.
+
+Installed by `python -m runcontract.attach` before the script starts (docs/workloads.md, "No edit"):
+
+- a step is one optimizer step: `torch.optim.optimizer.register_optimizer_step_pre_hook`/`_post_hook`; the
+  step's end is the end of `optimizer.step()`, and `optimizer` is the time inside it;
+- `compute` is the outermost module's forward (`register_module_forward_pre_hook`/`forward_hook`) and the
+  backward pass (`torch.autograd.backward`, which `Tensor.backward` calls) minus its exposed communication;
+- `data_wait` is the DataLoader's iterator starting and each `next()` on it;
+- `comm`: when a `DistributedDataParallel` is built, a comm hook doing DDP's own averaging all-reduce marks
+  the hand-over of each gradient bucket; the rest of the backward pass after the last bucket is the wait for
+  the all-reduces (as the HLM trainer measures it, docs/training.md);
+- `other`: everything else between two step ends (moving a batch to the device, the loss function, zeroing
+  gradients, logging, a scheduler).
+
+What a run did not show (no DDP with several processes, no DataLoader, no module forward) is named in
+result.json `attribution.not_separated`, never guessed. On CUDA each boundary synchronises the device, so that
+the host clock reads the device's work (`attribution.measured.cuda_sync`).
+"""
+
+# no `from __future__ import annotations`: DDP checks the comm hook's annotations at runtime
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+from torch.nn.parallel import DistributedDataParallel
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+from torch.utils.data import DataLoader
+from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+from runcontract.run import Run
+
+
+class CommState:
+    """The DDP comm hook's state: the process group and the last bucket's hand-over (perf_counter)."""
+
+    def __init__(self, group: dist.ProcessGroup | None) -> None:
+        self.group = group
+        self.last_ready: float | None = None
+        self.buckets = 0
+        self.bytes = 0
+
+
+def timed_allreduce(state: CommState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+    """DDP's default averaging all-reduce, with the bucket's hand-over marked."""
+    state.last_ready = time.perf_counter()
+    state.buckets += 1
+    state.bytes += bucket.buffer().numel() * bucket.buffer().element_size()
+    return default_hooks.allreduce_hook(state.group, bucket)  # type: ignore[arg-type]
+
+
+class TorchHooks:
+    """Install with `install()`, remove with `remove()`; `notes()` says what the run could not separate."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.ledger = run.ledger
+        self.main = threading.main_thread().ident
+        self.depth = 0  # nesting of module forwards on the main thread: the outermost one is charged
+        self.comm: list[CommState] = []
+        self.seen = {"forward": 0, "backward": 0, "batches": 0, "optimizer_steps": 0, "ddp": 0}
+        self.other_wrappers: set[str] = set()  # DataParallel, FSDP...: built, communication not separated
+        self._handles: list[Any] = []
+        self._restore: list[Callable[[], None]] = []
+
+    # --- the clock ---------------------------------------------------------------------------------------------
+    def _now(self) -> float:
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+            self.run.measured["cuda_sync"] = True
+        return time.perf_counter()
+
+    def _on_main(self) -> bool:
+        return threading.get_ident() == self.main
+
+    # --- install / remove --------------------------------------------------------------------------------------
+    def install(self) -> "TorchHooks":
+        self._handles += [register_optimizer_step_pre_hook(self._optimizer_pre),
+                          register_optimizer_step_post_hook(self._optimizer_post),
+                          register_module_forward_pre_hook(self._forward_pre),
+                          register_module_forward_hook(self._forward_post, always_call=True)]
+        self._patch(torch.autograd, "backward", self._wrap_backward)
+        self._patch(_BaseDataLoaderIter, "__next__", self._wrap_next)
+        self._patch(DataLoader, "__iter__", self._wrap_iter)
+        self._patch(DistributedDataParallel, "__init__", self._wrap_ddp_init)
+        return self
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        for undo in reversed(self._restore):
+            undo()
+        self._handles, self._restore = [], []
+
+    def _patch(self, owner: Any, name: str, wrap: Callable[[Any], Any]) -> None:
+        original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+        setattr(owner, name, wrap(original))
+        self._restore.append(lambda: setattr(owner, name, original))
+
+    # --- optimizer: the step ------------------------------------------------------------------------------------
+    def _optimizer_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if self._on_main():
+            self.ledger.enter("optimizer", self._now())
+
+    def _optimizer_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if not self._on_main():
+            return
+        now = self._now()
+        self.ledger.leave("optimizer", now)
+        self.seen["optimizer_steps"] += 1
+        self.run.step()
+
+    # --- forward and backward: compute (and comm) --------------------------------------------------------------
+    def _forward_pre(self, module: torch.nn.Module, args: Any) -> None:
+        if not self._on_main():
+            return
+        self.depth += 1
+        if self.depth == 1:
+            self.seen["forward"] += 1
+            self.ledger.enter("compute", self._now())
+
+    def _forward_post(self, module: torch.nn.Module, args: Any, output: Any) -> None:
+        if not self._on_main() or self.depth == 0:
+            return
+        self.depth -= 1
+        if self.depth == 0:
+            self.ledger.leave("compute", self._now())
+
+    def _wrap_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def backward(*args: Any, **kwargs: Any) -> Any:
+            if not self._on_main():
+                return original(*args, **kwargs)
+            for state in self.comm:
+                state.last_ready = None
+            self.seen["backward"] += 1
+            self.ledger.enter("compute", self._now())
+            try:
+                return original(*args, **kwargs)
+            finally:
+                now = self._now()
+                ready = [s.last_ready for s in self.comm if s.last_ready is not None]
+                self.ledger.leave("compute", now, tail=("comm", max(ready)) if ready else None)
+        return backward
+
+    # --- the DataLoader: data_wait ------------------------------------------------------------------------------
+    def _wrap_next(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def __next__(iterator: Any) -> Any:
+            if not self._on_main():
+                return original(iterator)
+            self.ledger.enter("data_wait", self._now())
+            try:
+                batch = original(iterator)
+                self.seen["batches"] += 1
+                return batch
+            finally:
+                self.ledger.leave("data_wait", self._now())
+        return __next__
+
+    def _wrap_iter(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def __iter__(loader: Any) -> Any:
+            if not self._on_main():
+                return original(loader)
+            self.ledger.enter("data_wait", self._now())
+            try:
+                return original(loader)
+            finally:
+                self.ledger.leave("data_wait", self._now())
+        return __iter__
+
+    # --- DDP: comm ----------------------------------------------------------------------------------------------
+    def _wrap_ddp_init(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def __init__(ddp: DistributedDataParallel, *args: Any, **kwargs: Any) -> None:
+            original(ddp, *args, **kwargs)
+            state = CommState(ddp.process_group)
+            ddp.register_comm_hook(state, timed_allreduce)
+            self.comm.append(state)
+            self.seen["ddp"] += 1
+        return __init__
+
+    # --- what the run showed -----------------------------------------------------------------------------------
+    def notes(self) -> None:
+        """Fill the run's `not_separated` and `measured` from what the hooks saw."""
+        run, seen = self.run, self.seen
+        run.measured.update(seen, comm_buckets=sum(s.buckets for s in self.comm),
+                            comm_bytes=sum(s.bytes for s in self.comm))
+        if not seen["ddp"] and run.world_size > 1:
+            run.not_separated.append("comm: communication not separated: no DDP found (any collective is inside "
+                                     "compute, optimizer or other)")
+        if not seen["batches"]:
+            run.not_separated.append("data_wait: no DataLoader iterated (the script's own loading is in other)")
+        if not seen["forward"] and not seen["backward"]:
+            run.not_separated.append("compute: no module forward or backward seen (in other)")

@@ -1,0 +1,83 @@
+"""The clock arithmetic of every way in: the parts of each step add up to its wall time, the steps' walls to T."""
+
+from __future__ import annotations
+
+import pytest
+
+from runcontract.ledger import Ledger
+
+
+class Ticks:
+    """A clock the test sets: readings are exact, so the sums are checked to the last bit that matters."""
+
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_parts_add_up_to_the_step_and_steps_to_t():
+    clock = Ticks()
+    ledger = Ledger(clock=clock)
+    clock.t = 100.0
+    ledger.enter("data_wait")
+    clock.t = 100.5
+    ledger.leave("data_wait")
+    clock.t = 100.7  # 0.2 s in no part: other
+    ledger.enter("compute")
+    clock.t = 102.0
+    ledger.leave("compute")
+    ledger.enter("optimizer")
+    clock.t = 102.25
+    ledger.leave("optimizer")
+    clock.t = 102.5
+    first = ledger.end_step()
+    assert first.wall_s == pytest.approx(2.5)
+    assert first.parts == pytest.approx({"data_wait": 0.5, "compute": 1.3, "comm": 0.0, "optimizer": 0.25,
+                                         "other": 0.45})
+    clock.t = 104.0  # the second step starts where the first ended: 1.5 s, all other
+    ledger.end_step()
+    assert ledger.train_time_s == pytest.approx(4.0)
+    parts = ledger.breakdown()
+    assert sum(parts.values()) == pytest.approx(4.0, abs=1e-12)
+    assert parts["other"] == pytest.approx(1.95)
+
+
+def test_nested_parts_charge_the_inner_one_and_a_tail_goes_to_comm():
+    clock = Ticks()
+    ledger = Ledger(clock=clock)
+    ledger.enter("compute")  # a forward
+    clock.t = 101.0
+    ledger.enter("data_wait")  # a batch fetched inside it
+    clock.t = 101.5
+    ledger.leave("data_wait")
+    clock.t = 103.0
+    ledger.leave("compute", tail=("comm", 102.0))  # the last gradient bucket was handed over at 102.0
+    ledger.end_step()
+    assert ledger.breakdown() == pytest.approx({"data_wait": 0.5, "compute": 1.5, "comm": 1.0, "optimizer": 0.0,
+                                                "other": 0.0})
+
+
+def test_time_before_the_first_step_and_after_the_last_is_outside_t():
+    clock = Ticks()
+    ledger = Ledger(clock=clock)
+    clock.t = 110.0
+    ledger.enter("compute")
+    clock.t = 111.0
+    ledger.leave("compute")
+    ledger.end_step()
+    clock.t = 150.0  # evaluation after the last step: never charged
+    ledger.enter("compute")
+    clock.t = 160.0
+    ledger.leave("compute")
+    assert ledger.train_time_s == pytest.approx(1.0)
+    assert sum(ledger.breakdown().values()) == pytest.approx(1.0)
+
+
+def test_unknown_part_and_unbalanced_close_are_refused():
+    ledger = Ledger()
+    with pytest.raises(ValueError, match="'other' is not a part a step opens"):
+        ledger.enter("other")
+    with pytest.raises(ValueError, match="part 'compute' closed but not open"):
+        ledger.leave("compute")
