@@ -20,6 +20,7 @@ from trainer import environment, profiling, rundir
 from trainer.build import Trainer
 from trainer.distributed import StopVote
 from trainer.metrics import IntervalMeter
+from trainer.rapl import RaplSampler
 from trainer.step import Batches, lr_at, train_step
 from trainer.timing import Breakdown, peak_memory_bytes
 
@@ -62,6 +63,9 @@ def train_loop(t: Trainer, stop: StopSignal, launch: float) -> LoopEnd:
     (StopVote). Updates t.prog: T, its breakdown, the position, the profiled steps."""
     s, d, prog, total = t.s, t.d, t.prog, t.total_steps
     nvml = NvmlSampler(s.run_dir / rundir.GPU_FILE, s.train.nvml_interval_ms).start() if d.is_local_main else None
+    # a CPU run's energy: the packages' RAPL counters, at the same pace (trainer/energy.py reads both files)
+    rapl = (RaplSampler(s.run_dir / rundir.RAPL_FILE, s.train.nvml_interval_ms).start()
+            if d.is_local_main and d.device.type == "cpu" else None)
     if d.is_main:
         log.info("world %d on %s, device %s, backend %s, %d loader workers, %d threads, %s AdamW, "
                  "%d parameters, %d steps (%d per epoch)", d.world, ",".join(t.hostnames), d.device, d.backend,
@@ -124,6 +128,8 @@ def train_loop(t: Trainer, stop: StopSignal, launch: float) -> LoopEnd:
     finally:
         if nvml is not None:
             nvml.stop()
+        if rapl is not None:
+            rapl.stop()
     segment_s = t_end - t_begin
     prog.train_time_s += segment_s
     breakdown.other += max(0.0, segment_s - breakdown.total())  # the final vote wait, if any

@@ -12,7 +12,7 @@ import socket
 import time
 from typing import Any, cast
 
-from trainer import checkpoint, ddp_buckets, distributed, parallel, profiling, provenance, rundir
+from trainer import checkpoint, ddp_buckets, distributed, energy, parallel, profiling, provenance, rundir
 from trainer.build import Trainer
 from trainer.loop import LoopEnd
 from trainer.timing import peak_memory_bytes, peak_source
@@ -127,6 +127,9 @@ def record(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: 
         "profile": profiled,
         "started_at": prog.started_at, "finished_at": time.time(),
     }
+    used = energy.summary(s.run_dir, d.device.type)  # the devices' energy and the GPUs' busy share over T
+    result["energy"] = cast(rundir.ResultEnergy, used["energy"])
+    result["gpu_use"] = cast("rundir.ResultGpuUse | None", used["gpu_use"])
     if evaluation is not None:
         result["eval"] = evaluation
     if t.validator.enabled:

@@ -42,6 +42,7 @@ SLURM_STDERR_FILE = contract.SLURM_STDERR_FILE
 SLURM_STDOUT_FILE = contract.SLURM_STDOUT_FILE
 slurm_log_files = contract.slurm_log_files
 
+RAPL_FILE = "rapl.jsonl"  # a CPU run\'s package energy counters (trainer/rapl.py), beside gpu.jsonl
 LOG_FILE = "train.log"
 CHECKPOINT_FILE = "checkpoint.pt"
 SHARDS_DIR = "checkpoint.shards"  # a sharded strategy's state beside checkpoint.pt: one folder per save, step-NNNNNNNN
@@ -135,6 +136,30 @@ class ResultMemory(TypedDict, total=False):
     by_rank: list[dict[str, Any]]  # rank and the five figures above, per rank
 
 
+class ResultEnergy(TypedDict):
+    """result.json `energy`: the joules the run's devices drew over T (trainer/energy.py: the GPUs' NVML
+    energy counter, else their power integrated; on CPU the packages' RAPL counters), or why not measured."""
+
+    joules: float | None  # null when not measured; `reason` says why
+    source: str | None  # "NVML energy counter", "NVML power integrated" or "RAPL package counters"
+    mean_power_w: float | None  # all devices together, over the part of T the samples cover
+    devices: int  # GPUs (host, index) or RAPL zones (host, package) measured
+    covered_s: float  # seconds of T inside the samples' span (the least of any device)
+    train_time_s: float  # T as the metrics lines' windows add it up
+    reason: str  # "" when measured
+
+
+class ResultGpuUse(TypedDict):
+    """result.json `gpu_use` (CUDA runs): the GPUs' NVML name and busy share over T."""
+
+    name: str | None  # NVML's device name ("NVIDIA H200"), the most frequent among the samples
+    devices: int
+    busy_pct: float | None  # mean NVML utilisation of the samples inside T, averaged over the GPUs
+    memory_bytes: float | None  # the GPU's memory as NVML reports it (the least of the run's GPUs)
+    samples: int
+    reason: str  # "" when measured
+
+
 class Result(TypedDict, total=False):
     """result.json as the trainer writes it (every field: docs/run-directory.md). `write_result` adds
     `schema_version` and `kind`; readers get a plain dict and must tolerate fields they do not know."""
@@ -173,6 +198,8 @@ class Result(TypedDict, total=False):
     init: str | None
     started_at: float
     finished_at: float
+    energy: ResultEnergy  # the devices' energy over T (trainer/energy.py)
+    gpu_use: ResultGpuUse | None  # the GPUs' name and NVML busy share over T; null on CPU
 
 
 class RunDirError(ValueError):

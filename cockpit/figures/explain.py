@@ -26,21 +26,26 @@ from typing import Any, TypeVar
 K = TypeVar("K")
 
 PARTS = ("data_wait", "compute", "comm", "optimizer", "other")
+# the overhead's terms: the parts, the host-bound seconds split out of compute (cockpit.figures.host_bound; zero
+# unless both the run and its baseline have a host-bound figure), and what the parts leave unexplained
+TERMS = (*PARTS, "host_bound", "unaccounted")
 TERM_LABELS = {
     "compute": "compute",
+    "host_bound": "host-bound (GPU idle)",
     "comm": "exposed all-reduce",
     "data_wait": "data wait",
     "optimizer": "optimizer",
     "other": "other loop time",
     "unaccounted": "unaccounted",
 }
-SHORT_LABELS = {**TERM_LABELS, "comm": "all-reduce", "other": "other"}
+SHORT_LABELS = {**TERM_LABELS, "comm": "all-reduce", "other": "other", "host_bound": "host-bound"}
 # the words people use for each term: in the TUI's filter any of them finds the others (verdict~comm finds
 # "all-reduce", verdict~loader finds "data wait"); the labels above are among them
 TERM_WORDS = {
     "comm": ("comm", "communication", "all-reduce", "allreduce", "all reduce", "exposed all-reduce"),
     "data_wait": ("data", "loader", "input", "data wait", "dataloader"),
     "compute": ("compute", "gpu", "worker"),
+    "host_bound": ("host-bound", "host bound", "host", "launch", "kernel launch"),
     "optimizer": ("optimizer", "optimiser", "optim"),
     "other": ("other", "other loop time"),
 }
@@ -86,8 +91,14 @@ def comm_split(term: str, seconds: float, rec: dict[str, Any]) -> str:
 def attribution(run: dict[str, Any], base: dict[str, Any], n: int, work: float) -> dict[str, float]:
     """Seconds each part added to the overhead (negative: it saved time); keys `loss_<part>_s`."""
     terms = {f"loss_{p}_s": _num(run.get(f"{p}_s")) / work - _num(base.get(f"{p}_s")) / n for p in PARTS}
+    hn, h1 = run.get("host_bound_s", math.nan), base.get("host_bound_s", math.nan)
+    if hn == hn and h1 == h1:  # split out of compute: the terms still add up to O
+        terms["loss_host_bound_s"] = hn / work - h1 / n
+        terms["loss_compute_s"] -= terms["loss_host_bound_s"]
+    else:
+        terms["loss_host_bound_s"] = math.nan  # no term: a CPU run, or a GPU run without the evidence
     o = run["train_time_s"] / work - base["train_time_s"] / n
-    rest = o - sum(terms.values())
+    rest = o - sum(v for v in terms.values() if v == v)
     terms["loss_unaccounted_s"] = rest if abs(rest) > 1e-6 * max(1.0, abs(o)) else 0.0
     return terms
 
@@ -100,6 +111,9 @@ def compute_ratio(run: dict[str, Any], base: dict[str, Any], n: int, work: float
 
 def advice(term: str, rec: dict[str, Any]) -> str:
     """What to change when `term` is the largest loss; specific to the device the run used."""
+    if term == "host_bound":
+        return ("the GPU idles while the host issues its kernels: more work per kernel (batch_size) or fewer "
+                "launches (train.compile)")
     if term == "compute":
         ratio = rec.get("compute_ratio", math.nan)
         head = f"per-sample compute {ratio:.2f}x the baseline's" if ratio == ratio else "compute grew"
@@ -122,7 +136,7 @@ def advice(term: str, rec: dict[str, Any]) -> str:
 
 def ranked_terms(rec: dict[str, Any]) -> list[tuple[str, float]]:
     """(term, seconds) with a non-zero size, largest loss first."""
-    terms = [(t, rec.get(f"loss_{t}_s", math.nan)) for t in (*PARTS, "unaccounted")]
+    terms = [(t, rec.get(f"loss_{t}_s", math.nan)) for t in TERMS]
     terms = [(t, v) for t, v in terms if v == v and abs(v) >= 0.0005]
     return sorted(terms, key=lambda tv: -tv[1])
 
@@ -220,21 +234,23 @@ def verdicts(rec: dict[str, Any]) -> tuple[str, str]:
     """(short form for a table column, full sentence) naming the losses in seconds, largest first."""
     if rec.get("status") != "completed":
         return "", rec.get("note", "")
+    gpu = f". {rec['host_bound_note'][0].upper()}{rec['host_bound_note'][1:]}" if rec.get("host_bound_note") else ""
     if rec.get("baseline"):
-        parts = [(p, rec[f"{p}_s"]) for p in PARTS
-                 if rec.get(f"{p}_s", math.nan) == rec.get(f"{p}_s", math.nan) and rec[f"{p}_s"] > 0]
+        parts = [(p, v) for p, v in t_parts(rec) if v > 0]
         t1, parts = shown_split(rec["train_time_s"], parts)
         shares = ", ".join(f"{SHORT_LABELS[p]} {v:.2f} s" for p, v in parts)
         text = f"baseline: T1 = {t1:.2f} s"
-        return text, f"{text} ({shares})" if shares else text
+        host = dict(parts).get("host_bound")
+        short = f"{text}, host-bound {host:.2f} s" if host else text
+        return short, (f"{text} ({shares})" if shares else text) + gpu
     o = rec.get("overhead_s", math.nan)
     if o != o:
-        return rec.get("note", ""), rec.get("note", "")
+        return rec.get("note", ""), rec.get("note", "") + gpu
     lost = 1.0 - rec["efficiency"]
     terms = ranked_terms(rec)
     if o <= 0 or not terms:  # no term of at least half a millisecond: nothing to name
         text = f"no loss: T at the baseline's work {rec['t_same_work_s']:.2f} s, T1/N {rec['t1_over_n_s']:.2f} s"
-        return text, text
+        return text, text + gpu
     o, terms = shown_terms(rec)  # printed: hundredths that add up to O's
     short = f"lost {lost:.0%} = {o:.2f} s: " + ", ".join(f"{v:+.2f} s {label}" for label, v in short_terms(terms, rec=rec))
     pieces = []
@@ -255,7 +271,23 @@ def verdicts(rec: dict[str, Any]) -> tuple[str, str]:
         where = f" on {rec['straggler_host']}" if rec.get("straggler_host") else ""
         full += (f". Straggler: rank {slow}{where}; the other ranks waited {rec['straggler_excess_s']:.2f} s "
                  "longer in all-reduce than it did")
-    return short, full
+    return short, full + gpu
+
+
+def t_parts(rec: dict[str, Any]) -> list[tuple[str, float]]:
+    """T's parts of one run in seconds, with its host-bound seconds split out of compute where it has them
+    (cockpit.figures.host_bound): they add up to T as the parts do."""
+    out = []
+    host = rec.get("host_bound_s", math.nan)
+    for p in PARTS:
+        v = rec.get(f"{p}_s", math.nan)
+        if v != v:
+            continue
+        if p == "compute" and host == host and host > 0:
+            out += [("compute", v - host), ("host_bound", host)]
+        else:
+            out.append((p, v))
+    return out
 
 
 def _num(value: Any) -> float:

@@ -20,9 +20,12 @@ import math
 from collections.abc import Callable, Hashable, Iterable
 from typing import IO, TYPE_CHECKING, Any
 
-from cockpit.figures import explain, labels
+from cockpit.figures import devices, explain, labels
+from cockpit.figures.energy import energy_figures
+from cockpit.figures.host_bound import host_bound
 from cockpit.figures.quality import quality_of
 from cockpit.forecast import advice, prediction
+from cockpit.forecast.advice.host_bound import advise_host_bound
 from cockpit.study.spec import AXES, SCALE_AXES, Configuration
 from trainer.config_keys import AXIS_KEYS
 from trainer.rundir import COMM_KINDS, MEMORY_FIGURES
@@ -95,11 +98,30 @@ def run_row(result: dict[str, Any]) -> dict[str, Any]:
     peaks = [m.get("peak_bytes") for m in memory.get("by_rank") or [] if isinstance(m.get("peak_bytes"), int | float)]
     row["memory_peak_bytes"] = float(max(peaks)) if peaks else row["memory_peak_bytes"]
     row["ranks"] = explain.ranks_of(result)
+    row.update(gpu_figures(result, row["compute_s"]), **energy_figures(result))
     row["result"] = result  # the prediction reads the baseline's comm and steps
     q = quality_of(result)
     row.update(quality_detail=q, quality_metric=q.metric if q else None, quality=q.value if q else NAN,
                quality_inputs=(q.problem or q.inputs) if q else "")
     return row
+
+
+def gpu_figures(result: dict[str, Any], compute_s: float) -> dict[str, Any]:
+    """What the GPU itself says of a run: its NVML name and busy share over T, MFU (cockpit.figures.devices),
+    the trace's GPU figures where one was read (`gpu_trace`) and the host-bound verdict with its seconds
+    (cockpit.figures.host_bound); blank with the reason on CPU."""
+    m = devices.mfu(result)
+    use: dict[str, Any] = result["gpu_use"] if isinstance(result.get("gpu_use"), dict) else {}
+    trace: dict[str, Any] = result["gpu_trace"] if isinstance(result.get("gpu_trace"), dict) else {}
+    steps = trace.get("steps") or 0
+    hb = host_bound(result, compute_s)
+    return {"gpu_name": devices.gpu_name(result) or "", "gpu_busy_pct": _float(use.get("busy_pct")),
+            "mfu": m.mfu, "achieved_tflops": m.achieved_tflops, "peak_tflops": m.peak_tflops, "mfu_device": m.device,
+            "mfu_note": m.note,
+            "trace_gpu_busy_s": _float(trace.get("gpu_busy_s")), "trace_steps_s": _float(trace.get("steps_s")),
+            "trace_kernels_per_step": trace["kernels"] / steps if steps else NAN,
+            "host_bound_s": hb.seconds, "host_bound_share": hb.share, "host_bound_evidence": hb.evidence,
+            "host_bound_note": hb.words(compute_s)}
 
 
 def analyse(results: Iterable[dict[str, Any]], links: prediction.Links | None = None) -> list[dict[str, Any]]:
@@ -159,7 +181,7 @@ def _analysed(run: dict[str, Any], base: dict[str, Any] | None, links: predictio
                    efficiency=NAN, overhead_s=NAN, karp_flatt=NAN, compute_ratio=NAN,
                    note=f"no baseline: the group's {labels.baseline_label(labels.device_of([run['device']]))} "
                         "run has not finished",
-                   **{f"loss_{t}_s": NAN for t in (*BREAKDOWN_PARTS, "unaccounted")})
+                   **{f"loss_{t}_s": NAN for t in explain.TERMS})
     else:
         work = work_ratio(run["samples"], base["samples"])
         t1, tn = base["train_time_s"], run["train_time_s"] / work
@@ -174,7 +196,10 @@ def _analysed(run: dict[str, Any], base: dict[str, Any] | None, links: predictio
                quality_change=rec["quality_detail"].change(baseline_quality) if rec["quality_detail"] else NAN)
     rec["verdict"], rec["explanation"] = explain.verdicts({**rec, "status": "completed"})
     rec["advice_items"] = advice.advise(rec, recorded, links) if base is not None else []
-    rec["advice"] = advice.advice_text(rec["advice_items"])  # the one advice text every view prints
+    rec["host_advice"] = advise_host_bound(rec)  # a host-bound run's changes, the priced one first
+    host = rec["host_advice"][0].text() if rec["host_advice"] else ""
+    # the one advice text every view prints
+    rec["advice"] = "; ".join(t for t in (advice.advice_text(rec["advice_items"]), host) if t)
     return rec
 
 
@@ -227,7 +252,7 @@ class AnalysisCache:
 
 # columns of scaling.csv: everything of a row but the per-rank list, which gets its own table, and the
 # objects the run detail reads
-CSV_SKIP = ("ranks", "result", "quality_detail", "advice_items")
+CSV_SKIP = ("ranks", "result", "quality_detail", "advice_items", "host_advice")
 
 
 def scaling_table(results: Iterable[dict[str, Any]]) -> pd.DataFrame:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from cockpit.forecast.compare import Comparison, Pair
 
 NAN = math.nan
-TERMS = (*explain.PARTS, "unaccounted")
+TERMS = explain.TERMS
 
 
 def _f(value: Any, spec: str = ".2f") -> str:

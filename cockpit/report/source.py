@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cockpit.report.run_files import with_run_files
 from cockpit.study.spec import SQLITE_HEADER
 
 
@@ -111,7 +112,7 @@ def from_run_dirs(runs: Path, study: str, cluster: str) -> ReportInput:
         except RunDirError as exc:
             raise ReportError(str(exc)) from exc
         if res is not None:
-            results.append(res)
+            results.append(with_run_files(res, run_dir))
     return ReportInput(study, cluster, results, str(runs), runs=runs)
 
 
@@ -128,12 +129,14 @@ def from_store(path: Path, study_name: str | None = None) -> ReportInput:
             snap = store.snapshot(study_name)
             key = store.study_key(study_name)
             results = list(store.results(key).values())
+            run_dirs = {c["config_id"]: c["run_dir"] for c in store.configs(key)}
             problems = store.result_problems(key)
             unreadable = store.unreadable_results(key)
     except StoreError as exc:
         raise ReportError(str(exc)) from exc
     finally:
         store.close()
+    results = [_with_local_files(r, run_dirs.get(str(r.get("config_id")))) for r in results]
     with_result = {r.get("config_id") for r in results}
     failed = [
         {"config_id": j.config_id, "job_id": j.job_id, "state": j.state, "reason": j.reason, "exit_code": j.exit_code}
@@ -145,3 +148,11 @@ def from_store(path: Path, study_name: str | None = None) -> ReportInput:
                 "status": "result row not valid JSON" if c.config_id in unreadable else c.state.replace("_", " ")}
                for c in snap.configs if c.config_id not in with_result]
     return ReportInput(study_name, snap.cluster, results, str(path), failed, pending, problems, store=path)
+
+
+def _with_local_files(result: dict[str, Any], run_dir: str | None) -> dict[str, Any]:
+    """A stored result with what its run directory adds where that directory is on this machine (a local
+    study's; a cluster's run directories are read through `cockpit trace STUDY CONFIG_ID` instead)."""
+    if not run_dir or not Path(run_dir).is_dir():
+        return result
+    return with_run_files(result, Path(run_dir))

@@ -45,12 +45,14 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("overhead_s", "O = T/work - T1/N (s)", ".2f"),
     ("karp_flatt", "Karp-Flatt", ".3f"),
     ("tokens_per_s", "tokens/s", ".0f"),
+    ("mfu", "MFU", ".1%"),
+    ("energy_kwh", "energy (kWh)", ".3g"),
     ("verdict", "where the time went", "s"),
     ("comm_by_kind", "comm by kind (s)", "s"),
     ("memory_model_states_bytes", "model states/rank (MiB)", "MiB"),
     ("memory_peak_bytes", "peak memory/rank (MiB)", "MiB"),
 )
-TERMS = (*explain.PARTS, "unaccounted")
+TERMS = explain.TERMS
 
 
 def scaling(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -118,12 +120,64 @@ def scaling_body(rows: list[dict[str, Any]]) -> Body:
     return headers, body
 
 
+def gpu_body(rows: list[dict[str, Any]]) -> Body:
+    """Per configuration, what the device says: MFU with its inputs (FLOPs per token, tokens/s, the device's
+    peak), the GPU's busy share (NVML, and the trace's where one was read), the host-bound seconds, and the
+    energy over T with joules per sample and per token; a blank figure's reason in its note column."""
+    axes = shown_axes(rows)
+    headers = [*_ident_of(rows), "device", "FLOP/token (M)", "tokens/s", "TFLOP/s", "peak TFLOP/s", "MFU",
+               "GPU busy (NVML)", "trace: GPU busy of steps (ms)", "kernels/step", "host-bound (s)", "energy (J)",
+               "power (W)", "J/sample", "mJ/token", "kWh", "notes"]
+    body = []
+    for r in rows:
+        if r.get("status") != "completed":
+            continue
+        fpt = ((r.get("result") or {}).get("model") or {}).get("flops_per_token")
+        trace = (f"{r['trace_gpu_busy_s'] * 1e3:.1f} of {r['trace_steps_s'] * 1e3:.1f}"
+                 if r.get("trace_steps_s") == r.get("trace_steps_s") and r.get("trace_steps_s") else "-")
+        notes = "; ".join(n for n in (f"MFU: {r['mfu_note']}" if r.get("mfu_note") else "",
+                                      r.get("host_bound_note") or "",
+                                      f"energy: {r['energy_note']}" if r.get("energy_note") else "",
+                                      r.get("energy_source") or "") if n)
+        device = " ".join(w for w in (r.get("gpu_name"), f"({r['mfu_device']})" if r.get("mfu_device") else "") if w)
+        body.append([*_ident(r, axes), device or str(r.get("device") or "-"),
+                     cell(fpt / 1e6 if isinstance(fpt, int | float) else None, ".4g"), cell(r.get("tokens_per_s"), ".0f"),
+                     cell(r.get("achieved_tflops"), ".1f"), cell(r.get("peak_tflops"), ".1f"), cell(r.get("mfu"), ".1%"),
+                     cell(r.get("gpu_busy_pct", math.nan) / 100, ".0%"), trace, cell(r.get("trace_kernels_per_step"), ".0f"),
+                     cell(r.get("host_bound_s"), ".2f"), cell(r.get("energy_j"), ".0f"), cell(r.get("energy_power_w"), ".0f"),
+                     cell(r.get("energy_j_per_sample"), ".3g"), cell(r.get("energy_j_per_token", math.nan) * 1e3, ".3g"),
+                     cell(r.get("energy_kwh"), ".3g"), notes])
+    return headers, body
+
+
+def gpu_footnote(rows: list[dict[str, Any]]) -> str:
+    """Why MFU or energy is blank in the scaling table, each reason once: `MFU: no GPU (cpu run). Energy: not
+    measured: RAPL not readable: /sys/class/powercap absent.`"""
+    done = [r for r in rows if r.get("status") == "completed"]
+    mfu = dict.fromkeys(r["mfu_note"] for r in done if r.get("mfu_note"))
+    energy = dict.fromkeys(r["energy_note"] for r in done if r.get("energy_note"))
+    out = [*(f"MFU: {n}." for n in mfu), *(f"Energy: {n}." for n in energy)]
+    return " ".join(out)
+
+
+def study_energy(rows: list[dict[str, Any]]) -> str:
+    """`energy of the study: 0.00215 kWh over 3 of 3 configurations (the runs shown)`, or why none."""
+    done = [r for r in rows if r.get("status") == "completed"]
+    measured = [r["energy_kwh"] for r in done if r.get("energy_kwh") == r.get("energy_kwh") and "energy_kwh" in r]
+    if not measured:
+        return "Energy of the study: not measured."
+    return (f"Energy of the study: {sum(measured):.3g} kWh over {len(measured)} of {len(done)} configurations "
+            "(the run shown of each, over T).")
+
+
 def attribution_body(rows: list[dict[str, Any]]) -> Body:
     """Per N-worker run: T1/N, T/work and the overhead split into seconds per term (printed, they add up to
     the printed O: explain.shown_split)."""
     axes = shown_axes(rows)
+    terms_shown = [t for t in TERMS if t != "host_bound" or any(r.get("loss_host_bound_s") == r.get("loss_host_bound_s")
+                                                                 and "loss_host_bound_s" in r for r in rows)]
     headers = [*_ident_of(rows), "N", "T1/N (s)", "T/work (s)", "O (s)",
-               *[f"{explain.TERM_LABELS[t]} (s)" for t in TERMS], "explanation"]
+               *[f"{explain.TERM_LABELS[t]} (s)" for t in terms_shown], "explanation"]
     body = []
     for r in rows:
         if r.get("baseline") or r.get("status") != "completed" or r.get("overhead_s") != r.get("overhead_s"):
@@ -133,7 +187,7 @@ def attribution_body(rows: list[dict[str, Any]]) -> Body:
         shown_by_term = dict(shown)
         body.append([*_ident(r, axes), cell(r["workers"], "d"), cell(r["t1_over_n_s"], ".2f"),
                      cell(r["t_same_work_s"], ".2f"), cell(o, "+.2f"),
-                     *[cell(shown_by_term.get(t), "+.2f") for t in TERMS], r.get("explanation", "")])
+                     *[cell(shown_by_term.get(t), "+.2f") for t in terms_shown], r.get("explanation", "")])
     return headers, body
 
 
@@ -178,6 +232,11 @@ def advice_body(rows: list[dict[str, Any]]) -> Body:
                 f"; extrapolated: {', '.join(p.extrapolated)}" if p.extrapolated else "")
             body.append([*_ident(r, axes), cell(r["workers"], "d"), "; ".join(losses), a.text(head=False),
                          cell(a.gain_s, "+.2f"), basis])
+        for h in r.get("host_advice") or []:  # a host-bound run's, its baseline too (cockpit.forecast.advice.host_bound)
+            priced = h.predicted_t_s == h.predicted_t_s
+            body.append([*_ident(r, axes), cell(r["workers"], "d"), f"host-bound {h.loss_s:.2f}", h.text(head=False),
+                         cell(h.gain_s, "+.2f"), "the run's GPU busy share and host time per step" if priced
+                         else "not predicted"])
     return headers, body
 
 

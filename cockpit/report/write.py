@@ -100,8 +100,19 @@ def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[s
             "T is the training time of result.json (first step start to last step end; the run with the median "
             "T represents repeats). work = samples / the baseline's samples, so T/work is T at the baseline's "
             f"work; T1 is the group's {labels.baseline_label(device)} run; N is the number of {words}. "
-            "S = T1/(T/work), E = S/N, O = T/work - T1/N, Karp-Flatt e = (1/S - 1/N)/(1 - 1/N).",
+            "S = T1/(T/work), E = S/N, O = T/work - T1/N, Karp-Flatt e = (1/S - 1/N)/(1 - 1/N). "
+            "MFU and energy: 'GPU use and energy'. " + tables.gpu_footnote(rows),
             *tables.scaling_body(rows),
+        ),
+        (
+            "GPU use and energy",
+            "MFU = FLOP/token x tokens/s / (the device's dense peak at the run's precision x GPUs); FLOP/token = "
+            "6 N + 12 L d W (PaLM, appendix B), the peaks from NVIDIA's datasheets (docs/gpu.md). GPU busy: NVML's "
+            "utilisation over T, and the trace's GPU-busy time where one was recorded; below 50% the run is "
+            "host-bound and host-bound = compute x (1 - busy) is split out of compute. Energy: the GPUs' NVML "
+            "energy counter over T (power integrated where it is missing), on CPU the RAPL package counters; "
+            "J/sample and J/token divide it by the run's samples and tokens. " + tables.study_energy(rows),
+            *tables.gpu_body(rows),
         ),
         (
             "Where the efficiency went",
@@ -116,7 +127,9 @@ def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[s
             "after the change (T1' the baseline after it), from the measured run with each part of T changed "
             "as the model changes it (docs/prediction.md). Where the model has no formula for a key it says so "
             "instead of a figure. A loss is seconds of T/work (its term of O); a gain is seconds of T (T - T'), "
-            "counted once per change even where the change acts on several losses.",
+            "counted once per change even where the change acts on several losses. A host-bound run (a "
+            "baseline too) gets its own rows: a larger batch per GPU priced from its GPU busy share and host time "
+            "per step, train.compile and a fused optimizer (docs/prediction.md, 'Host-bound advice').",
             *tables.advice_body(rows),
         ),
         (

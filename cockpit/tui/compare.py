@@ -64,7 +64,7 @@ def figure_rows(a: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append((f"{explain.SHORT_LABELS[part]} s", _s(a, f"{part}_s")
                      + (f" ({fmt.percent(share)})" if share is not None else "")))
     rows.append(("— overhead by term (s over T1/N) —", ""))
-    terms = [(t, v) for t in (*explain.PARTS, "unaccounted") if (v := _num(a, f"loss_{t}_s")) is not None]
+    terms = [(t, v) for t in explain.TERMS if (v := _num(a, f"loss_{t}_s")) is not None]
     o = _num(a, "overhead_s")
     if terms and o is not None:  # printed, they add up to the overhead printed above
         for term, v in explain.shown_split(o, terms)[1]:

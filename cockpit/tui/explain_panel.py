@@ -38,7 +38,7 @@ def waterfall(a: dict[str, Any]) -> Text:
     if o is None or t1n is None or tsame is None:
         out.append((a.get("note") or "no analysis yet") + "\n", style="italic")
         return out
-    terms = [(t, v) for t in (*explain.PARTS, "unaccounted")
+    terms = [(t, v) for t in explain.TERMS
              if (v := _num(a.get(f"loss_{t}_s"))) is not None and abs(v) >= 0.0005]
     running, peak = t1n, t1n
     for _, v in terms:

@@ -1,0 +1,50 @@
+"""What a result is read with when its run directory is on this machine: the energy and GPU use over T of a run
+recorded before result.json carried them (trainer/energy.py over its gpu.jsonl / rapl.jsonl and metrics.jsonl,
+the function the trainer itself calls), and rank 0's trace as `cockpit trace` reads it (`gpu_trace`: GPU busy
+time, the recorded steps' wall time, kernels), the host-bound verdict's second evidence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cockpit.figures.traces import TraceError, load, summarise
+from trainer import energy
+from trainer.rundir import METRICS_FILE
+
+
+def rank0_trace(run_dir: Path, result: dict[str, Any]) -> Path | None:
+    """Rank 0's last trace: as result.json `profile.traces` lists it (or gzipped beside it), else any
+    rank0-*.json(.gz) in the run directory or its traces/."""
+    listed = [t for t in ((result.get("profile") or {}).get("traces") or []) if "rank0-" in str(t)]
+    for rel in reversed(listed):
+        for candidate in (run_dir / rel, run_dir / f"{rel}.gz", run_dir / f"{Path(rel).name}.gz"):
+            if candidate.is_file():
+                return candidate
+    found = sorted([*run_dir.glob("rank0-*.json*"), *run_dir.glob("traces/rank0-*.json*")])
+    return found[-1] if found else None
+
+
+def gpu_trace(path: Path) -> dict[str, Any] | None:
+    """`cockpit trace`'s GPU figures of one trace, or None when it holds no GPU kernels or does not read."""
+    try:
+        s = summarise(load(path.read_bytes(), path.name), path.name)
+    except (OSError, TraceError):
+        return None
+    if not s.gpu_kernels or not s.steps:
+        return None
+    return {"file": str(path), "steps": len(s.steps), "steps_s": s.steps_s, "gpu_busy_s": s.gpu_busy_s,
+            "kernels": s.gpu_kernels}
+
+
+def with_run_files(result: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """The result with what its run directory adds: `energy` / `gpu_use` where result.json lacks them, and
+    `gpu_trace` where a GPU trace was recorded. The result itself is not changed."""
+    out = dict(result)
+    if "energy" not in out and (run_dir / METRICS_FILE).is_file():
+        out.update(energy.summary(run_dir, str(out.get("device") or "cpu")))
+    if out.get("device") == "cuda" and (path := rank0_trace(run_dir, out)) is not None:
+        trace = gpu_trace(path)
+        if trace is not None:
+            out["gpu_trace"] = trace
+    return out
