@@ -9,6 +9,7 @@ Figures (docs/notebook.md).
     study.gpu(config_id)                # its NVML samples
     study.attribution(config_id)        # its overhead O in seconds per term, as printed
     study.memory(config_id)             # its memory per rank: bytes held by kind and the peak
+    study.gpu_use()                     # MFU, GPU busy, host-bound seconds and energy per configuration
     study.figures()                     # the report's four figures
 
 Reading never writes: a store is opened read-only, as `cockpit report` and `cockpit open store.sqlite`
@@ -37,6 +38,13 @@ __all__ = ["TEXT_COLUMNS", "NotebookStudy", "open_study"]
 # scaling.csv's columns that are text whatever they look like (a config id "1234567890", a dataset "2017"):
 # read_csv(path, dtype=TEXT_COLUMNS) reads the report's file as scaling() returns it
 TEXT_COLUMNS = {c: str for c in ("config_id", "group_id", *(k.name for k in AXIS_KEYS if k.kind == (str,)), "status")}
+
+
+# gpu_use()'s figures: analysis row keys (cockpit.forecast.analysis.gpu_figures, cockpit.figures.energy)
+GPU_USE_COLUMNS = ("gpu_name", "mfu", "achieved_tflops", "peak_tflops", "mfu_device", "gpu_busy_pct",
+                   "trace_gpu_busy_s", "trace_steps_s", "trace_kernels_per_step", "host_bound_s", "energy_j",
+                   "energy_power_w", "energy_j_per_sample", "energy_j_per_token", "energy_kwh", "energy_source",
+                   "mfu_note", "host_bound_note", "energy_note")
 
 
 def open_study(path: str | Path, study: str | None = None) -> NotebookStudy:
@@ -121,7 +129,7 @@ class NotebookStudy:
         """Where the run's overhead O went, in seconds per term, as every screen and the report print it
         (cockpit.figures.explain.shown_terms: hundredths that add up to the printed O), largest loss first.
 
-        Columns: term (data_wait, compute, comm, optimizer, other, unaccounted), label (as printed),
+        Columns: term (data_wait, compute, comm, optimizer, other, host_bound, unaccounted), label (as printed),
         seconds (as printed), exact_s (full precision, as scaling.csv's loss_<term>_s). `.attrs` holds
         `overhead_s` (O as printed), `config_id`, `label` and `explanation` (the full sentence). A 1x1
         baseline, or a run whose baseline has not finished, has no terms."""
@@ -142,6 +150,20 @@ class NotebookStudy:
         frame.attrs.update(overhead_s=shown_o, config_id=str(row["config_id"]), label=label(row),
                            explanation=row.get("explanation", ""))
         return frame
+
+    def gpu_use(self) -> pd.DataFrame:
+        """What the device says, one row per configuration with a result (the report's "GPU use and energy"
+        table as data; the same analysis rows as scaling()): config_id, label, the GPU's NVML name, MFU with
+        its inputs (achieved_tflops, peak_tflops, mfu_device), gpu_busy_pct (NVML over T), the trace's
+        GPU-busy seconds, steps' seconds and kernels per step where one was read, host_bound_s, and the
+        energy over T (energy_j, energy_power_w, energy_j_per_sample, energy_j_per_token, energy_kwh). A
+        blank figure's reason is in mfu_note, host_bound_note or energy_note. The study's kWh:
+        `study.gpu_use().energy_kwh.sum()`."""
+        import pandas as pd
+
+        rows = [{"config_id": str(r["config_id"]), "label": label(r), **{c: r.get(c) for c in GPU_USE_COLUMNS}}
+                for r in self._data.rows if r.get("status") == "completed"]
+        return pd.DataFrame(rows, columns=["config_id", "label", *GPU_USE_COLUMNS])
 
     def memory(self, config: str) -> pd.DataFrame:
         """Memory per rank as result.json records it: one row per rank with params_bytes, grads_bytes,

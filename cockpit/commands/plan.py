@@ -211,7 +211,7 @@ class _Entry(NamedTuple):
 
     group: str
     cfg: Configuration
-    figures: tuple[str, str, str]
+    figures: tuple[str, ...]  # T s, S, node-h and, where the plan predicts energy, kWh
     status: str
     end_section: bool
 
@@ -221,6 +221,7 @@ def _entries(study, limit: int, plan: Plan) -> list[_Entry]:
     from cockpit.forecast.plan import hours
 
     lines = {line.config_id: line for line in plan.lines}
+    energy = any(line.kwh is not None for line in plan.lines)
     groups: dict[str, list] = {}
     for cfg in study.matrix():
         groups.setdefault(cfg.group_id, []).append(cfg)
@@ -235,8 +236,10 @@ def _entries(study, limit: int, plan: Plan) -> list[_Entry]:
             if cfg.is_baseline:
                 status += " (baseline)"
             p = line.figures if line else None
-            cells = (f"{p.t_s:.1f}" if p.t_s < 1000 else f"{p.t_s:.0f}", f"{p.speedup:.2f}x",
-                     hours(p.node_hours)) if p else ("-", "-", "-")
+            cells: tuple[str, ...] = (f"{p.t_s:.1f}" if p.t_s < 1000 else f"{p.t_s:.0f}", f"{p.speedup:.2f}x",
+                                      hours(p.node_hours)) if p else ("-", "-", "-")
+            if energy:
+                cells += (f"{line.kwh:.3g}" if line is not None and line.kwh is not None else "-",)
             entries.append(_Entry(group_id if index == 0 else "", cfg, cells, status, index == len(cfgs) - 1))
     return entries
 
@@ -253,8 +256,10 @@ def _plan_table(study, plan: Plan, entries: list[_Entry], layout: str) -> TextTa
     else:
         legend += [f"{SHORT_HEADERS[a]} {a}" for a in varying if SHORT_HEADERS[a] != a and a != "dataset"]
     legend.append(f"NxG nodes x {labels.worker_word(plan.device)} per node")
+    energy = any(line.kwh is not None for line in plan.lines)
     if figures:
-        legend.append(f"T s, S, node-h: {figures}")
+        legend.append(f"T s, S, node-h{', kWh' if energy else ''}: {figures}"
+                      + ("; kWh over T: the baseline's power per GPU x GPUs x T" if energy else ""))
     if any(line.status == "too big" for line in plan.lines):
         legend.append(f"too big: more cores than a node's {plan.node_cores}")
     caption = "; ".join(legend) + (f"; fixed: {fixed}" if fixed else "")
@@ -271,7 +276,8 @@ def _plan_table(study, plan: Plan, entries: list[_Entry], layout: str) -> TextTa
                                   no_wrap=numeric, overflow="fold"))
         columns.append(Column("NxG", no_wrap=True))
     if figures:
-        columns += [Column(header, justify="right", no_wrap=True) for header in ("T s", "S", "node-h")]
+        columns += [Column(header, justify="right", no_wrap=True)
+                    for header in ("T s", "S", "node-h", *(("kWh",) if energy else ()))]
     columns.append(Column("status", overflow="fold"))
     rows = []
     for group, cfg, cells, status, end_section in entries:
@@ -319,6 +325,8 @@ def plan_summary(study, plan: Plan | None = None, store_path: Path | None = None
         f"{submit} jobs to submit" + (f"; {', '.join(others)}" if others else ""),
         plan.cost_words(),
     ]
+    if plan.energy_words():  # beside the node-hours: the energy a site's report asks for
+        lines.append(plan.energy_words())
     if submit:  # the pace: the study's own, else the site's limits decide when the runner starts
         at_once = study.cluster.max_concurrent_jobs
         source = ("the study's max_concurrent_jobs" if at_once else

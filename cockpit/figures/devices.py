@@ -108,3 +108,10 @@ def mfu(result: dict[str, Any]) -> Mfu:
     gpus = int(result.get("world_size") or 1)
     total = peak * gpus
     return Mfu(achieved / total, achieved, total, f"{device.label} {precision} x {gpus}")
+
+
+def mfu_words(row: dict[str, Any]) -> str:
+    """An analysis row's MFU with its inputs, or why it is blank (as Mfu.words)."""
+    m = Mfu(row.get("mfu", math.nan), row.get("achieved_tflops", math.nan), row.get("peak_tflops", math.nan),
+            row.get("mfu_device") or "", row.get("mfu_note") or "")
+    return m.words()

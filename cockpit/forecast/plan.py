@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cockpit.figures import labels
+from cockpit.figures.energy import J_PER_KWH
 from cockpit.forecast import prediction, prediction_words
+from cockpit.forecast.advice.effects import axes_of
 from cockpit.forecast.analysis import analyse
+from cockpit.study.spec import AXES, Configuration
 
 if TYPE_CHECKING:
     from cockpit.study.spec import Study
@@ -34,6 +37,7 @@ class PlanLine:
     group_id: str = ""
     measured: prediction.Prediction | None = None  # a done configuration's own run, as the report shows it
     nodes: int = 1
+    kwh: float | None = None  # energy over T: measured where done, else the baseline's power x GPUs x predicted T
 
     @property
     def figures(self) -> prediction.Prediction | None:
@@ -112,6 +116,25 @@ class Plan:
         predicted (cockpit plan, the preflight's site-limits line)."""
         return f"{'at most' if self.upper_bound else 'about'} {self.duration_hours(pace):.1f} h"
 
+    @property
+    def kwh_estimate(self) -> float:
+        """kWh of what is still to submit, over the configurations whose energy is predicted."""
+        return sum(p.kwh for p in self.to_submit if p.kwh is not None)
+
+    def energy_words(self) -> str:
+        """`estimated 0.0118 kWh for 10 of 12 configurations to submit (...)`: the plan's energy beside its
+        node-hours, or why it is not predicted."""
+        todo = self.to_submit
+        known = [p for p in todo if p.kwh is not None]
+        if not todo:
+            return ""
+        if not known:
+            return ("energy not predicted: no finished 1x1 baseline with a measured energy (result.json energy: "
+                    "NVML on a GPU, RAPL on CPU); `cockpit plan --baselines DIR` predicts from runs recorded elsewhere")
+        return (f"estimated {self.kwh_estimate:.3g} kWh for {len(known)} of {len(todo)} configurations to submit "
+                "(over T: the group's 1x1 baseline's measured power per GPU x GPUs x predicted T; start-up, "
+                "evaluation and idle nodes not included)")
+
     def count(self, status: str) -> int:
         return sum(1 for line in self.lines if line.status == status)
 
@@ -147,12 +170,14 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
     preflight measured, between the runs' own probes and the site profile."""
     statuses = statuses or {}
     results = list(results)
-    baselines = {r.get("group_id"): r for r in results
-                 if r.get("status", "completed") == "completed" and _is_baseline(r)}
+    # by the group the result's axes make (a baseline recorded under another study's group id predicts the same
+    # configurations), and by the group id it recorded
+    baselines = {g: r for r in results if r.get("status", "completed") == "completed" and _is_baseline(r)
+                 for g in (r.get("group_id"), _group_of(r)) if g}
     fallback = prediction.merge(measured or prediction.Links(), study_site_links(study))
     links = prediction.merge(prediction.measured_links(results), fallback)
     device = labels.device_of((r.get("device") for r in results), study.train.get("device"))
-    runs = _measured_runs(results, statuses)
+    runs, energies = _measured_runs(results, statuses)
     gpu_bytes = study_gpu_memory_gb(study) * 1e9
     over_memory: dict[str, str] = {}
     lines = []
@@ -172,7 +197,8 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
         run = runs.get(cfg.config_id) if status == "done" else None
         figures = run or pred
         hours = figures.node_hours if figures is not None else study.node_hours(cfg)
-        lines.append(PlanLine(cfg.label, hours, status, cfg.config_id, pred, cfg.group_id, run, cfg.nodes))
+        kwh = energies.get(cfg.config_id) if run is not None else predicted_kwh(base, pred)
+        lines.append(PlanLine(cfg.label, hours, status, cfg.config_id, pred, cfg.group_id, run, cfg.nodes, kwh))
     c = study.cluster
     basis = (f"{c.expected_minutes:g} min expected per run" if c.expected_minutes is not None
              else f"time limit {c.time_limit} per run, an upper bound")
@@ -201,12 +227,38 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
     )
 
 
-def _measured_runs(results: list[dict[str, Any]], statuses: Mapping[str, str]) -> dict[str, prediction.Prediction]:
-    """The figures of each done configuration's finished run, by config id (none analysed when none is done)."""
+def _measured_runs(results: list[dict[str, Any]], statuses: Mapping[str, str]
+                  ) -> tuple[dict[str, prediction.Prediction], dict[str, float | None]]:
+    """The figures and the measured kWh of each done configuration's finished run, by config id (none analysed
+    when none is done)."""
     if "done" not in statuses.values():
-        return {}
-    return {row["config_id"]: measured_figures(row) for row in analyse(results)
-            if row.get("status") == "completed" and statuses.get(row["config_id"]) == "done"}
+        return {}, {}
+    rows = [row for row in analyse(results)
+            if row.get("status") == "completed" and statuses.get(row["config_id"]) == "done"]
+    kwh = {row["config_id"]: row["energy_kwh"] if row.get("energy_kwh") == row.get("energy_kwh") else None
+           for row in rows}
+    return {row["config_id"]: measured_figures(row) for row in rows}, kwh
+
+
+def predicted_kwh(base: Mapping[str, Any] | None, pred: prediction.Prediction | None) -> float | None:
+    """A configuration's energy over T from its group's baseline: the baseline's measured mean power per GPU (or
+    per worker on CPU) x the configuration's workers x its predicted T; None where the baseline measured none."""
+    if base is None or pred is None:
+        return None
+    energy = base.get("energy") or {}
+    joules, t1 = energy.get("joules"), (base.get("timing") or {}).get("train_time_s")
+    if not isinstance(joules, int | float) or joules != joules or not isinstance(t1, int | float) or t1 <= 0:
+        return None
+    per_worker_w = float(joules) / float(t1) / max(1, int(base.get("world_size") or 1))
+    return per_worker_w * pred.workers * pred.t_s / J_PER_KWH
+
+
+def _group_of(result: Mapping[str, Any]) -> str | None:
+    """The group id a result's axes make (cockpit.study.spec.Configuration), or None where an axis is missing."""
+    axes = axes_of(dict(result))
+    if any(axes.get(a) is None for a in AXES):
+        return None
+    return Configuration(**{a: axes[a] for a in AXES}).group_id
 
 
 def measured_figures(row: Mapping[str, Any]) -> prediction.Prediction:

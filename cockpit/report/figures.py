@@ -24,7 +24,7 @@ from trainer.config_keys import label_words
 
 FIGURES = series.TITLES  # the figure names (and a GPU study's titles); write_figures titles by the study's device
 COLORS = {"data_wait": "#8064a2", "compute": "#c0504d", "comm": "#f79646", "optimizer": "#4bacc6",
-          "other": "#9bbb59", "unaccounted": "#7f7f7f"}
+          "other": "#9bbb59", "host_bound": "#e6b9b8", "unaccounted": "#7f7f7f"}
 LABEL_ROOM = 0.25  # share of an axis' span left beside the largest bar for its value label
 DPI = 160  # sharp on a high-density screen and in print (each PNG ~1000 px wide), still small files
 WATERFALL_FONT = 9  # points: the waterfall's bar labels and values, read at the figure's width on a phone

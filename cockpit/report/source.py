@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cockpit.report.run_files import with_run_files
+from cockpit.figures.run_files import with_local_run_files, with_run_files
 from cockpit.study.spec import SQLITE_HEADER
 
 
@@ -136,7 +136,7 @@ def from_store(path: Path, study_name: str | None = None) -> ReportInput:
         raise ReportError(str(exc)) from exc
     finally:
         store.close()
-    results = [_with_local_files(r, run_dirs.get(str(r.get("config_id")))) for r in results]
+    results = with_local_run_files(results, run_dirs)
     with_result = {r.get("config_id") for r in results}
     failed = [
         {"config_id": j.config_id, "job_id": j.job_id, "state": j.state, "reason": j.reason, "exit_code": j.exit_code}
@@ -149,10 +149,3 @@ def from_store(path: Path, study_name: str | None = None) -> ReportInput:
                for c in snap.configs if c.config_id not in with_result]
     return ReportInput(study_name, snap.cluster, results, str(path), failed, pending, problems, store=path)
 
-
-def _with_local_files(result: dict[str, Any], run_dir: str | None) -> dict[str, Any]:
-    """A stored result with what its run directory adds where that directory is on this machine (a local
-    study's; a cluster's run directories are read through `cockpit trace STUDY CONFIG_ID` instead)."""
-    if not run_dir or not Path(run_dir).is_dir():
-        return result
-    return with_run_files(result, Path(run_dir))

@@ -29,8 +29,11 @@ HPARAMS = (*AXES, "workers")
 # The scaling figures of a configuration (cockpit.forecast.analysis columns, the names of scaling.csv): T, S, E, O,
 # Karp-Flatt and quality, with what they are computed from.
 HEADLINE = ("train_time_s", "speedup", "efficiency", "overhead_s", "karp_flatt", "quality")
+# what the device says: MFU, the GPUs' busy share, host-bound seconds, the energy over T (blank on CPU without RAPL)
+GPU_FIGURES = ("mfu", "achieved_tflops", "peak_tflops", "gpu_busy_pct", "host_bound_s", "energy_j", "energy_kwh",
+               "energy_j_per_sample", "energy_j_per_token")
 FIGURES = ("train_time_s", "work_ratio", "t_same_work_s", "t1_s", "speedup", "efficiency", "overhead_s",
-           "karp_flatt", "quality", "quality_1", "quality_change")
+           "karp_flatt", "quality", "quality_1", "quality_change", *GPU_FIGURES)
 # their short names, as the report's tables head them (TensorBoard's HParams columns)
 DISPLAY = {"train_time_s": "T (s)", "speedup": "S", "efficiency": "E", "overhead_s": "O (s)",
            "karp_flatt": "Karp-Flatt", "quality": "quality"}
@@ -46,6 +49,15 @@ DESCRIPTIONS = {
     "quality": "model quality: macro-F1 (higher is better) or a foundation run's masked loss (lower is better)",
     "quality_1": "the baseline's model quality",
     "quality_change": "quality - the baseline's quality",
+    "mfu": "MFU = FLOP/token x tokens/s / (the device's dense peak at the run's precision x GPUs)",
+    "achieved_tflops": "FLOP/token x tokens/s, every GPU together (TFLOP/s)",
+    "peak_tflops": "the device's dense peak at the run's precision x GPUs (TFLOP/s, docs/gpu.md)",
+    "gpu_busy_pct": "the GPUs' NVML utilisation over T (%)",
+    "host_bound_s": "host-bound seconds split out of compute: compute x (1 - GPU busy share), below 50% busy",
+    "energy_j": "the devices' energy over T (J): NVML's energy counter, or RAPL on CPU",
+    "energy_kwh": "the devices' energy over T (kWh)",
+    "energy_j_per_sample": "energy over T / samples (J)",
+    "energy_j_per_token": "energy over T / tokens (J)",
 }
 
 

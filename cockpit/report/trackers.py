@@ -78,7 +78,8 @@ MEMORY_TEXT = {f"memory_{f}": f"{f.removesuffix('_bytes').replace('_', ' ')} per
                for f in MEMORY_FIGURES}
 SCALING = "scaling/"  # TensorBoard tag prefix of the scaling figures (the tag is then the CSV column's name)
 # W&B summary: the scaling figures under scaling.csv's names, and the row's words
-SUMMARY_TEXT = ("status", "quality_metric", "quality_inputs", "verdict", "note")
+SUMMARY_TEXT = ("status", "quality_metric", "quality_inputs", "verdict", "note", "mfu_note", "host_bound_note",
+                "energy_source", "energy_note")
 
 
 class TrackerMissing(RuntimeError):

@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any, Protocol
 
+from cockpit.figures.run_files import with_local_run_files
 from cockpit.forecast.analysis import AnalysisCache
 from cockpit.launch.maintenance import Reservation, pending_words, waiting_for_maintenance
 from cockpit.store.ledger import JobRecord, LiveStatus
@@ -75,7 +76,9 @@ class SnapshotBuilder:
             jobs = store.jobs(key)
             results = store.results(key)
             bad = store.unreadable_results(key)
-            analysis = self.analysis.rows(key, store.results_stamp(key), results.values)
+            run_dirs = {c["config_id"]: c["run_dir"] for c in configs}
+            analysis = self.analysis.rows(key, store.results_stamp(key),
+                                          lambda: with_local_run_files(results.values(), run_dirs))
             latest = {j.config_id: j for j in jobs}
             metrics: dict[str, list[MetricPoint]] = {}
             gpus: list[GpuSeries] = []

@@ -42,6 +42,8 @@ SCALING_COLUMN = {
     "efficiency": Column("efficiency", "eff", 4),
     "overhead": Column("overhead", "overhead s", 10),
     "tokens": Column("tokens", "tok/s avg", 9),
+    "mfu": Column("mfu", "MFU", 6),
+    "energy": Column("energy", "energy kWh", 10),
     "verdict": Column("verdict", "where the time went"),
     "quality": Column("quality", "quality Δ1×1", 14),
 }
@@ -91,6 +93,9 @@ FIELD_ATTRS = {"time": "train_time_s", "work": "work_ratio", "t_same_work": "t_s
                "verdict": "verdict", "workers": "workers", "explanation": "explanation",
                "quality": "quality"}
 
+# columns of the analysis row itself (cockpit.forecast.analysis: MFU and energy, shown where a run has them)
+ANALYSIS_FIELDS = {"mfu": "mfu", "energy": "energy_kwh"}
+
 
 def field_value(row: ConfigRow, key: str) -> object:
     """The value a column (or filter field) of a row stands for, as recorded (no arithmetic)."""
@@ -99,6 +104,8 @@ def field_value(row: ConfigRow, key: str) -> object:
         return row.workers
     if key in FIELD_ATTRS:
         return getattr(row, FIELD_ATTRS[key])
+    if key in ANALYSIS_FIELDS:
+        return (row.analysis or {}).get(ANALYSIS_FIELDS[key])
     if key == "id":
         return row.config_id
     return v.get(key)

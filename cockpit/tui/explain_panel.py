@@ -11,10 +11,12 @@ from typing import Any
 from rich.text import Text
 
 from cockpit.figures import explain
+from cockpit.figures.devices import mfu_words
+from cockpit.figures.energy import energy_words
 
 BAR = 32  # characters for the longest bar
 STYLES = {"data_wait": "magenta", "compute": "red", "comm": "yellow", "optimizer": "cyan", "other": "green",
-          "unaccounted": "grey50"}
+          "host_bound": "bright_red", "unaccounted": "grey50"}
 
 
 def _num(value: Any) -> float | None:
@@ -33,6 +35,8 @@ def waterfall(a: dict[str, Any]) -> Text:
     if a.get("baseline"):
         out.append(f"Baseline of its group: T1 = {a['train_time_s']:.2f} s, against which every N-worker run "
                    "of the group is explained.\n", style="bold")
+        out.append_text(t_lines(a))
+        out.append_text(advice_lines(a))
         return out
     o, t1n, tsame = _num(a.get("overhead_s")), _num(a.get("t1_over_n_s")), _num(a.get("t_same_work_s"))
     if o is None or t1n is None or tsame is None:
@@ -71,6 +75,33 @@ def waterfall(a: dict[str, Any]) -> Text:
     return out
 
 
+def t_lines(a: dict[str, Any]) -> Text:
+    """T's parts as a waterfall from 0 to T, host-bound seconds split out of compute where the run has them
+    (printed, they add up to the printed T), and the host-bound verdict's evidence."""
+    parts = [(p, v) for p, v in explain.t_parts(a) if abs(v) >= 0.0005]
+    t = _num(a.get("train_time_s"))
+    if not parts or t is None:
+        return Text("")
+    scale = BAR / t if t > 0 else 0.0
+    out = Text()
+    running = 0.0
+    shown_t, shown = explain.shown_split(t, parts)
+    for (part, v), (_, label_v) in zip(parts, shown, strict=True):
+        out.append(f"  {explain.SHORT_LABELS[part]:<20} {label_v:8.2f} s  ")
+        out.append_text(_bar(running, v, scale, STYLES[part]))
+        out.append("\n")
+        running += v
+    out.append(f"  {'= T':<20} {shown_t:8.2f} s\n", style="bold")
+    if a.get("host_bound_note"):
+        out.append(f"  {a['host_bound_note']}\n", style="italic")
+    return out
+
+
+def gpu_lines(a: dict[str, Any]) -> Text:
+    """MFU with its inputs and the energy over T (or why each is blank): every run's, GPU or CPU."""
+    return Text(f"{mfu_words(a)}\n{energy_words(a)[0].upper()}{energy_words(a)[1:]}\n", style="dim")
+
+
 def advice_lines(a: dict[str, Any]) -> Text:
     """Each loss term's advice (cockpit.forecast.advice: the key, the value, the predicted T and E), largest first,
     with the other keys that act on it."""
@@ -82,6 +113,11 @@ def advice_lines(a: dict[str, Any]) -> Text:
         out.append(f"    {item.text()}\n")
         for other in item.alternatives:
             out.append(f"      or {other.text(head=False)}\n", style="dim")
+    host = a.get("host_advice") or []
+    if host:  # cockpit.forecast.advice.host_bound: priced from the run's own GPU busy share and host time per step
+        out.append("  Host-bound advice (predicted from this run, docs/prediction.md):\n", style="bold")
+    for i, h in enumerate(host):
+        out.append(f"    {h.text() if i == 0 else 'or ' + h.text(head=False)}\n", style="" if i == 0 else "dim")
     return out
 
 
@@ -113,4 +149,4 @@ def ranks_table(a: dict[str, Any]) -> Text:
 def panel(a: dict[str, Any] | None) -> Text:
     if not a:
         return Text("No result yet: the explanation appears when the run has finished.", style="italic")
-    return Text.assemble(waterfall(a), fixed_costs(a), ranks_table(a))
+    return Text.assemble(waterfall(a), gpu_lines(a), fixed_costs(a), ranks_table(a))

@@ -17,6 +17,7 @@ from cockpit.store.snapshot import ConfigRow, JobRow, StudySnapshot
 from cockpit.study.spec import config_label
 from cockpit.tui import format as fmt
 from cockpit.tui.columns import (
+    ANALYSIS_FIELDS,
     FIGURES,
     RUNNING,
     SCALING_COLUMN,
@@ -101,6 +102,11 @@ def scaling_layout(snapshot: StudySnapshot, device_hint: str | None = None) -> L
             col = Column("scale", labels.scale_label(device))
         columns.append(col)
     columns += [SCALING_COLUMN[k] for k in FIGURES]
+    # MFU and energy where some run has them (a GPU run; a CPU run where RAPL could be read): the run detail
+    # says why a blank one is blank
+    measured = [k for k, field in ANALYSIS_FIELDS.items() if any(_finite((r.analysis or {}).get(field)) for r in snapshot.configs)]
+    for k in reversed(measured):
+        columns.insert(columns.index(SCALING_COLUMN["tokens"]) + 1, SCALING_COLUMN[k])
     metrics = {r.quality_metric for r in snapshot.configs if r.quality_metric}
     if metrics:  # only a study whose runs are scored: its quality beside the verdict, named when it is one metric
         label = f"{metrics.pop()} Δ1×1" if len(metrics) == 1 else SCALING_COLUMN["quality"].label
@@ -135,7 +141,8 @@ def _cell_key(row: ConfigRow, keys: tuple[str, ...], live: bool) -> tuple:
     """Everything a row's cells depend on (its axis values are fixed by its config_id)."""
     return (row.config_id, row.is_baseline, row.state, row.train_time_s, row.work_ratio, row.t_same_work_s,
             row.speedup, row.efficiency, row.overhead_s, row.tokens_per_s, row.verdict, row.progress, row.eta_s,
-            row.quality, row.quality_change, keys, live)
+            row.quality, row.quality_change, *((row.analysis or {}).get(f) for f in ANALYSIS_FIELDS.values()), keys,
+            live)
 
 
 def scaling_cells(row: ConfigRow, layout: Layout = FULL_LAYOUT, live: bool = True) -> tuple[object, ...]:
@@ -176,7 +183,17 @@ def _cell(row: ConfigRow, key: str, live: bool) -> object:
         return row.verdict
     if key == "quality":
         return fmt.quality(row.quality, row.quality_change)
+    if key == "mfu":
+        mfu = (row.analysis or {}).get("mfu")
+        return f"{mfu:.1%}" if isinstance(mfu, float) and _finite(mfu) else "-"
+    if key == "energy":
+        kwh = (row.analysis or {}).get("energy_kwh")
+        return f"{kwh:.3g}" if isinstance(kwh, float) and _finite(kwh) else "-"
     return str(v.get(key, ""))
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == value
 
 
 def scaling_rows(

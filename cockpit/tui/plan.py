@@ -45,6 +45,8 @@ def plan_summary(plan: Plan) -> Text:
             parts.append(("  — the estimate exceeds the budget", "bold red"))
     else:
         parts.append("\nno node-hour budget set for this study")
+    if any(line.kwh is not None for line in plan.to_submit):  # the energy beside the node-hours, where predicted
+        parts.append(f"\n{plan.energy_words()}")
     for group, text in plan.recommendations.items():
         parts.append(f"\n{group}: {text}")
     return Text.assemble(*parts)

@@ -5,6 +5,7 @@ time, the recorded steps' wall time, kernels), the host-bound verdict's second e
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -47,4 +48,15 @@ def with_run_files(result: dict[str, Any], run_dir: Path) -> dict[str, Any]:
         trace = gpu_trace(path)
         if trace is not None:
             out["gpu_trace"] = trace
+    return out
+
+
+def with_local_run_files(results: Iterable[dict[str, Any]], run_dirs: dict[str, str | None]) -> list[dict[str, Any]]:
+    """Stored results, each with what its run directory adds where that directory is on this machine (a local
+    study's; a cluster's run directories are read through `cockpit trace STUDY CONFIG_ID` instead).
+    `run_dirs`: configuration id -> run directory, as the store names them."""
+    out = []
+    for result in results:
+        run_dir = run_dirs.get(str(result.get("config_id")))
+        out.append(with_run_files(result, Path(run_dir)) if run_dir and Path(run_dir).is_dir() else result)
     return out
