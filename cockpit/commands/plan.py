@@ -122,6 +122,7 @@ def _study_among_what_ifs(what_ifs: list[str]) -> Path | None:
 def baseline_results(baselines: Path | None) -> list[dict]:
     """Every result.json under `--baselines DIR` (baselines recorded elsewhere, to predict from), or the one
     result.json given. A directory without any, or an unreadable result, is an error naming the path."""
+    from cockpit.figures.run_files import with_run_files
     from trainer.rundir import RunDirError, read_result
 
     results: list[dict] = []
@@ -142,8 +143,8 @@ def baseline_results(baselines: Path | None) -> list[dict]:
             result = read_result(path.parent)
         except RunDirError as exc:
             raise ValueError(f"--baselines: {exc}") from exc
-        if result is not None:
-            results.append(result)
+        if result is not None:  # with what its run directory adds: its energy, where result.json predates it
+            results.append(with_run_files(result, path.parent))
     if not results:
         raise ValueError(f"--baselines {baselines}: no {RESULT_FILE} below it")
     return results

@@ -170,10 +170,7 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
     preflight measured, between the runs' own probes and the site profile."""
     statuses = statuses or {}
     results = list(results)
-    # by the group the result's axes make (a baseline recorded under another study's group id predicts the same
-    # configurations), and by the group id it recorded
-    baselines = {g: r for r in results if r.get("status", "completed") == "completed" and _is_baseline(r)
-                 for g in (r.get("group_id"), _group_of(r)) if g}
+    baselines = _baselines(results, study.train.get("steps"))
     fallback = prediction.merge(measured or prediction.Links(), study_site_links(study))
     links = prediction.merge(prediction.measured_links(results), fallback)
     device = labels.device_of((r.get("device") for r in results), study.train.get("device"))
@@ -238,6 +235,24 @@ def _measured_runs(results: list[dict[str, Any]], statuses: Mapping[str, str]
     kwh = {row["config_id"]: row["energy_kwh"] if row.get("energy_kwh") == row.get("energy_kwh") else None
            for row in rows}
     return {row["config_id"]: measured_figures(row) for row in rows}, kwh
+
+
+def _baselines(results: list[dict[str, Any]], steps: Any) -> dict[str | None, dict[str, Any]]:
+    """Each group's finished 1x1 run, by the group id it recorded and by the group its axes make (a baseline
+    recorded under another study's group id predicts the same configurations). Of several, those that ran the
+    study's steps, and of those the one with the median T (the lower middle one), as the analysis picks."""
+    by_group: dict[str | None, list[dict[str, Any]]] = {}
+    for r in results:
+        if r.get("status", "completed") == "completed" and _is_baseline(r):
+            for g in dict.fromkeys((r.get("group_id"), _group_of(r))):
+                if g:
+                    by_group.setdefault(g, []).append(r)
+    out = {}
+    for g, runs in by_group.items():
+        same = [r for r in runs if steps is not None and (r.get("timing") or {}).get("steps") == steps] or runs
+        ordered = sorted(same, key=lambda r: float((r.get("timing") or {}).get("train_time_s") or 0.0))
+        out[g] = ordered[(len(ordered) - 1) // 2]
+    return out
 
 
 def predicted_kwh(base: Mapping[str, Any] | None, pred: prediction.Prediction | None) -> float | None:
