@@ -16,7 +16,7 @@ from cockpit.cli import main as cli
 from cockpit.figures import devices, explain
 from cockpit.figures.host_bound import BUSY_THRESHOLD, host_bound
 from cockpit.figures.run_files import with_run_files
-from cockpit.forecast.analysis import analyse, gpu_figures
+from cockpit.forecast.analysis import analyse
 from tests.studies import REPO
 from trainer import energy, rapl, rundir
 
