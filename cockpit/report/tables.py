@@ -45,12 +45,12 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("overhead_s", "O = T/work - T1/N (s)", ".2f"),
     ("karp_flatt", "Karp-Flatt", ".3f"),
     ("tokens_per_s", "tokens/s", ".0f"),
-    ("mfu", "MFU", ".1%"),
-    ("energy_kwh", "energy (kWh)", ".3g"),
     ("verdict", "where the time went", "s"),
     ("comm_by_kind", "comm by kind (s)", "s"),
     ("memory_model_states_bytes", "model states/rank (MiB)", "MiB"),
     ("memory_peak_bytes", "peak memory/rank (MiB)", "MiB"),
+    ("mfu", "MFU", ".1%"),
+    ("energy_kwh", "energy (kWh)", ".3g"),
 )
 TERMS = explain.TERMS
 
@@ -170,12 +170,18 @@ def study_energy(rows: list[dict[str, Any]]) -> str:
             "(the run shown of each, over T).")
 
 
+def attribution_terms(rows: list[dict[str, Any]]) -> list[str]:
+    """The overhead's terms the attribution table has a column for: the host-bound term only where some row has
+    one (GPU runs with the evidence, cockpit.figures.host_bound), so a CPU study's table keeps its columns."""
+    return [t for t in TERMS if t != "host_bound"
+            or any(isinstance(v := r.get("loss_host_bound_s"), float) and v == v for r in rows)]
+
+
 def attribution_body(rows: list[dict[str, Any]]) -> Body:
     """Per N-worker run: T1/N, T/work and the overhead split into seconds per term (printed, they add up to
     the printed O: explain.shown_split)."""
     axes = shown_axes(rows)
-    terms_shown = [t for t in TERMS if t != "host_bound" or any(r.get("loss_host_bound_s") == r.get("loss_host_bound_s")
-                                                                 and "loss_host_bound_s" in r for r in rows)]
+    terms_shown = attribution_terms(rows)
     headers = [*_ident_of(rows), "N", "T1/N (s)", "T/work (s)", "O (s)",
                *[f"{explain.TERM_LABELS[t]} (s)" for t in terms_shown], "explanation"]
     body = []

@@ -110,7 +110,7 @@ def figure_sums(runs: list[dict]) -> list[tuple[int, int]]:
 def table_sums(rows: list[dict]) -> list[tuple[int, int]]:
     headers, body = tables.attribution_body(rows)
     o_col = headers.index("O (s)")
-    term_cols = [headers.index(f"{explain.TERM_LABELS[t]} (s)") for t in tables.TERMS]
+    term_cols = [headers.index(f"{explain.TERM_LABELS[t]} (s)") for t in tables.attribution_terms(rows)]
     return [(cents(r[o_col]), sum(cents(r[c]) for c in term_cols if r[c] != "-")) for r in body]
 
 
