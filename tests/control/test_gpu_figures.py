@@ -17,6 +17,7 @@ from cockpit.figures import devices, explain
 from cockpit.figures.host_bound import BUSY_THRESHOLD, host_bound
 from cockpit.figures.run_files import with_run_files
 from cockpit.forecast.analysis import analyse
+from cockpit.report import tables
 from tests.studies import REPO
 from trainer import energy, rapl, rundir
 
@@ -228,6 +229,7 @@ def test_a_cpu_run_says_its_energy_was_not_measured_or_gives_raplss_figure(tmp_p
         assert lines == [{**lines[0], "rapl": "unavailable", "reason": why}]
     (row,) = analyse([result])
     assert (row["mfu"] != row["mfu"]) and row["mfu_note"] == "no GPU (cpu run)"
-    if not found:
+    if not found:  # the report's scaling table says why its MFU and energy cells are blank
         assert row["energy_note"] == f"not measured: {why}" and math.isnan(row["energy_j"])
+        assert tables.gpu_footnote([row]) == f"MFU: no GPU (cpu run). Energy: not measured: {why}."
     assert json.loads(json.dumps(result["energy"])) == result["energy"]
