@@ -32,12 +32,15 @@ FILTER_FIELDS: dict[str, tuple[str, ...]] = {
     "tokens": ("tokens", "tokens/s", "tok/s"),
     "verdict": ("verdict", "why"),
     "quality": ("quality", "F1", "macro-F1"),
+    "mfu": ("mfu", "MFU"),
+    "energy": ("energy", "kWh"),
     "explanation": ("explanation",),
     "id": ("id", "config_id"),
 }
 FIELD_BY_NAME = {name.lower(): key for key, names in FILTER_FIELDS.items() for name in names}
 NUMERIC_FIELDS = frozenset({*(k.name for k in AXIS_KEYS if int in k.kind or float in k.kind), "workers", "time",
-                            "t_same_work", "work", "speedup", "efficiency", "overhead", "tokens", "quality"})
+                            "t_same_work", "work", "speedup", "efficiency", "overhead", "tokens", "quality", "mfu",
+                            "energy"})
 # the header's counters and the table say "done", "failed", "pending": each names a set of states
 STATE_SETS = {
     "done": DONE_STATES, "completed": DONE_STATES, "failed": FAILED_STATES,

@@ -295,7 +295,8 @@ def test_every_example_that_reads_a_study_runs_on_the_demo_study(where: str, com
     demo = tmp_path / "demo-store"
     shutil.copytree(REPO / "tests" / "fixtures" / "demo-store", demo)
     stand_in = {"study.toml": str(demo / "study.toml"), "store.sqlite": str(demo / "local-demo" / "cockpit.sqlite")}
-    argv = [stand_in.get(a) or (str(REPO / a) if (REPO / a).is_file() else os.path.expanduser(a))
+    argv = [stand_in.get(a) or (str(REPO / a) if (REPO / a).is_file() or ("/" in a and (REPO / a).is_dir())
+                                else os.path.expanduser(a))  # the repository's files and folders (a path)
             for a in shlex.split(command)]
     work = tmp_path / "work"
     work.mkdir()

@@ -12,6 +12,7 @@ from cockpit.store import StudyStore
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.controller import store_controller
 from cockpit.tui.detail import RunDetailScreen
+from cockpit.tui.filter import matches
 from cockpit.tui.scaling import ScalingView
 from tests.tui.conftest import LARGE
 from trainer import rundir
@@ -71,3 +72,6 @@ async def test_the_scaling_table_shows_mfu_and_energy_and_the_detail_names_host_
             await pilot.pause()
             await pilot.press("home")
     assert {r["config_id"] for r in analyse([rundir.read_result(RUNS / k) for k in SHOWN])} == set(SHOWN)
+    # the filter knows them too: the fp32 run alone is above 10% MFU, and it drew the most energy
+    assert [r.config_id for r in snap.configs if matches(r, ["mfu>0.1"])] == ["fp32-w256"]
+    assert [r.config_id for r in snap.configs if matches(r, ["energy>0.001"])] == ["fp32-w256"]
