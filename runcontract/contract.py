@@ -25,6 +25,7 @@ CONFIG_FILE = "config.json"
 RESULT_FILE = "result.json"
 METRICS_FILE = "metrics.jsonl"
 GPU_FILE = "gpu.jsonl"
+RAPL_FILE = "rapl.jsonl"  # a CPU run's package energy counters (runcontract/rapl.py), beside gpu.jsonl
 EXIT_FILE = "exit.json"
 STOP_FILE = "stop.json"  # a stop signal arrived: {v, t, signal, rank}; kept when the script ignored it
 RANKS_DIR = "ranks"  # ranks/rank<R>.json: each rank's parts of T, merged by rank 0 into result.json

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from runcontract.nvml import NvmlSampler
+from runcontract.rapl import RaplSampler
 from trainer import environment, profiling, rundir
 from trainer.build import Trainer
 from trainer.distributed import StopVote
 from trainer.metrics import IntervalMeter
-from trainer.rapl import RaplSampler
 from trainer.step import Batches, lr_at, train_step
 from trainer.timing import Breakdown, peak_memory_bytes
 
@@ -63,7 +63,7 @@ def train_loop(t: Trainer, stop: StopSignal, launch: float) -> LoopEnd:
     (StopVote). Updates t.prog: T, its breakdown, the position, the profiled steps."""
     s, d, prog, total = t.s, t.d, t.prog, t.total_steps
     nvml = NvmlSampler(s.run_dir / rundir.GPU_FILE, s.train.nvml_interval_ms).start() if d.is_local_main else None
-    # a CPU run's energy: the packages' RAPL counters, at the same pace (trainer/energy.py reads both files)
+    # a CPU run's energy: the packages' RAPL counters, at the same pace (runcontract/energy.py reads both files)
     rapl = (RaplSampler(s.run_dir / rundir.RAPL_FILE, s.train.nvml_interval_ms).start()
             if d.is_local_main and d.device.type == "cpu" else None)
     if d.is_main:

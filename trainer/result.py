@@ -12,7 +12,8 @@ import socket
 import time
 from typing import Any, cast
 
-from trainer import checkpoint, ddp_buckets, distributed, energy, parallel, profiling, provenance, rundir
+from runcontract import energy
+from trainer import checkpoint, ddp_buckets, distributed, parallel, profiling, provenance, rundir
 from trainer.build import Trainer
 from trainer.loop import LoopEnd
 from trainer.timing import peak_memory_bytes, peak_source

@@ -31,6 +31,7 @@ EXIT_OK = contract.EXIT_OK
 EXIT_REASONS = contract.EXIT_REASONS
 EXIT_USAGE = contract.EXIT_USAGE
 GPU_FILE = contract.GPU_FILE
+RAPL_FILE = contract.RAPL_FILE
 LOCAL_STDERR_FILE = contract.LOCAL_STDERR_FILE
 LOCAL_STDOUT_FILE = contract.LOCAL_STDOUT_FILE
 METRICS_FILE = contract.METRICS_FILE
@@ -42,7 +43,6 @@ SLURM_STDERR_FILE = contract.SLURM_STDERR_FILE
 SLURM_STDOUT_FILE = contract.SLURM_STDOUT_FILE
 slurm_log_files = contract.slurm_log_files
 
-RAPL_FILE = "rapl.jsonl"  # a CPU run\'s package energy counters (trainer/rapl.py), beside gpu.jsonl
 LOG_FILE = "train.log"
 CHECKPOINT_FILE = "checkpoint.pt"
 SHARDS_DIR = "checkpoint.shards"  # a sharded strategy's state beside checkpoint.pt: one folder per save, step-NNNNNNNN
@@ -137,7 +137,7 @@ class ResultMemory(TypedDict, total=False):
 
 
 class ResultEnergy(TypedDict):
-    """result.json `energy`: the joules the run's devices drew over T (trainer/energy.py: the GPUs' NVML
+    """result.json `energy`: the joules the run's devices drew over T (runcontract/energy.py: the GPUs' NVML
     energy counter, else their power integrated; on CPU the packages' RAPL counters), or why not measured."""
 
     joules: float | None  # null when not measured; `reason` says why
@@ -198,7 +198,7 @@ class Result(TypedDict, total=False):
     init: str | None
     started_at: float
     finished_at: float
-    energy: ResultEnergy  # the devices' energy over T (trainer/energy.py)
+    energy: ResultEnergy  # the devices' energy over T (runcontract/energy.py)
     gpu_use: ResultGpuUse | None  # the GPUs' name and NVML busy share over T; null on CPU
 
 

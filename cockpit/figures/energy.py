@@ -1,5 +1,5 @@
 """A run's energy over T as the views show it: joules, kWh, joules per sample and per token, from result.json
-`energy` (trainer/energy.py: the GPUs' NVML energy counter, else their power integrated; on CPU the RAPL package
+`energy` (runcontract/energy.py: the GPUs' NVML energy counter, else their power integrated; on CPU the RAPL package
 counters), or the reason it was not measured. Never a figure where nothing was measured."""
 
 from __future__ import annotations

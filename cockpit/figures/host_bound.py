@@ -2,7 +2,7 @@
 
 The evidence, in order of precedence for the share:
 - NVML's busy share over T (result.json `gpu_use.busy_pct`: the mean utilisation of gpu.jsonl's samples inside
-  T, trainer/energy.py);
+  T, runcontract/energy.py);
 - where a trace was recorded, `cockpit trace`'s figures of it (`gpu_trace`, read beside the result by
   cockpit.report.run_files): the time at least one kernel, copy or memset ran over the recorded steps' wall
   time, and kernels per step. They back the verdict, and give the share when NVML did not sample.

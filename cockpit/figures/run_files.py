@@ -1,5 +1,5 @@
 """What a result is read with when its run directory is on this machine: the energy and GPU use over T of a run
-recorded before result.json carried them (trainer/energy.py over its gpu.jsonl / rapl.jsonl and metrics.jsonl,
+recorded before result.json carried them (runcontract/energy.py over its gpu.jsonl / rapl.jsonl and metrics.jsonl,
 the function the trainer itself calls), and rank 0's trace as `cockpit trace` reads it (`gpu_trace`: GPU busy
 time, the recorded steps' wall time, kernels), the host-bound verdict's second evidence."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cockpit.figures.traces import TraceError, load, summarise
-from trainer import energy
+from runcontract import energy
 from trainer.rundir import METRICS_FILE
 
 

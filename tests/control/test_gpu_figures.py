@@ -18,8 +18,9 @@ from cockpit.figures.host_bound import BUSY_THRESHOLD, host_bound
 from cockpit.figures.run_files import with_run_files
 from cockpit.forecast.analysis import analyse
 from cockpit.report import tables
+from runcontract import energy, rapl
 from tests.studies import REPO
-from trainer import energy, rapl, rundir
+from trainer import rundir
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "h200-runs"
 BF16 = ("bf16-w256", "bf16-w256-ddp-group1", "bf16-w256-sigterm", "bf16-w256-finetune")

@@ -1,6 +1,6 @@
 """What a run's power telemetry says about T: the energy its devices drew over T, and how busy its GPUs were.
 
-Pure Python (no torch), shared by the trainer (result.json `energy` and `gpu_use`, written at the end of a run)
+The standard library only, shared by the trainer (result.json `energy` and `gpu_use`, written at the end of a run)
 and the cockpit (the same figures of a run directory recorded before those fields existed): one function over
 the run files, so both give the same numbers.
 
@@ -16,12 +16,13 @@ kernel ran) averaged over the samples taken inside T's windows, then over the GP
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from trainer import rundir
+from runcontract.contract import GPU_FILE, METRICS_FILE, RAPL_FILE
 
 MIN_COVERED = 0.5  # below this share of T covered by samples, no energy is given
 Window = tuple[float, float]
@@ -143,7 +144,7 @@ def cpu_energy(lines: list[dict[str, Any]], windows: list[Window]) -> dict[str, 
         uj, span = _finite(s.get("energy_uj")), _finite(s.get("max_energy_range_uj"))
         if uj is not None:
             by_zone.setdefault((s.get("host"), s["zone"]), []).append((float(s["t"]), uj, span or 0.0))
-    none = unavailable or f"no {rundir.RAPL_FILE} in the run directory (a trainer that did not sample RAPL)"
+    none = unavailable or f"no {RAPL_FILE} in the run directory (a trainer that did not sample RAPL)"
     return _energy({k: unwrapped(v) for k, v in by_zone.items() if len(v) >= 2}, windows,
                    "RAPL package counters", none)
 
@@ -171,9 +172,26 @@ def summary(run_dir: str | Path, device: str) -> dict[str, Any]:
     """result.json's `energy` and `gpu_use` of a run directory ({"energy": ..., "gpu_use": ...}; gpu_use is
     None on CPU): `device` "cuda" reads gpu.jsonl, "cpu" rapl.jsonl."""
     run_dir = Path(run_dir)
-    windows = train_windows(rundir.read_jsonl(run_dir / rundir.METRICS_FILE, final=True).records)
+    windows = train_windows(records(run_dir / METRICS_FILE))
     if device == "cuda":
-        samples = rundir.read_jsonl(run_dir / rundir.GPU_FILE, final=True).records
+        samples = records(run_dir / GPU_FILE)
         return {"energy": gpu_energy(samples, windows), "gpu_use": gpu_use(samples, windows)}
-    return {"energy": cpu_energy(rundir.read_jsonl(run_dir / rundir.RAPL_FILE, final=True).records, windows),
-            "gpu_use": None}
+    return {"energy": cpu_energy(records(run_dir / RAPL_FILE), windows), "gpu_use": None}
+
+
+def records(path: Path) -> list[dict[str, Any]]:
+    """A JSON-lines file's objects; a missing file reads as none, a line that does not parse (a writer killed
+    mid-line) is left out, as trainer.rundir.read_jsonl leaves it."""
+    try:
+        lines = path.read_bytes().splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            value = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if isinstance(value, dict):
+            out.append(value)
+    return out

@@ -1,5 +1,5 @@
 """Linux RAPL: the CPU packages' energy counters (/sys/class/powercap/intel-rapl:N/energy_uj), sampled into
-rapl.jsonl on each node's local rank 0 of a CPU run, the way trainer/nvml.py samples a GPU into gpu.jsonl.
+rapl.jsonl on each node's local rank 0 of a CPU run, the way runcontract/nvml.py samples a GPU into gpu.jsonl.
 
 Pure Python (no torch): the cockpit reads the same zones' words. Where the counters cannot be read (no
 powercap in a virtual machine or container, or `energy_uj` readable by root only since Linux 5.10) one line
@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainer import rundir
+from runcontract.contract import SCHEMA_VERSION
+from runcontract.files import append_jsonl
 
 POWERCAP = Path("/sys/class/powercap")
 
@@ -76,7 +77,7 @@ class RaplSampler:
     def start(self) -> RaplSampler:
         found, self.reason = zones(self.root)
         if not found:
-            rundir.append_jsonl(self.path, {"v": rundir.SCHEMA_VERSION, "t": time.time(), "host": self.host,
+            append_jsonl(self.path, {"v": SCHEMA_VERSION, "t": time.time(), "host": self.host,
                                             "rapl": "unavailable", "reason": self.reason})
             return self
         self._sample(found)  # T's first window starts after this line: the counter's value before it
@@ -88,9 +89,9 @@ class RaplSampler:
         for zone in found:
             value = read(zone)
             if value is not None:
-                line: dict[str, Any] = {"v": rundir.SCHEMA_VERSION, "t": time.time(), "host": self.host,
+                line: dict[str, Any] = {"v": SCHEMA_VERSION, "t": time.time(), "host": self.host,
                                         "zone": zone.name, "energy_uj": value, "max_energy_range_uj": zone.max_range_uj}
-                rundir.append_jsonl(self.path, line)
+                append_jsonl(self.path, line)
 
     def _run(self, found: list[Zone]) -> None:
         while not self._stop.wait(self.interval_s):
