@@ -55,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
         study = load_study(study_path)
     except SpecError as exc:
         return error(str(exc))
-    from cockpit.launch.slurm.render import check_scripts
+    from cockpit.launch.registry import backend_kind
     from cockpit.store import StoreError
     from cockpit.study.sites import SiteError
 
@@ -64,17 +64,14 @@ def main(args: argparse.Namespace) -> int:
 
         return what_if_main(study, args, console, lambda: baseline_results(args.baselines))
     try:
-        if study.cluster.kind == "slurm":
-            check_scripts(study)  # what `cockpit run` would refuse, refused now (the error names the key)
+        backend_kind(study).check_scripts(study)  # what `cockpit run` would refuse, refused now (the error names the key)
         plan, store_path, problems = current_plan(study, baseline_results(args.baselines))
     except (ValueError, SiteError, StoreError) as exc:
         return error(str(exc))
     rendered = None
     if args.render:  # written before the plan is printed, so that a refusal is the only thing printed
-        from cockpit.launch.slurm.render import render_study_scripts
-
         try:
-            rendered = render_study_scripts(study, args.render)
+            rendered = backend_kind(study).render_scripts(study, args.render)
         except OSError as exc:  # an unwritable --render directory: one line naming it
             what = exc.strerror or str(exc)
             return error(f"--render {args.render}: cannot write the batch scripts there ({what}); choose a "
@@ -82,7 +79,7 @@ def main(args: argparse.Namespace) -> int:
     console.print(plan_table(study, args.limit, plan, console=console))
     console.print(plan_summary(study, plan, store_path), highlight=False)
     if args.maintenance:
-        if study.cluster.kind != "slurm":
+        if not backend_kind(study).has_scheduler:
             return error("--maintenance reads a Slurm cluster's reservations: this study runs on this machine")
         console.print(maintenance_line(study), highlight=False)
     if rendered is not None:

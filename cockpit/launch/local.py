@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import sbatch_templates
 from cockpit.launch.backend import Backend, JobInfo, JobState
-from cockpit.launch.slurm.render import job_comment, job_name
+from cockpit.launch.slurm.render import job_comment, job_name, render_study_scripts
 from cockpit.preflight.jobs import preflight_dir
 from trainer import rundir
 
@@ -87,6 +87,22 @@ def visible_gpus() -> list[str]:
 
 class LocalExecutor(Backend):
     """Backend that runs jobs as child processes of the cockpit."""
+
+    on_this_machine = True
+    place_words = "this machine"
+
+    @classmethod
+    def open(cls, study: Study, **kwargs: Any) -> LocalExecutor:
+        return cls(study, **kwargs)
+
+    @classmethod
+    def known_cores(cls) -> int | None:
+        return machine_cores()
+
+    @classmethod
+    def render_scripts(cls, study: Study, out_dir: str | Path) -> list[Path]:
+        """The batch scripts the study would run under Slurm, for inspection before moving it to a cluster."""
+        return render_study_scripts(study, out_dir)
 
     def __init__(self, study: Study, max_cores: int | None = None, gpus: list[str] | None = None) -> None:
         self.study = study

@@ -77,9 +77,11 @@ class JobOutcome:
 
 
 def evaluate(study: Study, job: PreflightJob, found: JobFindings, *, expect_gpus: bool,
-             laptop: dict[str, str], link_figures: dict[str, float], need: Need | None = None) -> list[Check]:
+             laptop: dict[str, str], link_figures: dict[str, float], need: Need | None = None,
+             place: str = "the cluster") -> list[Check]:
     """The rows of one job's table, in the order a reader fixes them: submit, environment, devices, NVML,
-    communication, data, storage, scheduler. ``need``: the study's footprint, which the free space must hold."""
+    communication, data, storage, scheduler. ``need``: the study's footprint, which the free space must hold;
+    ``place``: where the jobs read their data, in the backend's words (Backend.place_words)."""
     checks = _time_limit(study, found)
     if found.submit_error:
         return [*checks, Check("submit", FAIL, found.submit_error, "sbatch accepts the job", _submit_fix(found.submit_error))]
@@ -94,7 +96,7 @@ def evaluate(study: Study, job: PreflightJob, found: JobFindings, *, expect_gpus
     checks += _devices(study, job, ranks, expect_gpus)
     checks.append(_nvml(job, facts.get("nvml") or [], expect_gpus))
     checks += _communication(job, facts, link_figures)
-    checks += _data(facts.get("data") or {}, "this machine" if study.cluster.kind == "local" else "the cluster")
+    checks += _data(facts.get("data") or {}, place)
     checks += _storage(facts.get("storage") or {}, need or Need())
     checks.append(_queue(facts.get("scheduler") or {}))
     return checks
