@@ -259,7 +259,7 @@ class LocalExecutor(Backend):
         cfg = job.cfg
         nproc = cfg.nodes * cfg.gpus_per_node
         workload = self.study.workload
-        env = {**os.environ, **self.study.cluster.env, **workload.env(str(job.run_dir)),
+        env = {**os.environ, **self.study.cluster.env, **workload.run_env(str(job.run_dir)),
                "OMP_NUM_THREADS": str(cfg.cpus_per_task)}
         if job.gpus:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(job.gpus)

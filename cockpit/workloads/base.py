@@ -30,6 +30,8 @@ class Workload(ABC):
     axes: ClassVar[tuple[str, ...]]
     #: reads the study's [data] token shards (the preflight checks them; other workloads bring their own data)
     reads_study_data: ClassVar[bool] = False
+    #: the environment variable that names the run directory to the program ("" : it takes --run-dir)
+    run_dir_env: ClassVar[str] = ""
 
     @classmethod
     @abstractmethod
@@ -50,9 +52,19 @@ class Workload(ABC):
         """What the launcher (torchrun) runs on every worker, after its own options: `-m module ...` or a
         script and its arguments, the configuration's ``values`` filled in."""
 
-    def env(self, run_dir: str) -> dict[str, str]:
+    def batch_words(self, values: Mapping[str, Any]) -> list[tuple[str, str, bool]] | None:
+        """The workers' arguments for a batch script, each as (the study key it comes from, its value, whether it
+        is a cluster path whose ~ or $VAR expands there), for the quoting helpers to quote or refuse; None: the
+        batch template's own launch line (the HLM trainer's)."""
+        return None
+
+    def env(self) -> dict[str, str]:
         """The environment the workers get beside the cluster's [cluster].env."""
         return {}
+
+    def run_env(self, run_dir: str) -> dict[str, str]:
+        """env() and the variable that names the run directory where the program reads it from one."""
+        return {**self.env(), **({self.run_dir_env: run_dir} if self.run_dir_env else {})}
 
     def config_json(self, key_values: Mapping[str, Any]) -> dict[str, Any]:
         """What config.json holds for this workload beside the study's own entries (none for the HLM)."""

@@ -75,7 +75,7 @@ def test_the_command_gets_values_as_argv_elements_under_the_hooks_wrapper(tmp_pa
     args = study.workload.worker_args(cfg.all_values(), "/runs/x")
     assert args == ["-m", "runcontract.attach", str(tmp_path / "train.py"), "--lr", "0.5", "--pin", "true",
                     "--batch", "32", "--name=a b; rm -rf ~x"]
-    assert study.workload.env("/runs/x") == {"DATA_SEED": "3", "RUNCONTRACT_RUN_DIR": "/runs/x"}
+    assert study.workload.run_env("/runs/x") == {"DATA_SEED": "3", "RUNCONTRACT_RUN_DIR": "/runs/x"}
     assert study.workload.prepare_args("/runs/x") is None
 
 
@@ -96,7 +96,8 @@ BAD = [
     (("default = 0.1, minimum", "default = 20, minimum"), "study.toml: [workload.keys].lr.default: expected a number in [0, 10], got 20"),
     (('type = "bool"', 'type = "boolean"'), "study.toml: [workload.keys].pin_memory.type: expected one of int, float, bool, str, got 'boolean'"),
     (("pin_memory = {type", "window = {type"), "study.toml: [workload.keys].window: 'window' is an axis already"),
-    (('env = {DATA_SEED = "3"}', "env = {DATA_SEED = 3}"), "study.toml: [workload].env.DATA_SEED: expected a string, got 3"),
+    (('env = {DATA_SEED = "3"}', "env = {DATA_SEED = 3}"),
+     "study.toml: [workload].env.DATA_SEED: expected a string without a line break or NUL, got 3"),
     (('mode = "hooks"', 'mode = "hooks"\nscript = "x"'), "study.toml: [workload].script is not a known key"),
 ]
 

@@ -57,6 +57,7 @@ class ScriptWorkload(Workload):
 
     kind = "script"
     axes = SHARED_AXES
+    run_dir_env = RUN_DIR_ENV
 
     @classmethod
     def from_table(cls, where: str, table: dict[str, Any], study_dir: Path | None) -> ScriptWorkload:
@@ -82,7 +83,12 @@ class ScriptWorkload(Workload):
                         f"{where}: [workload].command[{i}]: {{{name}}} is neither a key of [workload.keys] nor an axis "
                         f"a script takes ({nearest(name, known)}); expected one of {', '.join(sorted(known))}")
         files = _strings(where, "files", table.get("files", []))
-        if study_dir is not None:  # on this machine: the files are checked now, and found from any directory
+        if study_dir is None:  # on the cluster: the job runs in its run directory, so paths are whole there
+            for what, path in [("command[0]", command[0]), *(("files", f) for f in files)]:
+                if not path.startswith(("/", "~", "$")):
+                    raise WorkloadError(f"{where}: [workload].{what}: {path!r} is relative; a study on a cluster "
+                                        "names its files by absolute path (or ~/..., $VAR/...) there")
+        else:  # on this machine: the files are checked now, and found from any directory
             command = (_here(where, "command[0]", command[0], study_dir), *command[1:])
             files = tuple(_here(where, "files", f, study_dir) for f in files)
         env = table.get("env", {})
@@ -91,8 +97,9 @@ class ScriptWorkload(Workload):
         for name, value in env.items():
             if not ENV_NAME.fullmatch(name):
                 raise WorkloadError(f"{where}: [workload].env.{name}: expected a variable name (letters, digits, _)")
-            if not isinstance(value, str):
-                raise WorkloadError(f"{where}: [workload].env.{name}: expected a string, got {value!r}")
+            if not isinstance(value, str) or not _one_line(value):
+                raise WorkloadError(f"{where}: [workload].env.{name}: expected a string without a line break or "
+                                    f"NUL, got {value!r}")
         return cls(command=command, files=files, environment=tuple(env.items()), mode=mode, declared=keys)
 
     def keys(self) -> tuple[ConfigKey, ...]:
@@ -102,8 +109,12 @@ class ScriptWorkload(Workload):
         args = [_fill(arg, values) for arg in self.command]
         return ["-m", ATTACH_MODULE, *args] if self.mode == "hooks" else args
 
-    def env(self, run_dir: str) -> dict[str, str]:
-        return {**dict(self.environment), RUN_DIR_ENV: run_dir}
+    def batch_words(self, values: Mapping[str, Any]) -> list[tuple[str, str, bool]] | None:
+        words = [("[workload].mode", "-m", False), ("[workload].mode", ATTACH_MODULE, False)] if self.mode == "hooks" else []
+        return [*words, *((f"[workload].command[{i}]", _fill(arg, values), i == 0) for i, arg in enumerate(self.command))]
+
+    def env(self) -> dict[str, str]:
+        return dict(self.environment)
 
     def config_json(self, key_values: Mapping[str, Any]) -> dict[str, Any]:
         return {"workload": {"kind": self.kind, "mode": self.mode, "command": list(self.command)},
@@ -149,9 +160,11 @@ def _keys(where: str, table: Any) -> tuple[ConfigKey, ...]:
         help_text = spec.get("help", "")
         if not isinstance(help_text, str):
             raise WorkloadError(f"{where}: {at}.help: expected a string, got {help_text!r}")
+        # a string reaches the script as one argv element, and through a batch script line on a cluster
+        one_line = {"rule": _one_line, "expected_words": "a string without a line break or NUL"} if kind == "str" else {}
         key = ConfigKey("sweep", name, TYPES[kind], spec["default"], help=help_text,
                         choices=tuple(choices) if choices is not None else None, top_level=True,
-                        minimum=spec.get("minimum"), maximum=spec.get("maximum"))
+                        minimum=spec.get("minimum"), maximum=spec.get("maximum"), **one_line)
         if choices is not None:
             for choice in choices:
                 if not key.accepts_type(choice):
@@ -161,6 +174,10 @@ def _keys(where: str, table: Any) -> tuple[ConfigKey, ...]:
             raise WorkloadError(f"{where}: {at}.default: {problem}")
         out.append(key)
     return tuple(out)
+
+
+def _one_line(value: Any) -> bool:
+    return not any(ch in str(value) for ch in "\n\r\x00")
 
 
 def _strings(where: str, name: str, value: Any) -> tuple[str, ...]:
