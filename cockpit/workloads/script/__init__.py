@@ -161,10 +161,12 @@ def _keys(where: str, table: Any) -> tuple[ConfigKey, ...]:
         if not isinstance(help_text, str):
             raise WorkloadError(f"{where}: {at}.help: expected a string, got {help_text!r}")
         # a string reaches the script as one argv element, and through a batch script line on a cluster
-        one_line = {"rule": _one_line, "expected_words": "a string without a line break or NUL"} if kind == "str" else {}
+        text = kind == "str"
         key = ConfigKey("sweep", name, TYPES[kind], spec["default"], help=help_text,
                         choices=tuple(choices) if choices is not None else None, top_level=True,
-                        minimum=spec.get("minimum"), maximum=spec.get("maximum"), **one_line)
+                        minimum=spec.get("minimum"), maximum=spec.get("maximum"),
+                        rule=_one_line if text else None,
+                        expected_words="a string without a line break or NUL" if text and choices is None else "")
         if choices is not None:
             for choice in choices:
                 if not key.accepts_type(choice):
