@@ -39,6 +39,10 @@ class Workload(ABC):
         """The workload a study's [workload] table describes. ``study_dir``: the study file's folder where the
         files are on this machine (kind = "local"); None where they are on the cluster. Raises WorkloadError."""
 
+    def files_needed(self) -> tuple[str, ...]:
+        """Paths every worker needs where the job runs (the preflight checks they are there)."""
+        return ()
+
     def keys(self) -> tuple[ConfigKey, ...]:
         """The study keys the workload takes beyond the axes, in the matrix's order (none for the HLM)."""
         return ()

@@ -105,6 +105,9 @@ class ScriptWorkload(Workload):
     def keys(self) -> tuple[ConfigKey, ...]:
         return self.declared
 
+    def files_needed(self) -> tuple[str, ...]:
+        return (self.command[0], *(f for f in self.files if f != self.command[0]))
+
     def worker_args(self, values: Mapping[str, Any], run_dir: str) -> list[str]:
         args = [_fill(arg, values) for arg in self.command]
         return ["-m", ATTACH_MODULE, *args] if self.mode == "hooks" else args
