@@ -241,14 +241,16 @@ def _entries(study, limit: int, plan: Plan) -> list[_Entry]:
 def _plan_table(study, plan: Plan, entries: list[_Entry], layout: str) -> TextTable:
     from cockpit.study.spec import SCALE_AXES
 
-    varying = [axis for axis, values in study.sweep.items() if len(values) > 1 and axis not in SCALE_AXES]
-    fixed = ", ".join(f"{axis}={values[0]}" for axis, values in study.sweep.items() if len(values) == 1 and axis not in SCALE_AXES)
+    taken = _taken(study)
+    varying = [axis for axis, values in taken.items() if len(values) > 1 and axis not in SCALE_AXES]
+    fixed = ", ".join(f"{axis}={_word(values[0])}" for axis, values in taken.items()
+                      if len(values) == 1 and axis not in SCALE_AXES)
     figures = figures_words(plan.lines)
     legend = []
     if layout == "label":
         legend.append("configuration: " + " ".join(_label_word(a) for a in varying) + " NxG")
     else:
-        legend += [f"{SHORT_HEADERS[a]} {a}" for a in varying if SHORT_HEADERS[a] != a and a != "dataset"]
+        legend += [f"{SHORT_HEADERS[a]} {a}" for a in varying if SHORT_HEADERS.get(a, a) != a and a != "dataset"]
     legend.append(f"NxG nodes x {labels.worker_word(plan.device)} per node")
     if figures:
         legend.append(f"T s, S, node-h: {figures}")
@@ -274,21 +276,36 @@ def _plan_table(study, plan: Plan, entries: list[_Entry], layout: str) -> TextTa
     for group, cfg, cells, status, end_section in entries:
         scale = f"{cfg.nodes}x{cfg.gpus_per_node}"
         if layout == "label":  # config_label's words of the varying axes
-            axes_cells: tuple[str, ...] = (" ".join([*(_label_value(a, getattr(cfg, a)) for a in varying), scale]),)
+            values = cfg.all_values()
+            axes_cells: tuple[str, ...] = (" ".join([*(_label_value(a, values[a]) for a in varying), scale]),)
         else:
-            axes_cells = (*(str(getattr(cfg, axis)) for axis in varying), scale)
+            values = cfg.all_values()
+            axes_cells = (*(_word(values[axis]) for axis in varying), scale)
         rows.append(Row((*((group,) if layout == "wide" else ()), cfg.config_id, *axes_cells,
                          *(cells if figures else ()), status), end_section))
     return TextTable(f"{study.name}: configuration matrix", caption, columns, rows)
 
 
 def _label_word(axis: str) -> str:
-    """How config_label writes an axis, for the one-column layout's legend: `w<window>`."""
-    return AXIS[axis].tag.format(f"<{axis}>")
+    """How config_label writes an axis, for the one-column layout's legend: `w<window>` (a workload's key:
+    `lr=<lr>`)."""
+    return AXIS[axis].tag.format(f"<{axis}>") if axis in AXIS else f"{axis}=<{axis}>"
 
 
 def _label_value(axis: str, value) -> str:  # noqa: ANN001
-    return AXIS[axis].tag.format(value)
+    return AXIS[axis].tag.format(value) if axis in AXIS else f"{axis}={_word(value)}"
+
+
+def _word(value) -> str:  # noqa: ANN001
+    """A value as the study file writes it (true/false)."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def _taken(study) -> dict[str, list]:  # noqa: ANN001
+    """The swept values of what the study's workload takes: its axes and its own keys (a script's plan does not
+    list the HLM trainer's dataset, mode and window)."""
+    names = [*study.workload.axes, *(k.name for k in study.workload.keys())]
+    return {name: values for name, values in study.sweep.items() if name in names}
 
 
 STATUS_WORDS = {"done": "done", "active": "queued or running",
@@ -306,7 +323,7 @@ def plan_summary(study, plan: Plan | None = None, store_path: Path | None = None
     plan = plan or study_plan(study)
     matrix = study.matrix()
     submit = len(plan.to_submit)
-    axes = " x ".join(f"{len(v)} {k}" for k, v in study.sweep.items() if len(v) > 1) or "1"
+    axes = " x ".join(f"{len(v)} {k}" for k, v in _taken(study).items() if len(v) > 1) or "1"
     groups = len({cfg.group_id for cfg in matrix})
     others = [f"{plan.count(status)} {word}" for status, word in STATUS_WORDS.items() if plan.count(status)]
     if plan.count("too big"):
@@ -328,6 +345,8 @@ def plan_summary(study, plan: Plan | None = None, store_path: Path | None = None
     if store_path is not None:
         lines.append(f"statuses from the study's store {store_path}")
     lines += [f"{group}: {text}" for group, text in plan.recommendations.items()]
-    if study.synthetic_default:
+    if study.synthetic_default and study.workload.reads_study_data:
         lines.append("no dataset given: using the built-in synthetic ECG generator")
+    if study.workload.not_given():
+        lines.append(f"what the {study.workload.describe()} cannot give: {'; '.join(study.workload.not_given())}")
     return "\n".join(lines)

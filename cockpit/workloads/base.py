@@ -74,6 +74,10 @@ class Workload(ABC):
         """What config.json holds for this workload beside the study's own entries (none for the HLM)."""
         return {}
 
+    def describe(self) -> str:
+        """The workload in a sentence's words ("HLM trainer", "script workload (mode hooks)")."""
+        return f"{self.kind} workload"
+
     def not_given(self) -> tuple[str, ...]:
         """The figures this workload's results cannot give, in the plan's words (none for the HLM)."""
         return ()

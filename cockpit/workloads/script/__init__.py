@@ -123,6 +123,9 @@ class ScriptWorkload(Workload):
         return {"workload": {"kind": self.kind, "mode": self.mode, "command": list(self.command)},
                 "keys": dict(key_values)}
 
+    def describe(self) -> str:
+        return f"script workload (mode {self.mode})"
+
     def not_given(self) -> tuple[str, ...]:
         return NOT_GIVEN[self.mode]
 
