@@ -10,6 +10,7 @@ from cockpit.commands._args import STUDY, STUDY_FILE_HELP, error
 from cockpit.commands._text_table import Column, Row, TextTable
 from cockpit.figures import labels
 from cockpit.forecast.plan import figures_words
+from cockpit.workloads.base import value_word
 from trainer.config_keys import AXIS, AXIS_KEYS
 from trainer.rundir import RESULT_FILE
 
@@ -243,12 +244,12 @@ def _plan_table(study, plan: Plan, entries: list[_Entry], layout: str) -> TextTa
 
     taken = _taken(study)
     varying = [axis for axis, values in taken.items() if len(values) > 1 and axis not in SCALE_AXES]
-    fixed = ", ".join(f"{axis}={_word(values[0])}" for axis, values in taken.items()
+    fixed = ", ".join(f"{axis}={value_word(values[0])}" for axis, values in taken.items()
                       if len(values) == 1 and axis not in SCALE_AXES)
     figures = figures_words(plan.lines)
     legend = []
     if layout == "label":
-        legend.append("configuration: " + " ".join(_label_word(a) for a in varying) + " NxG")
+        legend.append("configuration: " + " ".join(_labelvalue_word(a) for a in varying) + " NxG")
     else:
         legend += [f"{SHORT_HEADERS[a]} {a}" for a in varying if SHORT_HEADERS.get(a, a) != a and a != "dataset"]
     legend.append(f"NxG nodes x {labels.worker_word(plan.device)} per node")
@@ -280,25 +281,20 @@ def _plan_table(study, plan: Plan, entries: list[_Entry], layout: str) -> TextTa
             axes_cells: tuple[str, ...] = (" ".join([*(_label_value(a, values[a]) for a in varying), scale]),)
         else:
             values = cfg.all_values()
-            axes_cells = (*(_word(values[axis]) for axis in varying), scale)
+            axes_cells = (*(value_word(values[axis]) for axis in varying), scale)
         rows.append(Row((*((group,) if layout == "wide" else ()), cfg.config_id, *axes_cells,
                          *(cells if figures else ()), status), end_section))
     return TextTable(f"{study.name}: configuration matrix", caption, columns, rows)
 
 
-def _label_word(axis: str) -> str:
+def _labelvalue_word(axis: str) -> str:
     """How config_label writes an axis, for the one-column layout's legend: `w<window>` (a workload's key:
     `lr=<lr>`)."""
     return AXIS[axis].tag.format(f"<{axis}>") if axis in AXIS else f"{axis}=<{axis}>"
 
 
 def _label_value(axis: str, value) -> str:  # noqa: ANN001
-    return AXIS[axis].tag.format(value) if axis in AXIS else f"{axis}={_word(value)}"
-
-
-def _word(value) -> str:  # noqa: ANN001
-    """A value as the study file writes it (true/false)."""
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return AXIS[axis].tag.format(value) if axis in AXIS else f"{axis}={value_word(value)}"
 
 
 def _taken(study) -> dict[str, list]:  # noqa: ANN001

@@ -20,6 +20,7 @@ from typing import Any
 from cockpit.study import spec_rules
 from cockpit.study.spec_rules import SYNTHETIC, WORKLOAD_SECTION, SpecError
 from cockpit.workloads import Workload, WorkloadError, workload_of
+from cockpit.workloads.base import key_words
 from cockpit.workloads.hlm import HlmWorkload
 from trainer.config_keys import AXES, SCALE_AXES, AxisKeys, ClusterKeys, config_label, id_values
 from trainer.rundir import MODEL_FILE
@@ -94,7 +95,7 @@ class Configuration(AxisKeys):
 
     @functools.cached_property
     def label(self) -> str:
-        return " ".join([config_label(self.values()), *(f"{k}={_word(v)}" for k, v in self.keys)])
+        return " ".join(w for w in (config_label(self.values()), key_words(self.key_values)) if w)
 
 
 @dataclass(frozen=True)
@@ -271,10 +272,6 @@ def _workload(where: str, raw: dict[str, Any], path: Path) -> Workload:
     except WorkloadError as exc:
         raise SpecError(str(exc)) from None
 
-
-def _word(value: Any) -> str:
-    """A workload key's value in a configuration's label: true/false as TOML writes them."""
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 def _digest(values: dict[str, Any], length: int = 10) -> str:

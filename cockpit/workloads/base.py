@@ -16,6 +16,17 @@ from typing import Any, ClassVar
 from trainer.config_keys import ConfigKey
 
 
+def key_words(values: Mapping[str, Any]) -> str:
+    """A workload's key values in the configuration label's and the tables' words, by name: `lr=0.1
+    pin_memory=true` (the same however config.json ordered them; "" for the HLM trainer, which has none)."""
+    return " ".join(f"{name}={value_word(values[name])}" for name in sorted(values))
+
+
+def value_word(value: Any) -> str:
+    """A value as a study file writes it: true/false for a bool."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
 class WorkloadError(ValueError):
     """A [workload] table is malformed; the message names the file, the key, what was expected and found."""
 

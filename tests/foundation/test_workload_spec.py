@@ -63,7 +63,7 @@ def test_script_keys_sweep_enter_ids_and_labels(tmp_path: Path):
     assert [c.config_id for c in again.matrix()] == [c.config_id for c in matrix]  # stable across loads
     cfg = next(c for c in matrix if c.key_values == {"lr": 0.5, "pin_memory": True, "name": "a b; rm -rf ~"}
                and c.gpus_per_node == 2)
-    assert cfg.label.endswith("lr=0.5 pin_memory=true name=a b; rm -rf ~")
+    assert cfg.label.endswith("lr=0.5 name=a b; rm -rf ~ pin_memory=true")
     assert study.baseline_of(cfg).key_values == cfg.key_values and study.baseline_of(cfg).is_baseline
     assert study.run_config(cfg)["keys"] == {"lr": 0.5, "pin_memory": True, "name": "a b; rm -rf ~"}
     assert study.run_config(cfg)["workload"]["mode"] == "hooks"
