@@ -17,12 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from cockpit.workloads.base import Workload, WorkloadError
+from runcontract.contract import MODES, RUN_DIR_ENV
 from trainer.config_keys import AXIS_KEYS, ConfigKey, nearest
 
-# how a run's parts are measured (runcontract.contract.MODES: result.json `attribution.mode`)
-MODES = ("explicit", "callback", "hooks")
-# the environment variable that tells the library where the run directory is (runcontract.contract.RUN_DIR_ENV)
-RUN_DIR_ENV = "RUNCONTRACT_RUN_DIR"
 ATTACH_MODULE = "runcontract.attach"  # the no-edit wrapper: torch's global hooks around an unmodified script
 
 # the HLM's axes a script may take too (its placeholders; [sweep] them as for the HLM); the rest are the trainer's
