@@ -73,3 +73,33 @@ def test_the_script_gets_its_values_and_the_run_directory(tmp_path: Path):
     assert config["workload"] == {"kind": "script", "mode": "explicit", "command": list(study.workload.command)}
     assert study.workload.worker_args(cfg.all_values(), "/r") == [
         str(tmp_path / "tiny_loop.py"), "--lr", "0.1", "--batch", "8", "--steps", "20", "--pin-memory", "false"]
+
+
+THIRD_PARTY = Path(__file__).resolve().parents[1] / "fixtures" / "third_party" / "mars_pytorch_sample" / "pytorch_sample.py"
+
+
+def test_an_unmodified_third_party_ddp_script_is_studied_in_the_no_edit_mode(tmp_path: Path, capsys):
+    """The Mars project's DDP sample (tests/fixtures/third_party/README.md), launched by the cockpit under
+    `runcontract.attach` on 1 and 2 workers: its steps split into data wait, compute, communication and
+    optimizer by torch's own hooks, every row's parts adding up to its T."""
+    raw = {
+        "study": {"name": "mars-sample"},
+        "cluster": {"kind": "local", "workdir": str(tmp_path / "work"), "gpus_per_node": 2, "max_concurrent_jobs": 1},
+        "train": {"device": "cpu"},
+        "workload": {"kind": "script", "mode": "hooks", "command": [str(THIRD_PARTY), "multiple"]},
+        "sweep": {"gpus_per_node": [1, 2]},
+    }
+    path = tmp_path / "study.toml"
+    path.write_text(to_toml(raw))
+    rc = cli(["run", "--headless", str(path), "--out", str(tmp_path / "report"), "--timeout", "300", "--skip-preflight"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    rows = list(csv.DictReader((tmp_path / "report" / "scaling.csv").open()))
+    assert sorted(int(r["gpus_per_node"]) for r in rows) == [1, 2]
+    for row in rows:
+        t = float(row["train_time_s"])
+        assert math.isclose(sum(float(row[p]) for p in PARTS), t, rel_tol=1e-6, abs_tol=1e-9), row
+        for part in ("data_wait_s", "compute_s", "optimizer_s"):
+            assert float(row[part]) > 0, (part, row)
+        assert row["speedup"] != "" and row["efficiency"] != ""
+    assert float(next(r for r in rows if r["gpus_per_node"] == "2")["comm_s"]) > 0  # DDP's all-reduce, found by the hooks
