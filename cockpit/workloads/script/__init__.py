@@ -34,7 +34,7 @@ PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 # then names what a run really did not show)
 NOT_GIVEN: dict[str, tuple[str, ...]] = {
     "explicit": ("the parts the script does not time (in other)", "the trainer's model quality (eval)"),
-    "callback": ("communication apart from compute (the Trainer's step is timed whole)",
+    "callback": ("communication where the Trainer builds no DistributedDataParallel",
                  "the trainer's model quality (eval)"),
     "hooks": ("communication where the script builds no DistributedDataParallel",
               "data wait where the script uses no DataLoader", "the trainer's model quality (eval)"),
