@@ -46,6 +46,7 @@ def test_a_script_study_runs_on_one_and_two_workers_with_every_second_attributed
     assert "a script workload brings its own data" in out  # the preflight skips the HLM's data, saying so
     assert "file tiny_loop.py" in out and "readable" in out
     assert "tiny-script: all 2 configurations completed" in out
+    assert "1x2 c1 fp32 b8 lr=0.1 pin_memory=false steps=20: T" in out  # the script's keys in its label
     rows = list(csv.DictReader((tmp_path / "report" / "scaling.csv").open()))
     assert sorted(int(r["gpus_per_node"]) for r in rows) == [1, 2]
     study = load_study(path)

@@ -51,6 +51,8 @@ def test_the_image_example_runs_on_one_and_two_workers(tmp_path: Path, capsys):
         assert all(row[c] != "" for c in ("speedup", "efficiency", "overhead_s")), row
         assert row["keys"] == "loader_workers=0 pin_memory=false size=16 steps=4"
     assert float(next(r for r in rows if r["gpus_per_node"] == "2")["comm_s"]) > 0  # DDP's all-reduce, by the hooks
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "| loader_workers=0 pin_memory=false size=16 steps=4 |" in report  # the keys tell configurations apart
 
 
 def test_the_language_model_example_runs_on_one_and_two_workers(tmp_path: Path, capsys):
