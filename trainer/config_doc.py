@@ -85,6 +85,13 @@ TABLES = (
 )
 
 
+# [workload] is the cockpit's (cockpit/workloads), not the trainer's: its keys are documented with it
+WORKLOAD_INTRO = ("What the study runs: the HLM trainer (`kind = \"hlm\"`, the default; every table above) or your "
+                  "own script (`kind = \"script\"`: `command`, `files`, `env`, `mode` and the study keys it takes "
+                  "in `[workload.keys]`, which sweep under [sweep]). docs/workloads.md, \"A study of your script\", "
+                  "lists every key.")
+
+
 def markdown() -> str:
     """The whole page."""
     out = [
@@ -100,6 +107,7 @@ def markdown() -> str:
     ]
     for t in TABLES:
         out += [f"## {t.title}", "", t.intro, "", *table(t.keys, name=t.name, extra=t.extra, cells=t.cells), ""]
+    out += ["## [workload]", "", WORKLOAD_INTRO, ""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 

@@ -602,8 +602,10 @@ def label_words(values: Mapping[str, Any]) -> dict[str, str]:
 
 def config_label(values: Mapping[str, Any]) -> str:
     """Short human name of a configuration, every axis in it: `mitdb foundation w256 1x2 c4 bf16 b32`.
-    The one label of the plan, the batch scripts, the TUI and the headless run."""
-    return " ".join(label_words(values).values())
+    The one label of the plan, the batch scripts, the TUI and the headless run. A script workload's own keys
+    follow as the analysis words them (`values["keys"]`: `lr=0.1 pin_memory=true`)."""
+    keys = values.get("keys")
+    return " ".join([*label_words(values).values(), *([keys] if isinstance(keys, str) and keys else [])])
 
 
 def check_model(values: Mapping[str, Any]) -> str | None:

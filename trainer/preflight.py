@@ -12,6 +12,7 @@ fields.
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -113,6 +114,12 @@ def dataset_facts(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def file_facts(path: str) -> dict[str, Any]:
+    """Whether a file a study's own script needs is readable where the job runs (~ and $VAR expanded here)."""
+    full = os.path.expanduser(os.path.expandvars(path))
+    return {"path": full, "readable": os.access(full, os.R_OK)}
+
+
 def storage_facts(workdir: str, token_cache: str) -> dict[str, Any]:
     """Whether the study's run and cache directories can be created and written, and the free space."""
     out: dict[str, Any] = {"dir": workdir, "token_cache": token_cache}
@@ -176,6 +183,7 @@ def run(run_dir: Path) -> int:
                 "nvml": [g["nvml"] for g in everyone if g.get("nvml") is not None],
                 "comm": comm,
                 "data": {name: dataset_facts(name, spec) for name, spec in (config.get("datasets") or {}).items()},
+                "files": {path: file_facts(path) for path in config.get("files") or []},
                 "storage": storage_facts(str(config.get("workdir", run_dir)), str(config.get("token_cache", run_dir))),
                 "scheduler": scheduler_facts(),
                 "seconds": time.time() - started,

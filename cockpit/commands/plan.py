@@ -10,6 +10,7 @@ from cockpit.commands._args import STUDY, STUDY_FILE_HELP, error
 from cockpit.commands._text_table import Column, Row, TextTable
 from cockpit.figures import labels
 from cockpit.forecast.plan import figures_words
+from cockpit.workloads.base import value_word
 from trainer.config_keys import AXIS, AXIS_KEYS
 from trainer.rundir import RESULT_FILE
 
@@ -55,7 +56,7 @@ def main(args: argparse.Namespace) -> int:
         study = load_study(study_path)
     except SpecError as exc:
         return error(str(exc))
-    from cockpit.launch.slurm.render import check_scripts
+    from cockpit.launch.registry import backend_kind
     from cockpit.store import StoreError
     from cockpit.study.sites import SiteError
 
@@ -64,17 +65,14 @@ def main(args: argparse.Namespace) -> int:
 
         return what_if_main(study, args, console, lambda: baseline_results(args.baselines))
     try:
-        if study.cluster.kind == "slurm":
-            check_scripts(study)  # what `cockpit run` would refuse, refused now (the error names the key)
+        backend_kind(study).check_scripts(study)  # what `cockpit run` would refuse, refused now (the error names the key)
         plan, store_path, problems = current_plan(study, baseline_results(args.baselines))
     except (ValueError, SiteError, StoreError) as exc:
         return error(str(exc))
     rendered = None
     if args.render:  # written before the plan is printed, so that a refusal is the only thing printed
-        from cockpit.launch.slurm.render import render_study_scripts
-
         try:
-            rendered = render_study_scripts(study, args.render)
+            rendered = backend_kind(study).render_scripts(study, args.render)
         except OSError as exc:  # an unwritable --render directory: one line naming it
             what = exc.strerror or str(exc)
             return error(f"--render {args.render}: cannot write the batch scripts there ({what}); choose a "
@@ -82,7 +80,7 @@ def main(args: argparse.Namespace) -> int:
     console.print(plan_table(study, args.limit, plan, console=console))
     console.print(plan_summary(study, plan, store_path), highlight=False)
     if args.maintenance:
-        if study.cluster.kind != "slurm":
+        if not backend_kind(study).has_scheduler:
             return error("--maintenance reads a Slurm cluster's reservations: this study runs on this machine")
         console.print(maintenance_line(study), highlight=False)
     if rendered is not None:
@@ -248,14 +246,16 @@ def _entries(study, limit: int, plan: Plan) -> list[_Entry]:
 def _plan_table(study, plan: Plan, entries: list[_Entry], layout: str) -> TextTable:
     from cockpit.study.spec import SCALE_AXES
 
-    varying = [axis for axis, values in study.sweep.items() if len(values) > 1 and axis not in SCALE_AXES]
-    fixed = ", ".join(f"{axis}={values[0]}" for axis, values in study.sweep.items() if len(values) == 1 and axis not in SCALE_AXES)
+    taken = _taken(study)
+    varying = [axis for axis, values in taken.items() if len(values) > 1 and axis not in SCALE_AXES]
+    fixed = ", ".join(f"{axis}={value_word(values[0])}" for axis, values in taken.items()
+                      if len(values) == 1 and axis not in SCALE_AXES)
     figures = figures_words(plan.lines)
     legend = []
     if layout == "label":
-        legend.append("configuration: " + " ".join(_label_word(a) for a in varying) + " NxG")
+        legend.append("configuration: " + " ".join(_labelvalue_word(a) for a in varying) + " NxG")
     else:
-        legend += [f"{SHORT_HEADERS[a]} {a}" for a in varying if SHORT_HEADERS[a] != a and a != "dataset"]
+        legend += [f"{SHORT_HEADERS[a]} {a}" for a in varying if SHORT_HEADERS.get(a, a) != a and a != "dataset"]
     legend.append(f"NxG nodes x {labels.worker_word(plan.device)} per node")
     energy = any(line.kwh is not None for line in plan.lines)
     if figures:
@@ -284,21 +284,31 @@ def _plan_table(study, plan: Plan, entries: list[_Entry], layout: str) -> TextTa
     for group, cfg, cells, status, end_section in entries:
         scale = f"{cfg.nodes}x{cfg.gpus_per_node}"
         if layout == "label":  # config_label's words of the varying axes
-            axes_cells: tuple[str, ...] = (" ".join([*(_label_value(a, getattr(cfg, a)) for a in varying), scale]),)
+            values = cfg.all_values()
+            axes_cells: tuple[str, ...] = (" ".join([*(_label_value(a, values[a]) for a in varying), scale]),)
         else:
-            axes_cells = (*(str(getattr(cfg, axis)) for axis in varying), scale)
+            values = cfg.all_values()
+            axes_cells = (*(value_word(values[axis]) for axis in varying), scale)
         rows.append(Row((*((group,) if layout == "wide" else ()), cfg.config_id, *axes_cells,
                          *(cells if figures else ()), status), end_section))
     return TextTable(f"{study.name}: configuration matrix", caption, columns, rows)
 
 
-def _label_word(axis: str) -> str:
-    """How config_label writes an axis, for the one-column layout's legend: `w<window>`."""
-    return AXIS[axis].tag.format(f"<{axis}>")
+def _labelvalue_word(axis: str) -> str:
+    """How config_label writes an axis, for the one-column layout's legend: `w<window>` (a workload's key:
+    `lr=<lr>`)."""
+    return AXIS[axis].tag.format(f"<{axis}>") if axis in AXIS else f"{axis}=<{axis}>"
 
 
 def _label_value(axis: str, value) -> str:  # noqa: ANN001
-    return AXIS[axis].tag.format(value)
+    return AXIS[axis].tag.format(value) if axis in AXIS else f"{axis}={value_word(value)}"
+
+
+def _taken(study) -> dict[str, list]:  # noqa: ANN001
+    """The swept values of what the study's workload takes: its axes and its own keys (a script's plan does not
+    list the HLM trainer's dataset, mode and window)."""
+    names = [*study.workload.axes, *(k.name for k in study.workload.keys())]
+    return {name: values for name, values in study.sweep.items() if name in names}
 
 
 STATUS_WORDS = {"done": "done", "active": "queued or running",
@@ -316,7 +326,7 @@ def plan_summary(study, plan: Plan | None = None, store_path: Path | None = None
     plan = plan or study_plan(study)
     matrix = study.matrix()
     submit = len(plan.to_submit)
-    axes = " x ".join(f"{len(v)} {k}" for k, v in study.sweep.items() if len(v) > 1) or "1"
+    axes = " x ".join(f"{len(v)} {k}" for k, v in _taken(study).items() if len(v) > 1) or "1"
     groups = len({cfg.group_id for cfg in matrix})
     others = [f"{plan.count(status)} {word}" for status, word in STATUS_WORDS.items() if plan.count(status)]
     if plan.count("too big"):
@@ -340,6 +350,8 @@ def plan_summary(study, plan: Plan | None = None, store_path: Path | None = None
     if store_path is not None:
         lines.append(f"statuses from the study's store {store_path}")
     lines += [f"{group}: {text}" for group, text in plan.recommendations.items()]
-    if study.synthetic_default:
+    if study.synthetic_default and study.workload.reads_study_data:
         lines.append("no dataset given: using the built-in synthetic ECG generator")
+    if study.workload.not_given():
+        lines.append(f"what the {study.workload.describe()} cannot give: {'; '.join(study.workload.not_given())}")
     return "\n".join(lines)

@@ -19,7 +19,9 @@ def _ending_lines(session: StudySession, snap, files, failed: list, stream: Text
     """The plain ending: each finished configuration with its figures' inputs, the report, the failures."""
     for c in snap.configs:
         if c.analysis and c.state == "completed":
-            print(explained_line(_label(c.values), c.analysis), file=stream)
+            # a script workload's keys come with the analysis row (the store's values hold the axes)
+            print(explained_line(_label({**c.values, "keys": c.analysis.get("keys", "")}), c.analysis),
+                  file=stream)
     print(f"report: {files.markdown} · {files.html} · {files.csv}", file=stream)
     if failed:
         for c in failed:

@@ -53,7 +53,7 @@ def main(args: argparse.Namespace) -> int:
 
 def default_report_dir(session: StudySession) -> Path:
     study = session.study
-    if study.cluster.kind == "local":
+    if session.backend.on_this_machine:
         return Path(study.study_dir()) / "report"
     return Path.cwd() / f"{study.name}-report"
 

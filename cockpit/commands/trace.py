@@ -108,7 +108,7 @@ async def _study(study_file: str, config_id: str, args: argparse.Namespace) -> l
         raise TraceCommandError(f"{backend.label}: {exc}") from exc
     finally:
         await backend.close()
-    remote = None if study.cluster.kind == "local" else backend.label
+    remote = None if backend.on_this_machine else backend.label
     return _report(fetched, run_dir, args, remote=remote)
 
 

@@ -27,6 +27,7 @@ from cockpit.figures.quality import quality_of
 from cockpit.forecast import advice, prediction
 from cockpit.forecast.advice.host_bound import advise_host_bound
 from cockpit.study.spec import AXES, SCALE_AXES, Configuration
+from cockpit.workloads.base import key_words
 from trainer.config_keys import AXIS_KEYS
 from trainer.rundir import COMM_KINDS, MEMORY_FIGURES
 
@@ -74,6 +75,7 @@ def run_row(result: dict[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {k.name: _plain(cfg.get(k.name, result.get(k.name, None if k.axis and k.axis.core
                                                                      else k.default))) for k in AXIS_KEYS}
     missing = [a for a in AXES if row[a] is None]
+    row["keys"] = key_words(cfg.get("keys") or {})  # a script workload's own keys: part of its identity
     row.update(
         config_id=result.get("config_id"),
         group_id=result.get("group_id"),
@@ -143,16 +145,26 @@ def analyse(results: Iterable[dict[str, Any]], links: prediction.Links | None = 
     failed: list[dict[str, Any]] = []
     for row in rows:
         if row["status"] == "completed" and row["train_time_s"] == row["train_time_s"]:
-            done.setdefault(tuple(row[a] for a in AXES), []).append(row)
+            done.setdefault(_same_config(row), []).append(row)
         else:
             failed.append(row)
     chosen = {key: _median_run(runs) | {"runs": len(runs)} for key, runs in done.items()}
-    baselines = {tuple(r[a] for a in GROUP_AXES): r for r in chosen.values() if r["nodes"] == 1 and r["gpus_per_node"] == 1}
-    out = [_analysed(r, baselines.get(tuple(r[a] for a in GROUP_AXES)), links, recorded) for r in chosen.values()]
-    out += [_failed(r) for r in failed if tuple(r[a] for a in AXES) not in done]
+    baselines = {_same_group(r): r for r in chosen.values() if r["nodes"] == 1 and r["gpus_per_node"] == 1}
+    out = [_analysed(r, baselines.get(_same_group(r)), links, recorded) for r in chosen.values()]
+    out += [_failed(r) for r in failed if _same_config(r) not in done]
     out.sort(key=lambda r: (*(_sortable(r[a]) for a in GROUP_AXES), _sortable(r["nodes"]),
                             _sortable(r["gpus_per_node"])))
     return out
+
+
+def _same_config(row: dict[str, Any]) -> tuple:
+    """What makes runs repeats of one configuration: every axis and the workload's own keys."""
+    return (*(row[a] for a in AXES), row["keys"])
+
+
+def _same_group(row: dict[str, Any]) -> tuple:
+    """What makes runs share a baseline: all but the scale."""
+    return (*(row[a] for a in GROUP_AXES), row["keys"])
 
 
 def _identity(run: dict[str, Any]) -> dict[str, Any]:
@@ -160,7 +172,8 @@ def _identity(run: dict[str, Any]) -> dict[str, Any]:
     if any(run[a] is None for a in AXES):
         return {"config_id": run["config_id"] or "?", "group_id": run["group_id"] or "?", "workers": None,
                 "baseline": False}
-    cfg = Configuration(**{a: run[a] for a in AXES})
+    keys = ((run.get("result") or {}).get("config") or {}).get("keys") or {}
+    cfg = Configuration(**{a: run[a] for a in AXES}, keys=tuple(keys.items()))
     return {"config_id": run["config_id"] or cfg.config_id, "group_id": run["group_id"] or cfg.group_id,
             "workers": cfg.workers, "baseline": cfg.is_baseline}
 

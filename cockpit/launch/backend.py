@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from cockpit.launch.storage import Storage, parse_probe, probe_command
 
@@ -185,6 +185,36 @@ class Backend(ABC):
     #: cores one node really has when the backend knows better than [cluster].cores_per_node (the local
     #: executor: this machine's); the plan marks what does not fit "too big" instead of "submit"
     cores_per_node: int | None = None
+    #: runs on this machine (the local executor): the study's directory, store and report live here, the
+    #: connection shows "local" and nothing is fetched over a network
+    on_this_machine: ClassVar[bool] = False
+    #: has a scheduler with a site profile, partitions, reservations and batch scripts (Slurm)
+    has_scheduler: ClassVar[bool] = False
+    #: where its jobs read their data, in a check's words
+    place_words: ClassVar[str] = "the cluster"
+
+    # -- what the commands ask of the kind before any backend is opened ---------------------------------
+    @classmethod
+    @abstractmethod
+    def open(cls, study: Study, **kwargs: Any) -> Backend:
+        """This kind of backend for the study (nothing is connected yet); ``kwargs`` are the kind's own."""
+
+    @classmethod
+    def known_cores(cls) -> int | None:
+        """The cores one node really has, known without connecting anywhere (None: [cluster].cores_per_node
+        stands); `cockpit plan` passes it where the TUI and the runner pass their backend's cores_per_node."""
+        return None
+
+    @classmethod
+    def check_scripts(cls, study: Study) -> None:
+        """Refuse now what submitting would refuse (the error names the key); nothing to check by default."""
+        return
+
+    @classmethod
+    def render_scripts(cls, study: Study, out_dir: str | Path) -> list[Path]:
+        """Write the batch scripts a scheduler would run, for inspection; a backend without them refuses."""
+        raise UnsupportedAction(f"kind = {study.cluster.kind!r} runs no batch scripts: this study runs on this "
+                                "machine")
 
     # -- what every backend does ----------------------------------------------------------------------
     @abstractmethod

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import sbatch_templates
 from cockpit.launch.backend import Backend, JobInfo, JobState
-from cockpit.launch.slurm.render import job_comment, job_name
+from cockpit.launch.slurm.render import job_comment, job_name, render_study_scripts
 from cockpit.preflight.jobs import preflight_dir
 from trainer import rundir
 
@@ -87,6 +87,22 @@ def visible_gpus() -> list[str]:
 
 class LocalExecutor(Backend):
     """Backend that runs jobs as child processes of the cockpit."""
+
+    on_this_machine = True
+    place_words = "this machine"
+
+    @classmethod
+    def open(cls, study: Study, **kwargs: Any) -> LocalExecutor:
+        return cls(study, **kwargs)
+
+    @classmethod
+    def known_cores(cls) -> int | None:
+        return machine_cores()
+
+    @classmethod
+    def render_scripts(cls, study: Study, out_dir: str | Path) -> list[Path]:
+        """The batch scripts the study would run under Slurm, for inspection before moving it to a cluster."""
+        return render_study_scripts(study, out_dir)
 
     def __init__(self, study: Study, max_cores: int | None = None, gpus: list[str] | None = None) -> None:
         self.study = study
@@ -238,10 +254,13 @@ class LocalExecutor(Backend):
         self._schedule()
 
     async def _prepare_and_train(self, job: _Job) -> int:
-        """`trainer prepare`, then the launcher, in the run directory; returns the last exit code."""
+        """The workload's prepare step (the HLM's `trainer prepare`), then the launcher running the workload
+        on every worker, in the run directory; returns the last exit code."""
         cfg = job.cfg
         nproc = cfg.nodes * cfg.gpus_per_node
-        env = {**os.environ, **self.study.cluster.env, "OMP_NUM_THREADS": str(cfg.cpus_per_task)}
+        workload = self.study.workload
+        env = {**os.environ, **self.study.cluster.env, **workload.run_env(str(job.run_dir)),
+               "OMP_NUM_THREADS": str(cfg.cpus_per_task)}
         if job.gpus:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(job.gpus)
         run = str(job.run_dir)
@@ -254,12 +273,14 @@ class LocalExecutor(Backend):
                     await self._step(job, [self._python, str(probe), rundir.PREFLIGHT_ENV_FILE], env, out, err, deadline)
                 return await self._step(job, [*launcher, "-m", "trainer", "preflight", "--run-dir", run], env, out, err,
                                         deadline)
-            prepare = [self._python, "-m", "trainer", "prepare", "--run-dir", run]
-            code = await self._step(job, prepare, env, out, err, deadline)
-            if code != 0 or job.stop_as is not None:
-                return code
+            prepare = workload.prepare_args(run)
+            if prepare is not None:
+                code = await self._step(job, [self._python, *prepare], env, out, err, deadline)
+                if code != 0 or job.stop_as is not None:
+                    return code
             env["HLM_LAUNCH_TIME"] = f"{time.time():.6f}"
-            return await self._step(job, [*launcher, "-m", "trainer", "train", "--run-dir", run], env, out, err, deadline)
+            return await self._step(job, [*launcher, *workload.worker_args(cfg.all_values(), run)], env, out, err,
+                                    deadline)
 
     async def _step(self, job: _Job, argv: list[str], env: dict[str, str], out, err, deadline: float) -> int:
         """One process (group) of the job; SIGTERM at the time limit, as Slurm would."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from cockpit.figures.sizes import size_words
@@ -77,9 +78,11 @@ class JobOutcome:
 
 
 def evaluate(study: Study, job: PreflightJob, found: JobFindings, *, expect_gpus: bool,
-             laptop: dict[str, str], link_figures: dict[str, float], need: Need | None = None) -> list[Check]:
+             laptop: dict[str, str], link_figures: dict[str, float], need: Need | None = None,
+             place: str = "the cluster") -> list[Check]:
     """The rows of one job's table, in the order a reader fixes them: submit, environment, devices, NVML,
-    communication, data, storage, scheduler. ``need``: the study's footprint, which the free space must hold."""
+    communication, data, storage, scheduler. ``need``: the study's footprint, which the free space must hold;
+    ``place``: where the jobs read their data, in the backend's words (Backend.place_words)."""
     checks = _time_limit(study, found)
     if found.submit_error:
         return [*checks, Check("submit", FAIL, found.submit_error, "sbatch accepts the job", _submit_fix(found.submit_error))]
@@ -94,7 +97,10 @@ def evaluate(study: Study, job: PreflightJob, found: JobFindings, *, expect_gpus
     checks += _devices(study, job, ranks, expect_gpus)
     checks.append(_nvml(job, facts.get("nvml") or [], expect_gpus))
     checks += _communication(job, facts, link_figures)
-    checks += _data(facts.get("data") or {}, "this machine" if study.cluster.kind == "local" else "the cluster")
+    checks += _data(facts.get("data") or {}, place) if study.workload.reads_study_data else [
+        Check("data", NOT_RUN, f"a {study.workload.kind} workload brings its own data: the study's [data] is the HLM "
+                               "trainer's and is not checked")]
+    checks += _files(facts.get("files") or {}, place)
     checks += _storage(facts.get("storage") or {}, need or Need())
     checks.append(_queue(facts.get("scheduler") or {}))
     return checks
@@ -275,6 +281,14 @@ def _data(data: dict[str, Any], host: str) -> list[Check]:
             out.append(Check(f"data {name}", PASS, f"{d.get('records')} records; {d.get('checked_record')}: "
                              f"{d.get('fs', 0):g} Hz{rate}", "readable, tokenizer valid"))
     return out
+
+
+def _files(files: dict[str, Any], host: str) -> list[Check]:
+    """The files a study's own script needs ([workload].command[0] and files), as the job found them."""
+    return [Check(f"file {PurePosixPath(path).name}", PASS if f.get("readable") else FAIL, f"{f.get('path', path)} "
+                  + ("readable" if f.get("readable") else "not found or not readable"), "readable",
+                  "" if f.get("readable") else f"copy it to {host} or fix [workload].command / files")
+            for path, f in sorted(files.items())]
 
 
 def _storage(storage: dict[str, Any], need: Need) -> list[Check]:

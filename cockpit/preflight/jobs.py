@@ -85,7 +85,7 @@ def laptop_versions() -> dict[str, str]:
 def job_config(study: Study, job: PreflightJob, study_dir: str) -> dict[str, Any]:
     """The preflight's config.json: its shape, what to check of every dataset, where the study writes."""
     datasets = {}
-    for name in study.sweep["dataset"]:
+    for name in study.sweep["dataset"] if study.workload.reads_study_data else ():
         d = study.datasets[name]
         datasets[name] = {"path": d.path, "synthetic": d.synthetic, "tokenizer": dict(d.tokenizer)}
     return {
@@ -97,6 +97,7 @@ def job_config(study: Study, job: PreflightJob, study_dir: str) -> dict[str, Any
         "cpus_per_task": job.cfg.cpus_per_task,
         "device": study.train.get("device", "auto"),
         "datasets": datasets,
+        **({"files": list(study.workload.files_needed())} if study.workload.files_needed() else {}),
         "workdir": f"{study_dir.rstrip('/')}/runs",
         "token_cache": study.token_cache,
         "probe_bytes": PROBE_BYTES,

@@ -23,14 +23,21 @@ def _axis_column(a: str, device: str = "gpu") -> tuple[str, str, str]:
     """An axis's column: its header from the key registry (scale: `nodes×GPUs` / `nodes×workers`)."""
     if a == "scale":
         return ("scale", labels.scale_label(device), "s")
+    if a == WORKLOAD_KEYS:
+        return (a, "workload keys", "s")
     return (a, AXIS[a].header, "d" if a in _NUMBERED else "s")
+
+
+WORKLOAD_KEYS = "keys"  # cockpit.forecast.analysis.run_row: a script workload's key words
 
 
 def shown_axes(rows: list[dict[str, Any]]) -> list[str]:
     """The identity columns of a table over `rows`: LABEL_ORDER's, an axis added later only where some row
     sets it away from its default (trainer.config_keys.shows, as the configuration label shows it), so a study
-    that never names it keeps its tables."""
-    return [a for a in LABEL_ORDER if a == "scale" or any(shows(BY_NAME[a], r) for r in rows)]
+    that never names it keeps its tables. A script workload's own keys (the analysis' `keys` words) follow
+    where some row has any, so its configurations that differ only there (pinned memory) tell apart."""
+    axes = [a for a in LABEL_ORDER if a == "scale" or any(shows(BY_NAME[a], r) for r in rows)]
+    return [*axes, WORKLOAD_KEYS] if any(r.get(WORKLOAD_KEYS) for r in rows) else axes
 
 
 # (key of an analysis row, header, format) after the identity columns
@@ -80,7 +87,8 @@ def _scale(r: dict[str, Any]) -> str:
 
 
 def _ident(r: dict[str, Any], axes: list[str]) -> list[str]:
-    return [_scale(r) if a == "scale" else cell(r[a], spec) for a, _, spec in map(_axis_column, axes)]
+    return [_scale(r) if a == "scale" else cell(r.get(a) if a == WORKLOAD_KEYS else r[a], spec)
+            for a, _, spec in map(_axis_column, axes)]
 
 
 def ident_headers(device: str = "gpu", axes: list[str] | None = None) -> list[str]:

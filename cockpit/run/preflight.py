@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from cockpit.forecast.disk import footprint
 from cockpit.launch import maintenance
 from cockpit.launch.backend import BackendError
+from cockpit.launch.registry import backend_kind
 from cockpit.preflight import checks, jobs
 from cockpit.preflight.checks import JobFindings, JobOutcome, PreflightReport
 from cockpit.run.submission import pace, running_at_once
@@ -60,7 +61,8 @@ async def run_preflight(study: Study, backend: Backend, *, on_event: Callable[[s
         f = found[job.nodes]
         if f.job_id and f.directory:
             await _collect(backend, f)
-        rows = checks.evaluate(study, job, f, expect_gpus=gpus, laptop=laptop, link_figures=figures, need=need)
+        rows = checks.evaluate(study, job, f, expect_gpus=gpus, laptop=laptop, link_figures=figures, need=need,
+                               place=backend.place_words)
         outcomes.append(JobOutcome(job.name, job.nodes, job.gpus_per_node, f.job_id, f.state, f.log_paths, rows))
     if outcomes:  # the site's pace is the study's, not a job's: once, in the first table
         plan = study_plan(study, cores=backend.cores_per_node)
@@ -70,7 +72,7 @@ async def run_preflight(study: Study, backend: Backend, *, on_event: Callable[[s
         outcomes[0].checks.append(checks.pace_check(study, site, speed, running, plan.duration_words(running),
                                                     len(plan.to_submit)))
         outcomes[0].checks.append(await _space(need, backend))
-        if study.cluster.kind == "slurm":
+        if backend.has_scheduler:
             outcomes[0].checks.append(await maintenance_check(study, backend))
     report = PreflightReport(study.name, jobs.study_digest(study), time.time(), outcomes, _links(found))
     say(f"preflight {'passed' if report.passed else 'FAILED'}: {len(outcomes)} job(s)")
@@ -156,7 +158,7 @@ def expects_gpus(study: Study) -> bool:
     device = study.train.get("device", "auto")
     if device in ("cpu", "cuda"):
         return device == "cuda"
-    if study.cluster.kind != "slurm":
+    if not backend_kind(study).has_scheduler:
         return False
     site = site_for(study)
     return (study.cluster.partition or site.default_partition or "") in site.gpu_partitions
@@ -164,7 +166,7 @@ def expects_gpus(study: Study) -> bool:
 
 def _site_figures(study: Study) -> dict[str, float]:
     """The site profile's bus bandwidth per link kind in GB/s (0 where the profile has none)."""
-    if study.cluster.kind != "slurm":
+    if not backend_kind(study).has_scheduler:
         return {}
     site = site_for(study)
     return {"intra_node": site.intra_node_busbw_gbs, "inter_node": site.inter_node_busbw_gbs}

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cockpit.launch.registry import backend_kind
+
 if TYPE_CHECKING:
     from cockpit.launch.backend import Backend
     from cockpit.run.runner import StudyRunner
@@ -18,19 +20,14 @@ if TYPE_CHECKING:
 
 
 def backend_for(study: Study, **kwargs: Any) -> Backend:
-    """The local executor for kind = "local", Slurm over SSH for kind = "slurm" (``kwargs`` go to it)."""
-    if study.cluster.kind == "local":
-        from cockpit.launch.local import LocalExecutor
-
-        return LocalExecutor(study, **kwargs)
-    from cockpit.launch.slurm.backend import SlurmBackend
-
-    return SlurmBackend.from_study(study, **kwargs)
+    """The Backend of the study's [cluster].kind (cockpit.launch.registry); ``kwargs`` go to it."""
+    return backend_kind(study).open(study, **kwargs)
 
 
 def local_study_dir(study: Study) -> Path | None:
-    """The study's directory on this machine (kind = "local"), where its store and runs live; else None."""
-    return Path(study.study_dir()) if study.cluster.kind == "local" else None
+    """The study's directory on this machine (a backend on this machine), where its store and runs live;
+    else None."""
+    return Path(study.study_dir()) if backend_kind(study).on_this_machine else None
 
 
 def store_path_for(study: Study) -> Path:
@@ -46,11 +43,7 @@ def node_cores(study: Study) -> int | None:
     machine's for kind = "local" (the local executor's limit, its Backend.cores_per_node), None for Slurm
     (the study's [cluster].cores_per_node stands). `cockpit plan` passes it where the TUI and the runner
     pass their backend's, so all three mark the same configurations "too big"."""
-    if study.cluster.kind == "local":
-        from cockpit.launch.local import machine_cores
-
-        return machine_cores()
-    return None
+    return backend_kind(study).known_cores()
 
 
 def store_for(study: Study, path: str | Path | None = None) -> StudyStore:

@@ -13,12 +13,15 @@ import itertools
 import json
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from cockpit.study import spec_rules
-from cockpit.study.spec_rules import SYNTHETIC, SpecError
+from cockpit.study.spec_rules import SYNTHETIC, WORKLOAD_SECTION, SpecError
+from cockpit.workloads import Workload, WorkloadError, workload_of
+from cockpit.workloads.base import key_words
+from cockpit.workloads.hlm import HlmWorkload
 from trainer.config_keys import AXES, SCALE_AXES, AxisKeys, ClusterKeys, config_label, id_values
 from trainer.rundir import MODEL_FILE
 
@@ -45,20 +48,32 @@ class Configuration(AxisKeys):
     """One point of the matrix: a value of every axis (the registry's AxisKeys; a study gives each)."""
 
     cpus_per_task: int = 1  # resolved: the matrix fills an unset axis with 1
+    # the workload's own keys (cockpit.workloads: a script's [workload.keys]), name and value in declared order;
+    # none for the HLM trainer, whose ids are the axes' alone
+    keys: tuple[tuple[str, Any], ...] = ()
 
     def values(self) -> dict[str, Any]:
         return {axis: getattr(self, axis) for axis in AXES}
+
+    @property
+    def key_values(self) -> dict[str, Any]:
+        """The workload's own keys of this configuration (empty for the HLM trainer)."""
+        return dict(self.keys)
+
+    def all_values(self) -> dict[str, Any]:
+        """The axes and the workload's keys: what a script's {key} placeholders are filled from."""
+        return {**self.values(), **self.key_values}
 
     @functools.cached_property
     def config_id(self) -> str:
         """Stable across runs, machines and upgrades: a digest of the canonical axis values (`id_values`: an
         axis added later enters it only when set away from its default). Computed once per configuration
         (a plan of 10,000 asks each for it a dozen times)."""
-        return _digest(id_values(self.values()))
+        return _digest({**id_values(self.values()), **self.key_values})
 
     @property
     def group_values(self) -> dict[str, Any]:
-        return {k: v for k, v in id_values(self.values()).items() if k not in SCALE_AXES}
+        return {k: v for k, v in {**id_values(self.values()), **self.key_values}.items() if k not in SCALE_AXES}
 
     @functools.cached_property
     def group_id(self) -> str:
@@ -80,7 +95,7 @@ class Configuration(AxisKeys):
 
     @functools.cached_property
     def label(self) -> str:
-        return config_label(self.values())
+        return " ".join(w for w in (config_label(self.values()), key_words(self.key_values)) if w)
 
 
 @dataclass(frozen=True)
@@ -110,6 +125,7 @@ class Study:
     train: dict[str, Any]
     sweep: dict[str, list[Any]]
     synthetic_default: bool = False
+    workload: Workload = field(default_factory=HlmWorkload)  # what runs on every worker ([workload])
 
     @property
     def study_id(self) -> str:
@@ -124,8 +140,11 @@ class Study:
     def _matrix(self) -> tuple[Configuration, ...]:
         # built once per study, so each configuration digests its id, group and label once however often the
         # plan, the scripts and the table walk the matrix
-        axes = [self.sweep[axis] for axis in AXES]
-        return tuple(Configuration(*values) for values in itertools.product(*axes))
+        names = [*AXES, *(k.name for k in self.workload.keys())]
+        own = names[len(AXES):]
+        return tuple(Configuration(**dict(zip(AXES, values, strict=False)),
+                                   keys=tuple(zip(own, values[len(AXES):], strict=True)))
+                     for values in itertools.product(*(self.sweep[name] for name in names)))
 
     def fits_node(self, cfg: Configuration, cores: int | None = None) -> bool:
         """Whether one node has the cores for all its tasks (Slurm would refuse the job otherwise): the one
@@ -153,13 +172,13 @@ class Study:
         return f"{self.study_dir()}/runs/{cfg.config_id}"
 
     def baseline_of(self, cfg: Configuration) -> Configuration:
-        return Configuration(**{**cfg.values(), "gpus_per_node": 1, "nodes": 1})
+        return replace(cfg, gpus_per_node=1, nodes=1)
 
     def foundation_of(self, cfg: Configuration) -> Configuration | None:
         """The run whose weights a fine-tune starts from: the foundation 1x1 run with the same values."""
         if cfg.mode != "finetune":
             return None
-        return Configuration(**{**self.baseline_of(cfg).values(), "mode": "foundation"})
+        return replace(self.baseline_of(cfg), mode="foundation")
 
     def run_config(self, cfg: Configuration) -> dict[str, Any]:
         """Everything the trainer needs, written as config.json into the run directory."""
@@ -186,6 +205,7 @@ class Study:
             "model": dict(self.model),
             "train": train,
             **({"share_group": self.cluster.share_group} if self.cluster.share_group else {}),
+            **self.workload.config_json(cfg.key_values),
         }
 
 
@@ -218,13 +238,15 @@ SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite dat
 def parse_study(raw: dict[str, Any], path: Path) -> Study:
     """Validate an already-parsed TOML document (see load_study)."""
     where = path.name
-    sec = spec_rules.sections(where, raw)
+    workload = _workload(where, raw, path)
+    sec = spec_rules.sections(where, raw, workload.keys(), trainer=workload.reads_study_data)
     cluster = Cluster(**spec_rules.cluster_values(where, sec["cluster"], path))
     datasets = {d["name"]: Dataset(**d) for d in spec_rules.dataset_values(where, sec["data"], path, cluster.kind)}
     token_cache = sec["data"]["token_cache"] or f"{cluster.workdir.rstrip('/')}/{sec['study']['name']}/tokens"
     if cluster.kind == "local" and not token_cache.startswith("/"):
         token_cache = str((path.parent / os.path.expanduser(token_cache)).resolve())
-    sweep = spec_rules.sweep_values(where, sec["sweep"], sec["train"], list(datasets), vars(cluster))
+    sweep = spec_rules.sweep_values(where, sec["sweep"], sec["train"], list(datasets), vars(cluster),
+                                    workload.keys(), workload.axes, workload.kind)
     return Study(
         path=path,
         name=sec["study"]["name"],
@@ -237,7 +259,19 @@ def parse_study(raw: dict[str, Any], path: Path) -> Study:
         train=sec["train"],
         sweep=sweep,
         synthetic_default=not sec["data"]["datasets"],
+        workload=workload,
     )
+
+
+def _workload(where: str, raw: dict[str, Any], path: Path) -> Workload:
+    """[workload] (the HLM trainer when absent). A study run on this machine has its files checked now."""
+    cluster = raw.get("cluster")
+    here = not isinstance(cluster, dict) or cluster.get("kind", "local") == "local"
+    try:
+        return workload_of(where, raw.get(WORKLOAD_SECTION, {}), path.parent if here else None)
+    except WorkloadError as exc:
+        raise SpecError(str(exc)) from None
+
 
 
 def _digest(values: dict[str, Any], length: int = 10) -> str:

@@ -51,22 +51,29 @@ SECTIONS: dict[str, dict[str, ConfigKey]] = {
     "sweep": {k.name: ConfigKey("sweep", k.name, (list,)) for k in AXIS_KEYS},
 }
 AXIS_KEY = _table(AXIS_KEYS)
+WORKLOAD_SECTION = "workload"  # what the study runs: cockpit.workloads
 TOKENIZER_TABLE = _table(TOKENIZER_KEYS)
 DATASET_TABLE = _table(DATASET_KEYS)
 
 
-def sections(where: str, raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The study file's top-level tables, each checked, and the rules across a table's keys."""
-    unknown = sorted(set(raw) - set(SECTIONS))
+def sections(where: str, raw: dict[str, Any], workload_keys: tuple[ConfigKey, ...] = (),
+             trainer: bool = True) -> dict[str, dict[str, Any]]:
+    """The study file's top-level tables, each checked, and the rules across a table's keys. [workload] is the
+    workload's own (cockpit.workloads); its keys sweep under [sweep] beside the axes. ``trainer``: the HLM
+    trainer runs, so [model] and [train] must make a whole run (steps or epochs); a script brings its own."""
+    unknown = sorted(set(raw) - set(SECTIONS) - {WORKLOAD_SECTION})
     if unknown:
-        raise SpecError(f"{where}: unknown section [{unknown[0]}]; expected one of {', '.join(SECTIONS)}")
+        raise SpecError(f"{where}: unknown section [{unknown[0]}]; expected one of "
+                        f"{', '.join([*SECTIONS, WORKLOAD_SECTION])}")
+    tables = {**SECTIONS, "sweep": {**SECTIONS["sweep"], **{k.name: ConfigKey("sweep", k.name, (list,))
+                                                           for k in workload_keys}}}
     out = {}
-    for name, keys in SECTIONS.items():
+    for name, keys in tables.items():
         values = raw.get(name, {})
         if not isinstance(values, dict):
             raise SpecError(f"{where}: [{name}] must be a table, found {type(values).__name__}")
         out[name] = judge_table(where, f"[{name}]", values, keys, SpecError)
-    for name, check in (("model", check_model), ("train", check_train)):
+    for name, check in (("model", check_model), ("train", check_train)) if trainer else ():
         problem = check(out[name])
         if problem:
             raise SpecError(f"{where}: {problem}")
@@ -236,13 +243,20 @@ def dataset_values(where: str, data: dict[str, Any], path: Path, kind: str) -> l
 
 
 def sweep_values(where: str, sweep: dict[str, Any], train: dict[str, Any], datasets: list[str],
-                 cluster: dict[str, Any]) -> dict[str, list[Any]]:
-    """Each axis's values (the [train] default where the study does not sweep it), each judged by the axis's
-    rule in the trainer's words, then against the cluster and the datasets."""
+                 cluster: dict[str, Any], workload_keys: tuple[ConfigKey, ...] = (),
+                 workload_axes: tuple[str, ...] | None = None, workload_kind: str = "hlm") -> dict[str, list[Any]]:
+    """Each axis's values (the [train] default where the study does not sweep it), then each workload key's
+    (its own default where not swept), each judged by its rule in the trainer's words, then against the cluster
+    and the datasets. ``workload_axes``: the axes the workload takes; sweeping another is refused."""
     axes: dict[str, list[Any]] = {}
-    for name, k in AXIS_KEY.items():
+    for name, k in [*AXIS_KEY.items(), *((k.name, k) for k in workload_keys)]:
         values = sweep[name]
-        if values is None:
+        if values is not None and workload_axes is not None and name in AXIS_KEY and name not in workload_axes:
+            raise SpecError(f"{where}: [sweep].{name} is the HLM trainer's axis; a {workload_kind} workload takes "
+                            f"{', '.join(workload_axes)} and its own [workload.keys]")
+        if values is None and name not in AXIS_KEY:
+            values = [k.default]
+        elif values is None:
             if name == "dataset":
                 values = [datasets[0]]
             elif k.section == "sweep" or train[name] is None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from cockpit.forecast.plan import Plan
 from cockpit.launch.backend import ConnectionState
+from cockpit.launch.registry import backend_kind
 from cockpit.store.recorded import study_plan
 from cockpit.store.snapshot import ConfigRow, GpuSeries, StudySnapshot, count_states
 from cockpit.tui.controller import JOB_ACTIONS, downsample, what_if_of
@@ -27,7 +28,7 @@ def spec_snapshot(study: Study, cluster: str) -> StudySnapshot:
         ConfigRow(cfg.config_id, cfg.group_id, cfg.is_baseline, cfg.values(), "not_submitted", workers=cfg.workers)
         for cfg in study.runnable()
     ]
-    kind = ConnectionState.LOCAL if study.cluster.kind == "local" else ConnectionState.DISCONNECTED
+    kind = ConnectionState.LOCAL if backend_kind(study).on_this_machine else ConnectionState.DISCONNECTED
     return StudySnapshot(study.name, cluster, kind, time.time(), None, rows, [], counts=count_states(rows),
                          node_hours_budget=study.cluster.node_hour_budget)
 

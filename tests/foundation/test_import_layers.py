@@ -14,7 +14,8 @@ REPO = Path(__file__).resolve().parents[2]
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("shared contract", ("runcontract", "trainer.rundir", "trainer.config_keys", "trainer.ddp_buckets", "trainer.scores", "trainer.data.errors",
                          "trainer.data.tokenizer_keys", "trainer.environment", "sbatch_templates")),
-    ("study, backends and figures", ("cockpit.study", "cockpit.preflight", "cockpit.figures", "cockpit.launch")),
+    ("study, backends and figures", ("cockpit.workloads", "cockpit.study", "cockpit.preflight", "cockpit.figures",
+                                     "cockpit.launch")),
     ("forecast and state", ("cockpit.forecast", "cockpit.store")),
     ("orchestration", ("cockpit.run",)),
     ("presentation", ("cockpit.report", "cockpit.tui", "cockpit.web", "cockpit.notebook")),

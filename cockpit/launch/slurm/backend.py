@@ -7,6 +7,7 @@ expanded once by the remote shell and then used literally for SFTP uploads and r
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cockpit.launch.backend import JOB_ACTIONS, Backend, JobInfo, UserLimits
@@ -15,11 +16,13 @@ from cockpit.launch.maintenance import Reservation
 from cockpit.launch.slurm.client import ParseProblem, SlurmClient, SlurmError
 from cockpit.launch.slurm.quoting import path_expr
 from cockpit.launch.slurm.render import (
+    check_scripts,
     dirs_command,
     job_comment,
     job_name,
     render_preflight_script,
     render_script,
+    render_study_scripts,
     script_mode,
 )
 from cockpit.launch.ssh import SshConnection, resolve_target
@@ -38,6 +41,19 @@ class SlurmBackend(Backend):
 
     actions = frozenset(JOB_ACTIONS)
     connection: SshConnection  # never None here
+    has_scheduler = True
+
+    @classmethod
+    def open(cls, study: Study, **kwargs: Any) -> SlurmBackend:
+        return cls.from_study(study, **kwargs)
+
+    @classmethod
+    def check_scripts(cls, study: Study) -> None:
+        check_scripts(study)
+
+    @classmethod
+    def render_scripts(cls, study: Study, out_dir: str | Path) -> list[Path]:
+        return render_study_scripts(study, out_dir)
 
     def __init__(self, study: Study, connection: SshConnection, *, hold: bool = False,
                  follow_interval_s: float = 2.0) -> None:

@@ -51,6 +51,7 @@ def render_script(study: Study, cfg: Configuration, shared: dict[str, Any] | Non
     ``shared``: the study's own values (study_context), when rendering many configurations of one study."""
     context = _config_context(study, cfg, study_context(study) if shared is None else shared)
     context["config_json"] = _config_json(study, cfg)
+    context.update(_workload_context(study, cfg))
     return _environment().get_template(sbatch_templates.JOB_TEMPLATE).render(context)
 
 
@@ -170,7 +171,7 @@ def study_context(study: Study) -> dict[str, Any]:
     modules = list(cluster.modules)
     if container:
         modules += [m for m in site.container_modules if m not in modules]
-    env = {**site.env, **cluster.env}
+    env = {**site.env, **cluster.env, **study.workload.env()}
     return {
         "site": site,
         "study_name": check_text("[study].name", study.name),
@@ -235,6 +236,16 @@ def _config_context(study: Study, cfg: Configuration, shared: dict[str, Any],
         "make_dirs": dirs_command(study, run_dir, '"$TOKEN_CACHE"'),
         "binds": _binds(study, cfg),
     }
+
+
+def _workload_context(study: Study, cfg: Configuration) -> dict[str, Any]:
+    """The workload's launch line, each word quoted or refused naming its key (empty: the HLM trainer's own
+    line in the template), and the variable that tells the runcontract library its run directory."""
+    words = study.workload.batch_words(cfg.all_values())
+    if words is None:
+        return {"workload_argv": "", "run_dir_env": ""}
+    quoted = [path_expr(key, value) if is_path else shell_quote(key, value) for key, value, is_path in words]
+    return {"workload_argv": " ".join(quoted), "run_dir_env": env_name("[workload]", study.workload.run_dir_env)}
 
 
 def _config_json(study: Study, cfg: Configuration) -> str:
