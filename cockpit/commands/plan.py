@@ -211,7 +211,7 @@ class _Entry(NamedTuple):
 
     group: str
     cfg: Configuration
-    figures: tuple[str, str, str]
+    figures: tuple[str, ...]  # T s, S, node-h, T's 90% interval, the first predicted T s
     status: str
     end_section: bool
 
@@ -235,10 +235,16 @@ def _entries(study, limit: int, plan: Plan) -> list[_Entry]:
             if cfg.is_baseline:
                 status += " (baseline)"
             p = line.figures if line else None
-            cells = (f"{p.t_s:.1f}" if p.t_s < 1000 else f"{p.t_s:.0f}", f"{p.speedup:.2f}x",
-                     hours(p.node_hours)) if p else ("-", "-", "-")
+            cells: tuple[str, ...] = (_seconds(p.t_s), f"{p.speedup:.2f}x", hours(p.node_hours)) if p else ("-",) * 3
+            t90 = line.intervals().get("t_s") if line else None
+            cells += (f"{_seconds(t90.low)}-{_seconds(t90.high)}" if t90 else "-",
+                      _seconds(line.first.t_s) if line and line.first else "-")
             entries.append(_Entry(group_id if index == 0 else "", cfg, cells, status, index == len(cfgs) - 1))
     return entries
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f}" if value < 1000 else f"{value:.0f}"
 
 
 def _plan_table(study, plan: Plan, entries: list[_Entry], layout: str) -> TextTable:
@@ -255,6 +261,12 @@ def _plan_table(study, plan: Plan, entries: list[_Entry], layout: str) -> TextTa
     legend.append(f"NxG nodes x {labels.worker_word(plan.device)} per node")
     if figures:
         legend.append(f"T s, S, node-h: {figures}")
+    extra = [i for i, on in ((3, any(line.intervals() for line in plan.lines)),
+                             (4, any(line.first for line in plan.lines))) if on]
+    if 3 in extra and plan.spread is not None:
+        legend.append(f"T 90%: the prediction's 90% interval ({plan.spread.basis})")
+    if 4 in extra:
+        legend.append("first T s: the prediction as first made, before the finished runs refit it")
     if any(line.status == "too big" for line in plan.lines):
         legend.append(f"too big: more cores than a node's {plan.node_cores}")
     caption = "; ".join(legend) + (f"; fixed: {fixed}" if fixed else "")
@@ -272,6 +284,7 @@ def _plan_table(study, plan: Plan, entries: list[_Entry], layout: str) -> TextTa
         columns.append(Column("NxG", no_wrap=True))
     if figures:
         columns += [Column(header, justify="right", no_wrap=True) for header in ("T s", "S", "node-h")]
+        columns += [Column(("", "", "", "T 90%", "first T s")[i], justify="right", no_wrap=True) for i in extra]
     columns.append(Column("status", overflow="fold"))
     rows = []
     for group, cfg, cells, status, end_section in entries:
@@ -281,7 +294,8 @@ def _plan_table(study, plan: Plan, entries: list[_Entry], layout: str) -> TextTa
         else:
             axes_cells = (*(str(getattr(cfg, axis)) for axis in varying), scale)
         rows.append(Row((*((group,) if layout == "wide" else ()), cfg.config_id, *axes_cells,
-                         *(cells if figures else ()), status), end_section))
+                         *(cells[:3] if figures else ()), *(cells[i] for i in extra if figures), status),
+                        end_section))
     return TextTable(f"{study.name}: configuration matrix", caption, columns, rows)
 
 
@@ -296,6 +310,32 @@ def _label_value(axis: str, value) -> str:  # noqa: ANN001
 
 STATUS_WORDS = {"done": "done", "active": "queued or running",
                 "failed": "failed (cockpit run --resubmit-failed runs them again)"}
+
+
+def prediction_lines(plan: Plan) -> list[str]:
+    """Each predicted configuration's figures with their 90% intervals, and each finished one's first and refit
+    prediction beside its measurement, with the term that moved (cockpit.forecast.plan.PlanLine)."""
+    out = []
+    if plan.spread is not None and any(line.intervals() for line in plan.lines):
+        out.append(f"predictions with 90% intervals ({plan.spread.basis}):")
+    for line in plan.lines:
+        iv = line.intervals()
+        if iv and line.status != "too big":
+            moved = line.moved()
+            first = (f"; first predicted {line.first.t_s:.2f} s, refit moved {moved}" if line.first and moved else "")
+            out.append(f"  {line.label}: T {iv['t_s'].words('s')}; node-hours {iv['node_hours'].words()}; "
+                       f"S {iv['speedup'].words()}; E {iv['efficiency'].words()}{first}")
+    done = [line for line in plan.lines if line.measured is not None and line.first is not None]
+    if done:
+        out.append("finished configurations, predicted before they ran:")
+    for line in done:
+        assert line.measured is not None and line.first is not None
+        refit = f", refit {line.predicted.t_s:.2f} s" if line.predicted is not None else ""
+        moved = line.moved()
+        out.append(f"  {line.label}: first predicted T {line.first.t_s:.2f} s{refit}, measured "
+                   f"{line.measured.t_s:.2f} s ({line.measured.t_s / line.first.t_s - 1:+.1%} on the first)"
+                   + (f"; moved: {moved}" if moved else ""))
+    return out
 
 
 def plan_summary(study, plan: Plan | None = None, store_path: Path | None = None) -> str:
@@ -331,6 +371,7 @@ def plan_summary(study, plan: Plan | None = None, store_path: Path | None = None
     if store_path is not None:
         lines.append(f"statuses from the study's store {store_path}")
     lines += [f"{group}: {text}" for group, text in plan.recommendations.items()]
+    lines += prediction_lines(plan)
     if study.synthetic_default:
         lines.append("no dataset given: using the built-in synthetic ECG generator")
     return "\n".join(lines)

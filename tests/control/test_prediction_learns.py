@@ -1,0 +1,85 @@
+"""A prediction that learns, on a real small local study: `cockpit run --baseline-first` keeps each configuration's
+prediction as first made (store table first_predictions), and once the 1x2 run has finished `cockpit plan` sets its
+first and refit prediction beside its measurement, and prints the configurations not yet run with 90% intervals
+(cockpit.forecast.interval) resting on the study's own misses."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cockpit.cli import main as cli
+from cockpit.run.session import store_path_for
+from cockpit.store import StudyStore, predictions
+from cockpit.store.recorded import study_plan
+from cockpit.study.spec import load_study
+from tests.studies import REPO, write_study
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 1x1 and a 1x2 run, the 1x1 first: the 1x2 is predicted from it before it runs."""
+    tmp = tmp_path_factory.mktemp("learns")
+    path = write_study(tmp / "study.toml", "learns", tmp / "work", cluster={"gpus_per_node": 2, "cores_per_node": 2},
+                       train={"steps": 6})
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_DATA_HOME": str(tmp / "xdg")}
+    res = subprocess.run([sys.executable, "-m", "cockpit", "run", "--headless", "--baseline-first", str(path)],
+                         capture_output=True, text=True, timeout=600, cwd=tmp, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return path
+
+
+def _study(path: Path, monkeypatch: pytest.MonkeyPatch, scales: list[int]):  # noqa: ANN202 - Study
+    monkeypatch.setenv("XDG_DATA_HOME", str(path.parent / "xdg"))
+    wider = write_study(path.parent / f"study-{len(scales)}.toml", "learns", path.parent / "work",
+                        cluster={"gpus_per_node": max(scales), "cores_per_node": max(scales)}, train={"steps": 6},
+                        sweep={"gpus_per_node": scales})
+    return wider, load_study(wider)
+
+
+def test_the_first_prediction_is_kept_before_the_run_and_set_beside_its_measurement(finished, monkeypatch, capsys):
+    monkeypatch.setenv("XDG_DATA_HOME", str(finished.parent / "xdg"))
+    monkeypatch.setenv("COLUMNS", "250")
+    study = load_study(finished)
+    two = next(c for c in study.matrix() if c.workers == 2)
+    store = StudyStore(store_path_for(study), read_only=True)
+    try:
+        kept = predictions.first(store, store.study_key(study.name))
+    finally:
+        store.close()
+    assert set(kept) == {two.config_id}  # the baseline is measured, never predicted first
+    assert kept[two.config_id].workers == 2 and kept[two.config_id].t_s > 0
+    assert cli(["plan", str(finished)]) == 0
+    out = capsys.readouterr().out
+    words = " ".join(out.split())
+    assert "finished configurations, predicted before they ran:" in out
+    (line,) = [ln for ln in out.splitlines() if ln.strip().startswith(two.label + ": first predicted T")]
+    first = kept[two.config_id].t_s
+    assert f"first predicted T {first:.2f} s, refit " in line and "measured " in line and "on the first)" in line
+    assert "first T s: the prediction as first made" in words and f"{first:.1f}" in out
+
+
+def test_the_rest_is_predicted_again_with_an_interval_from_the_studys_misses(finished, monkeypatch):
+    _, study = _study(finished, monkeypatch, [1, 2, 4])
+    store = StudyStore(store_path_for(study), read_only=True)
+    try:
+        plan = study_plan(study, store)
+    finally:
+        store.close()
+    by_workers = {line.predicted.workers: line for line in plan.lines if line.predicted is not None}
+    done, rest = by_workers[2], by_workers[4]
+    assert done.measured is not None and done.first is not None and done.miss() is not None
+    assert math.exp(done.miss()) == pytest.approx(done.measured.t_s / done.first.t_s)
+    # one finished configuration with a first prediction: fewer than three, the prior
+    assert plan.spread is not None and plan.spread.basis.startswith("prior +-40%: 1 finished configuration")
+    iv = rest.intervals()
+    assert set(iv) >= {"t_s", "node_hours", "speedup", "efficiency"}
+    t = iv["t_s"]
+    assert t.low < rest.predicted.t_s < t.high and t.words("s").startswith(f"{rest.predicted.t_s:.2f} s, 90% between ")
+    assert iv["speedup"].low < rest.predicted.speedup < iv["speedup"].high
+    assert done.intervals() == {}  # a measured configuration shows its measurement
