@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cockpit.forecast.prediction import Prediction
 from cockpit.study.spec import SQLITE_HEADER
 
 
@@ -27,6 +28,8 @@ class ReportInput:
     # where the runs' curves are: the store read (from_store), else the runs/ folder read (from_run_dirs)
     store: Path | None = None
     runs: Path | None = None
+    # each configuration's prediction as first made, before it ran (cockpit/store/predictions.py), by config id
+    first: dict[str, Prediction] = field(default_factory=dict)
 
 
 STORE_SUFFIXES = (".sqlite", ".db", ".sqlite3")
@@ -116,7 +119,7 @@ def from_run_dirs(runs: Path, study: str, cluster: str) -> ReportInput:
 
 
 def from_store(path: Path, study_name: str | None = None) -> ReportInput:
-    from cockpit.store import StoreError, StudyStore
+    from cockpit.store import StoreError, StudyStore, predictions
 
     try:
         store = StudyStore(path, read_only=True)
@@ -130,6 +133,7 @@ def from_store(path: Path, study_name: str | None = None) -> ReportInput:
             results = list(store.results(key).values())
             problems = store.result_problems(key)
             unreadable = store.unreadable_results(key)
+            first = predictions.first(store, key)
     except StoreError as exc:
         raise ReportError(str(exc)) from exc
     finally:
@@ -144,4 +148,5 @@ def from_store(path: Path, study_name: str | None = None) -> ReportInput:
                 "cpus_per_task": c.values.get("cpus_per_task"),
                 "status": "result row not valid JSON" if c.config_id in unreadable else c.state.replace("_", " ")}
                for c in snap.configs if c.config_id not in with_result]
-    return ReportInput(study_name, snap.cluster, results, str(path), failed, pending, problems, store=path)
+    return ReportInput(study_name, snap.cluster, results, str(path), failed, pending, problems, store=path,
+                       first=first)

@@ -83,3 +83,23 @@ def test_the_rest_is_predicted_again_with_an_interval_from_the_studys_misses(fin
     assert t.low < rest.predicted.t_s < t.high and t.words("s").startswith(f"{rest.predicted.t_s:.2f} s, 90% between ")
     assert iv["speedup"].low < rest.predicted.speedup < iv["speedup"].high
     assert done.intervals() == {}  # a measured configuration shows its measurement
+
+
+def test_the_report_of_the_finished_study_sets_first_and_refit_beside_the_measurement(finished, monkeypatch,
+                                                                                       tmp_path):
+    monkeypatch.setenv("XDG_DATA_HOME", str(finished.parent / "xdg"))
+    study = load_study(finished)
+    two = next(c for c in study.matrix() if c.workers == 2)
+    store = StudyStore(store_path_for(study), read_only=True)
+    try:
+        first = predictions.first(store, store.study_key(study.name))[two.config_id]
+        measured = store.results(store.study_key(study.name))[two.config_id]["timing"]["train_time_s"]
+    finally:
+        store.close()
+    assert cli(["report", str(finished), "--out", str(tmp_path / "report")]) == 0
+    md = (tmp_path / "report" / "report.md").read_text()
+    section = md[md.index("Predicted vs measured"):]
+    header = next(ln for ln in section.splitlines() if ln.startswith("|"))
+    assert "first predicted T (s)" in header and "refit T/work (s)" in header and "measured T (s)" in header
+    row = next(ln for ln in section.splitlines() if ln.startswith("|") and f"| {first.t_s:.2f} |" in ln)
+    assert f"| {measured:.2f} | {measured / first.t_s - 1:+.1%} |" in row
