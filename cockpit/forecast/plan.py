@@ -152,6 +152,32 @@ class Plan:
         )
 
 
+def prediction_lines(plan: Plan) -> list[str]:
+    """Each predicted configuration's figures with their 90% intervals, and each finished one's first and refit
+    prediction beside its measurement, with the term that moved (cockpit.forecast.plan.PlanLine)."""
+    out = []
+    if plan.spread is not None and any(line.intervals() for line in plan.lines):
+        out.append(f"predictions with 90% intervals ({plan.spread.basis}):")
+    for line in plan.lines:
+        iv = line.intervals()
+        if iv and line.status != "too big":
+            moved = line.moved()
+            first = (f"; first predicted {line.first.t_s:.2f} s, refit moved {moved}" if line.first and moved else "")
+            out.append(f"  {line.label}: T {iv['t_s'].words('s')}; node-hours {iv['node_hours'].words()}; "
+                       f"S {iv['speedup'].words()}; E {iv['efficiency'].words()}{first}")
+    done = [line for line in plan.lines if line.measured is not None and line.first is not None]
+    if done:
+        out.append("finished configurations, predicted before they ran:")
+    for line in done:
+        assert line.measured is not None and line.first is not None
+        refit = f", refit {line.predicted.t_s:.2f} s" if line.predicted is not None else ""
+        moved = line.moved()
+        out.append(f"  {line.label}: first predicted T {line.first.t_s:.2f} s{refit}, measured "
+                   f"{line.measured.t_s:.2f} s ({line.measured.t_s / line.first.t_s - 1:+.1%} on the first)"
+                   + (f"; moved: {moved}" if moved else ""))
+    return out
+
+
 def hours(value: float | None) -> str:
     """Node-hours as `cockpit plan` and the TUI's plan dialog both print them: two decimals below 10
     (0.20), one from 10 on (144.0)."""

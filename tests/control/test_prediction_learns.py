@@ -12,12 +12,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from textual.app import App
+from textual.widgets import Static
 
 from cockpit.cli import main as cli
 from cockpit.run.session import store_path_for
 from cockpit.store import StudyStore, predictions
 from cockpit.store.recorded import study_plan
 from cockpit.study.spec import load_study
+from cockpit.tui.paged_table import PagedTable
+from cockpit.tui.plan import PlanScreen
 from tests.studies import REPO, write_study
 
 
@@ -103,3 +107,23 @@ def test_the_report_of_the_finished_study_sets_first_and_refit_beside_the_measur
     assert "first predicted T (s)" in header and "refit T/work (s)" in header and "measured T (s)" in header
     row = next(ln for ln in section.splitlines() if ln.startswith("|") and f"| {first.t_s:.2f} |" in ln)
     assert f"| {measured:.2f} | {measured / first.t_s - 1:+.1%} |" in row
+
+
+async def test_the_tuis_plan_dialog_shows_the_interval_and_first_beside_measured(finished, monkeypatch):
+    _, study = _study(finished, monkeypatch, [1, 2, 4])
+    store = StudyStore(store_path_for(study), read_only=True)
+    try:
+        plan = study_plan(study, store)
+    finally:
+        store.close()
+    rest = next(line for line in plan.lines if line.predicted is not None and line.predicted.workers == 4)
+    t90 = rest.intervals()["t_s"]
+    app: App = App()
+    async with app.run_test(size=(200, 50)) as pilot:
+        app.push_screen(PlanScreen(plan, None))
+        await pilot.pause()
+        table = app.screen.query_one("#plan-table", PagedTable)
+        row = table.get_row_at(plan.lines.index(rest))
+        assert str(row[-1]) == f"{t90.low:.1f}-{t90.high:.1f}"
+        summary = str(app.screen.query_one("#plan-summary", Static).render())
+        assert f"T {t90.words('s')}" in summary and "finished configurations, predicted before they ran:" in summary
