@@ -5,6 +5,7 @@ first and refit prediction beside its measurement, and prints the configurations
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -32,9 +33,10 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = write_study(tmp / "study.toml", "learns", tmp / "work", cluster={"gpus_per_node": 2, "cores_per_node": 2},
                        train={"steps": 6})
     env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_DATA_HOME": str(tmp / "xdg")}
-    res = subprocess.run([sys.executable, "-m", "cockpit", "run", "--headless", "--baseline-first", str(path)],
-                         capture_output=True, text=True, timeout=600, cwd=tmp, env=env)
+    res = subprocess.run([sys.executable, "-m", "cockpit", "run", "--headless", "--json", "--baseline-first",
+                          str(path)], capture_output=True, text=True, timeout=600, cwd=tmp, env=env)
     assert res.returncode == 0, res.stdout + res.stderr
+    (tmp / "events.jsonl").write_text(res.stdout)
     return path
 
 
@@ -127,3 +129,18 @@ async def test_the_tuis_plan_dialog_shows_the_interval_and_first_beside_measured
         assert str(row[-1]) == f"{t90.low:.1f}-{t90.high:.1f}"
         summary = str(app.screen.query_one("#plan-summary", Static).render())
         assert f"T {t90.words('s')}" in summary and "finished configurations, predicted before they ran:" in summary
+
+
+def test_the_json_events_carry_the_interval_when_submitted_and_the_first_prediction_when_finished(finished, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(finished.parent / "xdg"))
+    study = load_study(finished)
+    two = next(c for c in study.matrix() if c.workers == 2)
+    events = [json.loads(line) for line in (finished.parent / "events.jsonl").read_text().splitlines()]
+    submitted = {e["config_id"]: e for e in events if e["event"] == "submitted"}
+    finished_ = {e["config_id"]: e for e in events if e["event"] == "finished"}
+    assert submitted[study.matrix()[0].config_id]["predicted"] is None  # the baseline: nothing predicts it
+    t = submitted[two.config_id]["predicted"]["t_s"]
+    assert t["low"] < t["value"] < t["high"] and t["level"] == 0.9 and t["basis"].startswith("prior +-40%")
+    assert set(submitted[two.config_id]["predicted"]) >= {"t_s", "node_hours", "speedup", "efficiency"}
+    assert finished_[two.config_id]["first_predicted_T_s"] == pytest.approx(t["value"])
+    assert finished_[study.matrix()[0].config_id]["first_predicted_T_s"] is None
