@@ -6,6 +6,7 @@ from pathlib import Path
 
 import torch
 
+from cockpit.forecast.prediction import measured_links
 from tests.train.tiny import VOCAB, spawn_world, tiny_data, tiny_settings
 from trainer import checkpoint, probe, rundir
 from trainer.model import HeartLanguageModel, ModelConfig
@@ -83,6 +84,8 @@ def test_result_records_what_a_prediction_needs(tmp_path: Path) -> None:
         assert fit["bytes"] == [4 * n for n in probe.sweep_sizes(comm["probe"]["bytes"] // 4, 2)]
         assert len(fit["seconds"]) == len(fit["bytes"]) and all(t > 0 for t in fit["seconds"])
         assert fit["alpha_s"] >= 0
+    fits = measured_links([r]).intra_node.fits  # what the prediction reads of it (cockpit.forecast.prediction)
+    assert set(fits) == {2} and set(fits[2]) <= set(probe.KINDS)
 
 
 def test_the_alpha_beta_fit_recovers_a_line_and_the_sweep_spans_one_element_to_the_gradient() -> None:
