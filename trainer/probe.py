@@ -16,6 +16,11 @@ reduce-scatter, broadcast), and fits the alpha-beta model to each kind's points 
 alpha + bytes / beta (`collectives` in result.json, docs/run-directory.md). The per-call cost of small buckets and of
 FSDP's many collectives is then measured, not extrapolated from one point; a kind the backend cannot run is
 recorded with its error.
+
+Contention: with several ranks on a node, each times the same compute (CONTENTION_MATMULS matrix products) first
+alone, one node-rank at a time, then all at once; `slowdown` = together / alone (the median over the node's ranks)
+is how much the node's workers slow each other's compute (cores, memory bandwidth, the host link), recorded as
+`contention` beside the links.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ SMALL_REPEATS = 20  # a one-element all-reduce costs microseconds: more repeats 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
 SWEEP_FACTOR = 8  # message sizes of the sweep: one element per rank, then x8 up to the gradient's size
 SWEEP_REPEATS = 3
+CONTENTION_SIZE = 256  # a 256 x 256 float32 matrix product: compute-bound on a core, a few ms
+CONTENTION_MATMULS = 20
 
 
 def grad_bytes(params: list[torch.nn.Parameter]) -> int:
@@ -139,6 +146,32 @@ def _time_all_reduce(tensor: torch.Tensor, group: Any, size: int, device: torch.
             "collectives": collective_sweep(tensor.numel(), group, size, device)}
 
 
+def _compute_seconds(device: torch.device) -> float:
+    a = torch.ones(CONTENTION_SIZE, CONTENTION_SIZE, device=device)
+    return _mean_seconds(lambda: [a @ a for _ in range(CONTENTION_MATMULS)], 1, device)
+
+
+def contention_probe(d: Dist) -> dict[str, Any] | None:
+    """The node's ranks' compute alone (each in turn) and together; None with one rank per node."""
+    if d.local_world < 2:
+        return None
+    alone = 0.0
+    for turn in range(d.local_world):  # every node's ranks take turns at once: local rank `turn` runs alone
+        dist.barrier()
+        if d.local_rank == turn:
+            alone = _compute_seconds(d.device)
+    dist.barrier()
+    together = _compute_seconds(d.device)
+    mine = torch.tensor([alone, together], dtype=torch.float64, device=d.device)  # NCCL gathers device tensors
+    gathered = [torch.zeros(2, dtype=torch.float64, device=d.device) for _ in range(d.world)]
+    dist.all_gather(gathered, mine)
+    every = [t.tolist() for t in gathered]
+    slowdowns = sorted(t[1] / t[0] for t in every if t[0] > 0)
+    return {"ranks_on_node": d.local_world, "matmuls": CONTENTION_MATMULS, "size": CONTENTION_SIZE,
+            "alone_s": [t[0] for t in every], "together_s": [t[1] for t in every],
+            "slowdown": slowdowns[len(slowdowns) // 2] if slowdowns else math.nan}
+
+
 def all_reduce_probe(d: Dist, nbytes: int, nodes: int) -> dict[str, Any] | None:
     """Timed all-reduces of `nbytes` per link kind; None without a process group (one process, no DDP)."""
     if not d.enabled or d.world < 2:
@@ -151,5 +184,5 @@ def all_reduce_probe(d: Dist, nbytes: int, nodes: int) -> dict[str, Any] | None:
     if nodes > 1 and d.local_world > 1 and d.world % d.local_world == 0:
         local, _ = dist.new_subgroups(group_size=d.local_world)
         links["intra_node"] = _time_all_reduce(tensor, local, d.local_world, d.device)
-    return {"bytes": tensor.numel() * 4, "repeats": REPEATS, "links": links,
+    return {"bytes": tensor.numel() * 4, "repeats": REPEATS, "links": links, "contention": contention_probe(d),
             "probe_s": time.perf_counter() - t0}

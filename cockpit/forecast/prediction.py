@@ -81,6 +81,9 @@ class Link:
 class Links:
     intra_node: Link | None = None
     inter_node: Link | None = None
+    # compute slowdown of N ranks on one node over one alone, by N (the start-up probe's `contention`, medians over
+    # the study's runs; trainer/probe.py): empty where no run measured it (older runs: no slowdown priced)
+    contention: dict[int, float] = field(default_factory=dict)
 
     def for_nodes(self, nodes: int) -> Link | None:
         return self.inter_node if nodes > 1 else self.intra_node
@@ -117,8 +120,13 @@ def measured_links(results: Iterable[dict[str, Any]]) -> Links:
     found: dict[str, list[float]] = {"intra_node": [], "inter_node": []}
     latency: dict[str, list[float]] = {"intra_node": [], "inter_node": []}
     fits: dict[str, dict[tuple[int, str], list[tuple[float, float]]]] = {"intra_node": {}, "inter_node": {}}
+    slowdowns: dict[int, list[float]] = {}
     for r in results:
         probe = ((r.get("comm") or {}).get("probe") or {})
+        contention = probe.get("contention") or {}
+        slow, ranks = contention.get("slowdown"), contention.get("ranks_on_node")
+        if isinstance(slow, int | float) and math.isfinite(slow) and slow > 0 and isinstance(ranks, int):
+            slowdowns.setdefault(ranks, []).append(float(slow))
         for kind, link in (probe.get("links") or {}).items():
             bw, lat = link.get("busbw_bytes_per_s"), link.get("latency_s")
             if kind in found and isinstance(bw, int | float) and bw > 0:
@@ -140,7 +148,8 @@ def measured_links(results: Iterable[dict[str, Any]]) -> Links:
     return Links(**{k: Link(statistics.median(v), statistics.median(latency[k]) if latency[k] else None,
                             f"measured by {len(v)} run(s) of this study",
                             f"measured by {len(latency[k])} run(s)' probes" if latency[k] else "", medians(k))
-                    for k, v in found.items() if v})
+                    for k, v in found.items() if v},
+                 contention={n: statistics.median(v) for n, v in slowdowns.items()})
 
 
 def preflight_links(busbw: dict[str, float], digest: str) -> Links:
@@ -174,7 +183,8 @@ def merge(first: Links, fallback: Links) -> Links:
             return replace(a, latency_s=b.latency_s, latency_source=b.latency_source)
         return a or b
 
-    return Links(one(first.intra_node, fallback.intra_node), one(first.inter_node, fallback.inter_node))
+    return Links(one(first.intra_node, fallback.intra_node), one(first.inter_node, fallback.inter_node),
+                 {**fallback.contention, **first.contention})
 
 
 def model_states(params: float, grads: float, optimizer: float, workers: int, strategy: str,
@@ -276,6 +286,8 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
     per_step = {p: float(parts_1.get(p, 0.0)) / steps_1 for p in PARTS}
     for scaled in BATCH_PARTS:
         per_step[scaled] *= batch_factor
+    slowdown = links.contention.get(gpus_per_node, 1.0) if gpus_per_node > 1 else 1.0
+    per_step["compute"] *= slowdown  # the node's workers slowing each other, as the start-up probe measured it
     per_step["comm"] = 0.0
     by_kind: dict[str, float] = {}
     link_name = "inter_node" if nodes > 1 else "intra_node"
@@ -299,7 +311,9 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
                                 cores=int((base.get("config") or {}).get("cpus_per_task") or 0))
         per_step["comm"] = sum(by_kind.values())
         fitted = f"; alpha-beta per call measured on {n} ranks" if link.fits.get(n) else ""
-        link_name += f" ({link.source}; {link.priced_latency()[1]}{fitted})"
+        shared = f"; compute x{slowdown:.2f} for {gpus_per_node} ranks on a node (contention probe)" \
+            if slowdown != 1.0 else ""
+        link_name += f" ({link.source}; {link.priced_latency()[1]}{fitted}{shared})"
     parts = {p: v * steps_n for p, v in per_step.items()}
     t_n = sum(parts.values())
     t_same = t_n / work

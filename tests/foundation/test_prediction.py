@@ -99,3 +99,13 @@ def test_measured_links_keep_each_kinds_fit_by_ranks_and_older_probes_have_none(
     link = measured_links([run]).intra_node
     assert link.fits == {2: {"all_reduce": (1e-3, 5e7)}} and link.fit("broadcast", 2) is None
     assert measured_links([older]).intra_node.fits == {}
+
+
+def test_the_contention_probes_slowdown_scales_compute_for_that_many_ranks_on_a_node():
+    slowed = Links(intra_node=LINKS.intra_node, contention={4: 1.25})
+    plain, p = predict(baseline(), 1, 4, 1.0, LINKS), predict(baseline(), 1, 4, 1.0, slowed)
+    assert p.parts["compute"] == pytest.approx(1.25 * plain.parts["compute"])
+    assert "compute x1.25 for 4 ranks on a node (contention probe)" in p.link
+    assert predict(baseline(), 1, 2, 1.0, slowed).parts["compute"] == pytest.approx(90 / 2)  # measured on 4 only
+    run = {"comm": {"probe": {"links": {}, "contention": {"ranks_on_node": 2, "slowdown": 1.4}}}}
+    assert measured_links([run]).contention == {2: 1.4}

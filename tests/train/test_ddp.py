@@ -86,6 +86,9 @@ def test_result_records_what_a_prediction_needs(tmp_path: Path) -> None:
         assert fit["alpha_s"] >= 0
     fits = measured_links([r]).intra_node.fits  # what the prediction reads of it (cockpit.forecast.prediction)
     assert set(fits) == {2} and set(fits[2]) <= set(probe.KINDS)
+    contention = comm["probe"]["contention"]  # two ranks on this node: each alone, then both at once
+    assert contention["ranks_on_node"] == 2 and len(contention["alone_s"]) == 2 and contention["slowdown"] > 0
+    assert measured_links([r]).contention == {2: contention["slowdown"]}
 
 
 def test_the_alpha_beta_fit_recovers_a_line_and_the_sweep_spans_one_element_to_the_gradient() -> None:
