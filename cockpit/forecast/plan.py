@@ -51,8 +51,8 @@ class PlanLine:
         out = {"t_s": interval.interval(p.t_s, self.spread), "node_hours": interval.interval(p.node_hours, self.spread),
                "speedup": interval.interval(p.speedup, self.spread, inverse=True),
                "efficiency": interval.interval(p.efficiency, self.spread, inverse=True)}
-        if p.memory and p.memory.get("peak"):
-            out["memory_peak_bytes"] = interval.interval(p.memory["peak"], self.spread)
+        if p.memory and p.memory.get("peak_bytes"):
+            out["memory_peak_bytes"] = interval.interval(p.memory["peak_bytes"], self.spread)
         return out
 
     def moved(self) -> str:

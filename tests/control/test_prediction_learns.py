@@ -85,6 +85,9 @@ def test_the_rest_is_predicted_again_with_an_interval_from_the_studys_misses(fin
     assert plan.spread is not None and plan.spread.basis.startswith("prior +-40%: 1 finished configuration")
     iv = rest.intervals()
     assert set(iv) >= {"t_s", "node_hours", "speedup", "efficiency"}
+    assert rest.predicted.memory  # the baseline recorded its memory: the peak per rank has its interval too
+    peak = iv["memory_peak_bytes"]
+    assert peak.low < rest.predicted.memory["peak_bytes"] < peak.high
     t = iv["t_s"]
     assert t.low < rest.predicted.t_s < t.high and t.words("s").startswith(f"{rest.predicted.t_s:.2f} s, 90% between ")
     assert iv["speedup"].low < rest.predicted.speedup < iv["speedup"].high
