@@ -63,6 +63,32 @@ class Axis:
     core: bool = False
 
 
+EFFECT_MODELS = ("formula", "recorded", "neutral", "none", "identity")
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What the scaling prediction (cockpit.forecast.advice) does with a key of config.json, declared on the key
+    so that a key cannot be left out or misspelt. ``model``: "formula" (a formula of docs/prediction.md),
+    "recorded" (only from a recorded baseline with the value: no formula across values), "neutral" (assumed not to
+    change the time of a step: outside T or only the numbers change), "none" (not predicted: a change reads "the
+    model has no formula for KEY") or "identity" (names the run rather than describes it: never a difference
+    between two runs). ``terms``: the loss terms it acts on; ``effect``: the formula in words."""
+
+    model: str
+    terms: tuple[str, ...] = ()
+    effect: str = ""
+
+    def __post_init__(self) -> None:
+        assert self.model in EFFECT_MODELS, f"effect model {self.model!r} is not one of {EFFECT_MODELS}"
+
+
+NOT_PREDICTED = Effect("none")
+NEUTRAL = Effect("neutral")
+RECORDED = Effect("recorded")
+NAMES_RUN = Effect("identity")
+
+
 @dataclass(frozen=True)
 class ConfigKey:
     """One key. ``kind`` holds the accepted types (a float key takes an integer too); ``default`` None means
@@ -90,6 +116,7 @@ class ConfigKey:
     expected_words: str = ""
     resume: bool = False  # a checkpoint written under another value is not resumed (trainer.checkpoint)
     windows: bool = False  # decides the test windows: an ensemble's members must agree (trainer.ensemble)
+    effect: Effect | None = None  # a config.json key: what the prediction does with it (every one declares it)
 
     @property
     def dest(self) -> str:
@@ -205,18 +232,18 @@ def keys_of(section: str, cls: type, **common: Any) -> tuple[ConfigKey, ...]:
 class ModelKeys:
     """[model]: the architecture (config.json "model")."""
 
-    layers: int = key(4, "transformer layers", minimum=1, resume=True)
-    d_model: int = key(128, "width of the model (divisible by heads)", minimum=8, resume=True)
-    heads: int = key(4, "attention heads", minimum=1, resume=True)
-    dropout: float = key(0.0, "dropout probability", minimum=0, below=1)
+    layers: int = key(4, "transformer layers", minimum=1, resume=True, effect=NOT_PREDICTED)
+    d_model: int = key(128, "width of the model (divisible by heads)", minimum=8, resume=True, effect=NOT_PREDICTED)
+    heads: int = key(4, "attention heads", minimum=1, resume=True, effect=NOT_PREDICTED)
+    dropout: float = key(0.0, "dropout probability", minimum=0, below=1, effect=NOT_PREDICTED)
     context: str = key("none", "'rr': RR-interval tokens of the centre beat before each window; 'rr_rhythm': "
                        "the same and the rhythm's irregularity over 64 beats", choices=CONTEXTS,
-                       resume=True, windows=True)
+                       resume=True, windows=True, effect=NOT_PREDICTED)
     waveform: str = key("raw", "samples windows as tokenized ('raw'), minus the patient's template beat "
                         "('diff'), or the window followed by its difference ('both': twice the tokens)",
-                        choices=WAVEFORMS, resume=True, windows=True)
+                        choices=WAVEFORMS, resume=True, windows=True, effect=NOT_PREDICTED)
     pool: str = key("mean", "fine-tune head input: 'mean' over positions or the 'centre' beat's", choices=POOLS,
-                    resume=True)
+                    resume=True, effect=NOT_PREDICTED)
 
 
 @dataclass(frozen=True)
@@ -226,75 +253,75 @@ class AxisKeys:
 
     dataset: str = key("synthetic", "the dataset's name in [data.datasets] (standalone: the data folder's name)",
                        study=False,
-                       axis=Axis("dataset", ("dataset",), short="data", core=True), windows=True)
+                       axis=Axis("dataset", ("dataset",), short="data", core=True), windows=True, effect=RECORDED)
     mode: str = key("foundation", "foundation (masked-span prediction) or finetune (classification)",
-                    choices=MODES, axis=Axis("mode", ("mode",), core=True), resume=True, windows=True)
+                    choices=MODES, axis=Axis("mode", ("mode",), core=True), resume=True, windows=True, effect=RECORDED)
     window: int = key(256, "tokens per training window", minimum=2, unit="tokens",
-                      axis=Axis("window", ("window", "w"), "w{}", "window {}", short="w", core=True), resume=True, windows=True)
+                      axis=Axis("window", ("window", "w"), "w{}", "window {}", short="w", core=True), resume=True, windows=True, effect=RECORDED)
     precision: str = key("fp32", "numeric precision of the forward pass", choices=PRECISIONS,
-                         axis=Axis("precision", ("prec", "precision"), short="prec", core=True))
+                         axis=Axis("precision", ("prec", "precision"), short="prec", core=True), effect=Effect("recorded", ("compute",)))
     batch_size: int = key(32, "windows per worker per step", minimum=1, unit="windows",
-                          axis=Axis("batch", ("batch", "batch_size"), "b{}", "batch {}", short="b", core=True), resume=True)
+                          axis=Axis("batch", ("batch", "batch_size"), "b{}", "batch {}", short="b", core=True), resume=True, effect=Effect("formula", ("comm", "optimizer", "other"), "f = b'/b: data wait and compute per step x f, optimizer, other and all-reduce per step as the baseline's, steps / f"))
     cpus_per_task: int | None = key(None, "CPU cores per worker (default: SLURM_CPUS_PER_TASK, else 1; a "
                                     "study's matrix uses 1)", minimum=1, unit="cores",
                                     axis=Axis("CPUs/task", ("cpus", "cpus/task", "cpus_per_task", "cpu"), "c{}",
-                                              "{} CPUs/task", short="c", core=True))
+                                              "{} CPUs/task", short="c", core=True), effect=Effect("recorded", ("compute", "data_wait"), "only from a recorded baseline with that many cores per task"))
     strategy: str = key("ddp", "data parallelism: ddp (a full replica per worker), zero1 (optimizer state "
                         "sharded), fsdp (parameters, gradients and optimizer state sharded), fsdp_noreshard (fsdp "
                         "keeping the gathered parameters from forward to backward)", choices=STRATEGIES,
-                        resume=True, axis=Axis("strategy", ("strategy", "strat"), short="strat"))
+                        resume=True, axis=Axis("strategy", ("strategy", "strat"), short="strat"), effect=Effect("formula", ("comm", "optimizer"), "per step ddp 2(N-1)/N G all-reduced; zero1 the same plus (N-1)/N P broadcast; fsdp 3(N-1)/N P all-gathered twice and reduce-scattered (fsdp_noreshard 2); memory per rank params, grads, optimizer state / N where sharded"))
     gpus_per_node: int = key(1, "workers (GPUs) per node", minimum=1, study=False, flag="",
-                             axis=Axis("GPUs/node", ("gpus", "gpus_per_node", "gpus/node"), scale=True, core=True))
-    nodes: int = key(1, "nodes", minimum=1, study=False, flag="", axis=Axis("nodes", ("nodes",), scale=True, core=True))
+                             axis=Axis("GPUs/node", ("gpus", "gpus_per_node", "gpus/node"), scale=True, core=True), effect=Effect("formula", ("comm",), "N workers: ring all-reduce over the link the run spans"))
+    nodes: int = key(1, "nodes", minimum=1, study=False, flag="", axis=Axis("nodes", ("nodes",), scale=True, core=True), effect=Effect("formula", ("comm",), "N workers: the inter-node link once nodes > 1"))
 
 
 @dataclass(frozen=True)
 class TrainKeys:
     """[train]: the run (config.json "train")."""
 
-    steps: int | None = key(None, "optimizer steps (give steps or epochs)", minimum=1, resume=True)
-    epochs: float | None = key(None, "passes over the training split (give steps or epochs)", above=0, resume=True)
-    lr: float = key(3e-4, "peak learning rate (AdamW)", above=0, resume=True)
-    weight_decay: float = key(0.01, "AdamW weight decay", minimum=0)
-    warmup_steps: int = key(0, "linear warm-up steps", minimum=0, resume=True)
-    seed: int = key(0, "random seed", resume=True)
-    grad_accum: int = key(1, "micro-batches per optimizer step", minimum=1, resume=True)
-    compile: bool = key(False, "torch.compile the model")
-    device: str = key("auto", "where to train: auto takes a GPU when there is one", choices=DEVICES)
-    metrics_interval_s: float = key(5.0, "seconds between metrics.jsonl records", above=0, unit="s")
-    nvml_interval_ms: int = key(500, "milliseconds between GPU samples (gpu.jsonl)", minimum=10, unit="ms")
-    eval: bool = key(True, "evaluate on the test split at the end")
+    steps: int | None = key(None, "optimizer steps (give steps or epochs)", minimum=1, resume=True, effect=Effect("formula", (), "samples x steps'/steps"))
+    epochs: float | None = key(None, "passes over the training split (give steps or epochs)", above=0, resume=True, effect=Effect("formula", (), "samples x epochs'/epochs"))
+    lr: float = key(3e-4, "peak learning rate (AdamW)", above=0, resume=True, effect=NEUTRAL)
+    weight_decay: float = key(0.01, "AdamW weight decay", minimum=0, effect=NEUTRAL)
+    warmup_steps: int = key(0, "linear warm-up steps", minimum=0, resume=True, effect=NEUTRAL)
+    seed: int = key(0, "random seed", resume=True, effect=NEUTRAL)
+    grad_accum: int = key(1, "micro-batches per optimizer step", minimum=1, resume=True, effect=Effect("formula", ("comm", "optimizer", "other"), "f = a'/a micro-batches per step: as batch_size"))
+    compile: bool = key(False, "torch.compile the model", effect=NOT_PREDICTED)
+    device: str = key("auto", "where to train: auto takes a GPU when there is one", choices=DEVICES, effect=NOT_PREDICTED)
+    metrics_interval_s: float = key(5.0, "seconds between metrics.jsonl records", above=0, unit="s", effect=NEUTRAL)
+    nvml_interval_ms: int = key(500, "milliseconds between GPU samples (gpu.jsonl)", minimum=10, unit="ms", effect=NEUTRAL)
+    eval: bool = key(True, "evaluate on the test split at the end", effect=NEUTRAL)
     task: str = key("beat", "fine-tune labels: beat classes or rhythm classes", choices=TASKS, resume=True,
-                    windows=True)
-    init_checkpoint: str | None = key(None, "weights to start from (a fine-tune: its foundation's model.pt)")
-    mask_ratio: float = key(0.15, "foundation: share of tokens masked", above=0, below=1, resume=True)
-    mask_span: int = key(8, "foundation: tokens per masked span", minimum=1, resume=True)
-    num_workers: int | None = key(None, "DataLoader workers (default: cpus_per_task - 1)", minimum=0)
-    grad_clip: float = key(1.0, "gradient norm clip (0 = off)", minimum=0)
-    class_weights: str = key("balanced", "fine-tune loss weights per class", choices=CLASS_WEIGHTS)
+                    windows=True, effect=NOT_PREDICTED)
+    init_checkpoint: str | None = key(None, "weights to start from (a fine-tune: its foundation's model.pt)", effect=NEUTRAL)
+    mask_ratio: float = key(0.15, "foundation: share of tokens masked", above=0, below=1, resume=True, effect=NOT_PREDICTED)
+    mask_span: int = key(8, "foundation: tokens per masked span", minimum=1, resume=True, effect=NOT_PREDICTED)
+    num_workers: int | None = key(None, "DataLoader workers (default: cpus_per_task - 1)", minimum=0, effect=Effect("none", ("data_wait",)))
+    grad_clip: float = key(1.0, "gradient norm clip (0 = off)", minimum=0, effect=NOT_PREDICTED)
+    class_weights: str = key("balanced", "fine-tune loss weights per class", choices=CLASS_WEIGHTS, effect=NOT_PREDICTED)
     val_fraction: float = key(0.0, "fine-tune: share of training patients held out for validation", minimum=0,
-                              below=1, resume=True)
-    val_every: int = key(200, "fine-tune: validate every this many steps (and after the last)", minimum=1, resume=True)
+                              below=1, resume=True, effect=NOT_PREDICTED)
+    val_every: int = key(200, "fine-tune: validate every this many steps (and after the last)", minimum=1, resume=True, effect=NOT_PREDICTED)
     patience: int = key(0, "fine-tune: stop after this many validations without a better macro-F1 (0 = never)",
-                        minimum=0)
+                        minimum=0, effect=NOT_PREDICTED)
     calibrate: bool = key(False, "fine-tune: after training, move the class head's bias by -a x log(class weight), "
                           "a in 0..1 chosen on the validation part's macro-F1, for the classes it holds 100 beats of "
-                          "(needs val_fraction and class weights)")
+                          "(needs val_fraction and class weights)", effect=NOT_PREDICTED)
     bucket_cap_mb: float | None = key(None, "DDP gradient bucket size in MB (default: DDP's 25)", above=0,
-                                      unit="MB")
+                                      unit="MB", effect=Effect("formula", ("comm",), "DDP buckets k = ceil(G / cap): exposed all-reduce max(t_ar / k, t_ar - backward)"))
     # torch.profiler, torchtitan-style: cycles of wait, warmup and active steps (torch.profiler.schedule), each
     # recorded into traces/ per rank; unset profile_active = no profiler at all (docs/training.md, "Profiling")
     profile_active: int | None = key(None, "torch.profiler: steps recorded per cycle into traces/ of the run "
-                                     "directory, one Chrome trace per rank (default: no profiling)", minimum=1)
+                                     "directory, one Chrome trace per rank (default: no profiling)", minimum=1, effect=NOT_PREDICTED)
     profile_wait: int | None = key(None, "torch.profiler: steps left alone before each cycle (default 1: the "
-                                   "first step holds loader start and compilation)", minimum=0)
+                                   "first step holds loader start and compilation)", minimum=0, effect=NOT_PREDICTED)
     profile_warmup: int | None = key(None, "torch.profiler: steps run under the profiler and discarded before "
-                                     "the recorded ones (default 1)", minimum=0)
+                                     "the recorded ones (default 1)", minimum=0, effect=NOT_PREDICTED)
     profile_repeat: int | None = key(None, "torch.profiler: cycles to record (default 1; 0 = until the run ends)",
-                                     minimum=0)
+                                     minimum=0, effect=NOT_PREDICTED)
     # test hooks: make one rank slower by a host sleep inside each step's compute (a known straggler)
-    test_slow_rank: int | None = key(None, "test only: the rank that sleeps", study=False, flag="")
-    test_slow_step_s: float = key(0.0, "test only: its sleep per step", minimum=0, study=False, flag="")
+    test_slow_rank: int | None = key(None, "test only: the rank that sleeps", study=False, flag="", effect=NOT_PREDICTED)
+    test_slow_step_s: float = key(0.0, "test only: its sleep per step", minimum=0, study=False, flag="", effect=NOT_PREDICTED)
 
 
 def is_group_name(v: Any) -> bool:
@@ -308,15 +335,51 @@ class RunKeys:
     """The run's identity in config.json, written by the cockpit (not a study key)."""
 
     schema_version: int | None = key(None, "the run directory's schema version (trainer.rundir.SCHEMA_VERSION)",
-                                     study=False, flag="")
-    study: str = key("", "the study's name", study=False, flag="")
+                                     study=False, flag="", effect=NAMES_RUN)
+    study: str = key("", "the study's name", study=False, flag="", effect=NAMES_RUN)
     study_id: str | None = key(None, "the study name's digest (Slurm job names and comments carry it)",
-                               study=False, flag="")
-    config_id: str = key("standalone", "the configuration's digest", study=False, flag="")
-    group_id: str = key("standalone", "its scale group's digest", study=False, flag="")
+                               study=False, flag="", effect=NAMES_RUN)
+    config_id: str = key("standalone", "the configuration's digest", study=False, flag="", effect=NAMES_RUN)
+    group_id: str = key("standalone", "its scale group's digest", study=False, flag="", effect=NAMES_RUN)
     share_group: str | None = key(None, "the Unix group the run's files are shared with ([cluster].share_group); "
                                   "unset: private to the owner (0700 / 0600)", study=False, flag="",
+                                  rule=is_group_name, expected_words="a Unix group name", effect=NAMES_RUN)
+
+
+def _preflight_files(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(p, str) and p for p in v)
+
+
+def _preflight_datasets(v: Any) -> bool:
+    """{name: {path, synthetic, tokenizer}}: the datasets a preflight checks, as job_config writes them."""
+    return all(isinstance(spec, dict) and set(spec) <= {"path", "synthetic", "tokenizer"}
+               and isinstance(spec.get("path"), str | None) and isinstance(spec.get("synthetic", False), bool)
+               and isinstance(spec.get("tokenizer", {}), dict) for spec in v.values())
+
+
+@dataclass(frozen=True)
+class PreflightKeys:
+    """A preflight job's config.json: cockpit.preflight.jobs.job_config writes it and judges what it wrote by these
+    keys, `hlm-train preflight` reads it by the same keys (check_preflight_config)."""
+
+    schema_version: int = key(None, "the run directory's schema version", minimum=1, required=True)
+    preflight: bool = key(True, "marks a preflight's config.json", required=True)
+    study: str = key("", "the study's name", required=True)
+    nodes: int = key(1, "nodes the job spans", minimum=1)
+    gpus_per_node: int = key(1, "workers per node", minimum=1)
+    cpus_per_task: int = key(1, "CPU cores per worker", minimum=1, unit="cores")
+    device: str = key("auto", "where the job probes: auto takes a GPU when there is one", choices=DEVICES)
+    datasets: dict = key({}, "each dataset the study trains on, to check where the job runs",
+                         rule=_preflight_datasets,
+                         expected_words="a table of dataset name = {path, synthetic, tokenizer}")
+    workdir: str | None = key(None, "where the study's runs write (its free space is read)")
+    token_cache: str | None = key(None, "the token shard root (its free space is read)")
+    probe_bytes: int = key(8 * 2**20, "bytes the link probe all-reduces", minimum=4, unit="B")
+    timeout_s: float = key(300.0, "seconds the ranks wait for each other", above=0, unit="s")
+    share_group: str | None = key(None, "the Unix group the job's files are shared with (unset: private)",
                                   rule=is_group_name, expected_words="a Unix group name")
+    files: list | None = key(None, "a script workload's script and files, checked readable where the job runs",
+                             rule=_preflight_files, expected_words="a list of paths")
 
 
 def _folders(v: Any) -> bool:
@@ -328,22 +391,22 @@ class DataKeys:
     """The data keys of config.json, written by the cockpit from the study's [data] tables."""
 
     data_path: str | None = key(None, "a PhysioNet-style folder (RECORDS file or *.hea); unset: synthetic",
-                                study=False, flag="data", windows=True)
+                                study=False, flag="data", windows=True, effect=NOT_PREDICTED)
     train_data: list | None = key(None, "further PhysioNet-style folders whose every record trains (validation "
                                   "included), never tests; tokenized like data_path, resampled to tokenizer.fs",
                                   study=False, windows=True, rule=_folders,
-                                  expected_words="a non-empty list of folder paths")
-    synthetic: bool = key(False, "the built-in generator's ECG (no data_path)", study=False, flag="")
-    tokenizer: dict = key(None, "the tokenizer table (see TOKENIZER_KEYS)", study=False, flag="", windows=True)
-    token_cache: str | None = key(None, "token cache root", study=False)
+                                  expected_words="a non-empty list of folder paths", effect=NOT_PREDICTED)
+    synthetic: bool = key(False, "the built-in generator's ECG (no data_path)", study=False, flag="", effect=NOT_PREDICTED)
+    tokenizer: dict = key(None, "the tokenizer table (see TOKENIZER_KEYS)", study=False, flag="", windows=True, effect=NOT_PREDICTED)
+    token_cache: str | None = key(None, "token cache root", study=False, effect=NAMES_RUN)
     prepare_workers: int = key(1, "processes tokenizing, one record each at a time", minimum=1, study=False,
-                               flag="")
+                               flag="", effect=NEUTRAL)
     synthetic_params: dict | None = key(None, "the generator's records, seconds and seed", study=False, flag="",
-                                        windows=True)
+                                        windows=True, effect=NOT_PREDICTED)
     skip_bad_records: bool = key(False, "leave out bad records (listed with their reason in the manifest and "
-                                 "train.log)", study=False, flag="", windows=True)
+                                 "train.log)", study=False, flag="", windows=True, effect=NOT_PREDICTED)
     split: dict | None = key(None, "{test_records: [...]} or {patient_pattern: ...}; unset: the default split",
-                             study=False, flag="", windows=True)
+                             study=False, flag="", windows=True, effect=NOT_PREDICTED)
 
 
 def _is_annotator(v: Any) -> bool:
@@ -544,6 +607,20 @@ assert set(LABEL_ORDER) - {"scale"} == set(AXES) - set(SCALE_AXES), "every axis 
 
 CONFIG_DATA_KEYS = keys_of("data", DataKeys, top_level=True)  # config.json's data keys, beside "model" and "train"
 TRAINER_KEYS: tuple[ConfigKey, ...] = (*keys_of("run", RunKeys, top_level=True), *CONFIG_DATA_KEYS, *KEYS)
+# config.json's keys by where it holds them ("batch_size", "train.lr", "tokenizer") and what the prediction does
+# with each (cockpit.forecast.advice.effects reads it; a table inside a key, "tokenizer.vocab", is its key's)
+EFFECTS: dict[str, Effect] = {k.dest: k.effect for k in TRAINER_KEYS if k.effect is not None}
+
+
+PREFLIGHT_KEYS = keys_of("preflight", PreflightKeys, top_level=True, study=False, flag="")
+
+
+def check_preflight_config(config: Any, source: str, error: type[Exception]) -> dict[str, Any]:
+    """A preflight's config.json judged by PREFLIGHT_KEYS (unknown keys refused with the nearest, each value by its
+    rule), its defaults filled in; raises `error` naming the file and the key."""
+    if not isinstance(config, dict):
+        raise error(f"{source}: expected a JSON object, got {type(config).__name__}")
+    return judge_table(source, "preflight", config, {k.name: k for k in PREFLIGHT_KEYS}, error)
 
 
 def section_keys(section: str, *, study: bool | None = None) -> list[ConfigKey]:

@@ -25,6 +25,7 @@ import torch
 
 from runcontract.nvml import sample_all
 from trainer import distributed, environment, probe, rundir
+from trainer.config_keys import check_preflight_config
 
 PREFLIGHT_FILE = rundir.PREFLIGHT_FILE
 
@@ -164,7 +165,7 @@ def scheduler_facts() -> dict[str, Any]:
 
 def run(run_dir: Path) -> int:
     """Every rank: its facts and the all-reduce; rank 0 adds data, storage and scheduler, writes the file."""
-    config = rundir.read_config(run_dir)
+    config = check_preflight_config(rundir.read_config(run_dir), str(run_dir / "config.json"), rundir.RunDirError)
     rundir.share_with(config.get("share_group"))  # what the job writes: private, or the study's group
     started = time.time()
     d = distributed.setup(str(config.get("device", "auto")), timeout_s=float(config.get("timeout_s", 300)))
@@ -184,7 +185,7 @@ def run(run_dir: Path) -> int:
                 "comm": comm,
                 "data": {name: dataset_facts(name, spec) for name, spec in (config.get("datasets") or {}).items()},
                 "files": {path: file_facts(path) for path in config.get("files") or []},
-                "storage": storage_facts(str(config.get("workdir", run_dir)), str(config.get("token_cache", run_dir))),
+                "storage": storage_facts(str(config["workdir"] or run_dir), str(config["token_cache"] or run_dir)),
                 "scheduler": scheduler_facts(),
                 "seconds": time.time() - started,
             }

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from cockpit.commands.progress import PlainProgress, failure_reason
 from cockpit.figures.explain import shown_terms
+from cockpit.store import predictions
 from cockpit.store.snapshot import FAILED_STATES
 
 if TYPE_CHECKING:
@@ -49,10 +50,12 @@ class JsonProgress(PlainProgress):
 
     def tick(self, report) -> None:  # noqa: ANN001 - TickReport
         snap = self.session.store.snapshot(self.session.study.name)
-        for cid in report.submitted if report is not None else []:
+        submitted = list(report.submitted) if report is not None else []
+        predicted = self._predicted(submitted) if submitted else {}
+        for cid in submitted:
             row = snap.config(cid)
             self.emit("submitted", config_id=cid, label=_label(row.values) if row else cid,
-                      job_id=row.job_id if row else None)
+                      job_id=row.job_id if row else None, predicted=predicted.get(cid))
         for cid, why in report.refused if report is not None else []:
             row = snap.config(cid)
             self.emit("refused", config_id=cid, label=_label(row.values) if row else cid, reason=why)
@@ -75,10 +78,25 @@ class JsonProgress(PlainProgress):
                 self.emit("progress", config_id=row.config_id, step=row.last_step, fraction=_num(row.progress),
                           eta_s=_num(row.eta_s), loss=_num(row.last_loss))
 
+    def _predicted(self, config_ids: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+        """Each submitted configuration's predicted figures with their 90% intervals (the runner's plan, as
+        `cockpit plan` shows them; none for a baseline or where nothing predicts it)."""
+        lines = {line.config_id: line for line in self.session.runner.plan().lines}
+        return {cid: {name: {k: _num(v) if isinstance(v, float) else v for k, v in iv.as_dict().items()}
+                      for name, iv in lines[cid].intervals().items()}
+                for cid in config_ids if cid in lines and lines[cid].intervals()}
+
+    def _first_t(self, config_id: str) -> float | None:
+        """The T first predicted for a configuration before it ran (cockpit/store/predictions.py), or None."""
+        store = self.session.store
+        first = predictions.first(store, store.study_key(self.session.study.name)).get(config_id)
+        return _num(first.t_s) if first is not None else None
+
     def _changed(self, snap, row) -> None:  # noqa: ANN001 - StudySnapshot, ConfigRow
         label = _label(row.values)
         if row.state == "completed" and row.analysis:
-            self.emit("finished", config_id=row.config_id, label=label, **figures(row.analysis))
+            self.emit("finished", config_id=row.config_id, label=label, **figures(row.analysis),
+                      first_predicted_T_s=self._first_t(row.config_id))
         elif row.state in FAILED_STATES:
             self.emit("failed", config_id=row.config_id, label=label, state=row.state,
                       reason=failure_reason(snap, row))

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from cockpit.commands._args import STUDY, STUDY_FILE_HELP, error
 from cockpit.commands._text_table import Column, Row, TextTable
 from cockpit.figures import labels
-from cockpit.forecast.plan import figures_words
+from cockpit.forecast.plan import figures_words, prediction_lines
 from cockpit.workloads.base import value_word
 from trainer.config_keys import AXIS, AXIS_KEYS
 from trainer.rundir import RESULT_FILE
@@ -205,12 +205,15 @@ def plan_table(study, limit: int = 0, plan: Plan | None = None, console=None) ->
     return (wrapped or built)[0].rich_table()
 
 
+FIGURE_HEADERS = ("T s", "S", "node-h", "kWh", "T 90%", "first T s")  # an entry's figures, in order
+
+
 class _Entry(NamedTuple):
     """A configuration's row in every layout: its group id on its group's first row, its figures' cells."""
 
     group: str
     cfg: Configuration
-    figures: tuple[str, ...]  # T s, S, node-h and, where the plan predicts energy, kWh
+    figures: tuple[str, ...]  # T s, S, node-h, kWh, T's 90% interval, the first predicted T s (FIGURE_HEADERS)
     status: str
     end_section: bool
 
@@ -220,7 +223,6 @@ def _entries(study, limit: int, plan: Plan) -> list[_Entry]:
     from cockpit.forecast.plan import hours
 
     lines = {line.config_id: line for line in plan.lines}
-    energy = any(line.kwh is not None for line in plan.lines)
     groups: dict[str, list] = {}
     for cfg in study.matrix():
         groups.setdefault(cfg.group_id, []).append(cfg)
@@ -235,12 +237,17 @@ def _entries(study, limit: int, plan: Plan) -> list[_Entry]:
             if cfg.is_baseline:
                 status += " (baseline)"
             p = line.figures if line else None
-            cells: tuple[str, ...] = (f"{p.t_s:.1f}" if p.t_s < 1000 else f"{p.t_s:.0f}", f"{p.speedup:.2f}x",
-                                      hours(p.node_hours)) if p else ("-", "-", "-")
-            if energy:
-                cells += (f"{line.kwh:.3g}" if line is not None and line.kwh is not None else "-",)
+            cells: tuple[str, ...] = (_seconds(p.t_s), f"{p.speedup:.2f}x", hours(p.node_hours)) if p else ("-",) * 3
+            cells += (f"{line.kwh:.3g}" if line is not None and line.kwh is not None else "-",)
+            t90 = line.intervals().get("t_s") if line else None
+            cells += (f"{_seconds(t90.low)}-{_seconds(t90.high)}" if t90 else "-",
+                      _seconds(line.first.t_s) if line and line.first else "-")
             entries.append(_Entry(group_id if index == 0 else "", cfg, cells, status, index == len(cfgs) - 1))
     return entries
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f}" if value < 1000 else f"{value:.0f}"
 
 
 def _plan_table(study, plan: Plan, entries: list[_Entry], layout: str) -> TextTable:
@@ -261,6 +268,12 @@ def _plan_table(study, plan: Plan, entries: list[_Entry], layout: str) -> TextTa
     if figures:
         legend.append(f"T s, S, node-h{', kWh' if energy else ''}: {figures}"
                       + ("; kWh over T: the baseline's power per GPU x GPUs x T" if energy else ""))
+    shown = [0, 1, 2, *(i for i, on in ((3, energy), (4, any(line.intervals() for line in plan.lines)),
+                                         (5, any(line.first for line in plan.lines))) if on)]
+    if 4 in shown and plan.spread is not None:
+        legend.append(f"T 90%: the prediction's 90% interval ({plan.spread.basis})")
+    if 5 in shown:
+        legend.append("first T s: the prediction as first made, before the finished runs refit it")
     if any(line.status == "too big" for line in plan.lines):
         legend.append(f"too big: more cores than a node's {plan.node_cores}")
     caption = "; ".join(legend) + (f"; fixed: {fixed}" if fixed else "")
@@ -277,8 +290,7 @@ def _plan_table(study, plan: Plan, entries: list[_Entry], layout: str) -> TextTa
                                   no_wrap=numeric, overflow="fold"))
         columns.append(Column("NxG", no_wrap=True))
     if figures:
-        columns += [Column(header, justify="right", no_wrap=True)
-                    for header in ("T s", "S", "node-h", *(("kWh",) if energy else ()))]
+        columns += [Column(FIGURE_HEADERS[i], justify="right", no_wrap=True) for i in shown]
     columns.append(Column("status", overflow="fold"))
     rows = []
     for group, cfg, cells, status, end_section in entries:
@@ -290,7 +302,8 @@ def _plan_table(study, plan: Plan, entries: list[_Entry], layout: str) -> TextTa
             values = cfg.all_values()
             axes_cells = (*(value_word(values[axis]) for axis in varying), scale)
         rows.append(Row((*((group,) if layout == "wide" else ()), cfg.config_id, *axes_cells,
-                         *(cells if figures else ()), status), end_section))
+                         *((cells[i] for i in shown) if figures else ()), status),
+                        end_section))
     return TextTable(f"{study.name}: configuration matrix", caption, columns, rows)
 
 
@@ -350,6 +363,7 @@ def plan_summary(study, plan: Plan | None = None, store_path: Path | None = None
     if store_path is not None:
         lines.append(f"statuses from the study's store {store_path}")
     lines += [f"{group}: {text}" for group, text in plan.recommendations.items()]
+    lines += prediction_lines(plan)
     if study.synthetic_default and study.workload.reads_study_data:
         lines.append("no dataset given: using the built-in synthetic ECG generator")
     if study.workload.not_given():

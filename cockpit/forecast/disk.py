@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from cockpit.figures.sizes import size_words
 from cockpit.forecast.gpu_fit import parameters
+from trainer.config_keys import N_SPECIAL, TOKENIZER
 
 if TYPE_CHECKING:
     from cockpit.study.spec import Configuration, Study
@@ -28,7 +29,6 @@ GPU_LINE_BYTES = 300  # one gpu.jsonl sample
 LOG_BYTES = 256 * 1024  # train.log, the Slurm logs, job.sh, config.json, exit.json and its room, per run
 TOKEN_BYTES = 2  # shards hold uint16 tokens
 SYNTHETIC_FS = 360  # the generator's rate (trainer/data/synthetic.py)
-DEFAULT_VOCAB = 512
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,8 @@ class Footprint:
 def run_parameters(study: Study, cfg: Configuration) -> int:
     """The configuration's parameter count (cockpit.forecast.gpu_fit.parameters: the trainer's model)."""
     m = study.model
-    vocab = int(study.datasets[cfg.dataset].tokenizer.get("vocab") or m.get("vocab") or DEFAULT_VOCAB)
+    # [model] has no vocab: the tokenizer's bins (samples) and its specials are the embedding's rows
+    vocab = N_SPECIAL + int(study.datasets[cfg.dataset].tokenizer.get("vocab") or TOKENIZER["vocab"].default)
     classes = 5 if cfg.mode == "finetune" else 0
     return parameters(int(m.get("layers") or 4), int(m.get("d_model") or 128), vocab, cfg.window, classes)
 

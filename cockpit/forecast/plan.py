@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from cockpit.figures import labels
 from cockpit.figures.energy import J_PER_KWH
-from cockpit.forecast import prediction, prediction_words
+from cockpit.forecast import interval, prediction, prediction_words
 from cockpit.forecast.advice.effects import axes_of
 from cockpit.forecast.analysis import analyse
 from cockpit.study.spec import AXES, Configuration
@@ -38,11 +38,37 @@ class PlanLine:
     measured: prediction.Prediction | None = None  # a done configuration's own run, as the report shows it
     nodes: int = 1
     kwh: float | None = None  # energy over T: measured where done, else the baseline's power x GPUs x predicted T
+    first: prediction.Prediction | None = None  # its prediction as first made (cockpit/store/predictions.py)
+    spread: interval.Spread | None = None  # the study's measured misses (cockpit.forecast.interval.error_model)
 
     @property
     def figures(self) -> prediction.Prediction | None:
         """What the plan shows for it: its measured run where it is done, else the prediction."""
         return self.measured or self.predicted
+
+    def intervals(self) -> dict[str, interval.Interval]:
+        """The 90% interval of each predicted figure (T s, node-hours, S, E, memory per rank): none for a measured
+        line or one without a prediction."""
+        p = self.predicted
+        if p is None or self.measured is not None or self.spread is None:
+            return {}
+        out = {"t_s": interval.interval(p.t_s, self.spread), "node_hours": interval.interval(p.node_hours, self.spread),
+               "speedup": interval.interval(p.speedup, self.spread, inverse=True),
+               "efficiency": interval.interval(p.efficiency, self.spread, inverse=True)}
+        if p.memory and p.memory.get("peak_bytes"):
+            out["memory_peak_bytes"] = interval.interval(p.memory["peak_bytes"], self.spread)
+        return out
+
+    def moved(self) -> str:
+        """Which term of T moved between the first prediction and the refit one, in seconds ("" : none kept)."""
+        return prediction_words.moved_term(self.first, self.predicted)
+
+    def miss(self) -> float | None:
+        """ln(measured T / first predicted T) of a finished configuration that had a first prediction."""
+        if self.measured is None or self.first is None or self.first.workers == 1:
+            return None
+        misses = interval.log_misses([(self.first.t_s, self.measured.t_s)])
+        return misses[0] if misses else None
 
 
 def figures_words(lines: list[PlanLine]) -> str | None:
@@ -70,6 +96,7 @@ class Plan:
     device: str = "gpu"  # "cpu" where the workers are CPU processes (cockpit.figures.labels words them)
     local: bool = False  # this machine's cores: no node-hours are spent
     upper_bound: bool = False  # some run's hours rest on the time limit alone: the estimate is a ceiling
+    spread: interval.Spread | None = None  # what every prediction's interval rests on (cockpit.forecast.interval)
 
     @property
     def to_submit(self) -> list[PlanLine]:
@@ -148,6 +175,32 @@ class Plan:
         )
 
 
+def prediction_lines(plan: Plan) -> list[str]:
+    """Each predicted configuration's figures with their 90% intervals, and each finished one's first and refit
+    prediction beside its measurement, with the term that moved (cockpit.forecast.plan.PlanLine)."""
+    out = []
+    if plan.spread is not None and any(line.intervals() for line in plan.lines):
+        out.append(f"predictions with 90% intervals ({plan.spread.basis}):")
+    for line in plan.lines:
+        iv = line.intervals()
+        if iv and line.status != "too big":
+            moved = line.moved()
+            first = (f"; first predicted {line.first.t_s:.2f} s, refit moved {moved}" if line.first and moved else "")
+            out.append(f"  {line.label}: T {iv['t_s'].words('s')}; node-hours {iv['node_hours'].words()}; "
+                       f"S {iv['speedup'].words()}; E {iv['efficiency'].words()}{first}")
+    done = [line for line in plan.lines if line.measured is not None and line.first is not None]
+    if done:
+        out.append("finished configurations, predicted before they ran:")
+    for line in done:
+        assert line.measured is not None and line.first is not None
+        refit = f", refit {line.predicted.t_s:.2f} s" if line.predicted is not None else ""
+        moved = line.moved()
+        out.append(f"  {line.label}: first predicted T {line.first.t_s:.2f} s{refit}, measured "
+                   f"{line.measured.t_s:.2f} s ({line.measured.t_s / line.first.t_s - 1:+.1%} on the first)"
+                   + (f"; moved: {moved}" if moved else ""))
+    return out
+
+
 def hours(value: float | None) -> str:
     """Node-hours as `cockpit plan` and the TUI's plan dialog both print them: two decimals below 10
     (0.20), one from 10 on (144.0)."""
@@ -158,7 +211,8 @@ def hours(value: float | None) -> str:
 
 def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: float = 0.0,
               cluster: str | None = None, results: Iterable[dict[str, Any]] = (), cores: int | None = None,
-              measured: prediction.Links | None = None) -> Plan:
+              measured: prediction.Links | None = None,
+              first: Mapping[str, prediction.Prediction] | None = None) -> Plan:
     """The plan of every configuration of the matrix; ``statuses`` gives those that are not to submit
     (by config id); a configuration that cannot fit a node is "too big" unless it is already done or
     active (a result recorded on a larger machine is still a result: it is not submitted again).
@@ -167,8 +221,12 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
     group's 1x1 baseline has finished, the other configurations' node-hours are its prediction instead of
     the per-run estimate, and the group gets a recommendation line. ``cores``: what one node really has
     when the backend knows better than the study (Backend.cores_per_node). ``measured``: link figures the
-    preflight measured, between the runs' own probes and the site profile."""
+    preflight measured, between the runs' own probes and the site profile. ``first``: each configuration's
+    prediction as first made (cockpit/store/predictions.py); the misses of those that have since finished,
+    and the spread of repeated runs, give every prediction its interval (cockpit.forecast.interval), and the
+    prediction itself is refit: made again now, from the links the finished runs measured."""
     statuses = statuses or {}
+    first = first or {}
     results = list(results)
     baselines = _baselines(results, study.train.get("steps"))
     fallback = prediction.merge(measured or prediction.Links(), study_site_links(study))
@@ -195,7 +253,10 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
         figures = run or pred
         hours = figures.node_hours if figures is not None else study.node_hours(cfg)
         kwh = energies.get(cfg.config_id) if run is not None else predicted_kwh(base, pred)
-        lines.append(PlanLine(cfg.label, hours, status, cfg.config_id, pred, cfg.group_id, run, cfg.nodes, kwh))
+        lines.append(PlanLine(cfg.label, hours, status, cfg.config_id, pred, cfg.group_id, run, cfg.nodes, kwh,
+                              first.get(cfg.config_id)))
+    spread = interval.error_model([m for line in lines if (m := line.miss()) is not None], _repeats(results))
+    lines = [replace(line, spread=spread) for line in lines]
     c = study.cluster
     basis = (f"{c.expected_minutes:g} min expected per run" if c.expected_minutes is not None
              else f"time limit {c.time_limit} per run, an upper bound")
@@ -218,10 +279,21 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
         basis=basis,
         node_cores=min(c.cores_per_node, cores) if cores is not None else c.cores_per_node,
         recommendations={**_recommendations(lines, baselines, device), **over_memory},
+        spread=spread,
         device=device,
         local=c.kind == "local",
         upper_bound=upper_bound,
     )
+
+
+def _repeats(results: list[dict[str, Any]]) -> list[list[float]]:
+    """The T of each configuration that finished more than once (its repeats), by configuration."""
+    by_config: dict[str, list[float]] = {}
+    for r in results:
+        t = (r.get("timing") or {}).get("train_time_s")
+        if r.get("status", "completed") == "completed" and r.get("config_id") and t:
+            by_config.setdefault(r["config_id"], []).append(float(t))
+    return [ts for ts in by_config.values() if len(ts) > 1]
 
 
 def _measured_runs(results: list[dict[str, Any]], statuses: Mapping[str, str]

@@ -61,6 +61,14 @@ class Link:
     latency_s: float | None = None
     source: str = ""
     latency_source: str = ""
+    # the start-up probe's alpha-beta fit per collective kind, by the ranks it was measured on: {2: {"all_reduce":
+    # (alpha_s, beta_bytes_per_s), ...}} (trainer/probe.py; medians over the study's runs); empty for older probes
+    fits: dict[int, dict[str, tuple[float, float]]] = field(default_factory=dict)
+
+    def fit(self, kind: str, ranks: int) -> tuple[float, float] | None:
+        """(alpha s per call, beta bytes/s) of `kind` measured on exactly `ranks` ranks, else None."""
+        found = self.fits.get(ranks, {}).get(kind)
+        return found if found is not None and found[1] > 0 and math.isfinite(found[1]) else None
 
     def priced_latency(self) -> tuple[float, str]:
         """The latency a prediction prices per ring step, and where it comes from, in words."""
@@ -73,6 +81,9 @@ class Link:
 class Links:
     intra_node: Link | None = None
     inter_node: Link | None = None
+    # compute slowdown of N ranks on one node over one alone, by N (the start-up probe's `contention`, medians over
+    # the study's runs; trainer/probe.py): empty where no run measured it (older runs: no slowdown priced)
+    contention: dict[int, float] = field(default_factory=dict)
 
     def for_nodes(self, nodes: int) -> Link | None:
         return self.inter_node if nodes > 1 else self.intra_node
@@ -108,18 +119,37 @@ def measured_links(results: Iterable[dict[str, Any]]) -> Links:
     of an older trainer has no latency: None, as a profile without one)."""
     found: dict[str, list[float]] = {"intra_node": [], "inter_node": []}
     latency: dict[str, list[float]] = {"intra_node": [], "inter_node": []}
+    fits: dict[str, dict[tuple[int, str], list[tuple[float, float]]]] = {"intra_node": {}, "inter_node": {}}
+    slowdowns: dict[int, list[float]] = {}
     for r in results:
         probe = ((r.get("comm") or {}).get("probe") or {})
+        contention = probe.get("contention") or {}
+        slow, ranks = contention.get("slowdown"), contention.get("ranks_on_node")
+        if isinstance(slow, int | float) and math.isfinite(slow) and slow > 0 and isinstance(ranks, int):
+            slowdowns.setdefault(ranks, []).append(float(slow))
         for kind, link in (probe.get("links") or {}).items():
             bw, lat = link.get("busbw_bytes_per_s"), link.get("latency_s")
             if kind in found and isinstance(bw, int | float) and bw > 0:
                 found[kind].append(float(bw))
                 if isinstance(lat, int | float) and lat >= 0:
                     latency[kind].append(float(lat))
+                for call, fit in (link.get("collectives") or {}).items():
+                    alpha, beta = fit.get("alpha_s"), fit.get("beta_bytes_per_s")
+                    if isinstance(alpha, int | float) and isinstance(beta, int | float) and beta > 0:
+                        fits[kind].setdefault((int(link.get("ranks") or 0), call), []).append((float(alpha), float(beta)))
+
+    def medians(k: str) -> dict[int, dict[str, tuple[float, float]]]:
+        out: dict[int, dict[str, tuple[float, float]]] = {}
+        for (ranks, call), values in fits[k].items():
+            out.setdefault(ranks, {})[call] = (statistics.median(a for a, _ in values),
+                                               statistics.median(b for _, b in values))
+        return out
+
     return Links(**{k: Link(statistics.median(v), statistics.median(latency[k]) if latency[k] else None,
                             f"measured by {len(v)} run(s) of this study",
-                            f"measured by {len(latency[k])} run(s)' probes" if latency[k] else "")
-                    for k, v in found.items() if v})
+                            f"measured by {len(latency[k])} run(s)' probes" if latency[k] else "", medians(k))
+                    for k, v in found.items() if v},
+                 contention={n: statistics.median(v) for n, v in slowdowns.items()})
 
 
 def preflight_links(busbw: dict[str, float], digest: str) -> Links:
@@ -153,7 +183,8 @@ def merge(first: Links, fallback: Links) -> Links:
             return replace(a, latency_s=b.latency_s, latency_source=b.latency_source)
         return a or b
 
-    return Links(one(first.intra_node, fallback.intra_node), one(first.inter_node, fallback.inter_node))
+    return Links(one(first.intra_node, fallback.intra_node), one(first.inter_node, fallback.inter_node),
+                 {**fallback.contention, **first.contention})
 
 
 def model_states(params: float, grads: float, optimizer: float, workers: int, strategy: str,
@@ -200,13 +231,26 @@ def strategy_comm(strategy: str, n: int, grad: float, link: Link, *, buckets: in
     and smaller buckets only add latency (measured: bench/README.md, the optimisation loop). broadcast (zero1, after the local
     optimizer step): all of it. all-gather / reduce-scatter (fsdp): t = f (N-1)/N G / busbw + (N-1) x groups x
     latency per round; on CPU all of it (gloo runs them on the training thread, as measured), on GPU FSDP
-    prefetches one block ahead, so max(t / groups, t - compute). With `micro_batches` (grad_accum) per step,
+    prefetches one block ahead, so max(t / groups, t - compute). Where the link carries the start-up probe's
+    alpha-beta fit of that collective measured on n ranks (Link.fits), t = rounds x (calls x alpha + G / beta)
+    instead (calls: buckets, n broadcasts, or groups; rounds: FSDP's all-gathers), exposed by the same rules.
+    With `micro_batches` (grad_accum) per step,
     DDP and ZeRO-1 synchronise on the last one only, while FSDP gathers the parameters for every one of them
     (only its reduce-scatter waits for the last)."""
     out: dict[str, float] = {}
     ring = (n - 1) / n
     latency, _ = link.priced_latency()
     for kind, factor in STRATEGY_COMM.get(strategy, STRATEGY_COMM["ddp"]):
+        fit = link.fit(kind, n)
+        if fit is not None:  # measured on n ranks: calls x alpha + the bytes the calls move / beta
+            alpha, beta = fit
+            calls, rounds = {"all_reduce": (buckets, 1.0), "broadcast": (n, 1.0),
+                             "all_gather": (groups, factor), "reduce_scatter": (groups, 1.0)}[kind]
+            t = rounds * (calls * alpha + grad / beta) * (micro_batches if kind == "all_gather" else 1.0)
+            exposed_all = on_cpu and (kind != "all_reduce" or cores == 1) or kind == "broadcast"
+            hidden = BACKWARD_SHARE * compute if kind == "all_reduce" else compute
+            out[kind] = t if exposed_all else max(t / max(1, calls), t - hidden)
+            continue
         if kind == "all_reduce":
             t = factor * ring * grad / link.busbw + 2 * (n - 1) * buckets * latency
             out[kind] = t if on_cpu and cores == 1 else max(t / buckets, t - BACKWARD_SHARE * compute)
@@ -242,6 +286,8 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
     per_step = {p: float(parts_1.get(p, 0.0)) / steps_1 for p in PARTS}
     for scaled in BATCH_PARTS:
         per_step[scaled] *= batch_factor
+    slowdown = links.contention.get(gpus_per_node, 1.0) if gpus_per_node > 1 else 1.0
+    per_step["compute"] *= slowdown  # the node's workers slowing each other, as the start-up probe measured it
     per_step["comm"] = 0.0
     by_kind: dict[str, float] = {}
     link_name = "inter_node" if nodes > 1 else "intra_node"
@@ -264,7 +310,10 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
                                 micro_batches=micro_batches,
                                 cores=int((base.get("config") or {}).get("cpus_per_task") or 0))
         per_step["comm"] = sum(by_kind.values())
-        link_name += f" ({link.source}; {link.priced_latency()[1]})"
+        fitted = f"; alpha-beta per call measured on {n} ranks" if link.fits.get(n) else ""
+        shared = f"; compute x{slowdown:.2f} for {gpus_per_node} ranks on a node (contention probe)" \
+            if slowdown != 1.0 else ""
+        link_name += f" ({link.source}; {link.priced_latency()[1]}{fitted}{shared})"
     parts = {p: v * steps_n for p, v in per_step.items()}
     t_n = sum(parts.values())
     t_same = t_n / work

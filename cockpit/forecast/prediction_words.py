@@ -46,3 +46,20 @@ def recommendation(base_t: float, predictions: list[Prediction], device: str = "
         return "; ".join(pieces) + (" - no configuration ran faster than the baseline" if measured
                                     else " - no configuration is predicted faster than the baseline")
     return "; ".join(pieces) + f" - best time-to-result: {best.workers} workers"
+
+
+def moved_term(first: Prediction | None, refit: Prediction | None) -> str:
+    """The part of T that moved most between a configuration's first prediction and its refit one, with the
+    seconds and the link each rests on where that changed: `comm +0.21 s (link: probe of run 1x2)`; "" where
+    either is missing or nothing moved by 5 ms."""
+    if first is None or refit is None:
+        return ""
+    parts = set(first.parts) | set(refit.parts)
+    deltas = {k: refit.parts.get(k, 0.0) - first.parts.get(k, 0.0) for k in parts}
+    if not deltas:
+        return ""
+    term, delta = max(deltas.items(), key=lambda kv: abs(kv[1]))
+    if abs(delta) < 0.005:
+        return ""
+    link = f" (link: {first.link or 'none'} -> {refit.link or 'none'})" if first.link != refit.link else ""
+    return f"{term} {delta:+.2f} s{link}"

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainer import rundir
+from trainer.config_keys import check_preflight_config
 
 if TYPE_CHECKING:
     from cockpit.study.spec import Configuration, Study
@@ -83,12 +84,13 @@ def laptop_versions() -> dict[str, str]:
 
 
 def job_config(study: Study, job: PreflightJob, study_dir: str) -> dict[str, Any]:
-    """The preflight's config.json: its shape, what to check of every dataset, where the study writes."""
+    """The preflight's config.json: its shape, what to check of every dataset, where the study writes. Its keys are
+    declared once, trainer.config_keys.PreflightKeys, and what is written is judged by them."""
     datasets = {}
     for name in study.sweep["dataset"] if study.workload.reads_study_data else ():
         d = study.datasets[name]
         datasets[name] = {"path": d.path, "synthetic": d.synthetic, "tokenizer": dict(d.tokenizer)}
-    return {
+    config = {
         "schema_version": rundir.SCHEMA_VERSION,
         "preflight": True,
         "study": study.name,
@@ -104,3 +106,5 @@ def job_config(study: Study, job: PreflightJob, study_dir: str) -> dict[str, Any
         "timeout_s": time_limit_minutes(study) * 60,
         **({"share_group": study.cluster.share_group} if study.cluster.share_group else {}),
     }
+    check_preflight_config(config, "preflight config.json", ValueError)  # the schema hlm-train preflight reads
+    return config

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from cockpit.figures.run_files import with_local_run_files, with_run_files
+from cockpit.forecast.prediction import Prediction
 from cockpit.study.spec import SQLITE_HEADER
 
 
@@ -28,6 +29,8 @@ class ReportInput:
     # where the runs' curves are: the store read (from_store), else the runs/ folder read (from_run_dirs)
     store: Path | None = None
     runs: Path | None = None
+    # each configuration's prediction as first made, before it ran (cockpit/store/predictions.py), by config id
+    first: dict[str, Prediction] = field(default_factory=dict)
 
 
 STORE_SUFFIXES = (".sqlite", ".db", ".sqlite3")
@@ -117,7 +120,7 @@ def from_run_dirs(runs: Path, study: str, cluster: str) -> ReportInput:
 
 
 def from_store(path: Path, study_name: str | None = None) -> ReportInput:
-    from cockpit.store import StoreError, StudyStore
+    from cockpit.store import StoreError, StudyStore, predictions
 
     try:
         store = StudyStore(path, read_only=True)
@@ -132,6 +135,7 @@ def from_store(path: Path, study_name: str | None = None) -> ReportInput:
             run_dirs = {c["config_id"]: c["run_dir"] for c in store.configs(key)}
             problems = store.result_problems(key)
             unreadable = store.unreadable_results(key)
+            first = predictions.first(store, key)
     except StoreError as exc:
         raise ReportError(str(exc)) from exc
     finally:
@@ -147,5 +151,6 @@ def from_store(path: Path, study_name: str | None = None) -> ReportInput:
                 "cpus_per_task": c.values.get("cpus_per_task"),
                 "status": "result row not valid JSON" if c.config_id in unreadable else c.state.replace("_", " ")}
                for c in snap.configs if c.config_id not in with_result]
-    return ReportInput(study_name, snap.cluster, results, str(path), failed, pending, problems, store=path)
+    return ReportInput(study_name, snap.cluster, results, str(path), failed, pending, problems, store=path,
+                       first=first)
 

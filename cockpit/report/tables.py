@@ -7,11 +7,13 @@ work, T1, N), so each speedup, efficiency and overhead can be recomputed by hand
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from cockpit.figures import explain, labels
 from cockpit.forecast import gpu_fit
 from cockpit.forecast.analysis import comm_words
+from cockpit.forecast.prediction import Prediction
 from trainer.config_keys import AXIS, AXIS_KEYS, BY_NAME, LABEL_ORDER, shows
 
 Body = tuple[list[str], list[list[str]]]
@@ -205,16 +207,22 @@ def attribution_body(rows: list[dict[str, Any]]) -> Body:
     return headers, body
 
 
-def prediction_body(rows: list[dict[str, Any]]) -> Body:
-    """Per N-worker run: what cockpit.forecast.prediction predicted from the baseline alone, beside what was measured."""
+def prediction_body(rows: list[dict[str, Any]], first: Mapping[str, Prediction] | None = None) -> Body:
+    """Per N-worker run: its prediction as first made, before it ran (where the store kept one), and as refit now
+    from the baseline and the link figures the study's runs measured, beside what was measured."""
     axes = shown_axes(rows)
-    headers = [*_ident_of(rows), "N", "predicted T/work (s)", "measured T/work (s)", "error", "predicted S", "measured S",
-               "from"]
+    first = first or {}
+    headers = [*_ident_of(rows), "N", "first predicted T (s)", "measured T (s)", "first error", "refit T/work (s)",
+               "measured T/work (s)", "refit error", "refit S", "measured S", "from"]
     body = []
     for r in rows:
         if "prediction_note" not in r:
             continue
-        body.append([*_ident(r, axes), cell(r["workers"], "d"), cell(r["predicted_t_same_work_s"], ".2f"),
+        f = first.get(r.get("config_id", ""))
+        first_error = r["train_time_s"] / f.t_s - 1 if f is not None and f.t_s > 0 else None
+        body.append([*_ident(r, axes), cell(r["workers"], "d"), cell(f.t_s if f else None, ".2f"),
+                     cell(r["train_time_s"], ".2f"), cell(first_error, "+.1%"),
+                     cell(r["predicted_t_same_work_s"], ".2f"),
                      cell(r["t_same_work_s"], ".2f"), cell(r["prediction_error"], "+.1%"),
                      cell(r["predicted_speedup"], ".3f"), cell(r["speedup"], ".3f"), r["prediction_note"]])
     return headers, body

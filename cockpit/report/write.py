@@ -134,10 +134,11 @@ def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[s
         ),
         (
             "Predicted vs measured",
-            "T/work and S each N-worker run should have achieved, predicted from its group's baseline and the "
-            "link bandwidth (the study's start-up probes, else the site profile; docs/prediction.md), beside the "
-            "measured ones. error = measured / predicted - 1.",
-            *tables.prediction_body(rows),
+            "T each N-worker run was predicted to take before it ran (first: kept in the store when the plan first "
+            "predicted it; '-' where it ran before its baseline had finished), and T/work and S as refit now, from "
+            "its group's baseline and the link bandwidth the study's runs measured (else the preflight's, else the "
+            "site profile; docs/prediction.md), beside the measured ones. error = measured / predicted - 1.",
+            *tables.prediction_body(rows, inp.first),
         ),
         *_fit_section(inp, rows),
         (

@@ -129,10 +129,22 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX preflights_by_digest ON preflights (study, digest);
     """,
+    # 3: each configuration's prediction as first made (cockpit/store/predictions.py): kept once, never updated,
+    # so that a finished run's measurement is set beside what was predicted before it ran
+    """
+    CREATE TABLE first_predictions (
+        study INTEGER NOT NULL REFERENCES studies(id),
+        config_id TEXT NOT NULL,
+        made_at REAL NOT NULL,
+        prediction_json TEXT NOT NULL,
+        PRIMARY KEY (study, config_id)
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # The oldest schema a browsing (read-only) cockpit reads as it is, without migrating it: every migration since
-# only added tables that their readers tolerate missing (cockpit/store/preflights.py). Raise it when a
+# only added tables that their readers tolerate missing (cockpit/store/preflights.py,
+# cockpit/store/predictions.py). Raise it when a
 # migration changes what the snapshot or the report read.
 READABLE_SCHEMA = 1
 

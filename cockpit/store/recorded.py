@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cockpit.forecast import plan, prediction, whatif
-from cockpit.store import StudyStore, preflights
+from cockpit.store import StudyStore, predictions, preflights
 from cockpit.store.snapshot import ACTIVE_STATES
 from trainer.rundir import EXIT_DISK_FULL
 
@@ -53,7 +53,13 @@ def study_plan(study: Study, store: StudyStore | None = None, *, key: int | None
         # (cockpit/run/disk_pause.py holds the submits until then)
     kept = preflights.latest(store, study.name)
     measured = prediction.preflight_links(kept.links, kept.digest) if kept is not None else None
-    return plan.make_plan(study, statuses, store.node_hours_used(key), cluster, results, cores, measured)
+    kept_first = predictions.first(store, key)
+    made = plan.make_plan(study, statuses, store.node_hours_used(key), cluster, results, cores, measured, kept_first)
+    if not store.read_only:  # a configuration predicted for the first time: its first prediction is kept
+        predictions.keep_first(store, key, {line.config_id: line.predicted for line in made.lines
+                                            if line.predicted is not None and line.measured is None
+                                            and line.config_id not in kept_first})
+    return made
 
 
 def recorded_inputs(study: Study, store_path: Path | None, baselines: Sequence[dict[str, Any]] = (),

@@ -14,7 +14,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, ContentSwitcher, DataTable, Input, Static
 
-from cockpit.forecast.plan import figures_words, hours
+from cockpit.forecast.plan import figures_words, hours, prediction_lines
 from cockpit.tui.bindings import PLAN_BINDINGS, HelpContext
 from cockpit.tui.controller import Plan
 from cockpit.tui.latest import LatestRequest
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 STATUS_STYLE = {"submit": "bold", "done": "green", "too big": "red"}
 WHAT_IF_EXAMPLE = "train.bucket_cap_mb=0.5 sweep.gpus_per_node=[1, 2]"  # run by tests/tui/test_plan_what_if.py
-PLAN_COLUMNS = ("configuration", "status", "node-hours", "T s", "S")
+PLAN_COLUMNS = ("configuration", "status", "node-hours", "T s", "S", "T 90%")
 WHAT_IF_PLACEHOLDER = f"w: what if KEY=VALUE ..., e.g. {WHAT_IF_EXAMPLE} (enter; empty: the plan)"
 
 
@@ -114,14 +114,19 @@ class PlanScreen(ModalScreen[bool], HelpContext):
         figures = figures_words(self.plan.lines)
         if figures:
             notes.append(f"T s, S, node-hours: {figures}")
+        if any(line.intervals() for line in self.plan.lines):
+            notes.append("T 90%: the prediction's 90% interval")
+        notes += prediction_lines(self.plan)  # intervals in words; first and refit beside each measurement
         if notes:
             summary = self.query_one("#plan-summary", Static)
             summary.update(plan_summary(self.plan) + Text("\n" + "\n".join(notes), style="dim"))
         rows = []
         for line, label in zip(self.plan.lines, short_labels(labels), strict=True):
             p = line.figures
+            t90 = line.intervals().get("t_s")
             rows.append((Text(label, no_wrap=True, end=""), Text(line.status, style=STATUS_STYLE.get(line.status, "")),
-                         hours(line.node_hours), f"{p.t_s:.1f}" if p else "-", f"{p.speedup:.2f}x" if p else "-"))
+                         hours(line.node_hours), f"{p.t_s:.1f}" if p else "-", f"{p.speedup:.2f}x" if p else "-",
+                         f"{t90.low:.1f}-{t90.high:.1f}" if t90 else "-"))
         self.query_one("#plan-table", PagedTable).show(PLAN_COLUMNS, rows)
         self.query_one("#no", Button).focus()
 

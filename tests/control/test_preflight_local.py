@@ -4,13 +4,16 @@ the runner submits only after it passed and never runs it twice for the same fil
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from cockpit.preflight.checks import FAIL, NOT_RUN, PASS
-from cockpit.preflight.jobs import preflight_jobs, study_digest
+from cockpit.preflight.jobs import job_config, preflight_jobs, study_digest
 from cockpit.preflight.table import report_lines
 from cockpit.run.preflight import run_preflight
 from cockpit.run.runner import PreflightFailed
@@ -18,6 +21,8 @@ from cockpit.run.session import open_session
 from cockpit.store import preflights
 from cockpit.study.spec import load_study
 from tests.studies import mitdb_data, write_study
+from trainer import rundir
+from trainer.config_keys import PREFLIGHT_KEYS, check_preflight_config
 
 
 def _study(tmp_path: Path, **data):
@@ -118,3 +123,31 @@ async def test_a_study_that_does_not_fit_its_work_directory_is_refused_with_the_
     assert re.match(r"at least [\d.]+ MB = 2 runs' checkpoints and models [\d.]+ MB \([\d,]+ parameters at most, "
                     r"16 B each\) \+ saves in flight", space.expected), space.expected
     assert "free space in the work directory, or move [cluster].workdir" in space.fix
+
+
+def test_the_written_config_json_is_judged_by_the_one_schema_hlm_train_reads(tmp_path: Path):
+    study = _study(tmp_path, **mitdb_data(tmp_path / "tokens"))
+    job = preflight_jobs(study)[0]
+    config = job_config(study, job, str(tmp_path / "work" / "pf"))
+    assert set(config) <= {k.name for k in PREFLIGHT_KEYS}
+    judged = check_preflight_config(config, "config.json", ValueError)
+    assert judged["nodes"] == 1 and judged["gpus_per_node"] == 2 and "mitdb" in judged["datasets"]
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    ({"probe_byte": 4}, r"config\.json: preflight\.probe_byte is not a known key \(did you mean 'probe_bytes'\?\)"),
+    ({"nodes": 0}, r"config\.json: preflight\.nodes: expected an integer >= 1, got 0"),
+    ({"datasets": {"mitdb": {"pth": "/x"}}}, r"preflight\.datasets: expected a table of dataset name = "),
+])
+def test_hlm_train_preflight_refuses_a_bad_config_json_in_one_line(tmp_path: Path, change: dict, words: str):
+    study = _study(tmp_path, **mitdb_data(tmp_path / "tokens"))
+    run_dir = tmp_path / "pf-run"
+    run_dir.mkdir()
+    config = {**job_config(study, preflight_jobs(study)[0], str(tmp_path / "work" / "pf")), **change}
+    (run_dir / "config.json").write_text(json.dumps(config))
+    done = subprocess.run([sys.executable, "-m", "trainer", "preflight", "--run-dir", str(run_dir)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == rundir.EXIT_USAGE, done.stderr
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and re.search(words, lines[0]), done.stderr
+    assert not (run_dir / "preflight.json").exists()

@@ -75,3 +75,37 @@ def test_recommendation_names_speedup_per_gpu_hours_and_the_fastest():
     assert line.startswith(f"2 workers (1 node): {s2:.2f}x for {2 / s2:.2f}x the GPU-hours; "
                            f"4 workers (1 node): {s4:.2f}x for {4 / s4:.2f}x the GPU-hours")
     assert line.endswith("best time-to-result: 4 workers")
+
+
+def test_a_probes_alpha_beta_fit_on_the_same_ranks_prices_each_call_and_other_ranks_keep_the_ring_model():
+    # CPU baseline, one core per worker: nothing overlaps. Measured on 2 ranks: all-reduce alpha 1 ms, 50 MB/s.
+    base = {**baseline(grad=10_000_000, buckets=4), "device": "cpu", "config": {"cpus_per_task": 1}}
+    fitted = Link(1e9, 20e-6, "t", "t", {2: {"all_reduce": (1e-3, 50e6)}})
+    p = predict(base, 1, 2, 1.0, Links(intra_node=fitted))
+    steps = 1000 / 2
+    assert p.parts["comm"] == pytest.approx(steps * (4 * 1e-3 + 10_000_000 / 50e6))  # 4 buckets x alpha + G / beta
+    assert "alpha-beta per call measured on 2 ranks" in p.link
+    ring = predict(base, 1, 4, 1.0, Links(intra_node=fitted))  # no fit on 4 ranks: the bandwidth and latency
+    assert ring.parts["comm"] == pytest.approx(250 * (2 * 3 / 4 * 10_000_000 / 1e9 + 2 * 3 * 4 * 20e-6))
+    assert "alpha-beta" not in ring.link
+
+
+def test_measured_links_keep_each_kinds_fit_by_ranks_and_older_probes_have_none():
+    run = {"comm": {"probe": {"links": {"intra_node": {
+        "ranks": 2, "busbw_bytes_per_s": 1e9, "latency_s": 1e-5,
+        "collectives": {"all_reduce": {"alpha_s": 1e-3, "beta_bytes_per_s": 5e7},
+                        "broadcast": {"error": "not supported"}}}}}}}
+    older = {"comm": {"probe": {"links": {"intra_node": {"ranks": 2, "busbw_bytes_per_s": 3e9}}}}}
+    link = measured_links([run]).intra_node
+    assert link.fits == {2: {"all_reduce": (1e-3, 5e7)}} and link.fit("broadcast", 2) is None
+    assert measured_links([older]).intra_node.fits == {}
+
+
+def test_the_contention_probes_slowdown_scales_compute_for_that_many_ranks_on_a_node():
+    slowed = Links(intra_node=LINKS.intra_node, contention={4: 1.25})
+    plain, p = predict(baseline(), 1, 4, 1.0, LINKS), predict(baseline(), 1, 4, 1.0, slowed)
+    assert p.parts["compute"] == pytest.approx(1.25 * plain.parts["compute"])
+    assert "compute x1.25 for 4 ranks on a node (contention probe)" in p.link
+    assert predict(baseline(), 1, 2, 1.0, slowed).parts["compute"] == pytest.approx(90 / 2)  # measured on 4 only
+    run = {"comm": {"probe": {"links": {}, "contention": {"ranks_on_node": 2, "slowdown": 1.4}}}}
+    assert measured_links([run]).contention == {2: 1.4}

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import torch
 
+from cockpit.forecast.prediction import measured_links
 from tests.train.tiny import VOCAB, spawn_world, tiny_data, tiny_settings
-from trainer import checkpoint, rundir
+from trainer import checkpoint, probe, rundir
 from trainer.model import HeartLanguageModel, ModelConfig
 from trainer.train import run
 
@@ -75,3 +76,24 @@ def test_result_records_what_a_prediction_needs(tmp_path: Path) -> None:
     assert link["ranks"] == 2 and link["seconds"] > 0
     assert link["busbw_bytes_per_s"] == link["algbw_bytes_per_s"]  # 2(n-1)/n = 1 for two ranks
     assert comm["probe"]["probe_s"] < r["timing"]["startup_s"]  # measured in start-up, not in T
+    # the alpha-beta sweep per collective kind, one element per rank up to the gradient's size (trainer/probe.py)
+    sweep = link["collectives"]
+    assert set(sweep) == set(probe.KINDS)
+    for kind, fit in sweep.items():
+        assert "error" not in fit, (kind, fit)  # gloo runs every kind the strategies call
+        assert fit["bytes"] == [4 * n for n in probe.sweep_sizes(comm["probe"]["bytes"] // 4, 2)]
+        assert len(fit["seconds"]) == len(fit["bytes"]) and all(t > 0 for t in fit["seconds"])
+        assert fit["alpha_s"] >= 0
+    fits = measured_links([r]).intra_node.fits  # what the prediction reads of it (cockpit.forecast.prediction)
+    assert set(fits) == {2} and set(fits[2]) <= set(probe.KINDS)
+    contention = comm["probe"]["contention"]  # two ranks on this node: each alone, then both at once
+    assert contention["ranks_on_node"] == 2 and len(contention["alone_s"]) == 2 and contention["slowdown"] > 0
+    assert measured_links([r]).contention == {2: contention["slowdown"]}
+
+
+def test_the_alpha_beta_fit_recovers_a_line_and_the_sweep_spans_one_element_to_the_gradient() -> None:
+    fit = probe.fit_alpha_beta([(b, 20e-6 + b / 1e9) for b in (8, 64, 512, 4096, 2**20)])
+    assert abs(fit["alpha_s"] - 20e-6) < 1e-12 and abs(fit["beta_bytes_per_s"] - 1e9) < 1e-3
+    assert probe.fit_alpha_beta([(8, 1e-3), (64, 1e-3)])["beta_bytes_per_s"] != probe.fit_alpha_beta(
+        [(8, 1e-3), (64, 1e-3)])["beta_bytes_per_s"]  # NaN: the time does not grow with the size
+    assert probe.sweep_sizes(1000, 2) == [2, 16, 128, 1000] and probe.sweep_sizes(1, 4) == [4]

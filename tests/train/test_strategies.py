@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from cockpit.forecast.prediction import Prediction, measured_links, predict
+from cockpit.forecast.prediction import Links, Prediction, measured_links, predict
 from cockpit.forecast.prediction_words import memory_flag
 from tests.train.test_ddp import weights
 from tests.train.tiny import free_port, tiny_data, tiny_settings
@@ -147,7 +148,10 @@ def test_prediction_prices_each_strategy_and_shards_memory_as_measured(pair_runs
     per rank against what the pair runs held, and the GPU memory flag."""
     base = _result(single)
     runs = {s: _result(pair_runs / s) for s in STRATEGIES}
-    links = measured_links(runs.values())
+    measured = measured_links(runs.values())
+    assert measured.intra_node is not None and measured.intra_node.fits.get(2)  # each pair run's probe swept sizes
+    # the ring model first, as for a probe without the alpha-beta sweep (an older trainer's)
+    links = Links(intra_node=replace(measured.intra_node, fits={}), contention=measured.contention)
     predicted = {s: predict(base, 1, 2, 1.0, links, strategy=s) for s in STRATEGIES}
     p = {s: v for s, v in predicted.items() if isinstance(v, Prediction)}
     assert set(p) == set(STRATEGIES), predicted
@@ -162,11 +166,23 @@ def test_prediction_prices_each_strategy_and_shards_memory_as_measured(pair_runs
                 "fsdp": 1.5 * g + 2 * 3 * alpha + 3 * alpha, "fsdp_noreshard": g + 3 * alpha + 3 * alpha}
     for s in STRATEGIES:
         assert p[s].parts["comm"] == pytest.approx(steps * expected[s]), s
+    # with the sweep: each call kind the probe fitted on 2 ranks is priced calls x alpha + G / beta per round
+    grad, buckets = base["comm"]["grad_bytes"], max(1, int(base["comm"]["buckets"]))
     for s in STRATEGIES:
-        mem, measured = p[s].memory, runs[s]["memory"]
+        fitted = predict(base, 1, 2, 1.0, measured, strategy=s)
+        assert isinstance(fitted, Prediction) and "alpha-beta per call measured on 2 ranks" in fitted.link
+        for kind, seconds in fitted.comm_by_kind.items():
+            fit = measured.intra_node.fit(kind, 2)
+            if fit is None:  # the time did not grow with the size on this run: the ring model prices it
+                continue
+            calls, rounds = {"all_reduce": (buckets, 1), "broadcast": (2, 1), "reduce_scatter": (3, 1),
+                             "all_gather": (3, 2 if s == "fsdp" else 1)}[kind]
+            assert seconds == pytest.approx(steps * rounds * (calls * fit[0] + grad / fit[1])), (s, kind)
+    for s in STRATEGIES:
+        mem, held = p[s].memory, runs[s]["memory"]
         assert mem is not None
         for part in ("params_bytes", "grads_bytes", "optimizer_bytes"):  # FSDP pads each shard a little
-            assert mem[part] == pytest.approx(measured[part], rel=0.05), (s, part)
+            assert mem[part] == pytest.approx(held[part], rel=0.05), (s, part)
     just_below = p["fsdp"].memory["peak_bytes"] - 1
     assert "exceeds the GPU's" in memory_flag(p["fsdp"].memory, "gpu", just_below)
     assert memory_flag(p["fsdp"].memory, "cpu", just_below) == ""

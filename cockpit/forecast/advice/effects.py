@@ -1,7 +1,7 @@
 """The study keys the prediction model prices, and a configuration read as keys.
 
-:data:`EFFECTS` is the one table of keys and their modelled effects (names as trainer/config_keys.py and
-config.json spell them: `batch_size`, `train.bucket_cap_mb`); docs/prediction.md states each formula. The
+:data:`EFFECTS` is each config.json key's modelled effect as the key declares it in trainer/config_keys.py
+(names as config.json spells them: `batch_size`, `train.bucket_cap_mb`); docs/prediction.md states each formula. The
 rest reads a result's config.json as dotted keys, lists the keys two configurations set differently and
 writes a key and its value as a study file and `--what-if` do, so that every view names a key one way.
 """
@@ -9,65 +9,35 @@ writes a key and its value as a study file and `--what-if` do, so that every vie
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from cockpit.study.spec import AXES, SCALE_AXES
-from trainer.config_keys import AXIS_KEYS, BY_NAME, toml_value
+from trainer.config_keys import AXIS_KEYS, BY_NAME, NOT_PREDICTED, TRAINER_KEYS, Effect, toml_value
+from trainer.config_keys import EFFECTS as KEY_EFFECTS
 from trainer.ddp_buckets import expected_buckets
 
+BY_DEST = {k.dest: k for k in TRAINER_KEYS}
 GROUP_AXES = tuple(a for a in AXES if a not in SCALE_AXES)
 MAX_BUCKETS = 8  # the bucket advice stays at or below this many buckets (see docs/prediction.md)
 BUCKET_LADDER_MB = (100.0, 50.0, 25.0, 10.0, 5.0, 2.0, 1.0, 0.5, 0.25, 0.1, 0.05, 0.025, 0.01)
 
 
-@dataclass(frozen=True)
-class Effect:
-    """What the prediction model does with one key. ``model``: "formula" (a formula of
-    docs/prediction.md), "recorded" (only from a recorded baseline with the value: the model has no formula
-    across it), "neutral" (assumed not to change the time of a step: it is outside T or only changes
-    numbers) or "none" (not predicted). ``terms``: the loss terms it acts on."""
-
-    model: str
-    terms: tuple[str, ...] = ()
-    effect: str = ""
-
-
-EFFECTS: dict[str, Effect] = {
-    "train.bucket_cap_mb": Effect("formula", ("comm",),
-                                  "DDP buckets k = ceil(G / cap): exposed all-reduce max(t_ar / k, t_ar - backward)"),
-    "batch_size": Effect("formula", ("comm", "optimizer", "other"),
-                         "f = b'/b: data wait and compute per step x f, optimizer, other and all-reduce per step "
-                         "as the baseline's, steps / f"),
-    "train.grad_accum": Effect("formula", ("comm", "optimizer", "other"),
-                               "f = a'/a micro-batches per step: as batch_size"),
-    "train.steps": Effect("formula", (), "samples x steps'/steps"),
-    "train.epochs": Effect("formula", (), "samples x epochs'/epochs"),
-    "gpus_per_node": Effect("formula", ("comm",), "N workers: ring all-reduce over the link the run spans"),
-    "nodes": Effect("formula", ("comm",), "N workers: the inter-node link once nodes > 1"),
-    "strategy": Effect("formula", ("comm", "optimizer"),
-                       "per step ddp 2(N-1)/N G all-reduced; zero1 the same plus (N-1)/N P broadcast; fsdp "
-                       "3(N-1)/N P all-gathered twice and reduce-scattered (fsdp_noreshard 2); memory per rank "
-                       "params, grads, optimizer state / N where sharded"),
-    "cpus_per_task": Effect("recorded", ("compute", "data_wait"),
-                            "only from a recorded baseline with that many cores per task"),
-    "window": Effect("recorded"),
-    "precision": Effect("recorded", ("compute",)),
-    "dataset": Effect("recorded"),
-    "mode": Effect("recorded"),
-    "train.num_workers": Effect("none", ("data_wait",)),
-    **{f"train.{k}": Effect("neutral") for k in ("lr", "weight_decay", "warmup_steps", "seed", "eval",
-                                                 "init_checkpoint", "metrics_interval_s", "nvml_interval_ms")},
-    "prepare_workers": Effect("neutral"),
-}
+# what each config.json key does to the prediction, declared on the key itself (trainer.config_keys, `effect=`);
+# docs/prediction.md states each formula
+EFFECTS: dict[str, Effect] = KEY_EFFECTS
 # config.json keys that name the run rather than describe it (never a difference between two runs)
-IDENTITY = frozenset({"study", "study_id", "config_id", "group_id", "schema_version", "token_cache"})
+IDENTITY = frozenset(k for k, e in EFFECTS.items() if e.model == "identity")
 
 buckets_for = expected_buckets  # DDP's bucket count, the trainer's formula (trainer/ddp_buckets.py)
 
 
 def effect_of(key: str) -> Effect:
-    return EFFECTS.get(key, Effect("none"))
+    """A dotted config.json key's effect: its registry key's, a table's entry (`tokenizer.vocab`) its table's; a
+    key the registry does not know (a config.json of another version) is not predicted."""
+    if key in EFFECTS:
+        return EFFECTS[key]
+    table, _, _ = key.rpartition(".")
+    return EFFECTS[table] if table in EFFECTS and BY_DEST[table].kind == (dict,) else NOT_PREDICTED
 
 
 

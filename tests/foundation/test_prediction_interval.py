@@ -1,0 +1,59 @@
+"""Every predicted figure carries a 90% interval from the study's own measured misses (cockpit.forecast.interval):
+a Student-t interval over the misses of the first predictions of its finished configurations, the documented prior
+where there are fewer than three, widened by the spread of repeated runs; said in words beside the number."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from cockpit.forecast import interval
+from cockpit.forecast.prediction import Prediction
+from cockpit.forecast.prediction_words import moved_term
+
+
+def test_too_few_finished_predictions_give_the_documented_prior() -> None:
+    spread = interval.error_model([0.05])
+    assert spread.centre == 0 and spread.half == pytest.approx(math.log(1.4))
+    assert spread.basis == "prior +-40%: 1 finished configuration with a prediction, 3 needed"
+    iv = interval.interval(3.3, spread)
+    assert (iv.low, iv.high) == pytest.approx((3.3 / 1.4, 3.3 * 1.4))
+    assert iv.words("s") == "3.30 s, 90% between 2.36 and 4.62"
+
+
+def test_three_misses_give_a_t_prediction_interval_computed_by_hand() -> None:
+    misses = [math.log(1.02), math.log(1.08), math.log(1.14)]
+    spread = interval.error_model(misses)
+    mean = sum(misses) / 3
+    sd = math.sqrt(sum((m - mean) ** 2 for m in misses) / 2)
+    half = 2.920 * sd * math.sqrt(1 + 1 / 3)  # t(2 degrees of freedom) at 0.95
+    assert spread.centre == pytest.approx(mean) and spread.half == pytest.approx(half)
+    assert spread.basis.startswith("t over the misses of 3 finished configurations (mean +7.9%")  # geometric
+    iv = interval.interval(2.76, spread)
+    assert iv.low == pytest.approx(2.76 * math.exp(mean - half)) and iv.high == pytest.approx(2.76 * math.exp(mean + half))
+    assert iv.contains(2.76 * 1.08) and not iv.contains(2.76 * 2)
+
+
+def test_a_speedup_scales_with_one_over_t() -> None:
+    spread = interval.error_model([])
+    s = interval.interval(1.8, spread, inverse=True)
+    assert (s.low, s.high) == pytest.approx((1.8 / 1.4, 1.8 * 1.4))
+
+
+def test_repeated_runs_widen_the_interval_where_they_spread_more() -> None:
+    tight = [math.log(1.01), math.log(1.0), math.log(0.99)]
+    alone = interval.error_model(tight)
+    repeats = [[3.0, 3.6], [2.0, 2.5, 2.2]]
+    sd, df = interval.repeat_spread(repeats)
+    assert df == 3 and sd > 0
+    widened = interval.error_model(tight, repeats)
+    assert widened.half == pytest.approx(2.353 * sd * math.sqrt(2)) and widened.half > alone.half
+    assert "runs repeated: 3 degrees of freedom" in widened.basis
+
+
+def test_the_term_that_moved_between_first_and_refit_is_named_in_seconds() -> None:
+    first = Prediction(2, 1, 1.0, 2.76, 2.76, 1.8, 0.9, 0.01, parts={"compute": 2.0, "comm": 0.5}, link="site")
+    refit = Prediction(2, 1, 1.0, 2.97, 2.97, 1.7, 0.85, 0.01, parts={"compute": 2.0, "comm": 0.71}, link="probe")
+    assert moved_term(first, refit) == "comm +0.21 s (link: site -> probe)"
+    assert moved_term(first, first) == "" and moved_term(None, refit) == ""
