@@ -128,7 +128,8 @@ def test_a_time_over_the_qos_maxwall_is_refused_by_the_profile_and_by_sbatch(slu
     with pytest.raises(SiteError, match=r"time_limit 01:00:00 exceeds the 30 minutes QOS 'test'"):
         render_script(study, _one_config(study))
     # ... and a profile that does not know the limit (generic) leaves it to Slurm, which refuses at submit.
-    study = load_study(_example(work, "generic", site="generic", qos="test", time_limit="01:00:00"))
+    study = load_study(_example(work, "generic", site="generic", qos="test", time_limit="01:00:00",
+                                cores_per_node=128))  # the generic profile knows no node
     result = _submit(slurm_cluster, study, _one_config(study), work)
     assert result.returncode == 1, result.stdout
     assert f"sbatch: error: {OVER_WALL}" in result.stderr and OVER_POLICY in result.stderr, result.stderr
