@@ -6,7 +6,8 @@ Installed by `python -m runcontract.attach` before the script starts (docs/workl
   step's end is the end of `optimizer.step()`, and `optimizer` is the time inside it;
 - `compute` is the outermost module's forward (`register_module_forward_pre_hook`/`forward_hook`) and the
   backward pass (`torch.autograd.backward`, which `Tensor.backward` calls) minus its exposed communication;
-- `data_wait` is the DataLoader's iterator starting and each `next()` on it;
+- `data_wait` is the DataLoader's iterator starting and each `next()` on it; the batches' samples (the first
+  tensor's leading dimension) between two step ends are the step's samples, as work is counted;
 - `comm`: when a `DistributedDataParallel` is built, a comm hook doing DDP's own averaging all-reduce marks
   the hand-over of each gradient bucket; the rest of the backward pass after the last bucket is the wait for
   the all-reduces (as the HLM trainer measures it, docs/training.md);
@@ -55,6 +56,19 @@ def timed_allreduce(state: CommState, bucket: dist.GradBucket) -> torch.futures.
     return default_hooks.allreduce_hook(state.group, bucket)  # type: ignore[arg-type]
 
 
+def batch_size(batch: Any) -> int | None:
+    """The samples in a DataLoader's batch: the leading dimension of its first tensor (a tensor, or one inside a
+    tuple, list or dict, depth first); None where there is none."""
+    if isinstance(batch, torch.Tensor):
+        return int(batch.shape[0]) if batch.dim() > 0 else None
+    items = batch.values() if isinstance(batch, dict) else batch if isinstance(batch, list | tuple) else ()
+    for item in items:
+        size = batch_size(item)
+        if size is not None:
+            return size
+    return None
+
+
 class TorchHooks:
     """Install with `install()`, remove with `remove()`; `notes()` says what the run could not separate."""
 
@@ -64,7 +78,8 @@ class TorchHooks:
         self.main = threading.main_thread().ident
         self.depth = 0  # nesting of module forwards on the main thread: the outermost one is charged
         self.comm: list[CommState] = []
-        self.seen = {"forward": 0, "backward": 0, "batches": 0, "optimizer_steps": 0, "ddp": 0}
+        self.seen = {"forward": 0, "backward": 0, "batches": 0, "optimizer_steps": 0, "ddp": 0, "uncounted_batches": 0}
+        self.pending_samples = 0  # the samples of the batches drawn since the last step's end
         self.other_wrappers: set[str] = set()  # DataParallel, FSDP...: built, communication not separated
         self._handles: list[Any] = []
         self._restore: list[Callable[[], None]] = []
@@ -114,7 +129,8 @@ class TorchHooks:
         now = self._now()
         self.ledger.leave("optimizer", now)
         self.seen["optimizer_steps"] += 1
-        self.run.step()
+        self.run.step(samples=self.pending_samples)
+        self.pending_samples = 0
 
     # --- forward and backward: compute (and comm) --------------------------------------------------------------
     def _forward_pre(self, module: torch.nn.Module, args: Any) -> None:
@@ -157,6 +173,10 @@ class TorchHooks:
             try:
                 batch = original(iterator)
                 self.seen["batches"] += 1
+                size = batch_size(batch)
+                if size is None:
+                    self.seen["uncounted_batches"] += 1
+                self.pending_samples += size or 0
                 return batch
             finally:
                 self.ledger.leave("data_wait", self._now())
@@ -194,5 +214,8 @@ class TorchHooks:
                                      "compute, optimizer or other)")
         if not seen["batches"]:
             run.not_separated.append("data_wait: no DataLoader iterated (the script's own loading is in other)")
+        if not seen["batches"] or seen["uncounted_batches"]:
+            run.not_separated.append("samples: not counted for every batch (no tensor found in it), so work per "
+                                     "worker and S are not comparable across worker counts")
         if not seen["forward"] and not seen["backward"]:
             run.not_separated.append("compute: no module forward or backward seen (in other)")

@@ -36,6 +36,8 @@ def test_an_unmodified_ddp_script_is_attributed_on_1_and_2_workers(tmp_path, wor
     t = result["timing"]["train_time_s"]
     steps_per_epoch = -(-SAMPLES // workers // 32)  # DistributedSampler pads to an equal share per rank
     assert result["timing"]["steps"] == 2 * steps_per_epoch
+    # work as the cockpit counts it: every rank's samples (the batches' leading dimension), summed
+    assert result["timing"]["samples"] == 2 * workers * -(-SAMPLES // workers)
     attribution = result["attribution"]
     assert attribution["mode"] == "hooks" and attribution["not_separated"] == []
     measured = attribution["measured"]
@@ -63,6 +65,8 @@ def test_what_the_hooks_cannot_see_is_said_not_guessed(tmp_path):
     result = read_result(run_dir)
     assert result is not None
     assert result["attribution"]["not_separated"] == [
-        "data_wait: no DataLoader iterated (the script's own loading is in other)"]
+        "data_wait: no DataLoader iterated (the script's own loading is in other)",
+        "samples: not counted for every batch (no tensor found in it), so work per worker and S are not "
+        "comparable across worker counts"]
     assert result["breakdown_s"]["data_wait"] == 0 and result["breakdown_s"]["comm"] == 0
     assert sum(result["breakdown_s"].values()) == pytest.approx(result["timing"]["train_time_s"], rel=1e-9)
