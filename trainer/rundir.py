@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypedDict
 
-from runcontract import contract
+from runcontract import contract, files
 from trainer.disk_space import DiskFull, as_disk_full, release_room
 
 # The contract's names and numbers (runcontract/contract.py), for every module that reads them here.
@@ -380,19 +380,12 @@ def write_json(path: str | os.PathLike[str], data: dict[str, Any]) -> None:
 
 
 def read_json(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """Read a JSON object; None when the file does not exist, RunDirError when it is not an object."""
-    path = Path(path)
+    """Read a JSON object (runcontract's reader); None when the file does not exist, RunDirError when it is not
+    an object."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RunDirError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
-    if not isinstance(data, dict):
-        raise RunDirError(f"{path}: expected a JSON object, found {type(data).__name__}")
-    return data
+        return files.read_json(path)
+    except files.ContractError as exc:
+        raise RunDirError(str(exc)) from exc
 
 
 def write_config(run_dir: str | os.PathLike[str], config: dict[str, Any]) -> Path:
