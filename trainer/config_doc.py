@@ -13,6 +13,7 @@ from trainer.config_keys import (
     CLUSTER_KEYS,
     DATA_KEYS,
     DATASET_KEYS,
+    PREFLIGHT_KEYS,
     SITE_KEYS,
     STUDY_KEYS,
     TOKENIZER_KEYS,
@@ -82,6 +83,9 @@ TABLES = (
     Table("config.json only", "Keys the cockpit writes into each run's config.json (or test hooks), not said in "
           "a study file; `hlm-train train` reads them (docs/run-directory.md).",
           tuple(k for k in TRAINER_KEYS if not k.study and k.axis is None), name=lambda k: k.dest),
+    Table("a preflight's config.json", "Keys the cockpit writes into a preflight job's config.json "
+          "(`cockpit preflight`), never said in a study file; `hlm-train preflight` judges them by these rules "
+          "(docs/run-directory.md, \"The preflight's directory\").", PREFLIGHT_KEYS),
 )
 
 

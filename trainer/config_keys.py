@@ -61,6 +61,7 @@ class Axis:
     # added later is not: it enters a configuration's id and label only when set away from its default, so the
     # ids of existing stores, run directories and batch scripts survive a new axis (docs/architecture.md).
     core: bool = False
+    hlm: bool = False  # the HLM's own data and objective (dataset, mode, window): a script workload never takes it
 
 
 EFFECT_MODELS = ("formula", "recorded", "neutral", "none", "identity")
@@ -253,11 +254,11 @@ class AxisKeys:
 
     dataset: str = key("synthetic", "the dataset's name in [data.datasets] (standalone: the data folder's name)",
                        study=False,
-                       axis=Axis("dataset", ("dataset",), short="data", core=True), windows=True, effect=RECORDED)
+                       axis=Axis("dataset", ("dataset",), short="data", core=True, hlm=True), windows=True, effect=RECORDED)
     mode: str = key("foundation", "foundation (masked-span prediction) or finetune (classification)",
-                    choices=MODES, axis=Axis("mode", ("mode",), core=True), resume=True, windows=True, effect=RECORDED)
+                    choices=MODES, axis=Axis("mode", ("mode",), core=True, hlm=True), resume=True, windows=True, effect=RECORDED)
     window: int = key(256, "tokens per training window", minimum=2, unit="tokens",
-                      axis=Axis("window", ("window", "w"), "w{}", "window {}", short="w", core=True), resume=True, windows=True, effect=RECORDED)
+                      axis=Axis("window", ("window", "w"), "w{}", "window {}", short="w", core=True, hlm=True), resume=True, windows=True, effect=RECORDED)
     precision: str = key("fp32", "numeric precision of the forward pass", choices=PRECISIONS,
                          axis=Axis("precision", ("prec", "precision"), short="prec", core=True), effect=Effect("recorded", ("compute",)))
     batch_size: int = key(32, "windows per worker per step", minimum=1, unit="windows",

@@ -155,7 +155,9 @@ def test_one_result_json_is_a_baseline(demo: Path, tmp_path: Path, capsys, monke
     (demo.parent / STORE).unlink()  # nothing recorded here: the plan predicts from the file alone
     out = printed(capsys, "plan", str(demo), "--baselines", str(run / "result.json"))
     assert "predicted from the group's baseline for 1 configuration," in out
-    assert plan_rows(out)[base["config_id"]][-4:] == ["1.00x", "0.00", "submit", "(baseline)"]
+    row = plan_rows(out)[base["config_id"]]  # ..., S, node-h, T's 90% interval (a prior's: nothing finished here)
+    assert row[-5:-3] == ["1.00x", "0.00"] and row[-2:] == ["submit", "(baseline)"]
+    assert re.fullmatch(r"\d+\.\d+-\d+\.\d+", row[-3]), row
 
 
 def test_open_names_a_directory_and_a_missing_study_in_the_reports_words(demo: Path, tmp_path: Path, capsys):

@@ -22,8 +22,8 @@ from trainer.config_keys import AXIS_KEYS, ConfigKey, nearest
 
 ATTACH_MODULE = "runcontract.attach"  # the no-edit wrapper: torch's global hooks around an unmodified script
 
-# the HLM's axes a script may take too (its placeholders; [sweep] them as for the HLM); the rest are the trainer's
-SHARED_AXES = ("precision", "batch_size", "cpus_per_task", "strategy", "gpus_per_node", "nodes")
+# the axes a script may take too (its placeholders; [sweep] them as for the HLM): all but the HLM's own (Axis.hlm)
+SHARED_AXES = tuple(k.name for k in AXIS_KEYS if k.axis is not None and not k.axis.hlm)
 TYPES: dict[str, tuple[type, ...]] = {"int": (int,), "float": (float,), "bool": (bool,), "str": (str,)}
 KEY_FIELDS = ("type", "default", "minimum", "maximum", "choices", "help")
 TABLE_FIELDS = ("kind", "command", "files", "env", "mode", "keys")
