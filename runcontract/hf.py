@@ -39,6 +39,11 @@ class RunContractCallback(TrainerCallback):
         """The process ends without on_train_end (train() raised): exit.json says so, no result."""
         self.run.fail(1, "the process ended before the Trainer's train() finished (see the log)")
 
+    def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                       model: Any = None, **kwargs: Any) -> None:
+        if model is not None and self.run.grad_bytes is None:
+            self.run.gradients(model.parameters())
+
     def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
                     **kwargs: Any) -> None:
         if self.run.should_stop:

@@ -11,6 +11,8 @@ Installed by `python -m runcontract.attach` before the script starts (docs/workl
 - `comm`: when a `DistributedDataParallel` is built, a comm hook doing DDP's own averaging all-reduce marks
   the hand-over of each gradient bucket; the rest of the backward pass after the last bucket is the wait for
   the all-reduces (as the HLM trainer measures it, docs/training.md);
+- `comm.grad_bytes` (what a prediction of N workers needs): the DDP module's parameters that require a gradient,
+  or, with no DDP, those the optimizer steps; `comm.buckets`: DDP's buckets per step, as the comm hook counted;
 - `other`: everything else between two step ends (moving a batch to the device, the loss function, zeroing
   gradients, logging, a scheduler).
 
@@ -121,6 +123,8 @@ class TorchHooks:
     # --- optimizer: the step ------------------------------------------------------------------------------------
     def _optimizer_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if self._on_main():
+            if self.run.grad_bytes is None:  # no DDP seen: the parameters the optimizer steps
+                self.run.gradients((p for group in optimizer.param_groups for p in group["params"]), probe=False)
             self.ledger.enter("optimizer", self._now())
 
     def _optimizer_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -201,6 +205,7 @@ class TorchHooks:
             ddp.register_comm_hook(state, timed_allreduce)
             self.comm.append(state)
             self.seen["ddp"] += 1
+            self.run.gradients(ddp.module.parameters())  # the whole model's, as DDP all-reduces them
         return __init__
 
     # --- what the run showed -----------------------------------------------------------------------------------
@@ -209,6 +214,8 @@ class TorchHooks:
         run, seen = self.run, self.seen
         run.measured.update(seen, comm_buckets=sum(s.buckets for s in self.comm),
                             comm_bytes=sum(s.bytes for s in self.comm))
+        if self.comm and seen["optimizer_steps"]:  # DDP's buckets per step, as the comm hook counted them
+            run.buckets = max(1, round(run.measured["comm_buckets"] / seen["optimizer_steps"]))
         if not seen["ddp"] and run.world_size > 1:
             run.not_separated.append("comm: communication not separated: no DDP found (any collective is inside "
                                      "compute, optimizer or other)")

@@ -96,6 +96,9 @@ class Run:
         self.loss: float | None = None
         self.measured: dict[str, Any] = {}  # what a mode adds to result.json `attribution.measured`
         self.extra: dict[str, Any] = {}  # more result.json fields a script or a mode adds (never the contract's own)
+        self.grad_bytes: int | None = None  # result.json comm.grad_bytes: what the prediction of N workers needs
+        self.buckets: int | None = None  # result.json comm.buckets: DDP's gradient buckets per step, where seen
+        self.probe: dict[str, Any] | None = None  # result.json comm.probe: the links as runcontract.probe timed them
         self._stop_signal: str | None = None
         self._checkpoint: dict[str, Any] | None = None
         self._finished = False
@@ -218,6 +221,27 @@ class Run:
         if time.time() - self._interval.start >= self.metrics_interval_s:
             self._metrics_line()
         return record
+
+    def gradients(self, parameters: Iterable[Any], probe: bool = True) -> int:
+        """Record the bytes one all-reduce of these parameters' gradients moves (result.json `comm.grad_bytes`,
+        from which the cockpit predicts N workers from this run): each parameter that requires a gradient, its
+        elements x bytes per element. Call it once, before the loop, with the whole model's parameters
+        (`model.parameters()`). With a process group of several ranks it also times the start-up probe
+        (runcontract.probe: the links' bandwidth and latency, contention; result.json `comm.probe`), outside T
+        since no step has begun; every rank must call it, as every rank calls a collective."""
+        self.grad_bytes = int(sum(p.numel() * p.element_size() for p in parameters if p.requires_grad))
+        if probe and self.world_size > 1 and self.probe is None:
+            if self.ledger.started:
+                self.not_separated.append("link: run.gradients() was called inside the loop, so no start-up probe "
+                                          "ran (call it before the first step)")
+            elif "torch.distributed" in sys.modules:
+                # torch's module: imported only where the script already has torch (this one stays stdlib-only)
+                from runcontract.probe import probe_for_run
+                self.probe = probe_for_run(self.grad_bytes)
+            if self.probe is None and not self.ledger.started:
+                self.not_separated.append("link: no process group when run.gradients() was called, so no start-up "
+                                          "probe ran (call it after init_process_group)")
+        return self.grad_bytes
 
     @property
     def steps(self) -> int:
@@ -370,6 +394,8 @@ class Run:
             "throughput": {"samples_per_s": timing["samples"] / t if t > 0 else None,
                            "tokens_per_s": timing["tokens"] / t if t > 0 and timing["tokens"] else None},
             "final_loss": self.loss,
+            **({"comm": {"grad_bytes": self.grad_bytes, "probe": self.probe,
+                         **({"buckets": self.buckets} if self.buckets else {})}} if self.grad_bytes else {}),
             "attribution": {"mode": self.mode, "contract_version": CONTRACT_VERSION,
                             "not_separated": [*self._unmarked(), *self.not_separated], "measured": dict(self.measured)},
             "started_at": self.process_start, "finished_at": time.time(),

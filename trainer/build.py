@@ -21,7 +21,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from trainer import checkpoint, distributed, parallel, probe, profiling, rundir, sources
+from runcontract import probe
+from trainer import checkpoint, distributed, parallel, profiling, rundir, sources
 from trainer.batches import ResumableSampler, worker_init
 from trainer.checkpoint import Progress
 from trainer.distributed import Dist

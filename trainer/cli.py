@@ -115,7 +115,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
     the figure a site profile's intra_node_busbw_gbs / inter_node_busbw_gbs takes (docs/prediction.md)."""
     import json
 
-    from trainer import distributed, probe
+    from runcontract import probe
+    from trainer import distributed
 
     if args.bytes < 4:
         error(f"--bytes must be at least 4, got {args.bytes}")

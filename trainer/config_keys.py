@@ -660,6 +660,15 @@ def shows(axis: ConfigKey, values: Mapping[str, Any]) -> bool:
     return axis.axis.core or values.get(axis.name, axis.default) != axis.default
 
 
+def labelled(axis: ConfigKey, values: Mapping[str, Any]) -> bool:
+    """Whether an axis has a word in a configuration's label and a column in its tables: as it `shows`, but never
+    the HLM's own axes (dataset, mode, window: Axis.hlm) in a configuration of another workload
+    (`values["workload"]`, the workload's kind; absent: the HLM trainer's), which runs at their defaults unread."""
+    if axis.axis is not None and axis.axis.hlm and values.get("workload", "hlm") != "hlm":
+        return False
+    return shows(axis, values)
+
+
 def id_values(values: Mapping[str, Any], axes: tuple[ConfigKey, ...] = AXIS_KEYS) -> dict[str, Any]:
     """The axis values a configuration id digests (cockpit.study.spec.Configuration.config_id): every core axis and
     each later axis set away from its default."""
@@ -675,7 +684,7 @@ def label_words(values: Mapping[str, Any]) -> dict[str, str]:
             return "x".join(str(values.get(a, 1)) for a in reversed(SCALE_AXES))
         return AXIS[name].tag.format(values.get(name, "?"))
 
-    return {name: tag(name) for name in LABEL_ORDER if name == "scale" or shows(BY_NAME[name], values)}
+    return {name: tag(name) for name in LABEL_ORDER if name == "scale" or labelled(BY_NAME[name], values)}
 
 
 def config_label(values: Mapping[str, Any]) -> str:

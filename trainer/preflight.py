@@ -3,7 +3,7 @@
 Run under the same launcher as training (torchrun, one process per GPU or CPU worker, srun across nodes),
 in the job's real environment. Every rank reports where it runs and what it sees (devices, cores,
 CUDA_VISIBLE_DEVICES); each node's first rank reads NVML with the trainer's own sampler; all ranks time an
-all-reduce (trainer.probe, the figures the prediction takes); rank 0 checks every dataset of the study
+all-reduce (runcontract.probe, the figures the prediction takes); rank 0 checks every dataset of the study
 with the tokenizer's own validators, the work directory and the scheduler's view of the job, and writes
 DIR/preflight.json. It records facts and the errors it met; the cockpit (cockpit/preflight) turns them into
 verdicts against what the study expects, so the rules live in one place. docs/run-directory.md lists the
@@ -23,8 +23,9 @@ from typing import Any
 
 import torch
 
+from runcontract import probe
 from runcontract.nvml import sample_all
-from trainer import distributed, environment, probe, rundir
+from trainer import distributed, environment, rundir
 from trainer.config_keys import check_preflight_config
 
 PREFLIGHT_FILE = rundir.PREFLIGHT_FILE

@@ -76,6 +76,8 @@ def run_row(result: dict[str, Any]) -> dict[str, Any]:
                                                                      else k.default))) for k in AXIS_KEYS}
     missing = [a for a in AXES if row[a] is None]
     row["keys"] = key_words(cfg.get("keys") or {})  # a script workload's own keys: part of its identity
+    workload = cfg.get("workload")
+    row["workload"] = str(workload.get("kind") or "hlm") if isinstance(workload, dict) else "hlm"
     row.update(
         config_id=result.get("config_id"),
         group_id=result.get("group_id"),

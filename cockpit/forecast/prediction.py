@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cockpit.figures.explain import FIXED_COSTS, PARTS
+from trainer import ddp_buckets
 from trainer.config_keys import STRATEGY_SHARDS
 
 BACKWARD_SHARE = 2.0 / 3.0  # backward is ~2x the forward's FLOPs
@@ -62,7 +63,7 @@ class Link:
     source: str = ""
     latency_source: str = ""
     # the start-up probe's alpha-beta fit per collective kind, by the ranks it was measured on: {2: {"all_reduce":
-    # (alpha_s, beta_bytes_per_s), ...}} (trainer/probe.py; medians over the study's runs); empty for older probes
+    # (alpha_s, beta_bytes_per_s), ...}} (runcontract/probe.py; medians over the study's runs); empty for older probes
     fits: dict[int, dict[str, tuple[float, float]]] = field(default_factory=dict)
 
     def fit(self, kind: str, ranks: int) -> tuple[float, float] | None:
@@ -82,7 +83,7 @@ class Links:
     intra_node: Link | None = None
     inter_node: Link | None = None
     # compute slowdown of N ranks on one node over one alone, by N (the start-up probe's `contention`, medians over
-    # the study's runs; trainer/probe.py): empty where no run measured it (older runs: no slowdown priced)
+    # the study's runs; runcontract/probe.py): empty where no run measured it (older runs: no slowdown priced)
     contention: dict[int, float] = field(default_factory=dict)
 
     def for_nodes(self, nodes: int) -> Link | None:
@@ -300,7 +301,8 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
                                 f"this study, or set {link_name}_busbw_gbs in the site profile")
         if not grad:
             return NoPrediction("the baseline's result.json has no comm.grad_bytes (an older trainer)")
-        buckets = max(1, int(buckets or comm.get("buckets") or 1))
+        # a run that records none (a script without DDP): DDP's own count at its default cap
+        buckets = max(1, int(buckets or comm.get("buckets") or ddp_buckets.expected_buckets(float(grad), None)))
         # FSDP on a GPU in bf16 gathers and reduces bf16 (trainer.parallel's MixedPrecisionPolicy)
         half = strategy in ("fsdp", "fsdp_noreshard") and base.get("device") == "cuda" and \
             (base.get("config") or {}).get("precision") == "bf16"

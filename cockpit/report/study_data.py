@@ -131,7 +131,7 @@ def study_id_of(inp: ReportInput) -> str:
 
 def label(row: dict[str, Any]) -> str:
     """The configuration's one short name (cockpit.study.spec.config_label)."""
-    return config_label({a: row.get(a) for a in (*AXES, "keys") if row.get(a) is not None})
+    return config_label({a: row.get(a) for a in (*AXES, "keys", "workload") if row.get(a) is not None})
 
 
 def run_name(row: dict[str, Any]) -> str:

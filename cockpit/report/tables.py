@@ -14,7 +14,7 @@ from cockpit.figures import explain, labels
 from cockpit.forecast import gpu_fit
 from cockpit.forecast.analysis import comm_words
 from cockpit.forecast.prediction import Prediction
-from trainer.config_keys import AXIS, AXIS_KEYS, BY_NAME, LABEL_ORDER, shows
+from trainer.config_keys import AXIS, AXIS_KEYS, BY_NAME, LABEL_ORDER, labelled
 
 Body = tuple[list[str], list[list[str]]]
 
@@ -38,7 +38,7 @@ def shown_axes(rows: list[dict[str, Any]]) -> list[str]:
     sets it away from its default (trainer.config_keys.shows, as the configuration label shows it), so a study
     that never names it keeps its tables. A script workload's own keys (the analysis' `keys` words) follow
     where some row has any, so its configurations that differ only there (pinned memory) tell apart."""
-    axes = [a for a in LABEL_ORDER if a == "scale" or any(shows(BY_NAME[a], r) for r in rows)]
+    axes = [a for a in LABEL_ORDER if a == "scale" or any(labelled(BY_NAME[a], r) for r in rows)]
     return [*axes, WORKLOAD_KEYS] if any(r.get(WORKLOAD_KEYS) for r in rows) else axes
 
 

@@ -150,7 +150,7 @@ class StudyRunner:
             run_dirs[cfg.config_id] = await self.backend.run_dir(cfg)
             rows.append({
                 "config_id": cfg.config_id, "group_id": cfg.group_id, "is_baseline": cfg.is_baseline,
-                "workers": cfg.workers, "nodes": cfg.nodes, "values": cfg.values(),
+                "workers": cfg.workers, "nodes": cfg.nodes, "values": cfg.label_values(),
                 "run_dir": run_dirs[cfg.config_id], "total_steps": total_steps,
             })
         self.store.upsert_configs(self.key, rows)

@@ -51,6 +51,9 @@ class Configuration(AxisKeys):
     # the workload's own keys (cockpit.workloads: a script's [workload.keys]), name and value in declared order;
     # none for the HLM trainer, whose ids are the axes' alone
     keys: tuple[tuple[str, Any], ...] = ()
+    # the workload's kind (cockpit.workloads): a script's label leaves out the HLM's own axes (config_keys.labelled);
+    # not part of the id, which the axes and keys alone make
+    workload: str = "hlm"
 
     def values(self) -> dict[str, Any]:
         return {axis: getattr(self, axis) for axis in AXES}
@@ -93,9 +96,14 @@ class Configuration(AxisKeys):
     def is_baseline(self) -> bool:
         return self.nodes == 1 and self.gpus_per_node == 1
 
+    def label_values(self) -> dict[str, Any]:
+        """The axes, the workload's key words and its kind: what config_label and the store's `values` take, so
+        every view labels a configuration alike (a script's keys in it, the HLM's own axes out of it)."""
+        return {**self.values(), "keys": key_words(self.key_values), "workload": self.workload}
+
     @functools.cached_property
     def label(self) -> str:
-        return " ".join(w for w in (config_label(self.values()), key_words(self.key_values)) if w)
+        return config_label(self.label_values())
 
 
 @dataclass(frozen=True)
@@ -143,7 +151,7 @@ class Study:
         names = [*AXES, *(k.name for k in self.workload.keys())]
         own = names[len(AXES):]
         return tuple(Configuration(**dict(zip(AXES, values, strict=False)),
-                                   keys=tuple(zip(own, values[len(AXES):], strict=True)))
+                                   keys=tuple(zip(own, values[len(AXES):], strict=True)), workload=self.workload.kind)
                      for values in itertools.product(*(self.sweep[name] for name in names)))
 
     def fits_node(self, cfg: Configuration, cores: int | None = None) -> bool:

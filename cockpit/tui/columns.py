@@ -34,6 +34,7 @@ class Column:
 SCALING_COLUMN = {
     "mark": Column("mark", " ", 1),
     **{a: Column(a, "nodes×GPUs" if a == "scale" else AXIS[a].header) for a in LABEL_ORDER},
+    "keys": Column("keys", "workload keys"),  # a script workload's own keys (Configuration.label_values)
     "state": Column("state", "state", 14),
     "time": Column("time", "T s", 6),
     "work": Column("work", "work", 5),

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 def spec_snapshot(study: Study, cluster: str) -> StudySnapshot:
     """What the study looks like before anything was submitted: its matrix, nothing run."""
     rows = [
-        ConfigRow(cfg.config_id, cfg.group_id, cfg.is_baseline, cfg.values(), "not_submitted", workers=cfg.workers)
+        ConfigRow(cfg.config_id, cfg.group_id, cfg.is_baseline, cfg.label_values(), "not_submitted", workers=cfg.workers)
         for cfg in study.runnable()
     ]
     kind = ConnectionState.LOCAL if backend_kind(study).on_this_machine else ConnectionState.DISCONNECTED

@@ -27,7 +27,7 @@ from cockpit.tui.columns import (
     state_word,
 )
 from cockpit.tui.filter import Filter, matches, parse_filter
-from trainer.config_keys import AXES, AXIS, BY_NAME, LABEL_ORDER, label_words, shows
+from trainer.config_keys import AXES, AXIS, BY_NAME, LABEL_ORDER, label_words, labelled
 
 GROUP_AXES = AXES
 # the axes a row is told apart by, in the order the frozen identity columns show them ("scale" = nodes x GPUs)
@@ -77,7 +77,9 @@ def folded_axes(snapshot: StudySnapshot) -> frozenset[str]:
 def short_label(values: dict[str, object], folded: frozenset[str] = frozenset()) -> str:
     """config_label without the folded axes: `w256 1x2 c1` where dataset, mode, precision and batch are
     the same for every run (the full label is in the status line and the run detail)."""
-    return " ".join(word for axis, word in label_words(values).items() if axis not in folded)
+    keys = values.get("keys")
+    return " ".join([*(word for axis, word in label_words(values).items() if axis not in folded),
+                     *([str(keys)] if keys else [])])
 
 
 def study_device(snapshot: StudySnapshot, hint: str | None = None) -> str:
@@ -93,7 +95,7 @@ def scaling_layout(snapshot: StudySnapshot, device_hint: str | None = None) -> L
     folded = folded_axes(snapshot)
     first = snapshot.configs[0].values if snapshot.configs else {}
     # a later axis at its default is said nowhere (config_keys.shows), as the label leaves it out
-    constant = [(a, first.get(a)) for a in IDENTITY_AXES if a in folded and shows(BY_NAME[a], first)]
+    constant = [(a, first.get(a)) for a in IDENTITY_AXES if a in folded and labelled(BY_NAME[a], first)]
     identity = [a for a in IDENTITY_AXES if a not in folded]
     columns = [SCALING_COLUMN["mark"]]
     for axis in identity:
@@ -101,6 +103,9 @@ def scaling_layout(snapshot: StudySnapshot, device_hint: str | None = None) -> L
         if axis == "scale":
             col = Column("scale", labels.scale_label(device))
         columns.append(col)
+    if any(r.values.get("keys") for r in snapshot.configs):  # a script workload's keys: part of each row's identity
+        identity.append("keys")
+        columns.append(SCALING_COLUMN["keys"])
     columns += [SCALING_COLUMN[k] for k in FIGURES]
     # MFU and energy where some run has them (a GPU run; a CPU run where RAPL could be read): the run detail
     # says why a blank one is blank

@@ -7,8 +7,9 @@ from pathlib import Path
 import torch
 
 from cockpit.forecast.prediction import measured_links
+from runcontract import probe
 from tests.train.tiny import VOCAB, spawn_world, tiny_data, tiny_settings
-from trainer import checkpoint, probe, rundir
+from trainer import checkpoint, rundir
 from trainer.model import HeartLanguageModel, ModelConfig
 from trainer.train import run
 
@@ -76,7 +77,7 @@ def test_result_records_what_a_prediction_needs(tmp_path: Path) -> None:
     assert link["ranks"] == 2 and link["seconds"] > 0
     assert link["busbw_bytes_per_s"] == link["algbw_bytes_per_s"]  # 2(n-1)/n = 1 for two ranks
     assert comm["probe"]["probe_s"] < r["timing"]["startup_s"]  # measured in start-up, not in T
-    # the alpha-beta sweep per collective kind, one element per rank up to the gradient's size (trainer/probe.py)
+    # the alpha-beta sweep per collective kind, one element per rank up to the gradient's size (runcontract/probe.py)
     sweep = link["collectives"]
     assert set(sweep) == set(probe.KINDS)
     for kind, fit in sweep.items():

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from cockpit.study.spec import AXES, SCALE_AXES
+from cockpit.workloads.script import command_keys
 from trainer.config_keys import AXIS_KEYS, BY_NAME, NOT_PREDICTED, TRAINER_KEYS, Effect, toml_value
 from trainer.config_keys import EFFECTS as KEY_EFFECTS
 from trainer.ddp_buckets import expected_buckets
@@ -50,6 +51,21 @@ def axes_of(result: dict[str, Any]) -> dict[str, Any]:
     cfg: dict[str, Any] = inner if isinstance(inner, dict) else result
     return {k.name: cfg.get(k.name, result.get(k.name, None if k.axis and k.axis.core else k.default))
             for k in AXIS_KEYS}
+
+
+# axes every workload's run takes, whatever its program reads: the launcher applies them (workers, nodes, and
+# the cores each worker gets: OMP_NUM_THREADS and the allocation)
+LAUNCHER_AXES = (*SCALE_AXES, "cpus_per_task")
+
+
+def taken(cfg: dict[str, Any], key: str) -> bool:
+    """Whether a run's program reads `key` (a config.json's, as config_of gives it): every key for the HLM
+    trainer; for a script, the launcher's axes and the keys its [workload].command names as {key} (advice never
+    proposes a key the script would not see)."""
+    workload = cfg.get("workload")
+    if not isinstance(workload, dict) or workload.get("kind", "hlm") == "hlm" or key in LAUNCHER_AXES:
+        return True
+    return key in command_keys(workload.get("command") or [])
 
 
 def config_of(result: dict[str, Any]) -> dict[str, Any]:

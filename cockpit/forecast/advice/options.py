@@ -23,6 +23,7 @@ from cockpit.forecast.advice.effects import (
     get_key,
     group_of,
     study_key,
+    taken,
     what_if_arg,
 )
 from cockpit.forecast.advice.forecasting import Forecast, Recorded, forecast
@@ -86,8 +87,15 @@ def advise(rec: dict[str, Any], recorded: Recorded, links: prediction.Links) -> 
         if loss <= 0:
             continue
         label = explain.term_label(term, rec)
+        candidates = _candidates(term, cfg, run, rec, recorded, links)
         options = [_option(term, loss, keys, cfg, rec, recorded, links, reason)
-                   for keys, reason in _candidates(term, cfg, run, rec, recorded, links)]
+                   for keys, reason in candidates if all(taken(cfg, k) for k, _ in keys)]
+        if candidates and not options:  # a script whose command reads none of the keys that act on it
+            names = sorted({k for keys, _ in candidates for k, _ in keys if not taken(cfg, k)})
+            out.append(Advice(term, loss, (), rec["train_time_s"], rec["efficiency"], label=label,
+                              reason=f"no key the script reads acts on it: its [workload].command names none of "
+                                     f"{', '.join('{' + n + '}' for n in names)}"))
+            continue
         if not options:
             out.append(Advice(term, loss, (), rec["train_time_s"], rec["efficiency"], label=label,
                               reason="no key acts on it: the result's parts do not add up to its T (rerun with "
@@ -166,7 +174,7 @@ def _double_batch(cfg: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     and T compares."""
     keys: list[tuple[str, Any]] = [("batch_size", 2 * int(cfg["batch_size"]))]
     steps = (cfg.get("train") or {}).get("steps")
-    if steps is not None:
+    if steps is not None and taken(cfg, "train.steps"):  # a script counts its own steps
         keys.append(("train.steps", max(1, round(int(steps) / 2))))
     return tuple(keys)
 

@@ -208,6 +208,11 @@ def _placeholders(where: str, index: int, arg: str) -> list[str]:
     return names
 
 
+def command_keys(command: list[str] | tuple[str, ...]) -> set[str]:
+    """The study keys a script's command reads: its {key} placeholders (a malformed one names nothing)."""
+    return {m.group(1) for arg in command for m in PLACEHOLDER.finditer(str(arg)) if m.group(1)}
+
+
 def _fill(arg: str, values: Mapping[str, Any]) -> str:
     """One argument with its {key} placeholders replaced by the configuration's values (a bool as true/false)."""
     def value(match: re.Match[str]) -> str:

@@ -14,6 +14,7 @@ model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.L
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 
 with runcontract.Run() as run:
+    run.gradients(model.parameters())  # comm.grad_bytes: lets the cockpit predict N workers from this run
     for x, y in run.data(loader):
         with run.part("compute"):
             loss = torch.nn.functional.cross_entropy(model(x), y)

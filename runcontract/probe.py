@@ -1,5 +1,8 @@
 """What a scaling prediction needs from a run, measured at start-up outside T: gradient bytes, DDP buckets,
-and the bus bandwidth and latency all-reduce achieves over each kind of link the run spans.
+and the bus bandwidth and latency all-reduce achieves over each kind of link the run spans. Part of the run
+contract: the HLM trainer runs it once its process group exists, a script's run (runcontract.Run) once it knows
+the gradients' size with a process group of several ranks (`probe_for_run`), so every workload's result.json
+carries the same `comm.probe` and the cockpit predicts and refits from it alike.
 
 The probe all-reduces a tensor of the gradient's size a few times once the process group exists (one
 warm-up, then `REPEATS` timed), over the whole group and, when the run spans several nodes with several
@@ -26,14 +29,14 @@ is how much the node's workers slow each other's compute (cores, memory bandwidt
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import torch
 import torch.distributed as dist
-
-from trainer.distributed import Dist
 
 REPEATS = 3
 SMALL_REPEATS = 20  # a one-element all-reduce costs microseconds: more repeats for a steady mean
@@ -42,6 +45,48 @@ SWEEP_FACTOR = 8  # message sizes of the sweep: one element per rank, then x8 up
 SWEEP_REPEATS = 3
 CONTENTION_SIZE = 256  # a 256 x 256 float32 matrix product: compute-bound on a core, a few ms
 CONTENTION_MATMULS = 20
+
+
+class Place(Protocol):
+    """Where this process sits (the HLM trainer's trainer.distributed.Dist, or `Here` for a script's run)."""
+
+    @property
+    def enabled(self) -> bool: ...
+    @property
+    def world(self) -> int: ...
+    @property
+    def local_rank(self) -> int: ...
+    @property
+    def local_world(self) -> int: ...
+    @property
+    def device(self) -> torch.device: ...
+
+
+@dataclass(frozen=True)
+class Here:
+    """A script's process as torchrun placed it: ranks from RANK/WORLD_SIZE/LOCAL_*, the device by the backend."""
+
+    enabled: bool
+    world: int
+    local_rank: int
+    local_world: int
+    device: torch.device
+
+    @classmethod
+    def now(cls) -> Here:
+        up = dist.is_available() and dist.is_initialized()
+        world = dist.get_world_size() if up else 1
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        cuda = up and dist.get_backend() == "nccl" and torch.cuda.is_available()
+        return cls(up, world, local_rank, int(os.environ.get("LOCAL_WORLD_SIZE", str(world))),
+                   torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu"))
+
+
+def probe_for_run(nbytes: int) -> dict[str, Any] | None:
+    """The start-up probe of a script's run over its default process group (None with one process): the
+    figures result.json `comm.probe` holds, as the HLM trainer's."""
+    here = Here.now()
+    return all_reduce_probe(here, nbytes, max(1, here.world // max(1, here.local_world)))
 
 
 def grad_bytes(params: list[torch.nn.Parameter]) -> int:
@@ -151,7 +196,7 @@ def _compute_seconds(device: torch.device) -> float:
     return _mean_seconds(lambda: [a @ a for _ in range(CONTENTION_MATMULS)], 1, device)
 
 
-def contention_probe(d: Dist) -> dict[str, Any] | None:
+def contention_probe(d: Place) -> dict[str, Any] | None:
     """The node's ranks' compute alone (each in turn) and together; None with one rank per node."""
     if d.local_world < 2:
         return None
@@ -172,7 +217,7 @@ def contention_probe(d: Dist) -> dict[str, Any] | None:
             "slowdown": slowdowns[len(slowdowns) // 2] if slowdowns else math.nan}
 
 
-def all_reduce_probe(d: Dist, nbytes: int, nodes: int) -> dict[str, Any] | None:
+def all_reduce_probe(d: Place, nbytes: int, nodes: int) -> dict[str, Any] | None:
     """Timed all-reduces of `nbytes` per link kind; None without a process group (one process, no DDP)."""
     if not d.enabled or d.world < 2:
         return None
