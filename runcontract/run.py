@@ -99,6 +99,7 @@ class Run:
         self.grad_bytes: int | None = None  # result.json comm.grad_bytes: what the prediction of N workers needs
         self.buckets: int | None = None  # result.json comm.buckets: DDP's gradient buckets per step, where seen
         self.probe: dict[str, Any] | None = None  # result.json comm.probe: the links as runcontract.probe timed them
+        self.device: str | None = None  # result.json device: where the parameters were (set by gradients())
         self._stop_signal: str | None = None
         self._checkpoint: dict[str, Any] | None = None
         self._finished = False
@@ -229,7 +230,10 @@ class Run:
         (`model.parameters()`). With a process group of several ranks it also times the start-up probe
         (runcontract.probe: the links' bandwidth and latency, contention; result.json `comm.probe`), outside T
         since no step has begun; every rank must call it, as every rank calls a collective."""
-        self.grad_bytes = int(sum(p.numel() * p.element_size() for p in parameters if p.requires_grad))
+        params = [p for p in parameters if p.requires_grad]
+        self.grad_bytes = int(sum(p.numel() * p.element_size() for p in params))
+        if params:
+            self.device = str(params[0].device.type)  # "cpu", "cuda": as the HLM trainer's result says it
         if probe and self.world_size > 1 and self.probe is None:
             if self.ledger.started:
                 self.not_separated.append("link: run.gradients() was called inside the loop, so no start-up probe "
@@ -384,7 +388,7 @@ class Run:
             "status": status, "config_id": str(config.get("config_id") or self.run_dir.name),
             "group_id": config.get("group_id"), "study": config.get("study"), "config": config,
             "world_size": self.world_size, "nodes": len(hosts), "hostnames": hosts,
-            "device": config.get("device"), "backend": None,
+            "device": self.device or _study_device(config), "backend": None,
             "versions": {"python": platform.python_version(), "torch": _loaded_version("torch"),
                          "runcontract": CONTRACT_VERSION},
             "timing": timing,
@@ -443,6 +447,14 @@ class Interval:
     samples: int = 0
     tokens: int = 0
     parts: dict[str, float] = field(default_factory=lambda: dict.fromkeys(BREAKDOWN_PARTS, 0.0))
+
+
+def _study_device(config: dict[str, Any]) -> str | None:
+    """The device the study asked for ([train].device) where the script's parameters were not seen ("auto": not
+    known, None)."""
+    train = config.get("train")
+    device = config.get("device") or (train.get("device") if isinstance(train, dict) else None)
+    return str(device) if device in ("cpu", "cuda") else None
 
 
 def _loaded_version(module: str) -> str | None:

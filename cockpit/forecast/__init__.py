@@ -8,6 +8,7 @@ store/recorded.py read these.
 - gpu_fit.py       the largest model that fits one GPU per strategy
 - compare.py       two studies matched by their axes, B predicted from A
 - whatif.py        the study file with keys changed, each configuration predicted from what it recorded
+- key_effects.py   runs that differ in one swept key only, side by side in seconds (pinned memory, precision)
 - advice/          what a key change does (effects.py), forecast() of any configuration (forecasting.py),
                    the advice per loss (options.py)
 """

@@ -245,7 +245,8 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
         pred = None
         if base is not None:
             p = prediction.predict(base, cfg.nodes, cfg.gpus_per_node,
-                                   prediction.work_for(study.train, cfg.workers), links, strategy=cfg.strategy)
+                                   prediction.work_for(study.train, cfg.workers, study.workload.work_per_worker),
+                                   links, strategy=cfg.strategy)
             pred = p if isinstance(p, prediction.Prediction) else None
             if pred is not None and (flag := prediction_words.memory_flag(pred.memory, device, gpu_bytes)):
                 over_memory[cfg.label] = flag

@@ -327,7 +327,10 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
                       memory=memory_per_rank(base, n, strategy))
 
 
-def work_for(train: dict[str, Any], workers: int) -> float:
+def work_for(train: dict[str, Any], workers: int, per_worker: bool | None = None) -> float:
     """Samples of an N-worker run over the baseline's: N with a fixed number of steps (the per-worker batch
-    is fixed), 1 with a fixed number of epochs (strong scaling)."""
-    return float(workers) if train.get("steps") is not None else 1.0
+    is fixed), 1 with a fixed number of epochs (strong scaling); ``per_worker``, where the workload says it
+    (Workload.work_per_worker: a script's [workload].work), decides instead of [train]."""
+    if per_worker is None:
+        per_worker = train.get("steps") is not None
+    return float(workers) if per_worker else 1.0

@@ -172,6 +172,7 @@ class KeyChange:
 @dataclass(frozen=True)
 class WhatIfLine:
     label: str
+    words: dict[str, str]  # the label's words by what each stands for (Configuration.label_words)
     config_id: str
     workers: int
     nodes: int
@@ -226,7 +227,7 @@ def what_if(study: Study, variant: Study, results: list[dict[str, Any]], links: 
         except KeyError:  # a dataset the study does not have
             changes = [("dataset", None, cfg.dataset)]
         predicted = advice.forecast(target, recorded, links, changes)
-        lines.append(WhatIfLine(cfg.label, cfg.config_id, cfg.workers, cfg.nodes,
+        lines.append(WhatIfLine(cfg.label, cfg.label_words(), cfg.config_id, cfg.workers, cfg.nodes,
                                 _as_recorded(study, original.get(was.config_id), measured.get(was.config_id),
                                              recorded, links),
                                 predicted, variant.node_hours(cfg), variant.fits_node(cfg, cores)))

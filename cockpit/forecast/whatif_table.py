@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from cockpit.figures.labels import device_of
 from cockpit.forecast import advice, prediction, prediction_words
 from cockpit.forecast.plan import hours, study_gpu_memory_gb
-from trainer.config_keys import LABEL_ORDER
 
 if TYPE_CHECKING:
     from cockpit.forecast.whatif import Inputs, KeyChange, Outcome, WhatIfLine
@@ -51,10 +50,9 @@ def _f(value: float | None, spec: str) -> str:
     return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
 
 
-def _short(cfg_label: str, keep: set[str]) -> str:
-    """The configuration label's words for the axes that vary (config_label's order) and its NxG."""
-    words = cfg_label.split()  # config_label's words, in LABEL_ORDER
-    return " ".join(w for name, w in zip(LABEL_ORDER, words, strict=False) if name in keep or name == "scale")
+def _short(words: dict[str, str], keep: set[str]) -> str:
+    """The configuration label's words for the keys that vary and its NxG (Configuration.label_words)."""
+    return " ".join(w for name, w in words.items() if name in keep or name == "scale")
 
 
 def _basis_word(p: advice.Forecast) -> str:
@@ -73,16 +71,16 @@ def table_rows(o: Outcome) -> list[tuple[str, ...]]:
         was = (_f(r.t_s, ".2f") + ("*" if r.how != "measured" else ""), _f(r.efficiency, ".2f")) if r else ("-", "-")
         if not line.fits:
             now, delta = ("-", "-", "-", "-", "-", "-"), "-"
-            label = f"{_short(line.label, keep)} too big"
+            label = f"{_short(line.words, keep)} too big"
         elif isinstance(p, advice.Forecast):
             now = (_f(p.work, "g"), _f(p.t_s, ".2f"), _f(p.t1_s, ".2f"), _f(p.speedup, ".2f"), _f(p.efficiency, ".2f"),
                    hours(p.node_hours))
             delta = _f(p.t_s - r.t_s, "+.2f") if r else "-"
-            label = f"{_short(line.label, keep)} {_basis_word(p)}"
+            label = f"{_short(line.words, keep)} {_basis_word(p)}"
         else:
             now = ("-", "-", "-", "-", "-", hours(line.node_hours))
             delta = "-"
-            label = f"{_short(line.label, keep)} not predicted"
+            label = f"{_short(line.words, keep)} not predicted"
         rows.append((label, *now, *was, delta))
     return rows
 

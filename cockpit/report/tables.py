@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from cockpit.figures import explain, labels
-from cockpit.forecast import gpu_fit
+from cockpit.forecast import gpu_fit, key_effects
 from cockpit.forecast.analysis import comm_words
 from cockpit.forecast.prediction import Prediction
+from cockpit.workloads.base import value_word
 from trainer.config_keys import AXIS, AXIS_KEYS, BY_NAME, LABEL_ORDER, labelled
 
 Body = tuple[list[str], list[list[str]]]
@@ -225,6 +226,22 @@ def prediction_body(rows: list[dict[str, Any]], first: Mapping[str, Prediction] 
                      cell(r["predicted_t_same_work_s"], ".2f"),
                      cell(r["t_same_work_s"], ".2f"), cell(r["prediction_error"], "+.1%"),
                      cell(r["predicted_speedup"], ".3f"), cell(r["speedup"], ".3f"), r["prediction_note"]])
+    return headers, body
+
+
+def key_effects_body(rows: list[dict[str, Any]]) -> Body:
+    """Per pair of runs that differ in one swept key only (cockpit.forecast.key_effects), at the same scale: T and
+    samples of each, time per sample after over before, each part's change in seconds, and the words."""
+    headers = ["key", "before → after", labels.scale_label(labels.device_of_rows(rows)), "T before (s)",
+               "T after (s)", "samples before", "samples after", "time per sample after/before",
+               *[f"{p} (s)" for p in key_effects.PART_WORDS.values()], "what changed"]
+    body = []
+    for e in key_effects.key_effects(rows):
+        a, b, moved = e.reference, e.changed, e.part_changes
+        body.append([e.key, f"{value_word(e.before)} → {value_word(e.after)}", _scale(a),
+                     cell(a["train_time_s"], ".2f"), cell(b["train_time_s"], ".2f"), cell(a["samples"], ".0f"),
+                     cell(b["samples"], ".0f"), cell(e.per_sample_ratio, ".2f"),
+                     *[cell(moved.get(p), "+.2f") for p in key_effects.PART_WORDS], e.words()])
     return headers, body
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from cockpit.figures import labels
 from cockpit.forecast import gpu_fit
+from cockpit.forecast.advice.options import UNREPEATED_NOISE
 from cockpit.report import figures, html_tables, tables
 from cockpit.report.source import ReportInput
 from trainer import rundir
@@ -140,6 +141,7 @@ def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[s
             "site profile; docs/prediction.md), beside the measured ones. error = measured / predicted - 1.",
             *tables.prediction_body(rows, inp.first),
         ),
+        *_key_effects_section(rows),
         *_fit_section(inp, rows),
         (
             "Time breakdown and fixed costs",
@@ -191,6 +193,24 @@ def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[s
     return out
 
 
+def _key_effects_section(rows: list[dict]) -> list[tuple[str, str, list[str], list[list[str]]]]:
+    """"What each swept key did", where some runs differ in one swept key only (none: no section)."""
+    headers, body = tables.key_effects_body(rows)
+    if not body:
+        return []
+    return [(
+        "What each swept key did",
+        "Runs that differ in one swept key only, at the same scale, side by side: T and samples of each, the "
+        "time per sample after the change over before (below 1: faster), and each part of T moved, in seconds "
+        "at the changed run's samples (before's part x samples after / samples before, so a larger batch is "
+        "not charged for its extra work). Measured on the runs' own device: on CPU workers there is no "
+        "host-to-device copy, so a key that acts on one (pinned memory) has nothing to speed up. A change "
+        f"within {UNREPEATED_NOISE:.0%} of the time per sample is within what one configuration's runs "
+        "differ by on a shared machine, and said so.",
+        headers, body,
+    )]
+
+
 def _fit_section(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[str], list[list[str]]]]:
     """"Largest model per GPU", where it applies: a GPU study's, judged on its site's GPU; a CPU study's only
     where it compares strategies (what they would fit on a GPU is what such a study is for), and it says so;
@@ -198,6 +218,8 @@ def _fit_section(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, lis
     device = labels.device_of_rows(rows)
     words = labels.worker_word(device)
     if device == "cpu" and "strategy" not in tables.shown_axes(rows):
+        return []
+    if rows and all(r.get("workload", "hlm") != "hlm" for r in rows):  # the ladder's shapes are the HLM's model
         return []
     gpu_bytes, gpu_source = gpu_fit.reference_gpu(inp.cluster)
     planning = (f"This study ran on CPU {words}: this is what its strategies would fit were it run on GPUs. "

@@ -20,9 +20,9 @@ from typing import Any
 from cockpit.study import spec_rules
 from cockpit.study.spec_rules import SYNTHETIC, WORKLOAD_SECTION, SpecError
 from cockpit.workloads import Workload, WorkloadError, workload_of
-from cockpit.workloads.base import key_words
+from cockpit.workloads.base import key_words, value_word
 from cockpit.workloads.hlm import HlmWorkload
-from trainer.config_keys import AXES, SCALE_AXES, AxisKeys, ClusterKeys, config_label, id_values
+from trainer.config_keys import AXES, SCALE_AXES, AxisKeys, ClusterKeys, config_label, id_values, label_words
 from trainer.rundir import MODEL_FILE
 
 __all__ = ["AXES", "SCALE_AXES", "SYNTHETIC", "Cluster", "Configuration", "Dataset", "SpecError", "Study",
@@ -101,9 +101,15 @@ class Configuration(AxisKeys):
         every view labels a configuration alike (a script's keys in it, the HLM's own axes out of it)."""
         return {**self.values(), "keys": key_words(self.key_values), "workload": self.workload}
 
+    def label_words(self) -> dict[str, str]:
+        """The label's words by what each stands for: the axes' (config_keys.label_words, LABEL_ORDER) and each
+        workload key's `name=value`, so a view that folds what every configuration shares keeps the rest."""
+        words = label_words(self.label_values())
+        return {**words, **{name: f"{name}={value_word(v)}" for name, v in sorted(self.key_values.items())}}
+
     @functools.cached_property
     def label(self) -> str:
-        return config_label(self.label_values())
+        return " ".join(self.label_words().values())
 
 
 @dataclass(frozen=True)

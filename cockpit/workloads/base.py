@@ -44,6 +44,12 @@ class Workload(ABC):
     #: the environment variable that names the run directory to the program ("" : it takes --run-dir)
     run_dir_env: ClassVar[str] = ""
 
+    @property
+    def work_per_worker(self) -> bool | None:
+        """Whether an N-worker run does N times the baseline's samples (True), the same (False), or as [train]
+        says (None: a fixed number of steps per worker, or of epochs in all; the HLM trainer's rule)."""
+        return None
+
     @classmethod
     @abstractmethod
     def from_table(cls, where: str, table: dict[str, Any], study_dir: Path | None) -> Workload:

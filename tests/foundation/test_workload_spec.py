@@ -89,6 +89,8 @@ BAD = [
     (('"{lr}"', '"{lrr}"'), "study.toml: [workload].command[2]: {lrr} is neither a key of [workload.keys] nor an axis "
                             "a script takes (did you mean 'lr'?)"),
     (('"--name={name}x"', '"--name={name.__class__}"'), "study.toml: [workload].command[7]: expected {key} placeholders"),
+    (('mode = "hooks"', 'mode = "hooks"\nwork = "weak"'),
+     "study.toml: [workload].work: expected one of per_worker, total, got 'weak'"),
     (('mode = "hooks"', 'mode = "magic"'), "study.toml: [workload].mode: expected one of explicit, callback, hooks, got 'magic'"),
     (('kind = "script"', 'kind = "lightning"'), "study.toml: [workload].kind: expected one of hlm, script, got 'lightning'"),
     (('files = ["train.py"]', 'files = ["missing.py"]'), "study.toml: [workload].files: 'missing.py' not found"),

@@ -269,6 +269,12 @@ def _samples_ratio(cfg: dict[str, Any], src: dict[str, Any], n: int) -> float | 
     src_cfg = config_of(src)
     steps_1 = float(timing["steps"])
     per_step_1 = float(src_cfg["batch_size"]) * _accum(src_cfg)
+    workload = cfg.get("workload")
+    if isinstance(workload, dict) and workload.get("kind", "hlm") != "hlm":
+        # a script counts its own steps (its [workload].work: each worker the baseline's steps at its own batch,
+        # or one total split between the workers)
+        per_worker = workload.get("work", "per_worker") == "per_worker"
+        return n * float(cfg["batch_size"]) / float(src_cfg["batch_size"]) if per_worker else 1.0
     train = cfg.get("train") or {}
     if train.get("steps") is not None:
         return float(train["steps"]) * float(cfg["batch_size"]) * _accum(cfg) * n / (steps_1 * per_step_1)

@@ -28,6 +28,7 @@ from cockpit.forecast.advice.effects import (
 )
 from cockpit.forecast.advice.forecasting import Forecast, Recorded, forecast
 from cockpit.study.spec import AXES
+from cockpit.workloads.script import SHARED_AXES
 from trainer.ddp_buckets import DDP_DEFAULT_BUCKET_MB
 
 
@@ -91,10 +92,8 @@ def advise(rec: dict[str, Any], recorded: Recorded, links: prediction.Links) -> 
         options = [_option(term, loss, keys, cfg, rec, recorded, links, reason)
                    for keys, reason in candidates if all(taken(cfg, k) for k, _ in keys)]
         if candidates and not options:  # a script whose command reads none of the keys that act on it
-            names = sorted({k for keys, _ in candidates for k, _ in keys if not taken(cfg, k)})
             out.append(Advice(term, loss, (), rec["train_time_s"], rec["efficiency"], label=label,
-                              reason=f"no key the script reads acts on it: its [workload].command names none of "
-                                     f"{', '.join('{' + n + '}' for n in names)}"))
+                              reason=_not_read([k for keys, _ in candidates for k, _ in keys if not taken(cfg, k)])))
             continue
         if not options:
             out.append(Advice(term, loss, (), rec["train_time_s"], rec["efficiency"], label=label,
@@ -107,6 +106,16 @@ def advise(rec: dict[str, Any], recorded: Recorded, links: prediction.Links) -> 
         out.append(Advice(best.term, loss, best.keys, best.t_s, best.efficiency, best.predicted, best.reason, rest,
                           label))
     return out
+
+
+def _not_read(keys: list[str]) -> str:
+    """Why a script's run gets no advice on a loss: the keys that act on it, which its command does not read."""
+    placeholders = sorted({k for k in keys if k in SHARED_AXES})
+    others = sorted({k for k in keys if k not in SHARED_AXES})
+    words = [f"its [workload].command names none of {', '.join('{' + k + '}' for k in placeholders)}"] if placeholders else []
+    if others:
+        words.append(f"{', '.join(others)} {'is' if len(others) == 1 else 'are'} the HLM trainer's")
+    return "no key the script reads acts on it: " + "; ".join(words)
 
 
 def _option(term: str, loss: float, keys: tuple[tuple[str, Any], ...], cfg: dict[str, Any], rec: dict[str, Any],

@@ -26,7 +26,11 @@ ATTACH_MODULE = "runcontract.attach"  # the no-edit wrapper: torch's global hook
 SHARED_AXES = tuple(k.name for k in AXIS_KEYS if k.axis is not None and not k.axis.hlm)
 TYPES: dict[str, tuple[type, ...]] = {"int": (int,), "float": (float,), "bool": (bool,), "str": (str,)}
 KEY_FIELDS = ("type", "default", "minimum", "maximum", "choices", "help")
-TABLE_FIELDS = ("kind", "command", "files", "env", "mode", "keys")
+TABLE_FIELDS = ("kind", "command", "files", "env", "mode", "work", "keys")
+# what an N-worker run of the script does beside its 1-worker baseline, which the plan's first prediction needs
+# before any run has counted samples: each worker its own steps (DDP's usual loop), or one total split up
+WORK = {"per_worker": "each worker does the configured steps at its batch: N workers do N times the samples",
+        "total": "the workers split one fixed amount of work (a DistributedSampler over one epoch)"}
 NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
@@ -51,6 +55,7 @@ class ScriptWorkload(Workload):
     environment: tuple[tuple[str, str], ...] = ()
     mode: str = "explicit"
     declared: tuple[ConfigKey, ...] = ()
+    work: str = "per_worker"
 
     kind = "script"
     axes = SHARED_AXES
@@ -66,6 +71,9 @@ class ScriptWorkload(Workload):
         if mode not in MODES:
             raise WorkloadError(f"{where}: [workload].mode: expected one of {', '.join(MODES)}, got {mode!r}")
         keys = _keys(where, table.get("keys", {}))
+        work = table.get("work", "per_worker")
+        if work not in WORK:
+            raise WorkloadError(f"{where}: [workload].work: expected one of {', '.join(WORK)}, got {work!r}")
         command = _strings(where, "command", table.get("command"))
         if not command:
             raise WorkloadError(f"{where}: [workload].command is required for kind = \"script\": the script and its "
@@ -97,10 +105,14 @@ class ScriptWorkload(Workload):
             if not isinstance(value, str) or not _one_line(value):
                 raise WorkloadError(f"{where}: [workload].env.{name}: expected a string without a line break or "
                                     f"NUL, got {value!r}")
-        return cls(command=command, files=files, environment=tuple(env.items()), mode=mode, declared=keys)
+        return cls(command=command, files=files, environment=tuple(env.items()), mode=mode, declared=keys, work=work)
 
     def keys(self) -> tuple[ConfigKey, ...]:
         return self.declared
+
+    @property
+    def work_per_worker(self) -> bool | None:
+        return self.work == "per_worker"
 
     def files_needed(self) -> tuple[str, ...]:
         return (self.command[0], *(f for f in self.files if f != self.command[0]))
@@ -117,7 +129,7 @@ class ScriptWorkload(Workload):
         return dict(self.environment)
 
     def config_json(self, key_values: Mapping[str, Any]) -> dict[str, Any]:
-        return {"workload": {"kind": self.kind, "mode": self.mode, "command": list(self.command)},
+        return {"workload": {"kind": self.kind, "mode": self.mode, "command": list(self.command), "work": self.work},
                 "keys": dict(key_values)}
 
     def describe(self) -> str:
