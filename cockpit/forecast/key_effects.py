@@ -19,6 +19,7 @@ from cockpit.figures.explain import PARTS
 from cockpit.forecast.advice.options import UNREPEATED_NOISE
 from cockpit.study.spec import AXES, SCALE_AXES
 from cockpit.workloads.base import value_word
+from trainer.config_keys import BY_NAME
 
 PART_WORDS = dict(zip(PARTS, ("data wait", "compute", "communication", "optimizer", "other"), strict=True))
 
@@ -72,7 +73,7 @@ class KeyEffect:
 
 def key_effects(rows: list[dict[str, Any]]) -> list[KeyEffect]:
     """Every pair of completed runs that differ in exactly one non-scale axis or workload key, at the same scale;
-    the reference is the run with the first value in the study's order (sorted), so each pair is listed once."""
+    the reference is the run with the axis's default, else the lesser value (_order), so each pair is listed once."""
     done = [r for r in rows if r.get("status") == "completed" and _finite(r.get("train_time_s"))]
     keyed = [(r, _identity(r)) for r in done]
     out: list[KeyEffect] = []
@@ -82,10 +83,10 @@ def key_effects(rows: list[dict[str, Any]]) -> list[KeyEffect]:
             if len(differ) != 1 or differ[0] in SCALE_AXES:  # the scale's effect is the scaling table's
                 continue
             key = differ[0]
-            ref, chg = (a, b) if _order(ka.get(key)) <= _order(kb.get(key)) else (b, a)
+            ref, chg = (a, b) if _order(key, ka.get(key)) <= _order(key, kb.get(key)) else (b, a)
             before, after = _identity(ref).get(key), _identity(chg).get(key)
             out.append(KeyEffect(key, before, after, ref, chg))
-    out.sort(key=lambda e: (e.key, _order(e.before), _order(e.after), e.reference.get("nodes", 1),
+    out.sort(key=lambda e: (e.key, _order(e.key, e.before), _order(e.key, e.after), e.reference.get("nodes", 1),
                             e.reference.get("gpus_per_node", 1)))
     return out
 
@@ -97,13 +98,14 @@ def _identity(row: dict[str, Any]) -> dict[str, Any]:
     return {**{a: row.get(a) for a in AXES}, **{k: v for k, v in keys.items() if k not in SCALE_AXES}}
 
 
-def _order(value: Any) -> tuple[int, str]:
-    """False before True, numbers by size, words as written."""
+def _order(key: str, value: Any) -> tuple[int, int, str]:
+    """An axis's default first (fp32 before bf16), then false before true, numbers by size, words as written."""
+    default = 0 if key in BY_NAME and value == BY_NAME[key].default else 1
     if isinstance(value, bool):
-        return (0, str(int(value)))
+        return (default, 0, str(int(value)))
     if isinstance(value, int | float):
-        return (1, f"{float(value):020.6f}")
-    return (2, str(value))
+        return (default, 1, f"{float(value):020.6f}")
+    return (default, 2, str(value))
 
 
 def _finite(value: Any) -> bool:

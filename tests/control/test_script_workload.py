@@ -71,7 +71,7 @@ def test_a_script_study_runs_on_one_and_two_workers_with_every_second_attributed
         assert math.isclose(float(two["speedup"]), t1 / float(two["t_same_work_s"]), rel_tol=1e-6)
         assert math.isclose(float(two["efficiency"]), float(two["speedup"]) / 2, rel_tol=1e-6)
         # refit from run.gradients(): the baseline's gradient bytes, the 2-worker run's own start-up probe
-        assert "measured by 1 run(s) of this study" in two["prediction_note"], two["prediction_note"]
+        assert "measured by 2 run(s) of this study" in two["prediction_note"], two["prediction_note"]  # both 1x2
     report = (tmp_path / "report" / "report.md").read_text()
     assert "Largest model per GPU" not in report  # the HLM's model shapes say nothing of a script's
     # pinned memory on and off, side by side at each scale, with the seconds each part moved (as measured: CPU)
