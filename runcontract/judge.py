@@ -8,13 +8,35 @@ last lines of its log, so the other configurations go on and the user knows what
 from __future__ import annotations
 
 import os
+import re
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from runcontract import contract
 from runcontract.files import ContractError, read_json
 
 LOG_LINES = 3
+
+
+# torchrun's line when a worker fails; everything after it is the launcher's own traceback and report
+LAUNCHER_FAILED = re.compile(r"torch/distributed/elastic/.*failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
+
+
+def last_lines(texts: Iterable[str], lines: int = LOG_LINES) -> str:
+    """The last non-empty lines of the first text that has any, joined with " | " ("" when none has): the words
+    every report of a failed run quotes from its logs (error log first, then output log). torchrun's report of a
+    failed worker (its traceback and banner) is replaced by one line, "torchrun: local rank R exited C", so the
+    lines quoted are the script's own."""
+    for text in texts:
+        kept = [line.strip() for line in text.splitlines() if line.strip()]
+        launcher = next(((i, m) for i, line in enumerate(kept) if (m := LAUNCHER_FAILED.search(line))), None)
+        if launcher is not None:
+            at, match = launcher
+            kept = [*kept[:at][-(lines - 1):], f"torchrun: local rank {match.group(2)} exited {match.group(1)}"]
+        if kept:
+            return " | ".join(kept[-lines:])
+    return ""
 
 
 def log_tail(run_dir: str | os.PathLike[str], lines: int = LOG_LINES) -> str:
@@ -26,15 +48,14 @@ def log_tail(run_dir: str | os.PathLike[str], lines: int = LOG_LINES) -> str:
                     contract.LOCAL_STDOUT_FILE, contract.SLURM_STDOUT_FILE.replace("%j", "*")):
         found = sorted(run_dir.glob(pattern), key=lambda p: p.stat().st_mtime, reverse=True)
         candidates += found[:1]
-    for path in candidates:
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        kept = [line.strip() for line in text.splitlines() if line.strip()]
-        if kept:
-            return " | ".join(kept[-lines:])
-    return ""
+    def texts() -> Iterator[str]:
+        for path in candidates:
+            try:
+                yield path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+
+    return last_lines(texts(), lines)
 
 
 def judge(run_dir: str | os.PathLike[str], returncode: int | None = None, lines: int = LOG_LINES) -> str:

@@ -660,13 +660,17 @@ def shows(axis: ConfigKey, values: Mapping[str, Any]) -> bool:
     return axis.axis.core or values.get(axis.name, axis.default) != axis.default
 
 
+def unread(axis: ConfigKey, values: Mapping[str, Any]) -> bool:
+    """Whether a configuration's program never reads the axis: the HLM's own axes (dataset, mode, window:
+    Axis.hlm) in a configuration of another workload (`values["workload"]`, its kind; absent: the HLM
+    trainer's), which runs with them at their defaults."""
+    return axis.axis is not None and axis.axis.hlm and values.get("workload", "hlm") != "hlm"
+
+
 def labelled(axis: ConfigKey, values: Mapping[str, Any]) -> bool:
-    """Whether an axis has a word in a configuration's label and a column in its tables: as it `shows`, but never
-    the HLM's own axes (dataset, mode, window: Axis.hlm) in a configuration of another workload
-    (`values["workload"]`, the workload's kind; absent: the HLM trainer's), which runs at their defaults unread."""
-    if axis.axis is not None and axis.axis.hlm and values.get("workload", "hlm") != "hlm":
-        return False
-    return shows(axis, values)
+    """Whether an axis has a word in a configuration's label and a column in its tables: as it `shows`, unless
+    the configuration's program never reads it (`unread`)."""
+    return not unread(axis, values) and shows(axis, values)
 
 
 def id_values(values: Mapping[str, Any], axes: tuple[ConfigKey, ...] = AXIS_KEYS) -> dict[str, Any]:

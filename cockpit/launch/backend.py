@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from cockpit.launch.storage import Storage, parse_probe, probe_command
+from runcontract import contract
 
 if TYPE_CHECKING:
     from cockpit.launch.follow import Follower
@@ -242,6 +243,10 @@ class Backend(ABC):
         """Release connections and processes."""
 
     # -- capabilities with defaults -------------------------------------------------------------------
+    def log_names(self, job_id: str) -> list[str]:
+        """The job's error log, then its output log, in its run directory (Slurm's slurm-<job>.err/.out)."""
+        return list(reversed(contract.slurm_log_files(job_id)))
+
     async def run_dir(self, cfg: Configuration) -> str:
         """Where the configuration's run directory is, as this backend reads it (default: the study's)."""
         return self.study.run_dir(cfg)

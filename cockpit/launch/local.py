@@ -186,6 +186,9 @@ class LocalExecutor(Backend):
         if job.state.is_active:
             self._stop(job, JobState.CANCELLED)
 
+    def log_names(self, job_id: str) -> list[str]:
+        return [rundir.LOCAL_STDERR_FILE, rundir.LOCAL_STDOUT_FILE]
+
     async def read_file(self, path: str, offset: int = 0) -> bytes:
         """Bytes of a file from offset; relative paths are relative to the study directory."""
         full = Path(path) if os.path.isabs(path) else Path(self.study.study_dir()) / path

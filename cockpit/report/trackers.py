@@ -112,10 +112,11 @@ def export_tensorboard(data: StudyData, out: str | Path) -> list[Exported]:
     rows = [r for r in data.rows if r.get("config_id")]
     _clear_events(root)
     experiment = EventFileWriter(str(root))
+    each = [study_data.hparams(r) for r in rows]  # the axes, and a script's own keys
     try:
         config = hp.hparams_config_pb(
-            hparams=[hp.HParam(name, _domain(hp, [r[name] for r in rows if r.get(name) is not None]))
-                     for name in study_data.HPARAMS if any(r.get(name) is not None for r in rows)],
+            hparams=[hp.HParam(name, _domain(hp, [h[name] for h in each if name in h]))
+                     for name in dict.fromkeys(name for h in each for name in h)],
             metrics=[hp.Metric(SCALING + m, display_name=study_data.DISPLAY[m], description=study_data.DESCRIPTIONS[m])
                      for m in study_data.HEADLINE],
         )

@@ -82,6 +82,7 @@ class JobStates:
                     if exit_rec is not None:
                         reason = "; ".join(filter(None, [reason, exit_reason(exit_rec)]))
                     reason, exit_code = disk_full_words(reason, exit_code, exit_rec)
+                    reason = await self._with_log(cid, row.job_id or "", reason)
                 store.set_job_state(row.id, state, reason=reason, elapsed_s=info.elapsed_s, nodes=info.nodes,
                                     nodelist=info.nodelist, exit_code=exit_code, ended=True)
             elif info is not None and info.state.is_active:
@@ -91,13 +92,20 @@ class JobStates:
                 if res is not None and res.get("status") == "completed":
                     state, reason = "completed", "from result.json"
                 elif exit_rec is not None:
-                    state, reason = "failed", exit_reason(exit_rec)
+                    state, reason = "failed", await self._with_log(cid, row.job_id or "", exit_reason(exit_rec))
                 else:
                     state, reason = "lost", "left the queue; no accounting record and no run-directory files"
                 store.set_job_state(row.id, state, reason=reason, ended=True,
                                     exit_code=exit_rec.get("code") if exit_rec else None)
             finished.append(cid)
         return finished
+
+    async def _with_log(self, cid: str, job_id: str, reason: str) -> str:
+        """A failed job's reason and the last lines of its log ("; log: ..."), where it has any."""
+        if cid not in self.scope.run_dirs:
+            return reason
+        tail = await self.scope.log_tail(cid, job_id)
+        return "; ".join(filter(None, [reason, f"log: {tail}" if tail else ""]))
 
     async def reconcile(self, live: LiveFiles | None) -> None:
         """Match the store with the cluster after a (re)start: adopt jobs, settle intents, collect results."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cockpit.run.outcome import config_of_name, parse_exit, parse_result
+from runcontract.judge import last_lines
 from trainer import rundir
 
 if TYPE_CHECKING:
@@ -41,6 +42,13 @@ class RunScope:
         path = f"{self.run_dirs[cid]}/{rundir.RESULT_FILE}"
         data = await self.backend.read_file(path, 0)
         return parse_result(data, path) if data else None
+
+    async def log_tail(self, cid: str, job_id: str) -> str:
+        """The last lines of the job's error log, else its output log (runcontract.judge.last_lines): what a
+        failed configuration's reason quotes, so the user reads why without opening the run directory."""
+        texts = [(await self.backend.read_file(f"{self.run_dirs[cid]}/{name}", 0)).decode("utf-8", "replace")
+                 for name in self.backend.log_names(job_id)]
+        return last_lines(texts)
 
     async def read_exit(self, cid: str) -> dict[str, Any] | None:
         """The configuration's exit.json, if it has a readable one."""

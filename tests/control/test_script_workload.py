@@ -8,6 +8,7 @@ import asyncio
 import csv
 import math
 import shutil
+import tomllib
 from pathlib import Path
 
 from cockpit.cli import main as cli
@@ -153,3 +154,26 @@ def test_an_unmodified_third_party_ddp_script_is_studied_in_the_no_edit_mode(tmp
     assert "measured by 1 run(s) of this study" in two["prediction_note"]
     assert "no key the script reads acts on it: its [workload].command names none of {batch_size}" in two["advice"]
     assert "[train]" not in two["advice"] and "synthetic" not in out  # neither HLM keys nor HLM axes
+
+
+def test_a_configuration_whose_script_fails_is_named_with_its_log_and_the_others_go_on(tmp_path: Path, capsys):
+    """One configuration's script exits 3 before its first step: the headless run names it with the exit status
+    and the log's last line, the other configuration completes and is reported, nothing is dropped."""
+    path = script_study(tmp_path)
+    raw = tomllib.loads(path.read_text())
+    raw["workload"]["command"] += ["--exit-code", "{exit_code}"]
+    raw["workload"]["keys"]["exit_code"] = {"type": "int", "default": 0, "minimum": 0}
+    raw["sweep"] = {"gpus_per_node": [1], "batch_size": [8], "exit_code": [0, 3]}
+    path.write_text(to_toml(raw))
+    rc = cli(["run", "--headless", str(path), "--out", str(tmp_path / "report"), "--timeout", "300", "--skip-preflight"])
+    out = capsys.readouterr().out
+    assert rc != 0, out
+    # the script's own last words and the worker's exit status, not torchrun's traceback and banner
+    (failed,) = [line for line in out.splitlines() if line.startswith("FAILED ")]
+    assert "exit_code=3" in failed and "log: tiny_loop: asked to fail with exit code 3 | torchrun: local rank 0 " \
+        "exited 3" in failed, out
+    rows = list(csv.DictReader((tmp_path / "report" / "scaling.csv").open()))
+    done = [r for r in rows if r["status"] == "completed"]
+    assert [r["keys"] for r in done] == ["exit_code=0 lr=0.1 pin_memory=false steps=20"]
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "## Jobs without a result" in report
