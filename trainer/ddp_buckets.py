@@ -1,6 +1,7 @@
-"""How many gradient buckets torch's DistributedDataParallel makes: the one formula the trainer (for a run
-without DDP, which records the count it would have had) and the cockpit's prediction (a what-if of
-`train.bucket_cap_mb`) both use. Pure Python: the laptop side imports it.
+"""How many gradient buckets torch's DistributedDataParallel makes, and how much of their all-reduce backward
+hid: the formulas the trainer (result.json `comm.buckets` and `comm.overlap`; a run without DDP records the
+count it would have had) and the cockpit's prediction (a what-if of `train.bucket_cap_mb`; the measured overlap,
+also from an older result.json without `comm.overlap`) both use. Pure Python: the laptop side imports it.
 
 torch's DDP, after its first step, rebuilds its buckets in the order gradients arrive: left at its default cap
 (25 MiB) the first bucket holds at most 1 MiB, so that the last layers' gradients start their all-reduce
@@ -12,6 +13,8 @@ early; an explicit `bucket_cap_mb` sizes every bucket by the cap, the first one 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 MIB = 2**20
 DDP_FIRST_BUCKET_MB = 1.0  # the first bucket's cap when bucket_cap_mb is left unset
@@ -26,3 +29,15 @@ def expected_buckets(grad_bytes: float, bucket_cap_mb: float | None) -> int:
         first, rest = DDP_FIRST_BUCKET_MB * MIB, DDP_DEFAULT_BUCKET_MB * MIB
         return 1 if grad_bytes <= first else 1 + math.ceil((grad_bytes - first) / rest)
     return max(1, math.ceil(grad_bytes / (bucket_cap_mb * MIB)))
+
+
+def overlap(by_kind: Mapping[str, Any]) -> dict[str, float | None]:
+    """result.json `comm.overlap` from `comm.by_kind`: DDP's all-reduce `busy_s` (in flight) and `exposed_s`
+    (waited for after backward's last bucket), and `hidden_share` = 1 - exposed / busy in [0, 1], the part of
+    the all-reduce backward hid; all null without a DDP all-reduce, the share null where none was timed busy."""
+    kind = by_kind.get("all_reduce") or {}
+    busy, exposed = kind.get("busy_s"), kind.get("exposed_s")
+    share = None
+    if isinstance(busy, int | float) and busy > 0 and isinstance(exposed, int | float):
+        share = min(1.0, max(0.0, 1.0 - exposed / busy))
+    return {"busy_s": busy, "exposed_s": exposed, "hidden_share": share}

@@ -119,7 +119,7 @@ def record(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: 
                                              "peak_source": peak_source(d.device), "by_rank": memory}),
         "comm": {"method": COMM_METHOD,
                  "busy_s": t.comm.busy_s if d.enabled and d.device.type == "cpu" else None,
-                 "by_kind": prog.comm,
+                 "by_kind": prog.comm, "overlap": ddp_buckets.overlap(prog.comm),
                  "grad_bytes": t.grad_bytes, "bucket_cap_mb": s.train.bucket_cap_mb or ddp_buckets.DDP_DEFAULT_BUCKET_MB,
                  "buckets": t.comm.buckets if d.enabled else ddp_buckets.expected_buckets(t.grad_bytes, s.train.bucket_cap_mb),
                  "buckets_source": "measured" if d.enabled else "expected (no DDP at world size 1)",

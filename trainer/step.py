@@ -135,6 +135,7 @@ def train_step(t: Trainer, batches: Batches, prog: Progress, lr: float) -> StepT
     fwd_bwd_s = sum(clock.elapsed(a, b) for a, b, _ in marks)
     all_reduce_s = sum(clock.elapsed(r, b) for _, b, r in marks if r is not None)
     t.comm.add_exposed("all_reduce", all_reduce_s)
+    t.comm.end_step()
     bad_grad = s.axes.precision != "fp16" and not math.isfinite(norm)
     if not math.isfinite(last_loss) or bad_grad:
         hint = "lower train.lr" + (", use bf16 instead of fp16" if s.axes.precision == "fp16" else "")

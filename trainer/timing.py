@@ -6,6 +6,7 @@ CUDA events on the current stream and resolved after the step's final synchronis
 """
 
 import contextlib
+import math
 import resource
 import time
 from collections.abc import Iterator
@@ -89,7 +90,8 @@ class PartRanges:
 class KindTotals:
     """One kind of collective on this rank: calls, bytes of the collective's whole buffer (an all-reduce's
     gradient bucket, an all-gather's gathered output, a reduce-scatter's input), seconds the rank waited for
-    it (exposed) and seconds from launch to completion (busy; on CPU)."""
+    it (exposed) and seconds one of them was in flight, launch to completion (busy: DDP's all-reduce on CPU
+    and GPU, the others on CPU)."""
 
     calls: int = 0
     bytes: int = 0
@@ -107,8 +109,10 @@ class CommMeter:
     DDP's gradient all-reduce goes through `hook` (registered as DDP's comm hook): it all-reduces each bucket
     (averaging, as DDP's default) and marks the hand-over. `last_ready` is the mark of the last bucket of a
     backward pass, i.e. when the last gradient was computed; everything between it and the end of
-    `backward()` is the rank waiting for all-reduces: the exposed all-reduce wait (`add_exposed`). Each
-    bucket's launch-to-completion time is its busy time on CPU (it overlaps compute).
+    `backward()` is the rank waiting for all-reduces: the exposed all-reduce wait (`add_exposed`). From each
+    bucket's hand-over to its completion it is in flight; `end_step` adds the union of a step's buckets (a
+    bucket queued behind another counts once) to the busy time, of which backward hid all but the exposed
+    wait. On CUDA the completion is an event recorded where DDP's stream waits for the collective.
 
     Collectives a strategy issues itself (FSDP's all-gather and reduce-scatter, ZeroRedundancyOptimizer's
     broadcast) run inside `timed`: on CPU gloo runs them synchronously on the training thread, so their whole
@@ -124,10 +128,11 @@ class CommMeter:
         self.buckets = 0
         self.kinds = {kind: KindTotals() for kind in COMM_KINDS}
         self.timed_s = 0.0  # host seconds inside `timed` collectives (CPU), summed over the run
+        self.in_flight: list[list[Mark]] = []  # this step's all-reduce buckets: [hand-over, completion]
 
     @property
     def busy_s(self) -> float:
-        """All-reduce launch-to-completion seconds (CPU), as result.json `comm.busy_s` has always said."""
+        """Seconds an all-reduce bucket was in flight (result.json `comm.busy_s`)."""
         return self.kinds["all_reduce"].busy_s
 
     def reset(self) -> None:
@@ -136,6 +141,16 @@ class CommMeter:
 
     def add_exposed(self, kind: str, seconds: float) -> None:
         self.kinds[kind].exposed_s += seconds
+
+    def end_step(self) -> None:
+        """After the step's synchronisation (its CUDA events have completed): add the time its all-reduce
+        buckets were in flight to the all-reduce's busy time."""
+        spans, self.in_flight = self.in_flight, []
+        done = [(span[0], span[1]) for span in spans if len(span) == 2]
+        if done:
+            origin = done[0][0]  # the first hand-over: every mark of the step is after it
+            self.kinds["all_reduce"].busy_s += union_s([(self.clock.elapsed(origin, a), self.clock.elapsed(origin, b))
+                                                        for a, b in done])
 
     @contextlib.contextmanager
     def timed(self, kind: str, nbytes: int) -> Iterator[None]:
@@ -166,24 +181,34 @@ class CommMeter:
         return out
 
     def hook(self, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
-        self.last_ready = self.clock.mark()
+        ready = self.last_ready = self.clock.mark()
         self.buckets += 1
         totals = self.kinds["all_reduce"]
         totals.calls += 1
         totals.bytes += bucket.buffer().numel() * bucket.buffer().element_size()
         if self.ranges.comm and bucket.is_last():
             self.ranges.last_bucket_ready()
+        span = [ready]
+        self.in_flight.append(span)
         # torch annotates process_group without None, which the hook takes as the default group
         fut = default_hooks.allreduce_hook(self.group, bucket)  # type: ignore[arg-type]
-        if self.clock.cuda:
-            return fut
-        launched = time.perf_counter()
 
         def done(f: torch.futures.Future[torch.Tensor]) -> torch.Tensor:
-            totals.busy_s += time.perf_counter() - launched
+            # on CUDA torch runs this on a stream that waits for the all-reduce: the event marks its completion
+            span.append(self.clock.mark())
             return f.value()
 
         return fut.then(done)
+
+
+def union_s(spans: list[tuple[float, float]]) -> float:
+    """Seconds covered by at least one of the (start, end) spans."""
+    total, reach = 0.0, -math.inf
+    for start, end in sorted(spans):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
 
 
 def comm_hook(state: CommMeter, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:

@@ -3,7 +3,7 @@
 One function, :func:`error_model`, turns what the study has measured into a spread of ln(measured / predicted):
 the misses of the first predictions of its finished configurations and the spread of its repeated runs (the same
 configuration run more than once). :func:`interval` puts that spread around any figure the model predicts (T,
-node-hours, S, E, memory); :meth:`Interval.words` says it beside the number: "3.30 s, 90% between 3.05 and 3.60".
+node-hours, S, E, memory, kWh); :meth:`Interval.words` says it beside the number: "3.30 s, 90% between 3.05 and 3.60".
 docs/prediction.md ("How sure a prediction is") states the rule and the prior.
 """
 
@@ -43,11 +43,10 @@ class Interval:
     spread: Spread
     level: float = LEVEL
 
-    def words(self, unit: str = "", digits: int = 2) -> str:
-        """`3.30 s, 90% between 3.05 and 3.60`."""
+    def words(self, unit: str = "", spec: str = ".2f") -> str:
+        """`3.30 s, 90% between 3.05 and 3.60` (each number in the format `spec`)."""
         u = f" {unit}" if unit else ""
-        return (f"{self.value:.{digits}f}{u}, {self.level:.0%} between {self.low:.{digits}f} and "
-                f"{self.high:.{digits}f}")
+        return f"{self.value:{spec}}{u}, {self.level:.0%} between {self.low:{spec}} and {self.high:{spec}}"
 
     def contains(self, measured: float) -> bool:
         return self.low <= measured <= self.high
@@ -106,7 +105,8 @@ def error_model(misses: Sequence[float], repeats: Iterable[Sequence[float]] = ()
 
 
 def interval(value: float, spread: Spread, *, inverse: bool = False) -> Interval:
-    """The interval of a figure that scales with T (T, node-hours, memory: ``inverse`` False) or with 1/T
+    """The interval of a figure that scales with T (T, node-hours, memory, kWh at the baseline's measured power:
+    ``inverse`` False) or with 1/T
     (speedup, efficiency: ``inverse`` True), from the spread of ln(measured T / predicted T)."""
     lo, hi = math.exp(spread.centre - spread.half), math.exp(spread.centre + spread.half)
     if inverse:

@@ -47,8 +47,8 @@ class PlanLine:
         return self.measured or self.predicted
 
     def intervals(self) -> dict[str, interval.Interval]:
-        """The 90% interval of each predicted figure (T s, node-hours, S, E, memory per rank): none for a measured
-        line or one without a prediction."""
+        """The 90% interval of each predicted figure (T s, node-hours, S, E, memory per rank, kWh): none for a
+        measured line or one without a prediction."""
         p = self.predicted
         if p is None or self.measured is not None or self.spread is None:
             return {}
@@ -57,6 +57,8 @@ class PlanLine:
                "efficiency": interval.interval(p.efficiency, self.spread, inverse=True)}
         if p.memory and p.memory.get("peak_bytes"):
             out["memory_peak_bytes"] = interval.interval(p.memory["peak_bytes"], self.spread)
+        if self.kwh is not None:  # the baseline's measured power x the predicted T: T's relative interval
+            out["kwh"] = interval.interval(self.kwh, self.spread)
         return out
 
     def moved(self) -> str:
@@ -186,8 +188,9 @@ def prediction_lines(plan: Plan) -> list[str]:
         if iv and line.status != "too big":
             moved = line.moved()
             first = (f"; first predicted {line.first.t_s:.2f} s, refit moved {moved}" if line.first and moved else "")
+            kwh = f"; kWh {iv['kwh'].words(spec='.3g')}" if "kwh" in iv else ""
             out.append(f"  {line.label}: T {iv['t_s'].words('s')}; node-hours {iv['node_hours'].words()}; "
-                       f"S {iv['speedup'].words()}; E {iv['efficiency'].words()}{first}")
+                       f"S {iv['speedup'].words()}; E {iv['efficiency'].words()}{kwh}{first}")
     done = [line for line in plan.lines if line.measured is not None and line.first is not None]
     if done:
         out.append("finished configurations, predicted before they ran:")

@@ -9,7 +9,9 @@ baseline's samples in steps_N = steps_1 x work / N steps:
   all-reduce per step:  t_ar = 2(N-1)/N x G / busbw + 2(N-1) x buckets x latency     (ring all-reduce)
   exposed per step:     max(t_ar / buckets, t_ar - backward)   with backward = 2/3 of compute per step
                         (DDP overlaps every bucket but the last with the rest of backward; on CPU
-                        with one core per worker nothing overlaps: exposed = t_ar)
+                        with one core per worker nothing overlaps: exposed = t_ar); where the study's
+                        runs measured the overlap in the baseline's setting, max(t_ar x (1 - hidden
+                        share), t_ar - backward) instead
   T_N = steps_N x (the per-step parts + exposed all-reduce); S = T1 / (T_N / work); node-hours =
       (T_N + the baseline's costs outside T) x nodes / 3600
 
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -79,12 +81,27 @@ class Link:
 
 
 @dataclass(frozen=True)
+class Overlap:
+    """The share of DDP's all-reduce that backward hid (result.json `comm.overlap.hidden_share`), the median
+    over the study's runs in one setting (`overlap_setting`), and how many runs measured it."""
+
+    hidden_share: float
+    runs: int
+
+    def words(self) -> str:
+        return f"overlap {self.hidden_share:.0%} hidden, measured by {self.runs} run(s)"
+
+
+@dataclass(frozen=True)
 class Links:
     intra_node: Link | None = None
     inter_node: Link | None = None
     # compute slowdown of N ranks on one node over one alone, by N (the start-up probe's `contention`, medians over
     # the study's runs; runcontract/probe.py): empty where no run measured it (older runs: no slowdown priced)
     contention: dict[int, float] = field(default_factory=dict)
+    # the all-reduce's measured overlap by the setting it was measured in (overlap_setting): empty where no
+    # multi-worker DDP run timed it (the prediction then assumes strategy_comm's rule)
+    overlap: dict[str, Overlap] = field(default_factory=dict)
 
     def for_nodes(self, nodes: int) -> Link | None:
         return self.inter_node if nodes > 1 else self.intra_node
@@ -115,14 +132,40 @@ class NoPrediction:
     reason: str
 
 
+def overlap_setting(result: Mapping[str, Any]) -> str | None:
+    """Where a run's overlap was measured, as a prediction looks it up: a GPU, or CPU workers with one core each
+    (gloo's thread then shares backward's core) or several; None for any other device."""
+    device = result.get("device")
+    if device == "cpu":
+        return "cpu, one core per worker" if cores_per_worker(result) == 1 else "cpu, several cores per worker"
+    return "cuda" if device == "cuda" else None
+
+
+def cores_per_worker(result: Mapping[str, Any]) -> int:
+    """The run's cpus_per_task (0: not recorded)."""
+    return int((result.get("config") or {}).get("cpus_per_task") or 0)
+
+
+def recorded_overlap(result: Mapping[str, Any]) -> dict[str, float | None]:
+    """result.json `comm.overlap`; for an older trainer's result the same formula over its `comm.by_kind`
+    (whose all-reduce busy time summed each bucket's: more than the time in flight where buckets queued)."""
+    comm = result.get("comm") or {}
+    return comm.get("overlap") or ddp_buckets.overlap(comm.get("by_kind") or {})
+
+
 def measured_links(results: Iterable[dict[str, Any]]) -> Links:
     """The median bus bandwidth and latency per link kind over the start-up probes of finished runs (a probe
-    of an older trainer has no latency: None, as a profile without one)."""
+    of an older trainer has no latency: None, as a profile without one), the median contention slowdown per
+    ranks on a node, and the median overlap per setting over the runs of more than one worker."""
     found: dict[str, list[float]] = {"intra_node": [], "inter_node": []}
     latency: dict[str, list[float]] = {"intra_node": [], "inter_node": []}
     fits: dict[str, dict[tuple[int, str], list[tuple[float, float]]]] = {"intra_node": {}, "inter_node": {}}
     slowdowns: dict[int, list[float]] = {}
+    shares: dict[str, list[float]] = {}
     for r in results:
+        share, setting = recorded_overlap(r).get("hidden_share"), overlap_setting(r)
+        if int(r.get("world_size") or 1) > 1 and isinstance(share, int | float) and setting is not None:
+            shares.setdefault(setting, []).append(float(share))
         probe = ((r.get("comm") or {}).get("probe") or {})
         contention = probe.get("contention") or {}
         slow, ranks = contention.get("slowdown"), contention.get("ranks_on_node")
@@ -150,7 +193,8 @@ def measured_links(results: Iterable[dict[str, Any]]) -> Links:
                             f"measured by {len(v)} run(s) of this study",
                             f"measured by {len(latency[k])} run(s)' probes" if latency[k] else "", medians(k))
                     for k, v in found.items() if v},
-                 contention={n: statistics.median(v) for n, v in slowdowns.items()})
+                 contention={n: statistics.median(v) for n, v in slowdowns.items()},
+                 overlap={k: Overlap(statistics.median(v), len(v)) for k, v in shares.items()})
 
 
 def preflight_links(busbw: dict[str, float], digest: str) -> Links:
@@ -185,7 +229,7 @@ def merge(first: Links, fallback: Links) -> Links:
         return a or b
 
     return Links(one(first.intra_node, fallback.intra_node), one(first.inter_node, fallback.inter_node),
-                 {**fallback.contention, **first.contention})
+                 {**fallback.contention, **first.contention}, {**fallback.overlap, **first.overlap})
 
 
 def model_states(params: float, grads: float, optimizer: float, workers: int, strategy: str,
@@ -223,21 +267,19 @@ def memory_per_rank(base: dict[str, Any], workers: int, strategy: str = "ddp") -
 
 
 def strategy_comm(strategy: str, n: int, grad: float, link: Link, *, buckets: int, groups: int, compute: float,
-                  on_cpu: bool, micro_batches: float = 1.0, cores: int = 0) -> dict[str, float]:
+                  on_cpu: bool, micro_batches: float = 1.0, cores: int = 0,
+                  overlap: Overlap | None = None) -> dict[str, float]:
     """Exposed seconds per step of each collective the strategy issues on n workers (STRATEGY_COMM).
 
-    all-reduce: t = 2(N-1)/N G / busbw + 2(N-1) x buckets x latency, exposed max(t / buckets, t - backward)
-    (DDP overlaps every bucket but the last with the rest of backward); on CPU with one core per worker
-    (``cores``) all of it: gloo's thread runs each bucket on the core backward runs on, so nothing overlaps
-    and smaller buckets only add latency (measured: bench/README.md, the optimisation loop). broadcast (zero1, after the local
-    optimizer step): all of it. all-gather / reduce-scatter (fsdp): t = f (N-1)/N G / busbw + (N-1) x groups x
-    latency per round; on CPU all of it (gloo runs them on the training thread, as measured), on GPU FSDP
-    prefetches one block ahead, so max(t / groups, t - compute). Where the link carries the start-up probe's
-    alpha-beta fit of that collective measured on n ranks (Link.fits), t = rounds x (calls x alpha + G / beta)
-    instead (calls: buckets, n broadcasts, or groups; rounds: FSDP's all-gathers), exposed by the same rules.
-    With `micro_batches` (grad_accum) per step,
-    DDP and ZeRO-1 synchronise on the last one only, while FSDP gathers the parameters for every one of them
-    (only its reduce-scatter waits for the last)."""
+    all-reduce: t = 2(N-1)/N G / busbw + 2(N-1) x buckets x latency, exposed as `exposed_all_reduce` says
+    (``overlap``: the study's measured one, else the rule). broadcast (zero1, after the local optimizer step):
+    all of it. all-gather / reduce-scatter (fsdp): t = f (N-1)/N G / busbw + (N-1) x groups x latency per round;
+    on CPU all of it (gloo runs them on the training thread, as measured), on GPU FSDP prefetches one block
+    ahead, so max(t / groups, t - compute). Where the link carries the start-up probe's alpha-beta fit of that
+    collective measured on n ranks (Link.fits), t = rounds x (calls x alpha + G / beta) instead (calls: buckets,
+    n broadcasts, or groups; rounds: FSDP's all-gathers), exposed by the same rules. With `micro_batches`
+    (grad_accum) per step, DDP and ZeRO-1 synchronise on the last one only, while FSDP gathers the parameters
+    for every one of them (only its reduce-scatter waits for the last)."""
     out: dict[str, float] = {}
     ring = (n - 1) / n
     latency, _ = link.priced_latency()
@@ -248,13 +290,14 @@ def strategy_comm(strategy: str, n: int, grad: float, link: Link, *, buckets: in
             calls, rounds = {"all_reduce": (buckets, 1.0), "broadcast": (n, 1.0),
                              "all_gather": (groups, factor), "reduce_scatter": (groups, 1.0)}[kind]
             t = rounds * (calls * alpha + grad / beta) * (micro_batches if kind == "all_gather" else 1.0)
-            exposed_all = on_cpu and (kind != "all_reduce" or cores == 1) or kind == "broadcast"
-            hidden = BACKWARD_SHARE * compute if kind == "all_reduce" else compute
-            out[kind] = t if exposed_all else max(t / max(1, calls), t - hidden)
+            if kind == "all_reduce":
+                out[kind] = exposed_all_reduce(t, buckets, compute, on_cpu=on_cpu, cores=cores, overlap=overlap)
+            else:
+                out[kind] = t if on_cpu or kind == "broadcast" else max(t / max(1, calls), t - compute)
             continue
         if kind == "all_reduce":
             t = factor * ring * grad / link.busbw + 2 * (n - 1) * buckets * latency
-            out[kind] = t if on_cpu and cores == 1 else max(t / buckets, t - BACKWARD_SHARE * compute)
+            out[kind] = exposed_all_reduce(t, buckets, compute, on_cpu=on_cpu, cores=cores, overlap=overlap)
         elif kind == "broadcast":
             out[kind] = factor * ring * grad / link.busbw + (n - 1) * latency
         else:
@@ -263,6 +306,22 @@ def strategy_comm(strategy: str, n: int, grad: float, link: Link, *, buckets: in
             t *= micro_batches if kind == "all_gather" else 1.0
             out[kind] = t if on_cpu else max(t / groups, t - compute)
     return out
+
+
+def exposed_all_reduce(t: float, buckets: int, compute: float, *, on_cpu: bool, cores: int,
+                       overlap: Overlap | None) -> float:
+    """Seconds per step DDP's all-reduce of `t` seconds leaves exposed after backward (2/3 of `compute`).
+
+    Measured (``overlap``, the study's runs in this setting): t x (1 - hidden share), and never less than what
+    backward cannot hide, t - backward (a share measured where the all-reduce was short beside backward).
+    Else the rule: max(t / buckets, t - backward) (DDP overlaps every bucket but the last with the rest of
+    backward); on CPU with one core per worker (``cores``) all of it: gloo's thread runs each bucket on the core
+    backward runs on, so nothing overlaps and smaller buckets only add latency (measured: bench/README.md,
+    the optimisation loop)."""
+    backward = BACKWARD_SHARE * compute
+    if overlap is not None:
+        return max(t * (1.0 - overlap.hidden_share), t - backward)
+    return t if on_cpu and cores == 1 else max(t / max(1, buckets), t - backward)
 
 
 def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, links: Links, *,
@@ -306,16 +365,17 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
         # FSDP on a GPU in bf16 gathers and reduces bf16 (trainer.parallel's MixedPrecisionPolicy)
         half = strategy in ("fsdp", "fsdp_noreshard") and base.get("device") == "cuda" and \
             (base.get("config") or {}).get("precision") == "bf16"
+        overlap = links.overlap.get(overlap_setting(base) or "")
         by_kind = strategy_comm(strategy, n, float(grad) * (0.5 if half else 1.0), link, buckets=buckets,
                                 groups=int((base.get("model") or {}).get("layers") or 1) + 1,
                                 compute=per_step["compute"], on_cpu=base.get("device") == "cpu",
-                                micro_batches=micro_batches,
-                                cores=int((base.get("config") or {}).get("cpus_per_task") or 0))
+                                micro_batches=micro_batches, cores=cores_per_worker(base), overlap=overlap)
         per_step["comm"] = sum(by_kind.values())
         fitted = f"; alpha-beta per call measured on {n} ranks" if link.fits.get(n) else ""
         shared = f"; compute x{slowdown:.2f} for {gpus_per_node} ranks on a node (contention probe)" \
             if slowdown != 1.0 else ""
-        link_name += f" ({link.source}; {link.priced_latency()[1]}{fitted}{shared})"
+        hidden = f"; {overlap.words()}" if overlap is not None and "all_reduce" in by_kind else ""
+        link_name += f" ({link.source}; {link.priced_latency()[1]}{fitted}{shared}{hidden})"
     parts = {p: v * steps_n for p, v in per_step.items()}
     t_n = sum(parts.values())
     t_same = t_n / work

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import torch
 
-from cockpit.forecast.prediction import measured_links
+from cockpit.forecast.prediction import Overlap, measured_links, overlap_setting
 from runcontract import probe
 from tests.train.tiny import VOCAB, spawn_world, tiny_data, tiny_settings
-from trainer import checkpoint, rundir
+from trainer import checkpoint, ddp_buckets, rundir
 from trainer.model import HeartLanguageModel, ModelConfig
+from trainer.timing import union_s
 from trainer.train import run
 
 
@@ -90,6 +91,15 @@ def test_result_records_what_a_prediction_needs(tmp_path: Path) -> None:
     contention = comm["probe"]["contention"]  # two ranks on this node: each alone, then both at once
     assert contention["ranks_on_node"] == 2 and len(contention["alone_s"]) == 2 and contention["slowdown"] > 0
     assert measured_links([r]).contention == {2: contention["slowdown"]}
+    # how much of the all-reduce backward hid: the time a bucket was in flight, of which the rank waited exposed_s
+    overlap, all_reduce = comm["overlap"], comm["by_kind"]["all_reduce"]
+    assert overlap == ddp_buckets.overlap(comm["by_kind"]) and overlap["exposed_s"] == all_reduce["exposed_s"]
+    assert overlap["busy_s"] > 0 and 0.0 <= overlap["hidden_share"] <= 1.0
+    assert measured_links([r]).overlap == {overlap_setting(r): Overlap(overlap["hidden_share"], 1)}
+
+
+def test_buckets_in_flight_at_once_count_once() -> None:
+    assert union_s([(0.0, 2.0), (1.0, 3.0), (5.0, 6.0), (5.5, 5.8)]) == 4.0 and union_s([]) == 0.0
 
 
 def test_the_alpha_beta_fit_recovers_a_line_and_the_sweep_spans_one_element_to_the_gradient() -> None:
