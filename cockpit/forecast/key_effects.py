@@ -18,7 +18,7 @@ from typing import Any
 from cockpit.figures.explain import PARTS
 from cockpit.forecast.advice.options import UNREPEATED_NOISE
 from cockpit.study.spec import AXES, SCALE_AXES
-from cockpit.workloads.base import value_word
+from cockpit.workloads.base import value_word, workload_keys
 from trainer.config_keys import BY_NAME
 
 PART_WORDS = dict(zip(PARTS, ("data wait", "compute", "communication", "optimizer", "other"), strict=True))
@@ -93,8 +93,7 @@ def key_effects(rows: list[dict[str, Any]]) -> list[KeyEffect]:
 
 def _identity(row: dict[str, Any]) -> dict[str, Any]:
     """A row's keys by name: the axes (the scale included, so only like scales pair) and its workload's keys."""
-    config = (row.get("result") or {}).get("config") or {}
-    keys = config.get("keys") if isinstance(config.get("keys"), dict) else {}
+    keys = workload_keys(row)
     return {**{a: row.get(a) for a in AXES}, **{k: v for k, v in keys.items() if k not in SCALE_AXES}}
 
 

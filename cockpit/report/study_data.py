@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from cockpit.report.source import ReportInput, load_input
 from cockpit.study.spec import AXES, config_label
+from cockpit.workloads.base import workload_keys
 from trainer.config_keys import BY_NAME, unread
 
 if TYPE_CHECKING:
@@ -144,9 +145,7 @@ def hparams(row: dict[str, Any]) -> dict[str, Any]:
     """The configuration's axes and worker count (those it has; not the HLM's own axes in a script's
     configuration), then a script workload's own keys, each by its name."""
     axes = {k: row[k] for k in HPARAMS if row.get(k) is not None and not (k in BY_NAME and unread(BY_NAME[k], row))}
-    config = (row.get("result") or {}).get("config") or {}
-    keys = config.get("keys") if isinstance(config.get("keys"), dict) else {}
-    return {**axes, **{k: v for k, v in keys.items() if k not in axes}}
+    return {**axes, **{k: v for k, v in workload_keys(row).items() if k not in axes}}
 
 
 def figures(row: dict[str, Any], names: tuple[str, ...] = FIGURES) -> dict[str, float]:

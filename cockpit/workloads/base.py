@@ -27,6 +27,12 @@ def value_word(value: Any) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
+def workload_keys(row: dict[str, Any]) -> dict[str, Any]:
+    """A script workload's own key values of an analysed run (cockpit.forecast.analysis row), by name, from its config.json (none for the HLM)."""
+    keys = ((row.get("result") or {}).get("config") or {}).get("keys")
+    return dict(keys) if isinstance(keys, dict) else {}
+
+
 class WorkloadError(ValueError):
     """A [workload] table is malformed; the message names the file, the key, what was expected and found."""
 

@@ -12,6 +12,7 @@ import tomllib
 from pathlib import Path
 
 from cockpit.cli import main as cli
+from cockpit.notebook import open_study
 from cockpit.run.session import store_path_for
 from cockpit.store import StudyStore
 from cockpit.study.spec import load_study
@@ -86,6 +87,16 @@ def test_a_script_study_runs_on_one_and_two_workers_with_every_second_attributed
     assert any(f"| 1×1 | {float(off['train_time_s']):.2f} | {float(on['train_time_s']):.2f} |" in line
                and f"| {ratio:.2f} |" in line for line in effects), (effects, by_id)
     asyncio.run(_tui_shows_the_keys(study, rows))
+    # the notebook reads the same rows, its labels with the script's keys; a what-if of a swept key of the script
+    # is each configuration as measured, named by its keys
+    nb = open_study(path)
+    assert set(nb.labels.values()) == {f"1x{n} c1 fp32 b8 lr=0.1 pin_memory={p} steps=20"
+                                         for n in (1, 2) for p in ("false", "true")}
+    assert list(nb.scaling()["keys"]) == [r["keys"] for r in rows]
+    capsys.readouterr()
+    assert cli(["plan", str(path), "--what-if", "sweep.pin_memory=[true]"]) == 0
+    plan = capsys.readouterr().out
+    assert "2 of 2 configurations predicted" in plan and "pin_memory=" in plan, plan
 
 
 async def _tui_shows_the_keys(study, rows: list[dict[str, str]]) -> None:
