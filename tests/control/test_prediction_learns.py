@@ -48,6 +48,16 @@ def _study(path: Path, monkeypatch: pytest.MonkeyPatch, scales: list[int]):  # n
     return wider, load_study(wider)
 
 
+def _wider_plan(path: Path, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN202 - Plan
+    """The plan of the finished study widened to 4 workers, read from its store as `cockpit plan` reads it."""
+    _, study = _study(path, monkeypatch, [1, 2, 4])
+    store = StudyStore(store_path_for(study), read_only=True)
+    try:
+        return study_plan(study, store)
+    finally:
+        store.close()
+
+
 def test_the_first_prediction_is_kept_before_the_run_and_set_beside_its_measurement(finished, monkeypatch, capsys):
     monkeypatch.setenv("XDG_DATA_HOME", str(finished.parent / "xdg"))
     monkeypatch.setenv("COLUMNS", "250")
@@ -71,12 +81,7 @@ def test_the_first_prediction_is_kept_before_the_run_and_set_beside_its_measurem
 
 
 def test_the_rest_is_predicted_again_with_an_interval_from_the_studys_misses(finished, monkeypatch):
-    _, study = _study(finished, monkeypatch, [1, 2, 4])
-    store = StudyStore(store_path_for(study), read_only=True)
-    try:
-        plan = study_plan(study, store)
-    finally:
-        store.close()
+    plan = _wider_plan(finished, monkeypatch)
     by_workers = {line.predicted.workers: line for line in plan.lines if line.predicted is not None}
     done, rest = by_workers[2], by_workers[4]
     assert done.measured is not None and done.first is not None and done.miss() is not None
@@ -115,12 +120,7 @@ def test_the_report_of_the_finished_study_sets_first_and_refit_beside_the_measur
 
 
 async def test_the_tuis_plan_dialog_shows_the_interval_and_first_beside_measured(finished, monkeypatch):
-    _, study = _study(finished, monkeypatch, [1, 2, 4])
-    store = StudyStore(store_path_for(study), read_only=True)
-    try:
-        plan = study_plan(study, store)
-    finally:
-        store.close()
+    plan = _wider_plan(finished, monkeypatch)
     rest = next(line for line in plan.lines if line.predicted is not None and line.predicted.workers == 4)
     t90 = rest.intervals()["t_s"]
     app: App = App()

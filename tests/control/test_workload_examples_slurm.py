@@ -5,7 +5,6 @@ report, and the 2-worker T predicted from the 1-worker baseline and the runs' ow
 
 from __future__ import annotations
 
-import csv
 import math
 import tomllib
 from pathlib import Path
@@ -14,10 +13,9 @@ import pytest
 
 from tests.control.conftest import slurm_cluster_table
 from tests.control.test_json_events import _check, _run_json
+from tests.control.test_workload_examples import EXAMPLES, check_rows, rows_of
 from tests.studies import to_toml
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "workloads"
-PARTS = ("data_wait_s", "compute_s", "comm_s", "optimizer_s", "other_s")
 SIZES = {"image": ({"batch_size": [16]}, {"steps": 4, "size": 16}),
          "lm": ({"batch_size": [4]}, {"steps": 4, "seq": 32, "layers": 1, "width": 64})}
 
@@ -50,13 +48,7 @@ def test_each_example_runs_on_the_test_slurm_on_one_and_two_workers(example, ssh
     code, events, err = _run_json(study, "--timeout", "500", "--out", str(report))
     assert code == 0, err
     _check(events, name)
-    rows = list(csv.DictReader((report / "scaling.csv").open()))
-    assert sorted(int(r["gpus_per_node"]) for r in rows) == [1, 2]
-    for row in rows:
-        assert math.isclose(sum(float(row[p]) for p in PARTS), float(row["train_time_s"]), rel_tol=1e-6), row
-        assert all(row[c] != "" for c in ("speedup", "efficiency", "overhead_s")), row
-    two = next(r for r in rows if r["gpus_per_node"] == "2")
-    assert float(two["comm_s"]) > 0  # DDP's all-reduce, seen by the hooks (image) or the callback (LM)
+    two = check_rows(rows_of(report))  # DDP's all-reduce, seen by the hooks (image) or the callback (LM)
     # predicted from the baseline's comm.grad_bytes and the 2-worker run's own start-up probe (runcontract.probe)
     assert two["predicted_t_same_work_s"] != "", two["prediction_note"]
     assert "measured by 1 run(s) of this study" in two["prediction_note"]
