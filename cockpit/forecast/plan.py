@@ -66,10 +66,13 @@ class PlanLine:
         return prediction_words.moved_term(self.first, self.predicted)
 
     def miss(self) -> float | None:
-        """ln(measured T / first predicted T) of a finished configuration that had a first prediction."""
-        if self.measured is None or self.first is None or self.first.workers == 1:
+        """ln(measured T / predicted T) of a finished N-worker configuration, against the prediction the plan makes
+        now (the refit) where it has one, else its first: the intervals are put around refit predictions, so their
+        centre is the refit model's own error, and a bias the refit already removed is not shifted out twice."""
+        made = self.predicted or self.first
+        if self.measured is None or made is None or made.workers == 1:
             return None
-        misses = interval.log_misses([(self.first.t_s, self.measured.t_s)])
+        misses = interval.log_misses([(made.t_s, self.measured.t_s)])
         return misses[0] if misses else None
 
 

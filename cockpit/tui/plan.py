@@ -114,8 +114,9 @@ class PlanScreen(ModalScreen[bool], HelpContext):
         figures = figures_words(self.plan.lines)
         if figures:
             notes.append(f"T s, S, node-hours: {figures}")
-        if any(line.intervals() for line in self.plan.lines):
-            notes.append("T 90%: the prediction's 90% interval")
+        intervals = any(line.intervals() for line in self.plan.lines)
+        if intervals:  # the column only where some line has one, as `cockpit plan` prints it
+            notes.append("T 90%: the prediction's 90% interval (a measured configuration shows its measurement)")
         notes += prediction_lines(self.plan)  # intervals in words; first and refit beside each measurement
         if notes:
             summary = self.query_one("#plan-summary", Static)
@@ -124,10 +125,10 @@ class PlanScreen(ModalScreen[bool], HelpContext):
         for line, label in zip(self.plan.lines, short_labels(labels), strict=True):
             p = line.figures
             t90 = line.intervals().get("t_s")
-            rows.append((Text(label, no_wrap=True, end=""), Text(line.status, style=STATUS_STYLE.get(line.status, "")),
-                         hours(line.node_hours), f"{p.t_s:.1f}" if p else "-", f"{p.speedup:.2f}x" if p else "-",
-                         f"{t90.low:.1f}-{t90.high:.1f}" if t90 else "-"))
-        self.query_one("#plan-table", PagedTable).show(PLAN_COLUMNS, rows)
+            row = (Text(label, no_wrap=True, end=""), Text(line.status, style=STATUS_STYLE.get(line.status, "")),
+                   hours(line.node_hours), f"{p.t_s:.1f}" if p else "-", f"{p.speedup:.2f}x" if p else "-")
+            rows.append((*row, f"{t90.low:.1f}-{t90.high:.1f}" if t90 else "-") if intervals else row)
+        self.query_one("#plan-table", PagedTable).show(PLAN_COLUMNS if intervals else PLAN_COLUMNS[:-1], rows)
         self.query_one("#no", Button).focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

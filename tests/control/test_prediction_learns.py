@@ -10,6 +10,7 @@ import math
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -85,7 +86,8 @@ def test_the_rest_is_predicted_again_with_an_interval_from_the_studys_misses(fin
     by_workers = {line.predicted.workers: line for line in plan.lines if line.predicted is not None}
     done, rest = by_workers[2], by_workers[4]
     assert done.measured is not None and done.first is not None and done.miss() is not None
-    assert math.exp(done.miss()) == pytest.approx(done.measured.t_s / done.first.t_s)
+    assert done.predicted is not None  # the refit: its miss is the error the intervals are centred on
+    assert math.exp(done.miss()) == pytest.approx(done.measured.t_s / done.predicted.t_s)
     # one finished configuration with a first prediction: fewer than three, the prior
     assert plan.spread is not None and plan.spread.basis.startswith("prior +-40%: 1 finished configuration")
     iv = rest.intervals()
@@ -130,8 +132,17 @@ async def test_the_tuis_plan_dialog_shows_the_interval_and_first_beside_measured
         table = app.screen.query_one("#plan-table", PagedTable)
         row = table.get_row_at(plan.lines.index(rest))
         assert str(row[-1]) == f"{t90.low:.1f}-{t90.high:.1f}"
+        assert [str(c.label) for c in table.columns.values()][-1] == "T 90%"
         summary = str(app.screen.query_one("#plan-summary", Static).render())
         assert f"T {t90.words('s')}" in summary and "finished configurations, predicted before they ran:" in summary
+        # every configuration measured: nothing has an interval, so the column is not shown (no column of "-")
+        measured = replace(plan, lines=[line for line in plan.lines if line.measured is not None])
+        assert measured.lines and not any(line.intervals() for line in measured.lines)
+        app.pop_screen()
+        app.push_screen(PlanScreen(measured, None))
+        await pilot.pause()
+        columns = [str(c.label) for c in app.screen.query_one("#plan-table", PagedTable).columns.values()]
+        assert "T 90%" not in columns and columns[-1] == "S"
 
 
 def test_the_json_events_carry_the_interval_when_submitted_and_the_first_prediction_when_finished(finished, monkeypatch):

@@ -1,5 +1,5 @@
 """Every predicted figure carries a 90% interval from the study's own measured misses (cockpit.forecast.interval):
-a Student-t interval over the misses of the first predictions of its finished configurations, the documented prior
+a Student-t interval over the misses of its finished configurations, the documented prior
 where there are fewer than three, widened by the spread of repeated runs; said in words beside the number."""
 
 from __future__ import annotations
