@@ -69,7 +69,7 @@ def bench_config(args: argparse.Namespace, workdir: Path, study: str) -> dict:
 
 def run_one(workdir: Path, config: dict, procs: int, steps: int) -> dict:
     run_dir = workdir / f"p{procs}"
-    cfg = {**config, "config_id": f"ddp-p{procs}", "gpus_per_node": procs,
+    cfg = {**config, "config_id": config.get("config_id") or f"ddp-p{procs}", "gpus_per_node": procs,
            "train": {**config["train"], "steps": steps}}
     rundir.write_config(run_dir, cfg)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}

@@ -148,7 +148,8 @@ def main() -> int:
     print(f"load average before: {load_average()} on {os.cpu_count()} cores")
     tmp = Path(tempfile.mkdtemp(prefix="hlm-loop-"))
     with test_slurm(args.slurm) as cluster:
-        return loop(args, tmp, cluster, t0)
+        loop(args, tmp, cluster, t0)
+    return 0
 
 
 @contextlib.contextmanager
@@ -164,8 +165,9 @@ def test_slurm(wanted: bool) -> Iterator[dict[str, Any] | None]:
         yield slurm_cluster_table(c.sshd, c.env, workdir=str(c.work), max_concurrent_jobs=1, gpus_per_node=2)
 
 
-def loop(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any] | None, t0: float) -> int:
-    """Study A three times, each change three times, round-robin; then the advice against the measurements."""
+def loop(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any] | None, t0: float) -> dict[str, Any]:
+    """Study A three times, each change three times, round-robin; then the advice against the measurements.
+    Returns A's results and 2-worker T, and each change tried (keys, measured T, forecast, advice words)."""
     where = "the test Slurm" if cluster else "the local executor"
     print(f"   on {where}")
     print(f"1. study A: 1 and 2 workers, d_model {args.d_model} x {args.layers} layers, window {args.window}, batch "
@@ -227,7 +229,7 @@ def loop(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any] | None, t0
         import shutil
 
         shutil.rmtree(tmp, ignore_errors=True)
-    return 0
+    return {"a_results": a_results, "t_a": t_a, "tried": tried, "links": links}
 
 
 def load_average() -> str:

@@ -1,117 +1,410 @@
-"""Predicted vs measured: the scaling model of cockpit.forecast.prediction against real gloo DDP runs on this machine.
+"""Predicted against measured, the whole picture in one run: every study the prediction benches measure, each
+figure predicted twice (first, and refit just before it ran) with its 90% interval, beside the measurement.
 
-1. `hlm-train probe` under torchrun measures this machine's all-reduce bus bandwidth between 2 processes:
-   the figure a site profile would carry (intra_node_busbw_gbs), known before any training.
-2. The 1-process baseline trains (strong scaling: every run processes the same samples).
-3. From the baseline's result.json and that figure alone, cockpit.forecast.prediction predicts T for 2 and 4
-   workers; then the 2-worker run (and, with --four, the 4-worker run) trains and the two are printed side
-   by side with the error. On a 2-core machine 4 one-core workers oversubscribe the cores: that run is only
-   shown, not a target.
-4. Each prediction carries its 90% interval (cockpit.forecast.interval: the prior, as no configuration of this
-   bench has finished with a first prediction before it). With --repeats R the 2-worker run trains R times: the
-   first prediction is set beside each measurement, the prediction is refit from the runs' own probes (link,
-   alpha-beta fits, contention: cockpit.forecast.prediction.measured_links), the spread of the repeats and the
-   misses give the interval the next study would get, and the coverage (measured values inside the first 90%
-   interval) is printed.
+The parts, each a real study of this machine (`--parts`, all by default):
 
-    python bench/prediction.py --data ../shared/data/physionet/mitdb      # about 3 minutes on 2 cores
+- ``ddp``: a DDP row of 2 local gloo workers from the 1-worker baseline (strong scaling, the same samples),
+  trained `--repeats` times (bench/ddp_scaling.py's runs).
+- ``strategies``: the same on 2 gloo ranks with each strategy (ddp, zero1, fsdp, fsdp_noreshard;
+  bench/strategies.py's runs): T and the memory per rank.
+- ``nodes``: 2 nodes x 1 worker on the test Slurm from each study's own 1-node baseline, `--repeats` studies
+  (a fixed number of steps: twice the samples on 2 workers). Needs root, as the Slurm tests do.
+- ``loop``: the optimisation loop on the test Slurm (bench/optimisation_loop.py --slurm): each change the advice
+  can name, predicted from study A's runs, run three times; the predicted gain against the measured gain.
+
+"first" is the prediction made before any N-worker run of the part: the baseline's result.json and the link as
+`hlm-train probe` measures it on this machine before training (bandwidth, per-call latency, each collective's
+alpha-beta fit, the contention probe: what a preflight knows), the overlap assumed, the prior +-40% interval.
+"refit" is the prediction as the cockpit makes it just before that run starts: the runs of the part finished
+before it refit the link, the contention and the overlap (cockpit.forecast.prediction.measured_links), and its
+interval is cockpit.forecast.interval.error_model over the misses of those runs against the refit model, and
+the spread of their repeats, as the plan's (docs/prediction.md). Coverage counts the measured values inside each.
+
+    python bench/prediction.py --parts ddp,strategies       # local only, a few minutes on 2 cores
+    sudo python bench/prediction.py                          # all four parts, about 15 minutes on 2 cores
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
+import tomllib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+import optimisation_loop  # noqa: E402
+import strategies  # noqa: E402
 from ddp_scaling import add_run_arguments, bench_config, count_train_windows, run_one  # noqa: E402
 
 from cockpit.forecast import interval  # noqa: E402
-from cockpit.forecast.prediction import Link, Links, NoPrediction, measured_links, merge, predict  # noqa: E402
+from cockpit.forecast.prediction import (  # noqa: E402
+    Links,
+    NoPrediction,
+    Prediction,
+    measured_links,
+    merge,
+    predict,
+    work_for,
+)
 from cockpit.forecast.prediction_words import moved_term  # noqa: E402
+from tests.studies import to_toml  # noqa: E402 - the one writer of study TOML
+
+PARTS = ("ddp", "strategies", "nodes", "loop")
+TARGETS = {"ddp": 0.05, "nodes": 0.10, "strategies": 0.25, "loop": 0.25}  # the issue's, per part
+PART_NAMES = ("data_wait", "compute", "comm", "optimizer", "other")
+MIB = 2**20
 
 
-def probe_busbw(nbytes: int) -> float:
-    """Bus bandwidth (bytes/s) of a 2-process gloo all-reduce of `nbytes`, via `hlm-train probe`."""
+@dataclass(frozen=True)
+class Row:
+    """One measured figure beside its two predictions."""
+
+    part: str
+    what: str
+    figure: str
+    first: interval.Interval | None
+    refit: interval.Interval | None
+    measured: float
+
+
+def probe_links(nbytes: int, nodes: int = 1) -> Links:
+    """What a preflight knows before any training: `hlm-train probe` on 2 gloo processes of this machine
+    (``nodes`` 2: the figure labelled across nodes, as the test Slurm's two nodes are this machine)."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "trainer",
-           "probe", "--device", "cpu", "--bytes", str(nbytes)]
+           "probe", "--device", "cpu", "--bytes", str(nbytes), "--nodes", str(nodes)]
     out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=True,
                          env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}).stdout
-    return json.loads(out.strip().splitlines()[-1])["links"]["intra_node"]["busbw_bytes_per_s"]
+    probe = json.loads(out.strip().splitlines()[-1])
+    links = measured_links([{"comm": {"probe": probe}, "world_size": 2}])
+    named = {k: replace(v, source="hlm-train probe before training", latency_source="hlm-train probe")
+             for k in ("intra_node", "inter_node") if (v := getattr(links, k)) is not None}
+    return replace(links, **named)
+
+
+Predictor = Callable[..., "Prediction | NoPrediction"]  # (links, config_id="") -> the prediction of one run
+
+
+class Learner:
+    """The runs of one part finished so far, and the prediction of the next as the cockpit would make it."""
+
+    def __init__(self, first_links: Links, bases: Sequence[dict[str, Any]] = ()) -> None:
+        self.first_links = first_links
+        self.bases = list(bases)  # the 1-worker runs: what the per-step parts of the others are refit against
+        self.done: list[tuple[dict[str, Any], Predictor, str]] = []
+
+    def links(self) -> Links:
+        return merge(measured_links([*self.bases, *(r for r, _, _ in self.done)]), self.first_links)
+
+    def spread(self) -> interval.Spread:
+        """error_model over the finished runs' misses against the refit model, and their repeats (by key)."""
+        links = self.links()
+        pairs, by_key = [], {}
+        for result, predictor, key in self.done:
+            p = predictor(links, str(result.get("config_id") or ""))  # its own runs do not refit it, as in the plan
+            t = float(result["timing"]["train_time_s"])
+            if isinstance(p, Prediction):
+                pairs.append((p.t_s, t))
+            by_key.setdefault(key, []).append(t)
+        return interval.error_model(interval.log_misses(pairs), [v for v in by_key.values() if len(v) > 1])
+
+    def before(self, predictor: Predictor
+               ) -> tuple[Prediction | NoPrediction, interval.Spread]:
+        return predictor(self.links()), self.spread()
+
+    def finished(self, result: dict[str, Any], predictor: Predictor,
+                 key: str) -> None:
+        self.done.append((result, predictor, key))
+
+
+PRIOR = interval.error_model([])
+
+
+def t_rows(part: str, what: str, first: Prediction, refit: Prediction | NoPrediction, spread: interval.Spread,
+           base: dict[str, Any], meas: dict[str, Any], work: float) -> list[Row]:
+    """T and S of one run; S = the baseline's T / (T / work): its interval is T's, inverted."""
+    t = float(meas["timing"]["train_time_s"])
+    s = float(base["timing"]["train_time_s"]) / (t / work)
+    r = refit if isinstance(refit, Prediction) else None
+    return [Row(part, what, "T s", interval.interval(first.t_s, PRIOR), r and interval.interval(r.t_s, spread), t),
+            Row(part, what, "S", interval.interval(first.speedup, PRIOR, inverse=True),
+                r and interval.interval(r.speedup, spread, inverse=True), s)]
+
+
+def memory_rows(part: str, what: str, first: Prediction, refit: Prediction | NoPrediction, spread: interval.Spread,
+                meas: dict[str, Any]) -> list[Row]:
+    """Peak memory per rank and the model states it holds, where both were predicted and measured."""
+    out = []
+    for key, name in (("peak_bytes", "peak MiB"), ("model_states_bytes", "model states MiB")):
+        got, pf = (meas.get("memory") or {}).get(key), (first.memory or {}).get(key)
+        pr = (refit.memory or {}).get(key) if isinstance(refit, Prediction) else None
+        if got and pf:
+            out.append(Row(part, what, name, interval.interval(pf / MIB, PRIOR),
+                           interval.interval(pr / MIB, spread) if pr else None, got / MIB))
+    return out
+
+
+def missing_term(pred: Prediction, meas: dict[str, Any]) -> str:
+    """The part of T whose prediction is furthest from its measurement, in seconds."""
+    got = meas.get("breakdown_s") or {}
+    diffs = {p: float(got.get(p, 0.0)) - pred.parts.get(p, 0.0) for p in PART_NAMES}
+    p = max(diffs, key=lambda k: abs(diffs[k]))
+    return f"{p} {got.get(p, 0.0):.2f} s measured, {pred.parts.get(p, 0.0):.2f} s predicted"
+
+
+def error(pred: float, measured: float) -> str:
+    return f"{pred / measured - 1:+.1%}"
+
+
+# ---------------------------------------------------------------------------------------------------- the parts
+
+
+def part_ddp(args: argparse.Namespace, workdir: Path, verdicts: list[str]) -> list[Row]:
+    config = bench_config(args, workdir, "prediction")
+    k = min(args.samples, count_train_windows(config)) // (2 * args.batch_size)
+    if k < 1:
+        sys.exit(f"too few training windows for one global batch of 2 x {args.batch_size}")
+    base = run_one(workdir / "base", config, 1, 2 * k)
+    learner = Learner(probe_links(base["comm"]["grad_bytes"]), [base])
+
+    def two(links: Links, config_id: str = "") -> Prediction | NoPrediction:
+        return predict(base, 1, 2, 1.0, links, config_id=config_id)
+
+    first = two(learner.first_links)
+    assert isinstance(first, Prediction), first
+    print(f"ddp: {2 * k * args.batch_size} windows of {args.window} tokens, model {args.layers} x {args.d_model}, "
+          f"batch {args.batch_size} per process; T1 {base['timing']['train_time_s']:.2f} s; first: {first.link}")
+    rows: list[Row] = []
+    times: list[float] = []
+    for rep in range(args.repeats):
+        refit, spread = learner.before(two)
+        meas = run_one(workdir / f"r{rep}", config, 2, k)
+        learner.finished(meas, two, "2 workers")
+        t = float(meas["timing"]["train_time_s"])
+        times.append(t)
+        rows += t_rows("ddp", f"2 workers, run {rep + 1}", first, refit, spread, base, meas, 1.0)
+        rows += memory_rows("ddp", f"2 workers, run {rep + 1}", first, refit, spread, meas)
+        last = refit if isinstance(refit, Prediction) else first
+        print(f"  run {rep + 1}: T {t:.2f} s; first {first.t_s:.2f} ({error(first.t_s, t)}), refit {last.t_s:.2f} "
+              f"({error(last.t_s, t)}); furthest part: {missing_term(last, meas)}")
+    final, _ = learner.before(two)
+    mean = statistics.fmean(times)
+    fin = final if isinstance(final, Prediction) else first
+    verdicts.append(_verdict("ddp", "the 2-worker DDP row (mean of the runs)", first.t_s, fin.t_s, mean,
+                             f"refit moved {moved_term(first, fin) or 'nothing'}; the runs spread "
+                             f"{(max(times) - min(times)) / mean:.0%}"))
+    return rows
+
+
+def part_strategies(args: argparse.Namespace, workdir: Path, verdicts: list[str]) -> list[Row]:
+    config = bench_config(args, workdir, "strategies")
+    k = min(args.strategy_samples, count_train_windows(config)) // (2 * args.batch_size)
+    base, runs = strategies.measure(workdir / "strategies", config, k)
+    learner = Learner(probe_links(base["comm"]["grad_bytes"]), [base])
+    rows: list[Row] = []
+    print(f"strategies: T1 {base['timing']['train_time_s']:.2f} s; {2 * k * args.batch_size} windows on 2 ranks")
+    for s, meas in runs.items():  # in the order they ran
+
+        def pred(links: Links, config_id: str = "", s: str = s) -> Prediction | NoPrediction:
+            return predict(base, 1, 2, 1.0, links, strategy=s, config_id=config_id)
+
+        first = pred(learner.first_links)
+        if not isinstance(first, Prediction):
+            print(f"  {s}: not predicted: {first.reason}")
+            continue
+        refit, spread = learner.before(pred)
+        learner.finished(meas, pred, s)
+        rows += t_rows("strategies", s, first, refit, spread, base, meas, 1.0)
+        rows += memory_rows("strategies", s, first, refit, spread, meas)
+        r = refit if isinstance(refit, Prediction) else first
+        t = float(meas["timing"]["train_time_s"])
+        print(f"  {s:15} T {t:.2f} s; first {first.t_s:.2f} ({error(first.t_s, t)}); refit {r.t_s:.2f} "
+              f"({error(r.t_s, t)}); furthest part: {missing_term(r, meas)}")
+        verdicts.append(_verdict("strategies", s, first.t_s, r.t_s, t, missing_term(r, meas)))
+    return rows
+
+
+def part_nodes(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any], multi: str,
+               verdicts: list[str]) -> list[Row]:
+    rows: list[Row] = []
+    learner: Learner | None = None
+    firsts, refits, times = [], [], []
+    for rep in range(1, args.repeats + 1):
+        raw = tomllib.loads(optimisation_loop.study_toml(f"nodes{os.getpid()}-{rep}", tmp / "work", args.loop,
+                                                        {**cluster, "partition": multi, "gpus_per_node": 1}))
+        raw["sweep"] = {**raw["sweep"], "gpus_per_node": [1], "nodes": [1, 2]}
+        path = tmp / f"N{rep}.toml"
+        path.write_text(to_toml(raw))
+        results = optimisation_loop.run_study(path)
+        base = next(r for r in results if r["config"]["nodes"] == 1)
+        meas = next(r for r in results if r["config"]["nodes"] == 2)
+        work = work_for(raw["train"], 2)
+        if learner is None:
+            learner = Learner(probe_links(base["comm"]["grad_bytes"], nodes=2))
+        learner.bases.append(base)
+
+        def pred(links: Links, config_id: str = "", base: dict[str, Any] = base, work: float = work
+                 ) -> Prediction | NoPrediction:
+            return predict(base, 2, 1, work, links, config_id=config_id)
+
+        first = pred(learner.first_links)
+        assert isinstance(first, Prediction), first
+        refit, spread = learner.before(pred)
+        learner.finished(meas, pred, "2 nodes x 1")
+        rows += t_rows("nodes", f"2 nodes x 1, study {rep}", first, refit, spread, base, meas, work)
+        r = refit if isinstance(refit, Prediction) else first
+        t = float(meas["timing"]["train_time_s"])
+        firsts.append(first.t_s)
+        refits.append(r.t_s)
+        times.append(t)
+        print(f"  study {rep}: 2-node T {t:.2f} s (1-node {base['timing']['train_time_s']:.2f} s); first "
+              f"{first.t_s:.2f} ({error(first.t_s, t)}); refit {r.t_s:.2f} ({error(r.t_s, t)}); furthest part: "
+              f"{missing_term(r, meas)}")
+    # each study's 2-node row against its own baseline's prediction: the mean error over the studies
+    verdicts.append(_verdict("nodes", "the 2-node rows (mean over the studies)", statistics.fmean(firsts),
+                             statistics.fmean(refits), statistics.fmean(times),
+                             f"the studies' 2-node T spread {(max(times) - min(times)) / statistics.fmean(times):.0%}"))
+    return rows
+
+
+def part_loop(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any], verdicts: list[str]) -> list[Row]:
+    out = optimisation_loop.loop(args.loop, tmp / "loop", cluster, time.perf_counter())
+    a_results, t_a = out["a_results"], out["t_a"]
+    # the spread the plan gives study A: A's 2-worker runs against the refit model, and their repeats
+    links = out["links"]
+    pairs = []
+    for r in a_results:
+        if r["config"]["gpus_per_node"] != 2:
+            continue
+        base = next(b for b in a_results
+                    if b["config"]["gpus_per_node"] == 1 and b["config"]["study"] == r["config"]["study"])
+        p = predict(base, 1, 2, work_for(r["config"]["train"], 2), links)
+        if isinstance(p, Prediction):
+            pairs.append((p.t_s, float(r["timing"]["train_time_s"])))
+    spread = interval.error_model(interval.log_misses(pairs), [t_a])
+    print(f"loop: the changes' interval: {spread.basis}")
+    rows: list[Row] = []
+    t_med = statistics.median(t_a)
+    for c in out["tried"]:
+        f = c["forecast"]
+        setting = " and ".join(f"{k} = {v}" for k, v in c["keys"])
+        if isinstance(f, NoPrediction):
+            continue
+        iv = interval.interval(f.t_s, spread)
+        rows += [Row("loop", f"{setting}, run {i + 1}", "T s", None, iv, t) for i, t in enumerate(c["t"])]
+        pred_gain, meas_gain = t_med - f.t_s, t_med - statistics.median(c["t"])
+        advised = c["advised"] == "advised"
+        verdicts.append(f"loop      {setting:50} gain predicted {pred_gain:+.2f} s, measured {meas_gain:+.2f} s "
+                        + (f"({pred_gain / meas_gain - 1:+.0%}; target 25%: "
+                           f"{'met' if abs(pred_gain / meas_gain - 1) <= TARGETS['loop'] else 'MISSED'})"
+                           if advised and meas_gain else f"(not advised: {c['advised'][:60]})"))
+    return rows
+
+
+@contextlib.contextmanager
+def test_slurm() -> Iterator[tuple[dict[str, Any], str]]:
+    """The test Slurm over the test sshd (bench/cluster.py): the [cluster] table and its multi-node partition."""
+    from bench.cluster import test_cluster
+    from tests.control.conftest import slurm_cluster_table
+
+    with test_cluster("bench/prediction.py", "predict") as c:
+        multi = c.env.get("HLM_SLURM_MULTI_PARTITION") or ""
+        if not multi:
+            sys.exit("the test Slurm has one node: the nodes part needs HLM_SLURM_NODES=2 (tests/infra/slurm.sh)")
+        yield slurm_cluster_table(c.sshd, c.env, workdir=str(c.work), max_concurrent_jobs=1, gpus_per_node=2), multi
+
+
+def _verdict(part: str, what: str, first: float, refit: float, measured: float, why: str) -> str:
+    target = TARGETS[part]
+    judged = abs(refit / measured - 1)
+    return (f"{part:9} {what:50} first {error(first, measured)}, refit {error(refit, measured)} "
+            f"(target {target:.0%}: {'met' if judged <= target else 'MISSED'}; {why})")
+
+
+# ---------------------------------------------------------------------------------------------------- the report
+
+
+def coverage(rows: Sequence[Row]) -> list[str]:
+    """Measured values inside each kind of interval, by figure and in all."""
+    out = []
+    for which in ("first", "refit"):
+        by_figure: dict[str, list[bool]] = {}
+        for row in rows:
+            iv = getattr(row, which)
+            if iv is not None:
+                by_figure.setdefault(row.figure, []).append(iv.contains(row.measured))
+        hits = [h for v in by_figure.values() for h in v]
+        if hits:
+            parts = ", ".join(f"{f} {sum(v)}/{len(v)}" for f, v in by_figure.items())
+            out.append(f"{which:5} 90% intervals: {sum(hits)} of {len(hits)} measured values inside "
+                       f"({sum(hits) / len(hits):.0%}; {parts})")
+    return out
+
+
+def print_rows(rows: Sequence[Row]) -> None:
+    print(f"\n{'part':10} {'run':44} {'figure':17} {'measured':>9}   {'first, 90% interval':28} {'':3} "
+          f"{'refit before it ran, 90% interval':36}")
+
+    def cell(iv: interval.Interval | None, measured: float) -> tuple[str, str]:
+        if iv is None:
+            return "-", ""
+        return f"{iv.value:.2f} [{iv.low:.2f}-{iv.high:.2f}]", ("in" if iv.contains(measured) else "OUT")
+
+    for row in rows:
+        f, fi = cell(row.first, row.measured)
+        r, ri = cell(row.refit, row.measured)
+        print(f"{row.part:10} {row.what[:44]:44} {row.figure:17} {row.measured:9.2f}   {f:28} {fi:3} {r:28} {ri}")
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_arguments(p)
-    p.add_argument("--samples", type=int, default=1152, help="samples per run")
-    p.add_argument("--four", action="store_true", help="also run 4 workers (oversubscribed on 2 cores)")
+    p.add_argument("--samples", type=int, default=1152, help="samples of the ddp part's runs")
+    p.add_argument("--strategy-samples", type=int, default=256, help="samples of the strategies part's runs")
+    p.add_argument("--repeats", type=int, default=3, help="runs of the ddp row and 2-node studies")
+    p.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
     p.add_argument("--workdir", type=Path, default=None)
-    p.add_argument("--repeats", type=int, default=1, help="times the 2-worker run trains (coverage and refit)")
     args = p.parse_args()
+    args.loop = argparse.Namespace(layers=4, d_model=128, window=64, batch_size=8, steps=60, keep=False, slurm=True)
+    parts = [x.strip() for x in args.parts.split(",") if x.strip()]
+    if unknown := sorted(set(parts) - set(PARTS)):
+        sys.exit(f"--parts: unknown part(s) {', '.join(unknown)}; expected some of {', '.join(PARTS)}")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="hlm-predict-"))
-    config = bench_config(args, workdir, "prediction")
-    windows = count_train_windows(config)
-    k = min(args.samples, windows) // (4 * args.batch_size)  # steps of the 4-worker run
-    if k < 1:
-        sys.exit(f"only {windows} training windows: fewer than one global batch of 4 x {args.batch_size}")
-    print(f"{config['dataset']}: every run trains on the same {4 * k * args.batch_size} windows of {args.window} "
-          f"tokens; model {args.layers} x {args.d_model}, batch {args.batch_size} per process, 1 core each")
-    load0 = os.getloadavg()[0]
-    base = run_one(workdir, config, 1, 4 * k)
-    busbw = probe_busbw(base["comm"]["grad_bytes"])
-    links = Links(intra_node=Link(busbw, 0.0, "hlm-train probe on this machine"))
-    print(f"baseline: T1 = {base['timing']['train_time_s']:.2f} s over {base['timing']['steps']} steps; "
-          f"gradients {base['comm']['grad_bytes'] / 2**20:.1f} MiB in {base['comm']['buckets']} bucket(s); "
-          f"gloo bus bandwidth {busbw / 1e9:.2f} GB/s (probe)")
-    print(f"\n{'N':>2} {'predicted T':>12} {'measured T':>11} {'error':>7}   {'pred. S':>7} {'meas. S':>7}   "
-          "predicted parts (s): data / compute / comm / optimizer / other")
-    runs = [2, 4] if args.four else [2]
-    prior = interval.error_model([])
-    inside, measured_runs, firsts, times = 0, [], {}, []
-    for n in [2, 4]:
-        pred = predict(base, 1, n, 1.0, links)
-        if isinstance(pred, NoPrediction):
-            print(f"{n:>2} cannot predict: {pred.reason}")
-            continue
-        firsts[n] = pred
-        parts = " / ".join(f"{pred.parts[x]:.2f}" for x in ("data_wait", "compute", "comm", "optimizer", "other"))
-        t90 = interval.interval(pred.t_s, prior)
-        if n not in runs:
-            print(f"{n:>2} {pred.t_s:12.2f} {'(not run)':>11} {'':>7}   {pred.speedup:7.2f} {'':>7}   {parts}")
-            print(f"{'':>2} T {t90.words('s')} ({prior.basis})")
-            continue
-        for repeat in range(args.repeats if n == 2 else 1):
-            meas = run_one(workdir / f"r{repeat}", config, n, 4 * k // n)
-            measured_runs.append(meas)
-            t = meas["timing"]["train_time_s"]
-            times += [t] if n == 2 else []
-            s = base["timing"]["train_time_s"] / t
-            inside += t90.contains(t)
-            note = "  (4 processes on 2 cores: oversubscribed)" if n > (os.cpu_count() or 1) else ""
-            print(f"{n:>2} {pred.t_s:12.2f} {t:11.2f} {(pred.t_s - t) / t:+7.1%}   {pred.speedup:7.2f} {s:7.2f}   "
-                  f"{parts}{note}")
-            mb = meas["breakdown_s"]
-            print(f"{'':>2} {'':>12} measured parts (s): " + " / ".join(
-                f"{mb[x]:.2f}" for x in ("data_wait", "compute", "comm", "optimizer", "other")))
-            print(f"{'':>2} first prediction T {t90.words('s')}: measured {'inside' if t90.contains(t) else 'OUTSIDE'}")
-    if measured_runs:
-        refit_links = merge(measured_links(measured_runs), links)
-        refit = predict(base, 1, 2, 1.0, refit_links)
-        spread = interval.error_model(interval.log_misses((firsts[2].t_s, t) for t in times), [times])
-        if not isinstance(refit, NoPrediction):
-            r90 = interval.interval(refit.t_s, spread)
-            print(f"\nrefit from the runs' own probes: T {r90.words('s')} ({spread.basis}); moved: "
-                  f"{moved_term(firsts[2], refit) or 'nothing'}; link: {refit.link}")
-        print(f"coverage: {inside} of {len(measured_runs)} measured T inside the first prediction's 90% interval")
-    print(f"\nload average before/after: {load0:.2f} / {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
-          f"run directories: {workdir}")
+    t0, load0 = time.perf_counter(), optimisation_loop.load_average()
+    print(f"load average before: {load0} on {os.cpu_count()} cores; parts: {', '.join(parts)}")
+    rows: list[Row] = []
+    verdicts: list[str] = []
+    if "ddp" in parts:
+        rows += part_ddp(args, workdir / "ddp", verdicts)
+    if "strategies" in parts:
+        rows += part_strategies(args, workdir, verdicts)
+    if "nodes" in parts or "loop" in parts:
+        with test_slurm() as (cluster, multi):
+            if "nodes" in parts:
+                rows += part_nodes(args, workdir, cluster, multi, verdicts)
+            if "loop" in parts:
+                rows += part_loop(args, workdir, cluster, verdicts)
+    print_rows(rows)
+    print("\ntargets (the error of the refit prediction made before the run; first shown beside it):")
+    for line in verdicts:
+        print(f"  {line}")
+    print("\ncoverage (S is T's interval inverted over the same measured baseline, so it is inside exactly when T is):")
+    for line in coverage(rows):
+        print(f"  {line}")
+    print(f"\nwall {time.perf_counter() - t0:.0f} s; load average before {load0}, after "
+          f"{optimisation_loop.load_average()}; run directories: {workdir}")
 
 
 if __name__ == "__main__":

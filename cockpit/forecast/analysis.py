@@ -223,7 +223,7 @@ def _predicted(run: dict[str, Any], base: dict[str, Any], work: float, links: pr
     if run["nodes"] == 1 and run["gpus_per_node"] == 1:
         return {}
     p = prediction.predict(base["result"], run["nodes"], run["gpus_per_node"], work, links,
-                           strategy=run["strategy"])
+                           strategy=run["strategy"], config_id=str(run.get("config_id") or ""))
     if isinstance(p, prediction.NoPrediction):
         return {"predicted_t_same_work_s": NAN, "predicted_speedup": NAN, "prediction_error": NAN,
                 "prediction_note": p.reason}

@@ -252,7 +252,7 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
         if base is not None:
             p = prediction.predict(base, cfg.nodes, cfg.gpus_per_node,
                                    prediction.work_for(study.train, cfg.workers, study.workload.work_per_worker),
-                                   links, strategy=cfg.strategy)
+                                   links, strategy=cfg.strategy, config_id=cfg.config_id)
             pred = p if isinstance(p, prediction.Prediction) else None
             if pred is not None and (flag := prediction_words.memory_flag(pred.memory, device, gpu_bytes)):
                 over_memory[cfg.label] = flag

@@ -38,6 +38,7 @@ from trainer.config_keys import STRATEGY_SHARDS
 
 BACKWARD_SHARE = 2.0 / 3.0  # backward is ~2x the forward's FLOPs
 BATCH_PARTS = ("data_wait", "compute")  # the parts of a step that grow with the samples in it
+REFIT_PARTS = ("data_wait", "compute", "optimizer", "other")  # refit from finished runs (comm: by link and overlap)
 # Per optimizer step, the collectives each strategy issues: (kind, bytes moved in units of the model's bytes G,
 # before the ring's (N-1)/N). ddp: the gradients all-reduced (2: reduce-scatter + all-gather inside the ring);
 # zero1 (torch's ZeroRedundancyOptimizer): the same, then each rank broadcasts its updated share (G in all);
@@ -102,9 +103,32 @@ class Links:
     # the all-reduce's measured overlap by the setting it was measured in (overlap_setting): empty where no
     # multi-worker DDP run timed it (the prediction then assumes strategy_comm's rule)
     overlap: dict[str, Overlap] = field(default_factory=dict)
+    # each finished N-worker run's per-step parts over the model's (refit_parts): empty where none has finished
+    residuals: tuple[Residual, ...] = ()
 
     def for_nodes(self, nodes: int) -> Link | None:
         return self.inter_node if nodes > 1 else self.intra_node
+
+    def part_factors(self, strategy: str, setting: str, exclude: str = "") -> tuple[dict[str, float], int]:
+        """The median measured / modelled ratio per part over the finished runs that shard what `strategy` shards,
+        in the same setting (overlap_setting), but those of the configuration `exclude`; and how many runs."""
+        shards = STRATEGY_SHARDS.get(strategy, ())
+        chosen = [r for r in self.residuals
+                  if r.shards == shards and r.setting == setting and (not exclude or r.config_id != exclude)]
+        factors = {p: statistics.median(values) for p in REFIT_PARTS
+                   if (values := [r.ratios[p] for r in chosen if p in r.ratios])}
+        return factors, len(chosen)
+
+
+@dataclass(frozen=True)
+class Residual:
+    """What one finished N-worker run measured per step over what the model gives it from its baseline, by part
+    (measured / modelled): the per-step parts a prediction refits (docs/prediction.md, "A prediction that learns")."""
+
+    config_id: str
+    shards: tuple[str, ...]  # what its strategy shards (trainer.config_keys.STRATEGY_SHARDS): () for DDP
+    setting: str  # overlap_setting: a CPU's ratios never stand in for a GPU's
+    ratios: dict[str, float]
 
 
 @dataclass(frozen=True)
@@ -156,7 +180,9 @@ def recorded_overlap(result: Mapping[str, Any]) -> dict[str, float | None]:
 def measured_links(results: Iterable[dict[str, Any]]) -> Links:
     """The median bus bandwidth and latency per link kind over the start-up probes of finished runs (a probe
     of an older trainer has no latency: None, as a profile without one), the median contention slowdown per
-    ranks on a node, and the median overlap per setting over the runs of more than one worker."""
+    ranks on a node, the median overlap per setting over the runs of more than one worker, and each such run's
+    per-step parts over the model's (residuals)."""
+    results = list(results)
     found: dict[str, list[float]] = {"intra_node": [], "inter_node": []}
     latency: dict[str, list[float]] = {"intra_node": [], "inter_node": []}
     fits: dict[str, dict[tuple[int, str], list[tuple[float, float]]]] = {"intra_node": {}, "inter_node": {}}
@@ -189,12 +215,63 @@ def measured_links(results: Iterable[dict[str, Any]]) -> Links:
                                                statistics.median(b for _, b in values))
         return out
 
+    contention = {n: statistics.median(v) for n, v in slowdowns.items()}
     return Links(**{k: Link(statistics.median(v), statistics.median(latency[k]) if latency[k] else None,
                             f"measured by {len(v)} run(s) of this study",
                             f"measured by {len(latency[k])} run(s)' probes" if latency[k] else "", medians(k))
                     for k, v in found.items() if v},
-                 contention={n: statistics.median(v) for n, v in slowdowns.items()},
-                 overlap={k: Overlap(statistics.median(v), len(v)) for k, v in shares.items()})
+                 contention=contention,
+                 overlap={k: Overlap(statistics.median(v), len(v)) for k, v in shares.items()},
+                 residuals=residuals(results, contention))
+
+
+def residuals(results: list[dict[str, Any]], contention: Mapping[int, float]) -> tuple[Residual, ...]:
+    """Each finished N-worker run's per-step parts over those the model gives it from its group's baseline (the
+    1-worker run of the same group id, the median one of several), at the same samples per step; the model's
+    compute per step already carries the contention probe's slowdown, so a residual is what nothing priced."""
+    def completed(r: dict[str, Any]) -> bool:
+        return r.get("status", "completed") == "completed" and bool((r.get("timing") or {}).get("steps"))
+
+    bases: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        if completed(r) and int(r.get("world_size") or 1) == 1 and r.get("group_id"):
+            bases.setdefault(str(r["group_id"]), []).append(r)
+    median_base = {g: sorted(v, key=lambda r: float(r["timing"].get("train_time_s") or 0.0))[(len(v) - 1) // 2]
+                   for g, v in bases.items()}
+    out = []
+    for r in results:
+        base = median_base.get(str(r.get("group_id")))
+        if base is None or not completed(r) or int(r.get("world_size") or 1) < 2 or samples_per_step(r) != \
+                samples_per_step(base):
+            continue
+        gpus = int((r.get("config") or {}).get("gpus_per_node") or 1)
+        model = per_step_parts(base, 1.0, contention.get(gpus, 1.0) if gpus > 1 else 1.0)
+        steps, parts = float(r["timing"]["steps"]), r.get("breakdown_s") or {}
+        ratios = {p: float(parts[p]) / steps / model[p] for p in REFIT_PARTS
+                  if model.get(p, 0.0) > 0 and isinstance(parts.get(p), int | float)}
+        strategy = str((r.get("config") or {}).get("strategy") or "ddp")
+        out.append(Residual(str(r.get("config_id") or ""), STRATEGY_SHARDS.get(strategy, ()),
+                            overlap_setting(r) or "", ratios))
+    return tuple(out)
+
+
+def samples_per_step(result: Mapping[str, Any]) -> tuple[Any, Any]:
+    """(batch_size, grad_accum) of a run: residuals compare runs at the same samples per worker and step."""
+    cfg = result.get("config") or {}
+    return cfg.get("batch_size"), (cfg.get("train") or {}).get("grad_accum") or 1
+
+
+def per_step_parts(base: Mapping[str, Any], batch_factor: float, slowdown: float) -> dict[str, float]:
+    """The model's parts of one step from the baseline's: data wait and compute x the batch factor, compute x the
+    node's contention slowdown; comm 0 (priced by strategy_comm)."""
+    timing, parts_1 = base.get("timing") or {}, base.get("breakdown_s") or {}
+    steps_1 = float(timing.get("steps") or 0)
+    per_step = {p: float(parts_1.get(p, 0.0)) / steps_1 if steps_1 else 0.0 for p in PARTS}
+    for scaled in BATCH_PARTS:
+        per_step[scaled] *= batch_factor
+    per_step["compute"] *= slowdown  # the node's workers slowing each other, as the start-up probe measured it
+    per_step["comm"] = 0.0
+    return per_step
 
 
 def preflight_links(busbw: dict[str, float], digest: str) -> Links:
@@ -229,7 +306,8 @@ def merge(first: Links, fallback: Links) -> Links:
         return a or b
 
     return Links(one(first.intra_node, fallback.intra_node), one(first.inter_node, fallback.inter_node),
-                 {**fallback.contention, **first.contention}, {**fallback.overlap, **first.overlap})
+                 {**fallback.contention, **first.contention}, {**fallback.overlap, **first.overlap},
+                 first.residuals or fallback.residuals)
 
 
 def model_states(params: float, grads: float, optimizer: float, workers: int, strategy: str,
@@ -326,7 +404,7 @@ def exposed_all_reduce(t: float, buckets: int, compute: float, *, on_cpu: bool, 
 
 def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, links: Links, *,
             batch_factor: float = 1.0, buckets: int | None = None, strategy: str = "ddp",
-            micro_batches: float = 1.0) -> Prediction | NoPrediction:
+            micro_batches: float = 1.0, config_id: str = "") -> Prediction | NoPrediction:
     """T of the configuration with `nodes` x `gpus_per_node` workers doing `work` x the baseline's samples.
 
     ``batch_factor``: samples per worker and optimizer step over the baseline's (batch_size x grad_accum):
@@ -334,7 +412,8 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
     do not, and there are that many times fewer steps. ``buckets``: DDP's gradient buckets, when not the
     baseline's (a what-if of bucket_cap_mb; cockpit.forecast.advice.buckets_for). ``strategy``: the configuration's
     (its baseline, one worker, ran the plain model whatever the strategy). ``micro_batches``: its grad_accum
-    (FSDP gathers the parameters for each micro-batch)."""
+    (FSDP gathers the parameters for each micro-batch). ``config_id``: the configuration predicted, whose own runs
+    then do not refit its per-step parts (its miss against the refit stays a miss, not its own measurement)."""
     timing = base.get("timing") or {}
     steps_1 = timing.get("steps")
     parts_1 = base.get("breakdown_s") or {}
@@ -343,12 +422,11 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
         return NoPrediction("the baseline's result.json has no steps, T or breakdown")
     n = nodes * gpus_per_node
     steps_n = steps_1 * work / (n * batch_factor)
-    per_step = {p: float(parts_1.get(p, 0.0)) / steps_1 for p in PARTS}
-    for scaled in BATCH_PARTS:
-        per_step[scaled] *= batch_factor
     slowdown = links.contention.get(gpus_per_node, 1.0) if gpus_per_node > 1 else 1.0
-    per_step["compute"] *= slowdown  # the node's workers slowing each other, as the start-up probe measured it
-    per_step["comm"] = 0.0
+    per_step = per_step_parts(base, batch_factor, slowdown)
+    factors, refit_runs = links.part_factors(strategy, overlap_setting(base) or "", config_id) if n > 1 else ({}, 0)
+    for part, factor in factors.items():
+        per_step[part] *= factor
     by_kind: dict[str, float] = {}
     link_name = "inter_node" if nodes > 1 else "intra_node"
     if n > 1:
@@ -375,7 +453,10 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
         shared = f"; compute x{slowdown:.2f} for {gpus_per_node} ranks on a node (contention probe)" \
             if slowdown != 1.0 else ""
         hidden = f"; {overlap.words()}" if overlap is not None and "all_reduce" in by_kind else ""
-        link_name += f" ({link.source}; {link.priced_latency()[1]}{fitted}{shared}{hidden})"
+        refit = (f"; per-step parts x the {refit_runs} finished run(s) sharding "
+                 f"{', '.join(STRATEGY_SHARDS.get(strategy, ())) or 'nothing'} measured: "
+                 + ", ".join(f"{p} x{f:.2f}" for p, f in factors.items())) if factors else ""
+        link_name += f" ({link.source}; {link.priced_latency()[1]}{fitted}{shared}{hidden}{refit})"
     parts = {p: v * steps_n for p, v in per_step.items()}
     t_n = sum(parts.values())
     t_same = t_n / work
