@@ -280,6 +280,7 @@ def part_nodes(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any], mul
 
 
 def part_loop(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any], verdicts: list[str]) -> list[Row]:
+    (tmp / "loop").mkdir(parents=True, exist_ok=True)
     out = optimisation_loop.loop(args.loop, tmp / "loop", cluster, time.perf_counter())
     a_results, t_a = out["a_results"], out["t_a"]
     # the spread the plan gives study A: A's 2-worker runs against the refit model, and their repeats

@@ -21,7 +21,8 @@ FSDP's many collectives is then measured, not extrapolated from one point; a kin
 recorded with its error.
 
 Contention: with several ranks on a node, each times the same compute (CONTENTION_MATMULS matrix products) first
-alone, one node-rank at a time, then all at once; `slowdown` = together / alone (the median over the node's ranks)
+alone, one node-rank at a time, then all at once, CONTENTION_ROUNDS times, keeping the least time of each;
+`slowdown` = together / alone (the median over the node's ranks)
 is how much the node's workers slow each other's compute (cores, memory bandwidth, the host link), recorded as
 `contention` beside the links.
 """
@@ -39,12 +40,15 @@ import torch
 import torch.distributed as dist
 
 REPEATS = 3
-SMALL_REPEATS = 20  # a one-element all-reduce costs microseconds: more repeats for a steady mean
+SMALL_REPEATS = 20  # a one-element all-reduce costs microseconds: timed 20 times, the least kept
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
 SWEEP_FACTOR = 8  # message sizes of the sweep: one element per rank, then x8 up to the gradient's size
-SWEEP_REPEATS = 3
+SWEEP_REPEATS = 5  # each size's calls timed one by one, the least kept (_least_seconds)
 CONTENTION_SIZE = 256  # a 256 x 256 float32 matrix product: compute-bound on a core, a few ms
 CONTENTION_MATMULS = 20
+# rounds of alone-then-together, the least time of each kept: one round of ~10 ms per timing measured 1.02-1.88
+# for the same two ranks on a quiet 2-core machine (bench/prediction.py), the spread of a single hiccup
+CONTENTION_ROUNDS = 5
 
 
 class Place(Protocol):
@@ -143,7 +147,7 @@ def collective_sweep(max_elements: int, group: Any, ranks: int, device: torch.de
             points = []
             for numel in sizes:
                 call = _call(kind, numel, ranks, group, device)
-                points.append((numel * 4, _mean_seconds(call, SWEEP_REPEATS, device)))
+                points.append((numel * 4, _least_seconds(call, SWEEP_REPEATS, device)))
         except (RuntimeError, ValueError) as exc:  # a kind the backend does not run (its own words)
             out[kind] = {"error": str(exc).splitlines()[0][:200]}
             continue
@@ -153,38 +157,41 @@ def collective_sweep(max_elements: int, group: Any, ranks: int, device: torch.de
 
 def _mean_seconds(call: Callable[[], Any], repeats: int, device: torch.device) -> float:
     """One call's seconds, the mean over `repeats` after a warm-up (connection set-up, NCCL init)."""
-    def sync() -> None:
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
     call()
-    sync()
+    _sync(device)
     t0 = time.perf_counter()
     for _ in range(repeats):
         call()
-    sync()
+    _sync(device)
     return (time.perf_counter() - t0) / repeats
 
 
-def _time_all_reduce(tensor: torch.Tensor, group: Any, size: int, device: torch.device) -> dict[str, Any]:
-    def mean_seconds(t: torch.Tensor, repeats: int) -> float:
-        """One all-reduce of `t`, in seconds, over `repeats` after a warm-up (connection set-up, NCCL init)."""
-        def sync() -> None:
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-
-        dist.all_reduce(t, group=group)
-        sync()
+def _least_seconds(call: Callable[[], Any], repeats: int, device: torch.device) -> float:
+    """One call's seconds, the least of `repeats` timed one by one after a warm-up: what a call costs when no rank
+    arrives late and no thread is descheduled (on one CPU core per rank the mean of 3 spread 10x between sizes
+    8 bytes apart), the cost the alpha-beta fit is of; what training adds to it the refit measures."""
+    call()
+    _sync(device)
+    best = math.inf
+    for _ in range(repeats):
         t0 = time.perf_counter()
-        for _ in range(repeats):
-            dist.all_reduce(t, group=group)
-        sync()
-        return (time.perf_counter() - t0) / repeats
+        call()
+        _sync(device)
+        best = min(best, time.perf_counter() - t0)
+    return best
 
-    seconds = mean_seconds(tensor, REPEATS)
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _time_all_reduce(tensor: torch.Tensor, group: Any, size: int, device: torch.device) -> dict[str, Any]:
+    seconds = _mean_seconds(lambda: dist.all_reduce(tensor, group=group), REPEATS, device)
     nbytes = tensor.numel() * tensor.element_size()
     algbw = nbytes / seconds if seconds > 0 else math.nan
-    small_s = mean_seconds(torch.ones(1, dtype=tensor.dtype, device=device), SMALL_REPEATS)
+    one = torch.ones(1, dtype=tensor.dtype, device=device)
+    small_s = _least_seconds(lambda: dist.all_reduce(one, group=group), SMALL_REPEATS, device)
     return {"ranks": size, "seconds": seconds, "algbw_bytes_per_s": algbw,
             "busbw_bytes_per_s": algbw * 2 * (size - 1) / size,
             "small_seconds": small_s, "latency_s": small_s / (2 * (size - 1)),
@@ -197,16 +204,18 @@ def _compute_seconds(device: torch.device) -> float:
 
 
 def contention_probe(d: Place) -> dict[str, Any] | None:
-    """The node's ranks' compute alone (each in turn) and together; None with one rank per node."""
+    """The node's ranks' compute alone (each in turn) and together, CONTENTION_ROUNDS times, the least of each
+    kept: a scheduler hiccup in one short timing only lengthens that round; None with one rank per node."""
     if d.local_world < 2:
         return None
-    alone = 0.0
-    for turn in range(d.local_world):  # every node's ranks take turns at once: local rank `turn` runs alone
+    alone, together = math.inf, math.inf
+    for _ in range(CONTENTION_ROUNDS):
+        for turn in range(d.local_world):  # every node's ranks take turns at once: local rank `turn` runs alone
+            dist.barrier()
+            if d.local_rank == turn:
+                alone = min(alone, _compute_seconds(d.device))
         dist.barrier()
-        if d.local_rank == turn:
-            alone = _compute_seconds(d.device)
-    dist.barrier()
-    together = _compute_seconds(d.device)
+        together = min(together, _compute_seconds(d.device))
     mine = torch.tensor([alone, together], dtype=torch.float64, device=d.device)  # NCCL gathers device tensors
     gathered = [torch.zeros(2, dtype=torch.float64, device=d.device) for _ in range(d.world)]
     dist.all_gather(gathered, mine)

@@ -293,6 +293,17 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
     )
 
 
+def study_spread(study: Study, results: Iterable[dict[str, Any]]) -> interval.Spread:
+    """The study's error model as its plan gives it (make_plan: each configuration with a completed result done),
+    for a prediction made outside the plan (a what-if) to carry the same interval."""
+    results = list(results)
+    done = {str(r["config_id"]): "done" for r in results
+            if r.get("status", "completed") == "completed" and r.get("config_id")}
+    spread = make_plan(study, done, results=results).spread
+    assert spread is not None  # make_plan always sets it
+    return spread
+
+
 def _repeats(results: list[dict[str, Any]]) -> list[list[float]]:
     """The T of each configuration that finished more than once (its repeats), by configuration."""
     by_config: dict[str, list[float]] = {}

@@ -38,7 +38,7 @@ from trainer.config_keys import STRATEGY_SHARDS
 
 BACKWARD_SHARE = 2.0 / 3.0  # backward is ~2x the forward's FLOPs
 BATCH_PARTS = ("data_wait", "compute")  # the parts of a step that grow with the samples in it
-REFIT_PARTS = ("data_wait", "compute", "optimizer", "other")  # refit from finished runs (comm: by link and overlap)
+REFIT_PARTS = ("data_wait", "compute", "comm", "optimizer", "other")  # each refit from the finished runs
 # Per optimizer step, the collectives each strategy issues: (kind, bytes moved in units of the model's bytes G,
 # before the ring's (N-1)/N). ddp: the gradients all-reduced (2: reduce-scatter + all-gather inside the ring);
 # zero1 (torch's ZeroRedundancyOptimizer): the same, then each rank broadcasts its updated share (G in all);
@@ -109,14 +109,17 @@ class Links:
     def for_nodes(self, nodes: int) -> Link | None:
         return self.inter_node if nodes > 1 else self.intra_node
 
-    def part_factors(self, strategy: str, setting: str, exclude: str = "") -> tuple[dict[str, float], int]:
+    def part_factors(self, strategy: str, setting: str, across_nodes: bool, exclude: str = ""
+                     ) -> tuple[dict[str, float], int]:
         """The median measured / modelled ratio per part over the finished runs that shard what `strategy` shards,
-        in the same setting (overlap_setting), but those of the configuration `exclude`; and how many runs."""
+        in the same setting (overlap_setting), but those of the configuration `exclude` (comm: only runs whose
+        collectives crossed nodes as this one's will, or did not); and how many runs."""
         shards = STRATEGY_SHARDS.get(strategy, ())
         chosen = [r for r in self.residuals
                   if r.shards == shards and r.setting == setting and (not exclude or r.config_id != exclude)]
         factors = {p: statistics.median(values) for p in REFIT_PARTS
-                   if (values := [r.ratios[p] for r in chosen if p in r.ratios])}
+                   if (values := [r.ratios[p] for r in chosen
+                                  if p in r.ratios and (p != "comm" or r.across_nodes == across_nodes)])}
         return factors, len(chosen)
 
 
@@ -129,6 +132,7 @@ class Residual:
     shards: tuple[str, ...]  # what its strategy shards (trainer.config_keys.STRATEGY_SHARDS): () for DDP
     setting: str  # overlap_setting: a CPU's ratios never stand in for a GPU's
     ratios: dict[str, float]
+    across_nodes: bool = False  # its collectives crossed nodes: its comm ratio stands for such runs only
 
 
 @dataclass(frozen=True)
@@ -215,20 +219,19 @@ def measured_links(results: Iterable[dict[str, Any]]) -> Links:
                                                statistics.median(b for _, b in values))
         return out
 
-    contention = {n: statistics.median(v) for n, v in slowdowns.items()}
-    return Links(**{k: Link(statistics.median(v), statistics.median(latency[k]) if latency[k] else None,
-                            f"measured by {len(v)} run(s) of this study",
-                            f"measured by {len(latency[k])} run(s)' probes" if latency[k] else "", medians(k))
-                    for k, v in found.items() if v},
-                 contention=contention,
-                 overlap={k: Overlap(statistics.median(v), len(v)) for k, v in shares.items()},
-                 residuals=residuals(results, contention))
+    links = Links(**{k: Link(statistics.median(v), statistics.median(latency[k]) if latency[k] else None,
+                             f"measured by {len(v)} run(s) of this study",
+                             f"measured by {len(latency[k])} run(s)' probes" if latency[k] else "", medians(k))
+                     for k, v in found.items() if v},
+                  contention={n: statistics.median(v) for n, v in slowdowns.items()},
+                  overlap={k: Overlap(statistics.median(v), len(v)) for k, v in shares.items()})
+    return replace(links, residuals=residuals(results, links))
 
 
-def residuals(results: list[dict[str, Any]], contention: Mapping[int, float]) -> tuple[Residual, ...]:
+def residuals(results: list[dict[str, Any]], links: Links) -> tuple[Residual, ...]:
     """Each finished N-worker run's per-step parts over those the model gives it from its group's baseline (the
-    1-worker run of the same group id, the median one of several), at the same samples per step; the model's
-    compute per step already carries the contention probe's slowdown, so a residual is what nothing priced."""
+    1-worker run of the same group id, the median one of several) with `links` (the link, contention and overlap
+    measured), at the same samples per step: what nothing else the model measures priced."""
     def completed(r: dict[str, Any]) -> bool:
         return r.get("status", "completed") == "completed" and bool((r.get("timing") or {}).get("steps"))
 
@@ -244,14 +247,19 @@ def residuals(results: list[dict[str, Any]], contention: Mapping[int, float]) ->
         if base is None or not completed(r) or int(r.get("world_size") or 1) < 2 or samples_per_step(r) != \
                 samples_per_step(base):
             continue
-        gpus = int((r.get("config") or {}).get("gpus_per_node") or 1)
-        model = per_step_parts(base, 1.0, contention.get(gpus, 1.0) if gpus > 1 else 1.0)
+        cfg = r.get("config") or {}
+        nodes, gpus = int(cfg.get("nodes") or 1), int(cfg.get("gpus_per_node") or 1)
+        strategy = str(cfg.get("strategy") or "ddp")
+        model = predict(base, nodes, gpus, 1.0, links, strategy=strategy, micro_batches=samples_per_step(r)[1],
+                        buckets=int((r.get("comm") or {}).get("buckets") or 0) or None)
+        if isinstance(model, NoPrediction):
+            continue
+        model_steps = float(base["timing"]["steps"]) / (nodes * gpus)  # work 1: the baseline's samples
         steps, parts = float(r["timing"]["steps"]), r.get("breakdown_s") or {}
-        ratios = {p: float(parts[p]) / steps / model[p] for p in REFIT_PARTS
-                  if model.get(p, 0.0) > 0 and isinstance(parts.get(p), int | float)}
-        strategy = str((r.get("config") or {}).get("strategy") or "ddp")
+        ratios = {p: float(parts[p]) / steps / (model.parts[p] / model_steps) for p in REFIT_PARTS
+                  if model.parts.get(p, 0.0) > 0 and isinstance(parts.get(p), int | float)}
         out.append(Residual(str(r.get("config_id") or ""), STRATEGY_SHARDS.get(strategy, ()),
-                            overlap_setting(r) or "", ratios))
+                            overlap_setting(r) or "", ratios, nodes > 1))
     return tuple(out)
 
 
@@ -424,7 +432,8 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
     steps_n = steps_1 * work / (n * batch_factor)
     slowdown = links.contention.get(gpus_per_node, 1.0) if gpus_per_node > 1 else 1.0
     per_step = per_step_parts(base, batch_factor, slowdown)
-    factors, refit_runs = links.part_factors(strategy, overlap_setting(base) or "", config_id) if n > 1 else ({}, 0)
+    factors, refit_runs = (links.part_factors(strategy, overlap_setting(base) or "", nodes > 1, config_id)
+                           if n > 1 else ({}, 0))
     for part, factor in factors.items():
         per_step[part] *= factor
     by_kind: dict[str, float] = {}
@@ -448,6 +457,7 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
                                 groups=int((base.get("model") or {}).get("layers") or 1) + 1,
                                 compute=per_step["compute"], on_cpu=base.get("device") == "cpu",
                                 micro_batches=micro_batches, cores=cores_per_worker(base), overlap=overlap)
+        by_kind = {k: v * factors.get("comm", 1.0) for k, v in by_kind.items()}  # as the finished runs measured
         per_step["comm"] = sum(by_kind.values())
         fitted = f"; alpha-beta per call measured on {n} ranks" if link.fits.get(n) else ""
         shared = f"; compute x{slowdown:.2f} for {gpus_per_node} ranks on a node (contention probe)" \

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cockpit.forecast import advice, prediction
-from cockpit.forecast.plan import measured_figures, study_site_links
+from cockpit.forecast import advice, interval, prediction
+from cockpit.forecast.plan import measured_figures, study_site_links, study_spread
 
 if TYPE_CHECKING:
     from cockpit.study.spec import Configuration, Study
@@ -198,6 +198,14 @@ class WhatIf:
     dropped: list[str]  # configurations of the study that the what-if no longer has
     links: prediction.Links
     node_cores: int | None = None  # the cores a configuration must fit in, as the plan says
+    spread: interval.Spread | None = None  # the study's error model, as its plan gives it (cockpit.forecast.interval)
+
+    def interval(self, line: WhatIfLine) -> interval.Interval | None:
+        """T's 90% interval of a predicted line; none for one that stands as measured (nothing changed it)."""
+        p = line.predicted
+        if self.spread is None or not isinstance(p, advice.Forecast) or p.basis.startswith("measured ("):
+            return None
+        return interval.interval(p.t_s, self.spread)
 
     @property
     def recorded_node_hours(self) -> float:
@@ -233,7 +241,8 @@ def what_if(study: Study, variant: Study, results: list[dict[str, Any]], links: 
                                 predicted, variant.node_hours(cfg), variant.fits_node(cfg, cores)))
     dropped = [cfg.label for cfg in study.matrix() if cfg.config_id not in kept]
     node_cores = variant.cluster.cores_per_node if cores is None else min(cores, variant.cluster.cores_per_node)
-    return WhatIf(variant.name, assignments, _changes(study, variant), lines, dropped, links, node_cores)
+    return WhatIf(variant.name, assignments, _changes(study, variant), lines, dropped, links, node_cores,
+                  study_spread(study, results))
 
 
 def _as_recorded(study: Study, cfg: Configuration | None, row: dict[str, Any] | None, recorded: advice.Recorded,

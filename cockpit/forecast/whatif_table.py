@@ -35,10 +35,11 @@ def link_words(links: prediction.Links) -> list[str]:
     return out
 
 
-COLUMNS = ("config", "work", "T s", "T1 s", "S", "E", "node-h", "was T", "was E", "ΔT s")
+COLUMNS = ("config", "work", "T s", "T1 s", "S", "E", "node-h", "was T", "was E", "ΔT s", "T 90%")
 CAPTION = ("work: samples / the baseline's; S = T1 / (T / work), E = S / N; was: the study as recorded (* predicted, "
-           "else measured); ΔT = T - was T. After the configuration: m = as measured, m+Δ = measured with each part "
-           "changed as the model changes it, model = the model alone, x = extrapolated (below)")
+           "else measured); ΔT = T - was T; T 90%: T's 90% interval (below). After the configuration: m = as "
+           "measured, m+Δ = measured with each part changed as the model changes it, model = the model alone, "
+           "x = extrapolated (below)")
 
 
 def title(o: Outcome) -> str:
@@ -81,7 +82,8 @@ def table_rows(o: Outcome) -> list[tuple[str, ...]]:
             now = ("-", "-", "-", "-", "-", hours(line.node_hours))
             delta = "-"
             label = f"{_short(line.words, keep)} not predicted"
-        rows.append((label, *now, *was, delta))
+        t90 = o.what_if.interval(line) if line.fits else None
+        rows.append((label, *now, *was, delta, f"{t90.low:.2f}-{t90.high:.2f}" if t90 else "-"))
     return rows
 
 
@@ -108,6 +110,8 @@ def summary_lines(o: Outcome) -> list[str]:
                  f"{hours(w.recorded_node_hours)} as recorded ({sum(1 for li in w.lines if li.recorded)} configurations; "
                  "* = predicted, not measured)")
     lines.append("link figures: " + "; ".join(link_words(w.links)))
+    if w.spread is not None and any(w.interval(line) for line in predicted):
+        lines.append(f"T 90%: {w.spread.basis}; S, E and node-hours scale with it as in the plan")
     extrapolated: dict[str, list[str]] = {}
     unpredicted: dict[str, list[str]] = {}
     too_big = [line.label for line in w.lines if not line.fits]

@@ -19,6 +19,7 @@ from cockpit.figures import explain
 from cockpit.forecast import advice, prediction
 from cockpit.forecast.advice import options
 from cockpit.forecast.analysis import analyse
+from cockpit.forecast.plan import study_spread
 from cockpit.forecast.whatif import (
     Inputs,
     WhatIf,
@@ -28,6 +29,7 @@ from cockpit.forecast.whatif import (
     variant_of,
     what_if,
 )
+from cockpit.forecast.whatif_table import COLUMNS, summary_lines, table_rows
 from cockpit.report.source import from_store
 from cockpit.run.session import node_cores
 from cockpit.study.spec import load_study
@@ -110,12 +112,25 @@ def test_an_axis_value_never_run_is_the_model_alone_and_marked_extrapolated(demo
     four = next(line for line in w.lines if "w256 1x4" in line.label)
     assert four.recorded is None and isinstance(four.predicted, advice.Forecast)
     steps_1 = base["timing"]["steps"]
-    per_step = sum(base["breakdown_s"][p] for p in explain.PARTS) / steps_1 + exposed(base, 4, 1, bw)
+    # each part per step x the median over the two 2-worker runs (w128, w256) of what they measured per step over
+    # what the model gives them from their baselines (the demo's probes predate the contention probe: x1)
+    ratios: dict[str, list[float]] = {}
+    for window in (128, 256):
+        one, two = by_scale(results, window, 1), by_scale(results, window, 2)
+        model = {p: one["breakdown_s"][p] / one["timing"]["steps"] for p in explain.PARTS}
+        model["comm"] = exposed(one, 2, two["comm"]["buckets"], bw)
+        for p in explain.PARTS:
+            ratios.setdefault(p, []).append(two["breakdown_s"][p] / two["timing"]["steps"] / model[p])
+    factor = {p: statistics.median(v) for p, v in ratios.items()}
+    per_step = sum(base["breakdown_s"][p] / steps_1 * factor[p] for p in explain.PARTS if p != "comm") \
+        + exposed(base, 4, 1, bw) * factor["comm"]
     # fixed steps and a per-worker batch: 4 workers do 4x the samples in as many steps as the baseline
     assert four.predicted.t_s == pytest.approx(steps_1 * per_step, rel=1e-9)
     assert "gpus_per_node = 4 never ran" in four.predicted.extrapolated
     assert four.predicted.link == ("intra_node (measured by 2 run(s) of this study; latency 20 us by default "
-                                   "(none measured or in the profile))")
+                                   "(none measured or in the profile); per-step parts x the 2 finished run(s) "
+                                   "sharding nothing measured: " + ", ".join(
+                                       f"{p} x{factor[p]:.2f}" for p in prediction.REFIT_PARTS) + ")")
 
 
 def test_a_batch_what_if_scales_each_measured_part_as_the_model_does(demo, results):
@@ -269,3 +284,24 @@ def test_the_demos_report_gives_every_n_worker_row_advice_with_a_key_a_value_and
     windows = {r[column["window"]] for r in rows if "→ predicted T" in r[change] and r[gain].startswith("+")}
     assert windows == {"128", "256"}  # both 2-worker rows: a key, a value and a positive predicted gain
     assert all(r[column["N"]] == "2" for r in rows)
+
+
+def test_every_predicted_what_if_carries_the_plans_interval(demo, results):
+    """A what-if's T has the 90% interval the study's plan gives its predictions (one error model:
+    cockpit.forecast.plan.study_spread), in the table's last column and its basis under it."""
+    study = load_study(demo)
+    outcome = predict(study, ["train.bucket_cap_mb=0.1"], Inputs(results))
+    w = outcome.what_if
+    assert w.spread == study_spread(study, results) and w.spread is not None
+    rows = table_rows(outcome)
+    assert COLUMNS[-1] == "T 90%" and len(rows) == len(w.lines) == 4
+    for line, row in zip(w.lines, rows, strict=True):
+        iv = w.interval(line)
+        if line.workers == 1:  # no all-reduce: the bucket cap leaves the run as measured, with no interval
+            assert iv is None and line.predicted.basis.startswith("measured (") and row[-1] == "-"
+            continue
+        assert iv is not None and iv.low < line.predicted.t_s < iv.high
+        assert row[-1] == f"{iv.low:.2f}-{iv.high:.2f}"
+        assert iv.high / line.predicted.t_s == pytest.approx(math.exp(w.spread.centre + w.spread.half))
+    assert sum(1 for line in w.lines if w.interval(line)) == 2  # the two 2-worker configurations
+    assert f"T 90%: {w.spread.basis}; S, E and node-hours scale with it as in the plan" in summary_lines(outcome)

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cockpit.cli import main as cli
+from cockpit.forecast import prediction
 from cockpit.notebook import open_study
 from cockpit.study.spec import Study, load_study
 from tests.report.test_report import markdown_rows
@@ -150,3 +151,29 @@ def test_a_strategy_what_if_is_predicted_with_memory(ran: Ran, capsys: pytest.Ca
     assert "strategy fsdp_noreshard from the" in out  # its one-worker baseline is any strategy's
     memory = [line for line in out.splitlines() if line.startswith("memory per rank,")]
     assert len(memory) == 2 and all("model states" in line and "peak" in line for line in memory)
+
+
+def test_a_finished_runs_parts_refit_the_prediction_of_its_sharding_but_never_its_own(ran: Ran) -> None:
+    """fsdp on 2 workers measured its per-step parts; fsdp_noreshard (the same shards) is predicted with them, and
+    fsdp itself, predicted as the report and the plan do (its own config id), with the model's parts alone."""
+    fsdp2, base = ran.results[("fsdp", 2)], ran.results[("fsdp", 1)]
+    links = prediction.measured_links(ran.results.values())
+    residual = next(r for r in links.residuals if r.config_id == fsdp2["config_id"])
+    assert residual.shards == ("params", "grads", "optimizer") and residual.setting == "cpu, one core per worker"
+    assert set(residual.ratios) == set(prediction.REFIT_PARTS)
+    work = prediction.work_for(ran.study.train, 2)
+    steps = fsdp2["timing"]["steps"]
+    noreshard = prediction.predict(base, 1, 2, work, links, strategy="fsdp_noreshard")
+    assert isinstance(noreshard, prediction.Prediction) and "per-step parts x the 1 finished run(s) sharding" in noreshard.link
+    for part in set(prediction.REFIT_PARTS) - {"comm"}:  # the same baseline and steps: what fsdp measured per step
+        assert noreshard.parts[part] == pytest.approx(fsdp2["breakdown_s"][part] / steps * base["timing"]["steps"])
+    # its own collectives (an all-gather less than fsdp's) as the model prices them, x what fsdp's measured over its model
+    plain = prediction.predict(base, 1, 2, work, replace(links, residuals=()), strategy="fsdp_noreshard")
+    assert isinstance(plain, prediction.Prediction) and residual.ratios["comm"] > 0
+    assert noreshard.parts["comm"] == pytest.approx(plain.parts["comm"] * residual.ratios["comm"])
+    own = prediction.predict(base, 1, 2, work, links, strategy="fsdp", config_id=fsdp2["config_id"])
+    model = prediction.per_step_parts(base, 1.0, links.contention.get(2, 1.0))
+    assert isinstance(own, prediction.Prediction) and "per-step parts" not in own.link
+    assert own.parts["optimizer"] == pytest.approx(model["optimizer"] * base["timing"]["steps"])
+    ddp = prediction.predict(ran.results[("ddp", 1)], 1, 2, work, links, strategy="ddp")
+    assert isinstance(ddp, prediction.Prediction) and "sharding nothing" in ddp.link  # DDP learns from DDP only

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cockpit.figures import explain
@@ -150,11 +150,12 @@ def forecast(target: dict[str, Any], recorded: Recorded | Iterable[dict[str, Any
         if ax[axis] not in rec.values[axis]:
             extrapolated.append(f"{axis} = {ax[axis]} never ran")
 
-    def model(cfg: dict[str, Any], nodes: int, gpus: int, buckets: int | None) -> tuple[prediction.Prediction, float]:
+    def model(cfg: dict[str, Any], nodes: int, gpus: int, buckets: int | None,
+              with_links: prediction.Links = links) -> tuple[prediction.Prediction, float]:
         w = _samples_ratio(cfg, src, nodes * gpus)
         if w is None:
             raise _Unpredicted("neither steps nor epochs to count the samples by")
-        p = prediction.predict(src, nodes, gpus, w, links, batch_factor=_batch_factor(cfg, src_cfg), buckets=buckets,
+        p = prediction.predict(src, nodes, gpus, w, with_links, batch_factor=_batch_factor(cfg, src_cfg), buckets=buckets,
                                strategy=axes_of(cfg)["strategy"], micro_batches=_accum(cfg))
         if isinstance(p, prediction.NoPrediction):
             raise _Unpredicted(p.reason)
@@ -168,11 +169,14 @@ def forecast(target: dict[str, Any], recorded: Recorded | Iterable[dict[str, Any
         t, basis = t_model.t_s, f"the model from the {_label(src_ax)} baseline"
         parts = dict(t_model.parts)
         if counterpart is not None:
+            # the measured run already holds what the finished runs' per-step parts would refit: both sides of
+            # each part's ratio are the model without them (with them, a change of strategy would move the parts
+            # by the other sharding's residuals, not by the model)
+            plain = replace(links, residuals=())
             cp_cfg = config_of(counterpart)
             cp_buckets = int((counterpart.get("comm") or {}).get("buckets") or 0) or buckets if n > 1 else None
-            if bucket_cap(cp_cfg) == cap:
-                t_model, w_t = model(target, nodes, gpus, cp_buckets)  # the same cap: the buckets DDP really made
-            cp_model, w_cp = model(cp_cfg, nodes, gpus, cp_buckets)
+            t_model, w_t = model(target, nodes, gpus, cp_buckets if bucket_cap(cp_cfg) == cap else buckets, plain)
+            cp_model, w_cp = model(cp_cfg, nodes, gpus, cp_buckets, plain)
             parts = carried_parts(counterpart, cp_model, t_model, w_t / w_cp)
             t = sum(parts.values())
             same = abs(t - _t(counterpart)) < 1e-9
