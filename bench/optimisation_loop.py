@@ -126,8 +126,8 @@ def variant(raw: dict[str, Any], name: str, keys: tuple[tuple[str, Any], ...]) -
     return to_toml(out)
 
 
-def two_worker_t(results: list[dict[str, Any]]) -> float:
-    return next(float(r["timing"]["train_time_s"]) for r in results if (r.get("config") or {}).get("gpus_per_node") == 2)
+def two_worker(results: list[dict[str, Any]]) -> dict[str, Any]:
+    return next(r for r in results if (r.get("config") or {}).get("gpus_per_node") == 2)
 
 
 def spread(values: list[float]) -> str:
@@ -175,7 +175,7 @@ def loop(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any] | None, t0
           "each A then every change once (round-robin, so load that comes and goes falls on all of them)")
     a_results: list[dict[str, Any]] = []
     a_path = tmp / "A1.toml"
-    tried: list[dict[str, Any]] = [{"keys": change(args), "t": []} for change in CHANGES]
+    tried: list[dict[str, Any]] = [{"keys": change(args), "t": [], "runs": []} for change in CHANGES]
     for rep in range(1, REPEATS + 1):
         path = tmp / f"A{rep}.toml"
         path.write_text(study_toml(f"loop{os.getpid()}-a{rep}", tmp / "work", args, cluster))
@@ -184,7 +184,8 @@ def loop(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any] | None, t0
         for i, c in enumerate(tried):
             path = tmp / f"C{i}-{rep}.toml"
             path.write_text(variant(raw, f"loop{os.getpid()}-c{i}-{rep}", c["keys"]))
-            c["t"].append(two_worker_t(run_study(path)))
+            c["runs"].append(two_worker(run_study(path)))
+            c["t"].append(float(c["runs"][-1]["timing"]["train_time_s"]))
     _, _, site = load_study_results(a_path)
     links = prediction.merge(prediction.measured_links(a_results), site)
     recorded = advice.Recorded(a_results)

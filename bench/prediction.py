@@ -158,10 +158,13 @@ def memory_rows(part: str, what: str, first: Prediction, refit: Prediction | NoP
 
 def missing_term(pred: Prediction, meas: dict[str, Any]) -> str:
     """The part of T whose prediction is furthest from its measurement, in seconds."""
-    got = meas.get("breakdown_s") or {}
-    diffs = {p: float(got.get(p, 0.0)) - pred.parts.get(p, 0.0) for p in PART_NAMES}
+    return furthest(pred.parts, meas.get("breakdown_s") or {})
+
+
+def furthest(predicted: dict[str, float], measured: dict[str, float]) -> str:
+    diffs = {p: float(measured.get(p, 0.0)) - predicted.get(p, 0.0) for p in PART_NAMES}
     p = max(diffs, key=lambda k: abs(diffs[k]))
-    return f"{p} {got.get(p, 0.0):.2f} s measured, {pred.parts.get(p, 0.0):.2f} s predicted"
+    return f"{p} {measured.get(p, 0.0):.2f} s measured, {predicted.get(p, 0.0):.2f} s predicted"
 
 
 def error(pred: float, measured: float) -> str:
@@ -307,10 +310,14 @@ def part_loop(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any], verd
         rows += [Row("loop", f"{setting}, run {i + 1}", "T s", None, iv, t) for i, t in enumerate(c["t"])]
         pred_gain, meas_gain = t_med - f.t_s, t_med - statistics.median(c["t"])
         advised = c["advised"] == "advised"
+        # the part whose predicted seconds are furthest from the median over the change's runs
+        median_parts = {p: statistics.median(float(r["breakdown_s"].get(p, 0.0)) for r in c["runs"])
+                        for p in PART_NAMES}
         verdicts.append(f"loop      {setting:50} gain predicted {pred_gain:+.2f} s, measured {meas_gain:+.2f} s "
                         + (f"({pred_gain / meas_gain - 1:+.0%}; target 25%: "
-                           f"{'met' if abs(pred_gain / meas_gain - 1) <= TARGETS['loop'] else 'MISSED'})"
-                           if advised and meas_gain else f"(not advised: {c['advised'][:60]})"))
+                           f"{'met' if abs(pred_gain / meas_gain - 1) <= TARGETS['loop'] else 'MISSED'}"
+                           if advised and meas_gain else f"(not advised: {c['advised'][:60]}")
+                        + f"; {furthest(f.parts, median_parts)})")
     return rows
 
 
