@@ -2,8 +2,8 @@
 
 One function, :func:`error_model`, turns what the study has measured into a spread of ln(measured / predicted):
 the misses of its finished configurations (against the refit prediction) and the spread of its repeated runs
-(the same configuration run more than once). :func:`interval` puts that spread around any figure the model predicts (T,
-node-hours, S, E, memory, kWh); :meth:`Interval.words` says it beside the number: "3.30 s, 90% between 3.05 and 3.60".
+(the same configuration run more than once). :func:`interval` puts that spread around any figure the model
+predicts (T, node-hours, S, E, memory, kWh); :meth:`Interval.words` says it beside the number: "3.30 s, 90% between 3.05 and 3.60".
 docs/prediction.md ("How sure a prediction is") states the rule and the prior.
 """
 
@@ -86,8 +86,8 @@ def repeat_spread(groups: Iterable[Sequence[float]]) -> tuple[float, int]:
 def error_model(misses: Sequence[float], repeats: Iterable[Sequence[float]] = ()) -> Spread:
     """The spread a prediction is given. With MIN_MISSES or more misses (ln measured/predicted of finished
     configurations, against the prediction the plan makes now: cockpit.forecast.plan.PlanLine.miss): a Student-t
-    prediction interval, centre their mean, half-width t(n-1) x s x sqrt(1 + 1/n). With fewer: the prior, +-PRIOR_RELATIVE. Repeated runs widen it where the runs'
-    own spread is wider (t(df) x s_repeat x sqrt(2): a run and its prediction each vary by that much)."""
+    prediction interval, centre their mean, half-width t(n-1) x s x sqrt(1 + 1/n). With fewer: the prior,
+    +-PRIOR_RELATIVE. Repeated runs widen it where the runs' own spread is wider (t(df) x s_repeat x sqrt(2): a run and its prediction each vary by that much)."""
     n = len(misses)
     rep_sd, rep_df = repeat_spread(repeats)
     rep_half = t_quantile(rep_df) * rep_sd * math.sqrt(2) if rep_df else 0.0

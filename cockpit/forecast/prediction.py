@@ -103,7 +103,7 @@ class Links:
     # the all-reduce's measured overlap by the setting it was measured in (overlap_setting): empty where no
     # multi-worker DDP run timed it (the prediction then assumes strategy_comm's rule)
     overlap: dict[str, Overlap] = field(default_factory=dict)
-    # each finished N-worker run's per-step parts over the model's (refit_parts): empty where none has finished
+    # each finished N-worker run's per-step parts over the model's (residuals): empty where none has finished
     residuals: tuple[Residual, ...] = ()
 
     def for_nodes(self, nodes: int) -> Link | None:
