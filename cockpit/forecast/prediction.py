@@ -219,10 +219,11 @@ def measured_links(results: Iterable[dict[str, Any]]) -> Links:
                                                statistics.median(b for _, b in values))
         return out
 
-    links = Links(**{k: Link(statistics.median(v), statistics.median(latency[k]) if latency[k] else None,
-                             f"measured by {len(v)} run(s) of this study",
-                             f"measured by {len(latency[k])} run(s)' probes" if latency[k] else "", medians(k))
-                     for k, v in found.items() if v},
+    kinds = {k: Link(statistics.median(v), statistics.median(latency[k]) if latency[k] else None,
+                     f"measured by {len(v)} run(s) of this study",
+                     f"measured by {len(latency[k])} run(s)' probes" if latency[k] else "", medians(k))
+             for k, v in found.items() if v}
+    links = Links(kinds.get("intra_node"), kinds.get("inter_node"),
                   contention={n: statistics.median(v) for n, v in slowdowns.items()},
                   overlap={k: Overlap(statistics.median(v), len(v)) for k, v in shares.items()})
     return replace(links, residuals=residuals(results, links))
