@@ -22,7 +22,7 @@ from trainer.config_flags import (
     split_from_flags,
     tokenizer_from_flags,
 )
-from trainer.config_keys import CONFIG_DATA_KEYS, KEYS, ConfigKey
+from trainer.config_keys import CONFIG_DATA_KEYS, KEYS, NOISE_KEYS, TOKENIZER, ConfigKey
 from trainer.disk_space import DiskFull
 from trainer.environment import is_main_rank
 
@@ -222,6 +222,8 @@ def parser() -> argparse.ArgumentParser:
     ev.add_argument("--out", type=Path, metavar="DIR",
                     help="folder for evaluation.json (default: RUN/evaluate-<the data folder's name>)")
     ev.add_argument("--skip-bad-records", action="store_true", help="leave out bad records (listed)")
+    for key in NOISE_KEYS:  # the noisy version of the database (trainer/data/noise.py)
+        add_key_flag(ev, TOKENIZER[key], f"tokenizer.{key}", choices=False)
     ev.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     ev.set_defaults(func=cmd_evaluate)
     dl = sub.add_parser("download", help="fetch a PhysioNet database, every file checked against its SHA256SUMS.txt")

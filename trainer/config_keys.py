@@ -27,7 +27,7 @@ MODES = ("foundation", "finetune")
 PRECISIONS = ("fp32", "bf16", "fp16")
 DEVICES = ("auto", "cpu", "cuda")
 TASKS = ("beat", "rhythm")
-CONTEXTS = ("none", "rr", "rr_rhythm")  # tokens before each window: trainer.data.rr_context
+CONTEXTS = ("none", "rr", "rr_rhythm", "rr_af")  # tokens before each window: trainer.data.rr_context
 WAVEFORMS = ("raw", "diff", "both")  # what a samples window holds: trainer.data.beat_template
 POOLS = ("mean", "centre")  # trainer.model
 CLASS_WEIGHTS = ("balanced", "sqrt", "none")
@@ -238,7 +238,8 @@ class ModelKeys:
     heads: int = key(4, "attention heads", minimum=1, resume=True, effect=NOT_PREDICTED)
     dropout: float = key(0.0, "dropout probability", minimum=0, below=1, effect=NOT_PREDICTED)
     context: str = key("none", "'rr': RR-interval tokens of the centre beat before each window; 'rr_rhythm': "
-                       "the same and the rhythm's irregularity over 64 beats", choices=CONTEXTS,
+                       "the same and the rhythm's irregularity over 64 beats; 'rr_af': the same RR tokens and "
+                       "the irregularity no repeating pattern explains (atrial fibrillation's)", choices=CONTEXTS,
                        resume=True, windows=True, effect=NOT_PREDICTED)
     waveform: str = key("raw", "samples windows as tokenized ('raw'), minus the patient's template beat "
                         "('diff'), or the window followed by its difference ('both': twice the tokens)",
@@ -437,6 +438,12 @@ _TOKENIZER: tuple[tuple[str, tuple[type, ...], Any, dict[str, Any]], ...] = (
     ("highpass_hz", (float,), 0.0, {"help": "samples: remove baseline wander below this frequency (0 = off)",
                                     "minimum": 0, "below": 20, "unit": "Hz", "tokenizers": _S, "flag": "highpass",
                                     "expected_words": "a cut-off in Hz in [0, 20) (0 = off)"}),
+    ("noise_snr_db", (float,), None, {"help": "samples: add electrode-motion-like noise at this signal-to-noise "
+                                              "ratio (the Noise Stress Test's definition; trainer/data/noise.py); "
+                                              "unset: none", "unit": "dB", "tokenizers": _S, "flag": "noise-snr",
+                                      "expected_words": "a signal-to-noise ratio in dB"}),
+    ("noise_seed", (int,), 0, {"help": "samples: which draw of the noise (the same seed, the same noisy record)",
+                               "minimum": 0, "tokenizers": _S}),
     ("annotator", (str,), "auto", {"help": "annotation file extension (atr, ari, qrs, ...); auto tries the "
                                            "extensions of the folder's ANNOTATORS file in its order, then "
                                            + ", then ".join(ANNOTATOR_PREFERENCE) + ", and stops at the first "
@@ -451,6 +458,7 @@ _TOKENIZER: tuple[tuple[str, tuple[type, ...], Any, dict[str, Any]], ...] = (
     ("records", (list,), None, {"help": "only these records of the dataset, separated by commas or spaces"}),
 )
 TOKENIZER_KEYS = tuple(ConfigKey("tokenizer", name, kind, default, **rules) for name, kind, default, rules in _TOKENIZER)
+NOISE_KEYS = ("noise_snr_db", "noise_seed")  # the tokenizer keys that make a record's noisy version (data/noise.py)
 
 # --- the study file's other tables (the cockpit reads them; the trainer never does) -----------------------------
 

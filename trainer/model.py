@@ -35,6 +35,9 @@ class ModelConfig:
     num_classes: int = 0  # 0 = no classification head (foundation)
     pool: str = _M.pool  # what feeds the class head: "mean" of every position, or "centre" (one position)
     centre: int = 0  # the position "centre" pooling reads: the classified beat's own token
+    # the rhythm gate train.calibrate may choose: [position, first token id, class] - where the token at
+    # `position` is at least that id, the class is never called (trainer.calibration); None: no gate
+    gate: list[int] | None = None
 
     def __post_init__(self) -> None:
         for key in ("vocab_size", "max_len"):
@@ -51,6 +54,10 @@ class ModelConfig:
             raise ValueError(f"num_classes must be >= 0, got {self.num_classes}")
         if not 0 <= self.centre < self.max_len:
             raise ValueError(f"model centre position {self.centre} is outside the sequence (0..{self.max_len - 1})")
+        if self.gate is not None and (len(self.gate) != 3 or not 0 <= self.gate[0] < self.max_len
+                                      or not 0 <= self.gate[2] < self.num_classes):
+            raise ValueError(f"model gate {self.gate}: expected [position < {self.max_len}, token id, class < "
+                             f"{self.num_classes}]")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -140,6 +147,8 @@ class HeartLanguageModel(nn.Module):
         h = self.encode(tokens)
         if self.cfg.num_classes:
             logits = self.head(h[:, self.cfg.centre] if self.cfg.pool == "centre" else h.mean(dim=1))
+            if self.cfg.gate is not None:
+                logits = gated(logits, tokens, self.cfg.gate)
         elif targets is not None:
             # only the masked positions have targets: the LM head (the widest matrix) runs on those alone
             keep = targets != IGNORE_INDEX
@@ -166,6 +175,17 @@ class HeartLanguageModel(nn.Module):
         """Training FLOPs per token (forward + backward, PaLM appendix B): 6 N + 12 L d W."""
         n = self.num_parameters(non_embedding=True) + (0 if self.cfg.num_classes else self.tok.weight.numel())
         return 6.0 * n + 12.0 * self.cfg.layers * self.cfg.d_model * window
+
+
+GATED_LOGIT = -1e4  # a gated class's logit: never the largest, still finite under autocast (bf16 and fp16 hold it)
+
+
+def gated(logits: torch.Tensor, tokens: torch.Tensor, gate: list[int]) -> torch.Tensor:
+    """`logits` [B, classes] with the gate's class set to GATED_LOGIT where the gate's token is at or past its id."""
+    position, first, cls = gate
+    shut = tokens[:, position] >= first
+    column = torch.where(shut, torch.full_like(logits[:, cls], GATED_LOGIT), logits[:, cls])
+    return torch.cat([logits[:, :cls], column[:, None], logits[:, cls + 1:]], dim=1)
 
 
 def _init_weights(module: nn.Module) -> None:

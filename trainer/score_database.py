@@ -25,6 +25,7 @@ import torch
 
 from trainer import ensemble, evaluate, rundir
 from trainer.config_flags import UsageError, record_names
+from trainer.config_keys import NOISE_KEYS
 from trainer.data import DataError
 from trainer.data.dataset import WindowDataset, load_manifest
 from trainer.data.labels import RHYTHM_CLASSES
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         records = record_names(args.records, "--records") if args.records else None
         out = args.out or args.models[0] / f"evaluate-{args.data.resolve().name}"
         result = score(args.models, args.data, records, args.annotator, args.token_cache, args.device,
-                       args.skip_bad_records)
+                       args.skip_bad_records, {k: getattr(args, k) for k in NOISE_KEYS if getattr(args, k) is not None})
     except DataError as exc:  # before ValueError, which it is
         print(f"hlm-train: bad input data: {exc}", file=sys.stderr)
         return rundir.EXIT_BAD_INPUT
@@ -70,8 +71,10 @@ def _models(paths: list[Path], device: torch.device) -> tuple[Settings, torch.nn
 
 
 def score(models: list[Path], data: Path, records: list[str] | None, annotator: str | None,
-          token_cache: Path | None, device: str = "auto", skip_bad_records: bool = False) -> dict[str, Any]:
-    """Score every annotated beat of `data` (or of `records`) with the model(s); evaluation.json's content."""
+          token_cache: Path | None, device: str = "auto", skip_bad_records: bool = False,
+          noise: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Score every annotated beat of `data` (or of `records`) with the model(s), with `noise` (NOISE_KEYS: the
+    database's noisy version) or without; evaluation.json's content."""
     dev = pick_device(device, 0)
     s, model, cfg = _models(models, dev)
     tokenizer = {k: v for k, v in s.data.tokenizer.items() if k != "records"}
@@ -79,6 +82,7 @@ def score(models: list[Path], data: Path, records: list[str] | None, annotator: 
         tokenizer["records"] = records
     if annotator:
         tokenizer["annotator"] = annotator
+    tokenizer.update(noise or {})
     cache = token_cache or (Path(s.data.token_cache) if s.data.token_cache else models[0] / "tokens")
     shard = prepare_data(data, tokenizer, cache, skip_bad_records=skip_bad_records)
     manifest = load_manifest(shard)
@@ -146,7 +150,10 @@ def lines(result: dict[str, Any]) -> list[str]:
     classes = ev["classes"]
     hours = ev.get("hours")
     nsvf = f", macro-F1 (N,S,V,F) {ev['macro_f1_nsvf']:.3f}" if ev.get("macro_f1_nsvf") is not None else ""
-    out = [f"{result['dataset']}: {len(result['records'])} records, {ev['samples']:,} beats"
+    snr = (result.get("tokenizer") or {}).get("noise_snr_db")
+    noisy = (f" with motion noise at {snr:g} dB SNR (seed {result['tokenizer'].get('noise_seed', 0)})"
+             if snr is not None else "")
+    out = [f"{result['dataset']}{noisy}: {len(result['records'])} records, {ev['samples']:,} beats"
            + (f", {hours:.2f} h" if hours else "") + f"; accuracy {ev['accuracy']:.3f}{nsvf}",
            "  confusion (rows: true, columns: predicted)", "        " + "".join(f"{c:>9}" for c in classes)]
     out += [f"  {c:>6}" + "".join(f"{v:>9,}" for v in row) for c, row in zip(classes, ev["confusion"], strict=True)]

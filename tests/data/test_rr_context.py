@@ -11,6 +11,7 @@ from trainer.data import DataError
 from trainer.data.dataset import WindowDataset, load_manifest
 from trainer.data.prepare import prepare_dataset
 from trainer.data.rr_context import (
+    AF_FEATURE,
     CONTEXT_FEATURES,
     CONTEXT_TOKENS,
     RR_BINS,
@@ -18,6 +19,7 @@ from trainer.data.rr_context import (
     context_length,
     context_tokens,
     extra_vocab,
+    feature_site,
     rr_features,
 )
 
@@ -64,6 +66,22 @@ def test_the_rhythm_token_tells_fibrillation_from_an_isolated_premature_beat() -
     assert tok[450, -1] > tok[101, -1] >= 260 + len(NAMES) * RR_BINS
     assert tok.max() < 260 + extra_vocab("rr_rhythm") == 260 + CONTEXT_TOKENS + RR_BINS
     assert context_length("rr_rhythm") == len(NAMES) + 1 and context_length("none") == 0
+
+
+def test_the_af_token_forgives_a_bigeminy_that_the_rhythm_token_counts_as_irregular() -> None:
+    """Sinus, a bigeminy (short, long, ...), atrial fibrillation: the lag-1 irregularity is high in both of the
+    last two, the irregularity no repeating pattern explains only in the fibrillation."""
+    rng = np.random.default_rng(0)
+    sinus = 800.0 + rng.normal(0, 15, 200)
+    bigeminy = np.tile([500.0, 1100.0], 100) + rng.normal(0, 15, 200)
+    rr = np.concatenate([sinus, bigeminy, rng.uniform(400, 1000, 200), sinus])
+    lag1, af = rr_features(rr, "rr_rhythm")[:, -1], rr_features(rr, "rr_af")[:, -1]
+    np.testing.assert_array_equal(rr_features(rr, "rr_af")[:, :len(NAMES)], rr_features(rr))
+    assert lag1[300] > 0.5 and af[300] < 0.05  # the bigeminy: irregular beat to beat, regular at lag 2
+    assert lag1[500] > 0.2 and af[500] > 0.2  # the fibrillation: irregular at every lag
+    assert af[100] < 0.05 and af[700] < 0.05
+    assert feature_site("rr_af", AF_FEATURE, 260) == (len(NAMES), 260 + len(NAMES) * RR_BINS)
+    assert feature_site("rr", AF_FEATURE, 260) is None and context_length("rr_af") == len(NAMES) + 1
 
 
 def _shards(physionet: Path, cache: Path, tokenizer: str) -> Path:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cockpit.commands.scores import scores_lines
@@ -70,6 +71,25 @@ def test_beats_inside_atrial_fibrillation_get_their_own_false_alarm_rate(model: 
     called_s = sum(af["confusion"][r][s] for r in range(5) if r != s)
     assert af["false_alarms_per_hour"]["S"] == pytest.approx(called_s / af["hours"])
     assert sum(af["confusion"][n]) > 0.9 * af["windows"]  # beats in AF are N by the AAMI rule
+
+
+def test_the_noisy_version_of_a_database_is_scored_beat_for_beat_and_says_its_snr(
+        model: Path, physionet: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    mitdb = copy_records(physionet / "mitdb", tmp_path / "mitdb", ["100"], ("hea", "atr", "dat"))
+    code, clean = _evaluate(model, tmp_path / "clean", "--data", str(mitdb))
+    assert code == 0 and clean is not None and clean["tokenizer"]["noise_snr_db"] is None
+    capsys.readouterr()
+    code, noisy = _evaluate(model, tmp_path / "noisy", "--data", str(mitdb), "--noise-snr", "0", "--noise-seed", "3")
+    assert code == 0 and noisy is not None
+    assert (noisy["tokenizer"]["noise_snr_db"], noisy["tokenizer"]["noise_seed"]) == (0.0, 3)
+    assert noisy["eval"]["support"] == clean["eval"]["support"]  # the same beats, their signal made noisy
+    tokens = {}  # the two token shards the model's cache now holds for record 100: clean and noisy
+    for path in (model.parent / "c").glob("mitdb-samples-*/records/100.*.tokens.npy"):
+        snr = json.loads((path.parent.parent / "manifest.json").read_text())["params"]["noise_snr_db"]
+        tokens[snr] = np.load(path)
+    assert tokens.keys() == {None, 0.0} and len(tokens[None]) == len(tokens[0.0])
+    assert np.mean(tokens[None] != tokens[0.0]) > 0.5
+    assert "mitdb with motion noise at 0 dB SNR (seed 3): 1 records" in capsys.readouterr().out
 
 
 def test_a_bad_model_or_folder_is_one_line_naming_it(model: Path, tmp_path: Path,

@@ -9,7 +9,13 @@ lets a classifier trained on some patients recognise prematurity in others.
 
 `rr_rhythm` adds one token for the rhythm around the beat: the median of |ΔRR|/RR over the RHYTHM_BEATS
 intervals centred on it. An isolated ectopic beat moves a median of 64 little; atrial fibrillation, whose
-N beats all look premature against their neighbours, moves it a lot (docs/training.md).
+N beats all look premature against their neighbours, moves it a lot (docs/training.md). So does a bigeminy
+(short, long, short, ...) and every rhythm of frequent ectopic beats: the S beats themselves.
+
+`rr_af` adds instead the irregularity no short repeating pattern explains: for each lag k of AF_LAGS, the
+median of |RR_i - RR_(i-k)| / RR_(i-k) over the RHYTHM_BEATS intervals centred on the beat, and the least of
+them. A bigeminy repeats at lag 2 and a trigeminy at lag 3, so their least is small; atrial fibrillation
+repeats at no lag. It is the feature the S decision's rhythm gate reads (trainer.calibration).
 
 Everything is computed per record in numpy from the beat positions, once, when a dataset is opened.
 """
@@ -41,6 +47,9 @@ RHYTHM_BEATS = 64  # intervals the irregularity's median is taken over
 RHYTHM_FEATURES: dict[str, tuple[float, float]] = {
     "irregularity": (0.01, 1.0),  # median |ΔRR|/RR over RHYTHM_BEATS intervals: sinus ~0.02-0.05, AF ~0.1-0.3
 }
+AF_LAGS = (1, 2, 3)  # the repeating patterns `rr_af` forgives: none, bigeminy, trigeminy
+AF_FEATURE = "af_irregularity"
+AF_FEATURES: dict[str, tuple[float, float]] = {AF_FEATURE: (0.01, 1.0)}  # least over AF_LAGS of the median
 
 
 def features_of(context: str | None) -> dict[str, tuple[float, float]]:
@@ -48,7 +57,21 @@ def features_of(context: str | None) -> dict[str, tuple[float, float]]:
     name = check_context(context)
     if name == "none":
         return {}
-    return {**CONTEXT_FEATURES, **RHYTHM_FEATURES} if name == "rr_rhythm" else dict(CONTEXT_FEATURES)
+    extra = {"rr_rhythm": RHYTHM_FEATURES, "rr_af": AF_FEATURES}.get(name, {})
+    return {**CONTEXT_FEATURES, **extra}
+
+
+def feature_site(context: str | None, feature: str, base: int) -> tuple[int, int] | None:
+    """Where a feature's token sits before each window (its position) and its first token id (`base` is the
+    shard vocabulary, as in context_tokens); None when the context has no such feature."""
+    names = list(features_of(context))
+    return (names.index(feature), base + names.index(feature) * RR_BINS) if feature in names else None
+
+
+def bin_floor(context: str | None, feature: str, index: int) -> float:
+    """The least value bin `index` of a feature holds: what a threshold at that bin means in the feature's units."""
+    low, high = features_of(context)[feature]
+    return low * (high / low) ** (index / RR_BINS)
 
 
 def check_context(context: str | None) -> str:
@@ -90,17 +113,21 @@ def rr_features(rr_ms: np.ndarray, context: str = "rr") -> np.ndarray:
     pre = np.where(np.isfinite(pre), pre, local)
     post = np.where(np.isfinite(post), post, local)
     columns = [pre, post, local, pre / local, post / local, pre / long, post / long, local / long]
-    if check_context(context) == "rr_rhythm":
+    name = check_context(context)
+    if name == "rr_rhythm":
         columns.append(irregularity(rr, valid))
+    elif name == "rr_af":
+        columns.append(np.fmin.reduce([irregularity(rr, valid, lag) for lag in AF_LAGS]))
     return np.stack(columns, axis=1)
 
 
-def irregularity(rr: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """Per beat, the median of |ΔRR|/RR over the RHYTHM_BEATS successive differences centred on it (NaN where
-    none is known: the token then takes its range's middle)."""
+def irregularity(rr: np.ndarray, valid: np.ndarray, lag: int = 1) -> np.ndarray:
+    """Per beat, the median of |RR_i - RR_(i-lag)| / RR_(i-lag) over the RHYTHM_BEATS differences centred on it
+    (NaN where none is known: the token then takes its range's middle)."""
     n = len(rr) + 1
-    both = valid[1:] & valid[:-1]
-    step = np.where(both, np.abs(np.diff(rr)) / np.where(valid[:-1], rr[:-1], 1.0), np.nan)
+    both = valid[lag:] & valid[:-lag]
+    step = np.where(both, np.abs(rr[lag:] - rr[:-lag]) / np.where(valid[:-lag], rr[:-lag], 1.0), np.nan)
+    step = np.concatenate([np.full(lag - 1, np.nan), step])  # difference i still ends at interval i + 1
     half = RHYTHM_BEATS // 2
     # difference i spans beats i .. i+2 (centred on beat i+1): beat b's window holds differences b-1-half ..
     # b+half-2, its RHYTHM_BEATS centred on b

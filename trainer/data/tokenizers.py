@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from trainer.data import noise
 from trainer.data.errors import DataError
 from trainer.data.labels import AAMI_OF_CODE, IS_BEAT, N_TOKEN_CLASSES, TOKEN_CLASS_OF_CODE
 from trainer.data.records import Record, rhythm_per_annotation
@@ -145,6 +146,9 @@ def tokenize_samples(params: dict[str, Any], rec: Record) -> Tokenized:
     ann_source = str(rec.extra.get("ann_path", rec.source))
     sample, code, rhythm = _beat_arrays(rec, ann_source)
     x, gap = _fill_gaps(rec, rec.signal)
+    if params.get("noise_snr_db") is not None:  # the noisy version of the record, at its own rate (data.noise)
+        x = noise.add_noise(x, rec.beat_positions(sample, rec.fs), rec.fs, float(params["noise_snr_db"]),
+                            int(params.get("noise_seed") or 0), rec.name)
     x, fs = resample(x, rec.fs, params["fs"])
     check_rate(params, fs, rec.source, rec.name)
     x = remove_baseline(x, fs, float(params["highpass_hz"]))
