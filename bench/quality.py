@@ -193,6 +193,37 @@ def af_alarms(evaluation: dict[str, Any]) -> float | None:
     return af["false_alarms_per_hour"].get("S") if af else None
 
 
+NOISE_SNR_DB = (24, 18, 12, 6, 0)  # the Noise Stress Test's levels, and 18
+NOISE_RECORDS = DS2[:6]  # the first six DS2 records (3 hours), scored clean and at each level
+AF_RECORDS = ("202", "210", "219", "221", "222")  # DS2's records with atrial fibrillation or flutter
+
+
+def alarms(models: list[Path], mitdb: Path, cache: Path, out: Path, log: Path) -> dict[str, float]:
+    """The recipe's false alarms: S per hour inside DS2's atrial fibrillation, and V per hour on noisy versions
+    of DS2 records (motion noise at each of NOISE_SNR_DB, trainer/data/noise.py). Prints both; wall seconds."""
+    score = ["evaluate", *map(str, models), "--data", str(mitdb), "--device", "cpu", "--token-cache", str(cache)]
+    times = {"AF records": hlm([*score, "--records", *AF_RECORDS, "--out", str(out / "eval-af")], log)}
+    af = read(out / "eval-af" / EVALUATION_FILE)["eval"]
+    inside = af.get("by_rhythm", {}).get("AFIB") or {}
+    say(f"\nDS2's atrial fibrillation (records {' '.join(AF_RECORDS)}): {inside.get('windows', 0):,} beats in "
+        f"{inside.get('hours') or 0:.2f} h; false alarms per hour inside it: "
+        + ", ".join(f"{c} {v:.1f}" for c, v in (inside.get("false_alarms_per_hour") or {}).items() if v)
+        + f"; S +P over the five records {af['ppv'].get('S') or 0:.3f} (S beats {af['support'].get('S', 0):,})")
+    rows: dict[str, dict[str, float | None]] = {}
+    for snr in (None, *NOISE_SNR_DB):
+        name = "clean" if snr is None else f"{snr} dB"
+        dest = out / f"eval-noise-{name.replace(' ', '')}"
+        times[f"noise {name}"] = hlm([*score, "--records", *NOISE_RECORDS, "--out", str(dest),
+                                      *(["--noise-snr", str(snr)] if snr is not None else [])], log)
+        ev = read(dest / EVALUATION_FILE)["eval"]
+        rows[name] = {"V false/h": ev["false_alarms_per_hour"].get("V"), "S false/h": ev["false_alarms_per_hour"].get("S"),
+                      "V Se": ev["sensitivity"].get("V"), "accuracy": ev["accuracy"]}
+    say(f"\nmotion noise on DS2 records {' '.join(NOISE_RECORDS)} ({ev['samples']:,} beats, {ev['hours']:.2f} h; "
+        "SNR by the Noise Stress Test's definition; the noise is trainer/data/noise.py's, not the NSTDB recording):")
+    say("\n".join(table(rows, ["V false/h", "S false/h", "V Se", "accuracy"], 12)))
+    return times
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder holding mitdb/ and svdb/")
@@ -206,6 +237,8 @@ def main() -> None:
                     help="keep the work folder and what finished in it (a run cut short goes on where it stopped)")
     ap.add_argument("--no-ablation", action="store_true", help="skip the fine-tune from random weights")
     ap.add_argument("--no-generalisation", action="store_true", help="skip the DS1-only recipe and its scoring")
+    ap.add_argument("--no-alarms", action="store_true",
+                    help="skip the false alarms inside DS2's atrial fibrillation and on its noisy records")
     ap.add_argument("--calibrate", action=argparse.BooleanOptionalAction, default=CHOSEN["calibrate"],
                     help="fine-tunes choose the class decision on the validation part (train.calibrate; default on)")
     ap.add_argument("--waveform", default=CHOSEN["waveform"], choices=("raw", "diff", "both"),
@@ -251,6 +284,10 @@ def main() -> None:
             "bias moved by " + ", ".join(f"{c} {b:+.2f}" for c, b in zip(cal["classes"], cal["bias_shift"], strict=True)))
     say(f"recipe time: {recipe_s / 60:.1f} min (prepare {prep:.0f} s, "
           + ", ".join(f"{k} {v:.0f} s" for k, v in mix.items()) + ")")
+
+    if not args.no_alarms:
+        times = alarms(member_dirs(args.out / "mixed", args.seed, args.members), mitdb, cache, args.out, log)
+        say("false alarm scoring: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
 
     if not args.no_generalisation:
         ds1 = ["--data", str(mitdb)]

@@ -303,6 +303,9 @@ class TrainKeys:
     class_weights: str = key("balanced", "fine-tune loss weights per class", choices=CLASS_WEIGHTS, effect=NOT_PREDICTED)
     val_fraction: float = key(0.0, "fine-tune: share of training patients held out for validation", minimum=0,
                               below=1, resume=True, effect=NOT_PREDICTED)
+    label_fraction: float = key(1.0, "fine-tune: share of the training patients (validation's apart) whose labels "
+                                "it trains on, evenly spaced: label efficiency", above=0, maximum=1, resume=True,
+                                effect=NOT_PREDICTED)
     val_every: int = key(200, "fine-tune: validate every this many steps (and after the last)", minimum=1, resume=True, effect=NOT_PREDICTED)
     patience: int = key(0, "fine-tune: stop after this many validations without a better macro-F1 (0 = never)",
                         minimum=0, effect=NOT_PREDICTED)

@@ -18,6 +18,7 @@ from torch.utils.data import Dataset, Subset
 
 from trainer.batches import LabelledWindows, MaskedWindows
 from trainer.data.errors import DataError
+from trainer.data.splits import natural_key
 from trainer.distributed import Dist, barrier
 from trainer.settings import Settings
 
@@ -85,6 +86,11 @@ def load(s: Settings, d: Dist) -> Data:
             log.info("validation on %d of the %d training records (%s), patient-disjoint from the rest; "
                      "training on %d", len(val_records), len(split.train), ", ".join(val_records),
                      len(train_records))
+    if s.axes.mode == "finetune" and s.train.label_fraction < 1:
+        train_records = labelled_part(train_records, split.patients, s.train.label_fraction)
+        if d.is_main:
+            log.info("train.label_fraction = %g: labels of %d training record(s) only (%s)", s.train.label_fraction,
+                     len(train_records), ", ".join(train_records))
     train_windows = _windows(s, shard, task, train_records)
     test_windows, eval_split = _eval_windows(s, manifest, split, task, train_windows, d.is_main)
     val_windows = _windows(s, shard, task, val_records) if val_records else None
@@ -94,6 +100,7 @@ def load(s: Settings, d: Dist) -> Data:
             "skipped_records": manifest.get("skipped_records") or [], "train_windows": len(train_windows),
             "test_windows": len(test_windows) if test_windows else 0,
             "context": s.model.context, "waveform": s.model.waveform, "val_records": val_records,
+            "labelled_records": train_records if s.axes.mode == "finetune" else None,
             "val_windows": len(val_windows) if val_windows else 0,
             # when the launcher prepared the shards before the trainer started, prepare_s is only this
             # run's up-to-date check; this is what building them took
@@ -192,13 +199,29 @@ def validation_split(records: list[str], patients: dict[str, str], fraction: flo
     Evenly spaced rather than the last ones, so that validation does not take one end of a database
     whose record numbers group its patients (mitdb's 100s and 200s).
     """
-    from trainer.data.splits import natural_key
-
-    ids = sorted({patients.get(r, r) for r in records}, key=natural_key)
+    ids = patient_ids(records, patients)
     if len(ids) < 2:
         raise DataError(f"train.val_fraction: the training split has {len(ids)} patient(s); a validation part "
                         "needs at least two (set train.val_fraction = 0)")
-    n_val = min(len(ids) - 1, max(1, math.ceil(fraction * len(ids))))
-    held = {ids[int((j + 0.5) * len(ids) / n_val)] for j in range(n_val)}
+    held = evenly_spaced(ids, min(len(ids) - 1, max(1, math.ceil(fraction * len(ids)))))
     return ([r for r in records if patients.get(r, r) not in held],
             [r for r in records if patients.get(r, r) in held])
+
+
+def labelled_part(records: list[str], patients: dict[str, str], fraction: float) -> list[str]:
+    """The records of ceil(fraction x patients) patients, evenly spaced in natural order, as validation_split
+    picks its own: the same patients for every seed and every initialisation, so a label-efficiency table
+    compares like with like."""
+    ids = patient_ids(records, patients)
+    kept = evenly_spaced(ids, max(1, math.ceil(fraction * len(ids))))
+    return [r for r in records if patients.get(r, r) in kept]
+
+
+def patient_ids(records: list[str], patients: dict[str, str]) -> list[str]:
+    """The distinct patients of `records`, in natural order (a record without a patient is its own)."""
+    return sorted({patients.get(r, r) for r in records}, key=natural_key)
+
+
+def evenly_spaced(ids: list[str], k: int) -> set[str]:
+    """k of `ids`, one from the middle of each of k equal stretches."""
+    return {ids[int((j + 0.5) * len(ids) / k)] for j in range(k)}

@@ -9,16 +9,18 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.data.conftest import copy_records
 from tests.train.tiny import RandomWindows, tiny_data, tiny_settings
 from trainer import calibration, checkpoint, rundir, scores
 from trainer.batches import LabelledWindows
+from trainer.cli import main
 from trainer.data import DataError
 from trainer.distributed import Dist
 from trainer.evaluate import classify
 from trainer.model import HeartLanguageModel, ModelConfig
 from trainer.scores import class_scores, judged_macro_f1
 from trainer.settings import ConfigError, from_config
-from trainer.sources import balanced_weights, validation_split
+from trainer.sources import balanced_weights, labelled_part, validation_split
 from trainer.train import run
 
 
@@ -31,6 +33,31 @@ def test_validation_split_holds_out_whole_patients_evenly() -> None:
     assert {patients[r] for r in train}.isdisjoint({patients[r] for r in val}) and val
     with pytest.raises(DataError, match="needs at least two"):
         validation_split(["a_1", "a_2"], {"a_1": "a", "a_2": "a"}, 0.2)
+
+
+def test_the_labelled_part_keeps_evenly_spaced_patients_whole() -> None:
+    assert labelled_part([f"r{i}" for i in range(20)], {}, 0.25) == ["r2", "r6", "r10", "r14", "r18"]
+    patients = {"a_1": "a", "a_2": "a", "b_1": "b", "c_1": "c", "d_1": "d"}
+    assert labelled_part(list(patients), patients, 0.5) == ["b_1", "d_1"]
+    assert labelled_part(list(patients), patients, 0.75) == ["a_1", "a_2", "c_1", "d_1"]  # both of a's records
+    assert labelled_part(list(patients), patients, 0.01) == ["c_1"]  # never none
+
+
+def test_a_fine_tune_on_a_share_of_the_labels_trains_on_those_patients_and_says_which(
+        physionet: Path, tmp_path: Path) -> None:
+    """Five DS1 records of real mitdb: validation takes one patient (108), label_fraction 0.5 two of the other
+    four (106 and 112, evenly spaced); result.json names them, and the windows trained on are theirs."""
+    data = copy_records(physionet / "mitdb", tmp_path / "mitdb", ["100", "101", "106", "108", "109", "112"],
+                        ("hea", "atr", "dat"))
+    code = main(["train", "--run-dir", str(tmp_path / "run"), "--data", str(data), "--token-cache",
+                 str(tmp_path / "c"), "--tokenizer", "samples", "--fs", "180", "--mode", "finetune", "--pool",
+                 "centre", "--window", "32", "--batch-size", "8", "--layers", "1", "--d-model", "16", "--heads", "2",
+                 "--steps", "2", "--val-fraction", "0.2", "--label-fraction", "0.5", "--device", "cpu",
+                 "--cpus-per-task", "1", "--num-workers", "0"])
+    assert code == 0, rundir.read_exit(tmp_path / "run")
+    info = rundir.read_result(tmp_path / "run")["data"]
+    assert info["val_records"] == ["108"] and info["labelled_records"] == ["106", "112"]
+    assert sum(info["train_class_counts"].values()) == info["train_windows"] < 2 * 2600  # two half-hour records
 
 
 def test_sqrt_weights_favour_rare_classes_less_than_balanced() -> None:

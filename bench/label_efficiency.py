@@ -1,0 +1,99 @@
+"""Does the foundation earn its place? Fine-tunes on a share of the labelled training patients, from the foundation
+checkpoint and from random weights, scored on DS2.
+
+The recipe's data (DS1 + svdb, everything at 180 Hz, the recipe's inputs and model, bench/quality.py), one
+foundation over every training waveform (no labels), then for each share of FRACTIONS of the labelled training
+patients (`--label-fraction`: the same evenly spaced patients for every run; validation's 20 patients apart and
+whole) and each seed of SEEDS, two fine-tunes that differ only in their start: the foundation's weights, or
+random ones. Same steps, same seed, same patients; each keeps its best validation step and its calibrated
+decision as the recipe does, and DS2 is scored once per fine-tune. The verdict is the goal's: at the smallest
+share the foundation's macro-F1 (N, S, V, F) at least GAIN_GOAL above random weights on average over the
+seeds, and not below at the whole.
+
+    python bench/label_efficiency.py               # 12 fine-tunes of 400 steps and one foundation (about 60 min)
+    python bench/label_efficiency.py --steps 1200  # the recipe's fine-tune length (about 3 hours on 2 cores)
+    python bench/label_efficiency.py --quick       # few steps: checks the commands, not the figures
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+from quality import DEFAULT_DATA, FINETUNE, LOOP, TOKENIZER, hlm, inputs, read, say, table  # noqa: E402  (the recipe's own)
+
+from trainer.rundir import RESULT_FILE  # noqa: E402
+
+FRACTIONS = (1.0, 0.25, 0.05)
+SEEDS = (0, 1)
+INITS = ("foundation", "random")
+GAIN_GOAL = 0.05  # macro-F1 the foundation must add at the smallest share, on average over the seeds
+KEYS = ["macro-F1 NSVF", "S Se", "S +P", "V Se", "accuracy", "val F1"]
+
+
+def figures(run_dir: Path) -> dict[str, float | None]:
+    """One fine-tune's DS2 figures and its best validation macro-F1, from its result.json."""
+    r = read(run_dir / RESULT_FILE)
+    ev, val = r["eval"], r.get("validation") or {}
+    return {"macro-F1 NSVF": ev.get("macro_f1_nsvf"), "S Se": ev["sensitivity"].get("S"), "S +P": ev["ppv"].get("S"),
+            "V Se": ev["sensitivity"].get("V"), "accuracy": ev["accuracy"], "val F1": val.get("best_macro_f1")}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder holding mitdb/ and svdb/")
+    ap.add_argument("--out", type=Path, default=Path("/tmp/hlm-label-efficiency"), help="work folder (emptied first)")
+    ap.add_argument("--steps", type=int, default=400, help="fine-tune steps, the same for every run (default 400)")
+    ap.add_argument("--quick", action="store_true", help="20 foundation and 20 fine-tune steps: checks the commands")
+    args = ap.parse_args()
+    shutil.rmtree(args.out, ignore_errors=True)
+    args.out.mkdir(parents=True)
+    log, cache = args.out / "commands.log", args.out / "tokens"
+    data = ["--data", str(args.data / "mitdb"), "--train-data", str(args.data / "svdb")]
+    foundation_steps, steps, val_every = (20, 20, 10) if args.quick else (300, args.steps, max(1, args.steps // 4))
+    load0, t0 = os.getloadavg(), time.perf_counter()
+    common = [*data, "--token-cache", str(cache), *TOKENIZER, *inputs(), *LOOP]
+    times = {"prepare": hlm(["prepare", *data, "--out", str(cache), "--no-progress", *TOKENIZER], log)}
+    foundation = args.out / "foundation"
+    times["foundation"] = hlm(["train", "--run-dir", str(foundation), *common, "--seed", "0", "--mode", "foundation",
+                               "--steps", str(foundation_steps)], log)
+    rows: dict[str, dict[str, float | None]] = {}
+    gains: dict[float, list[float]] = {f: [] for f in FRACTIONS}
+    for fraction in FRACTIONS:
+        for seed in SEEDS:
+            got = {}
+            for init in INITS:
+                run_dir = args.out / f"{fraction:g}-{init}-seed{seed}"
+                start = ["--init-checkpoint", str(foundation / "model.pt")] if init == "foundation" else []
+                times[run_dir.name] = hlm(["train", "--run-dir", str(run_dir), *common, "--seed", str(seed),
+                                           *FINETUNE(steps, val_every), "--label-fraction", str(fraction),
+                                           *start], log)
+                got[init] = rows[f"{fraction:>4.0%} of the patients, {init}, seed {seed}"] = figures(run_dir)
+            gains[fraction].append((got["foundation"]["macro-F1 NSVF"] or 0.0) - (got["random"]["macro-F1 NSVF"] or 0.0))
+            say("\n".join(table({k: v for k, v in rows.items() if k.startswith(f"{fraction:>4.0%}")}, KEYS, 44)))
+        labelled = read(args.out / f"{fraction:g}-random-seed{SEEDS[0]}" / RESULT_FILE)["data"]["labelled_records"]
+        say(f"{fraction:.0%}: labels of {len(labelled)} training records ({', '.join(labelled)})\n")
+    say("\n".join(table(rows, KEYS, 44)))
+    say("\nmacro-F1 (N,S,V,F), foundation minus random weights, per seed " + ", ".join(map(str, SEEDS)) + ":")
+    for fraction, g in gains.items():
+        say(f"  {fraction:>4.0%}: " + ", ".join(f"{x:+.3f}" for x in g) + f"; mean {sum(g) / len(g):+.3f}")
+    smallest, whole = min(FRACTIONS), max(FRACTIONS)
+    mean = {f: sum(g) / len(g) for f, g in gains.items()}
+    earns = mean[smallest] >= GAIN_GOAL and mean[whole] >= 0
+    say(f"verdict: the foundation {'earns' if earns else 'does not earn'} its place (goal: at {smallest:.0%} a mean "
+        f"gain of at least {GAIN_GOAL:+.2f}, found {mean[smallest]:+.3f}; at {whole:.0%} not below, found "
+        f"{mean[whole]:+.3f})")
+    load1 = os.getloadavg()
+    say(f"all phases {(time.perf_counter() - t0) / 60:.1f} min (" + ", ".join(f"{k} {v:.0f} s" for k, v in times.items())
+        + f"); load average at start {load0[0]:.2f}, at end {load1[0]:.2f} on {os.cpu_count()} cores")
+
+
+if __name__ == "__main__":
+    main()
