@@ -5,16 +5,19 @@ threads, everything chosen on a patient-disjoint validation part of the training
   1. prepare mitdb with svdb as training data (samples tokenizer, every record resampled to 180 Hz, baseline
      wander removed by a 0.5 Hz high-pass; trainer.data.mixed);
   2. foundation: masked-token training on every training waveform (DS1 + svdb, no labels), RR context
-     tokens included, each window as tokenized followed by its difference from the patient's template beat;
+     tokens included (`rr_af`: with the irregularity the rhythm gate reads), each window as tokenized
+     followed by its difference from the patient's template beat;
   3. fine-tunes: AAMI beat classes on DS1 + svdb minus a patient-disjoint validation part drawn from both
-     (the kept weights and the class decision, train.calibrate, are chosen there), one per seed
+     (the kept weights and the class decision, train.calibrate with its rhythm gate, are chosen there), one per seed
      (--members, default 3: seeds seed, seed+1, seed+2, all from the one foundation);
   4. `hlm-train ensemble` over them (the mean of their probabilities) on DS2;
-  5. the foundation ablation: the first fine-tune from random weights, same steps and seed;
-  6. the generalisation runs: the same recipe on DS1 alone, scored on DS2 and (`hlm-train evaluate`) on all
+  5. the false alarms (`alarms`): S per hour inside DS2's atrial fibrillation, V per hour on DS2 records with
+     motion noise added at 24 to 0 dB SNR (`hlm-train evaluate --noise-snr`);
+  6. the foundation ablation: the first fine-tune from random weights, same steps and seed;
+  7. the generalisation runs: the same recipe on DS1 alone, scored on DS2 and (`hlm-train evaluate`) on all
      77 svdb recordings; both recipes scored again on DS2 by `hlm-train evaluate` for the S false alarms per
      hour inside DS2's atrial fibrillation episodes (beats in AF are N by the AAMI rule).
-It prints the issue's table with the new rows, S sensitivity without record 232 beside it, the S figures of
+It prints the goal's table with the new rows, S sensitivity without record 232 beside it, the S figures of
 every DS2 record, the generalisation table and the ablation, the time of each phase and the load average
 (the machine may be shared). Nothing is tuned on DS2.
 
@@ -23,9 +26,10 @@ every DS2 record, the generalisation table and the ablation, the time of each ph
     python bench/quality.py --seed 3          # the same with another seed (members 3, 4, 5)
     python bench/quality.py --members 1       # one fine-tune instead of three
     python bench/quality.py --quick           # the same commands with few steps (checks them; 27 min)
-    python bench/quality.py --no-generalisation --no-ablation   # the recipe alone, 37 min
-    python bench/quality.py --context rr_rhythm --no-generalisation --no-ablation   # the recipe with the
-                                              # rhythm token (trainer/data/rr_context.py)
+    python bench/quality.py --no-generalisation --no-ablation   # the recipe and its false alarms (the
+                                              # recipe 37 min on a quiet machine; the alarms 27.5 beside a test run)
+    python bench/quality.py --context rr --no-generalisation --no-ablation   # the recipe without the
+                                              # rhythm gate's token (trainer/data/rr_context.py)
     python bench/quality.py --waveform diff --no-calibrate ...   # the previous recipe
 """
 
