@@ -11,7 +11,7 @@ share the foundation's macro-F1 (N, S, V, F) at least GAIN_GOAL above random wei
 seeds, and not below at the whole.
 
     python bench/label_efficiency.py               # 12 fine-tunes of 300 steps, validated once at the end, and one
-                                                   # foundation (about 65 min on 2 cores)
+                                                   # foundation (about 85 min on 2 cores: 400 s a fine-tune)
     python bench/label_efficiency.py --steps 1200 --val-every 200   # the recipe's fine-tune (about 3.5 hours)
     python bench/label_efficiency.py --quick       # few steps: checks the commands, not the figures
 """
