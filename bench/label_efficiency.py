@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
-from quality import DEFAULT_DATA, FINETUNE, LOOP, TOKENIZER, hlm, inputs, read, say, table  # noqa: E402  (the recipe's own)
+from quality import DEFAULT_DATA, FINETUNE, LOOP, TOKENIZER, headline, hlm, inputs, read, say, table  # noqa: E402  (the recipe's own)
 
 from trainer.rundir import RESULT_FILE  # noqa: E402
 
@@ -40,11 +40,9 @@ KEYS = ["macro-F1 NSVF", "S Se", "S +P", "V Se", "accuracy", "val F1"]
 
 
 def figures(run_dir: Path) -> dict[str, float | None]:
-    """One fine-tune's DS2 figures and its best validation macro-F1, from its result.json."""
+    """One fine-tune's DS2 figures (quality.headline's) and its best validation macro-F1, from its result.json."""
     r = read(run_dir / RESULT_FILE)
-    ev, val = r["eval"], r.get("validation") or {}
-    return {"macro-F1 NSVF": ev.get("macro_f1_nsvf"), "S Se": ev["sensitivity"].get("S"), "S +P": ev["ppv"].get("S"),
-            "V Se": ev["sensitivity"].get("V"), "accuracy": ev["accuracy"], "val F1": val.get("best_macro_f1")}
+    return {**headline(r["eval"]), "val F1": (r.get("validation") or {}).get("best_macro_f1")}
 
 
 def verdict(gains: dict[float, list[float]]) -> str:

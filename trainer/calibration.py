@@ -113,13 +113,13 @@ def calibrate(model: torch.nn.Module, head: torch.nn.Linear, class_weight: torch
     tie the least change: no gate, then the highest threshold, then the smallest a); move ``head``'s bias by
     -a x log(class weight) for the judged classes and set the gate in the model's configuration. Returns
     result.json's `calibration`."""
-    windows = windows_of(dataset)
+    windows, indices = unwrapped(dataset)
     site = (rr_context.feature_site(windows.context, rr_context.AF_FEATURE, windows.manifest.vocab_size)
             if windows is not None and GATE_CLASS in classes else None)
     logits, labels, at, kept = scored(model, dataset, d, autocast, site[0] if site else None)
     if windows is not None:  # the records the bootstrap draws
         record_of, names = windows.item_records()
-        items = torch.as_tensor(np.asarray(item_indices(dataset))[d.rank::d.world], device=kept.device)[kept]
+        items = torch.as_tensor(np.asarray(indices)[d.rank::d.world], device=kept.device)[kept]
         units = torch.as_tensor(record_of, device=kept.device)[items].long()
     else:  # a validation part that does not say its records: one unit, the bootstrap then the whole part
         names, units = ["all"], torch.zeros_like(labels)
@@ -163,23 +163,18 @@ def calibrate(model: torch.nn.Module, head: torch.nn.Linear, class_weight: torch
             "tried": tried}
 
 
-def windows_of(dataset: Any) -> Any:
-    """The WindowDataset under the validation part's wrappers (Subset, LabelledWindows); None if there is none."""
-    while not hasattr(dataset, "item_records"):
-        dataset = dataset.dataset if isinstance(dataset, Subset) else getattr(dataset, "windows", None)
-        if dataset is None:
-            return None
-    return dataset
-
-
-def item_indices(dataset: Any) -> list[int]:
-    """Each item's index in windows_of(dataset), through the Subsets on the way down."""
+def unwrapped(dataset: Any) -> tuple[Any, list[int]]:
+    """The WindowDataset under the validation part's wrappers (Subset, LabelledWindows) and each item's index in
+    it; (None, []) when there is none under them."""
     if isinstance(dataset, Subset):
-        inner = item_indices(dataset.dataset)
-        return [inner[i] for i in dataset.indices]
+        windows, inner = unwrapped(dataset.dataset)
+        return windows, [inner[i] for i in dataset.indices] if windows is not None else []
     if hasattr(dataset, "item_records"):
-        return list(range(len(dataset)))
-    return item_indices(dataset.windows)
+        return dataset, list(range(len(dataset)))
+    below = getattr(dataset, "windows", None)
+    return unwrapped(below) if below is not None else (None, [])
+
+
 def _figures(scores: dict[str, Any]) -> dict[str, Any]:
     return {"judged_macro_f1": judged_macro_f1(scores)[0], "macro_f1": scores["macro_f1"] or 0.0,
             "accuracy": scores["accuracy"], "sensitivity": scores["sensitivity"], "ppv": scores["ppv"]}

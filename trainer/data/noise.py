@@ -34,6 +34,11 @@ def qrs_amplitude(x: np.ndarray, beats: np.ndarray, fs: float) -> float:
     return float(np.median([s.max() - s.min() for s in spans])) if spans else float(np.ptp(x))
 
 
+def signal_power(x: np.ndarray, beats: np.ndarray, fs: float) -> float:
+    """The Noise Stress Test's signal power: a sine of the QRS complexes' median peak-to-peak amplitude, A^2 / 8."""
+    return qrs_amplitude(x, beats, fs) ** 2 / 8.0
+
+
 def motion_noise(n: int, fs: float, rng: np.random.Generator) -> np.ndarray:
     """n samples of unit-variance electrode-motion-like noise at fs Hz."""
     from scipy.signal import butter, sosfiltfilt
@@ -49,11 +54,10 @@ def motion_noise(n: int, fs: float, rng: np.random.Generator) -> np.ndarray:
 def add_noise(x: np.ndarray, beats: np.ndarray, fs: float, snr_db: float, seed: int, record: str) -> np.ndarray:
     """Digital samples `x` with motion noise added at `snr_db` (rounded back to digital units)."""
     rng = np.random.default_rng([seed, zlib.crc32(record.encode())])
-    amplitude = qrs_amplitude(x, beats, fs)
-    gain = np.sqrt(amplitude ** 2 / 8.0 / 10.0 ** (snr_db / 10.0))  # the noise's standard deviation
+    gain = np.sqrt(signal_power(x, beats, fs) / 10.0 ** (snr_db / 10.0))  # the noise's standard deviation
     return np.rint(x.astype(np.float64) + gain * motion_noise(len(x), fs, rng)).astype(np.int64)
 
 
 def snr_db(x: np.ndarray, noise: np.ndarray, beats: np.ndarray, fs: float) -> float:
     """The ratio by the same definition, from a clean signal and the noise added to it (for checking)."""
-    return float(10.0 * np.log10(qrs_amplitude(x, beats, fs) ** 2 / 8.0 / np.var(noise)))
+    return float(10.0 * np.log10(signal_power(x, beats, fs) / np.var(noise)))
