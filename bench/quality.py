@@ -66,7 +66,7 @@ EARLIER: dict[str, dict[str, float | None]] = {
 }
 GOAL: dict[str, float | None] = {"accuracy": 0.93, "S Se": 0.80, "S +P": 0.40, "V Se": 0.90, "macro-F1 NSVF": 0.65, "min": 60.0}
 CHOSEN: dict[str, Any] = {"keep": False, "context": "rr_af", "waveform": "both", "calibrate": True,
-                          "foundation": False}  # main() sets it
+                          "foundation": False, "af_group": False}  # main() sets it
 S_OUTLIER = "232"  # holds 1,382 of DS2's 1,837 S beats: reported apart so it cannot hide the rest
 
 MODEL = ["--layers", "2", "--d-model", "64", "--heads", "4"]
@@ -119,7 +119,8 @@ def read(path: Path) -> dict[str, Any]:
 def FINETUNE(steps: int, val_every: int) -> list[str]:  # noqa: N802  (a constant with two blanks)
     """The fine-tune's flags: beat classes, the centre beat's position, validation on a fifth of the patients."""
     return ["--mode", "finetune", "--task", "beat", "--pool", "centre", "--steps", str(steps), "--val-fraction", "0.2",
-            "--val-every", str(val_every), *(["--calibrate"] if CHOSEN["calibrate"] else [])]
+            "--val-every", str(val_every), *(["--calibrate"] if CHOSEN["calibrate"] else []),
+            *(["--af-group"] if CHOSEN["af_group"] else [])]
 
 
 def recipe(data: list[str], out: Path, cache: Path, steps: tuple[int, int], seed: int, log: Path, members: int,
@@ -266,11 +267,13 @@ def main() -> None:
                     help="the RR context tokens (rr_rhythm: and the rhythm's irregularity over 64 beats)")
     ap.add_argument("--foundation", action=argparse.BooleanOptionalAction, default=CHOSEN["foundation"],
                     help="fine-tunes start from a masked-token foundation (default: from random weights)")
+    ap.add_argument("--af-group", action=argparse.BooleanOptionalAction, default=CHOSEN["af_group"],
+                    help="N beats inside atrial fibrillation weigh as a group of their own (train.af_group)")
     args = ap.parse_args()
     if not args.keep:
         shutil.rmtree(args.out, ignore_errors=True)
     CHOSEN.update(keep=args.keep, context=args.context, waveform=args.waveform, calibrate=args.calibrate,
-                  foundation=args.foundation)
+                  foundation=args.foundation, af_group=args.af_group)
     args.out.mkdir(parents=True, exist_ok=True)
     log, cache = args.out / "commands.log", args.out / "tokens"
     mitdb, svdb = args.data / "mitdb", args.data / "svdb"

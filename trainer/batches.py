@@ -69,10 +69,13 @@ class MaskedWindows(Dataset):
 
 
 class LabelledWindows(Dataset):
-    """Fine-tune objective: (window, class label); accepts the sampler's (epoch, index) keys."""
+    """Fine-tune objective: (window, class label); accepts the sampler's (epoch, index) keys. With `groups`
+    (each item's loss weight group, train.af_group) the target is [label, group]: the model's loss then weighs
+    each item by its group's weight."""
 
-    def __init__(self, windows: Dataset) -> None:
+    def __init__(self, windows: Dataset, groups: Any = None) -> None:
         self.windows = windows
+        self.groups = groups
 
     def __len__(self) -> int:
         return len(self.windows)  # type: ignore[arg-type]  # torch's Dataset declares no __len__; ours have one
@@ -80,5 +83,7 @@ class LabelledWindows(Dataset):
     def __getitem__(self, key: tuple[int, int] | int) -> tuple[torch.Tensor, Any]:
         index = key[1] if isinstance(key, tuple) else key
         tokens, label = self.windows[index]
-        label = int(label)
-        return torch.as_tensor(tokens, dtype=torch.long), torch.tensor(label if label >= 0 else IGNORE_INDEX)
+        label = int(label) if int(label) >= 0 else IGNORE_INDEX
+        if self.groups is not None:
+            return torch.as_tensor(tokens, dtype=torch.long), torch.tensor([label, int(self.groups[index])])
+        return torch.as_tensor(tokens, dtype=torch.long), torch.tensor(label)

@@ -126,7 +126,8 @@ def calibrate(model: torch.nn.Module, head: torch.nn.Linear, class_weight: torch
     n = len(classes)
     plain = confusions(logits, labels, n, d, torch.zeros(1, n))[0, 0].tolist()
     judged = judged_macro_f1(class_scores(plain, classes))[1]
-    log_w = torch.log(class_weight.float().cpu()) * torch.tensor([float(c in judged) for c in classes])
+    # the classes' own weights (train.af_group's further group is no class: its tilt is not undone)
+    log_w = torch.log(class_weight[:n].float().cpu()) * torch.tensor([float(c in judged) for c in classes])
     shifts = torch.stack([-a * log_w for a in SHARES])
     gates: list[int | None] = [None, *(GATE_BINS if site else ())]
     tried = []

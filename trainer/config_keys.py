@@ -301,6 +301,9 @@ class TrainKeys:
     num_workers: int | None = key(None, "DataLoader workers (default: cpus_per_task - 1)", minimum=0, effect=Effect("none", ("data_wait",)))
     grad_clip: float = key(1.0, "gradient norm clip (0 = off)", minimum=0, effect=NOT_PREDICTED)
     class_weights: str = key("balanced", "fine-tune loss weights per class", choices=CLASS_WEIGHTS, effect=NOT_PREDICTED)
+    af_group: bool = key(False, "fine-tune, beat classes: N beats inside atrial fibrillation or flutter (the records' "
+                         "rhythm annotations) weigh in the loss as a group of their own, with its own class weight; "
+                         "they stay N everywhere else (needs class weights)", effect=NOT_PREDICTED)
     val_fraction: float = key(0.0, "fine-tune: share of training patients held out for validation", minimum=0,
                               below=1, resume=True, effect=NOT_PREDICTED)
     label_fraction: float = key(1.0, "fine-tune: share of the training patients (validation's apart) whose labels "
@@ -726,5 +729,9 @@ def check_train(values: Mapping[str, Any]) -> str | None:
         return ("train.calibrate: needs a validation part to choose on (train.val_fraction > 0) and class weights "
                 f"to undo (train.class_weights other than 'none'); found val_fraction = {values.get('val_fraction')}, "
                 f"class_weights = {values.get('class_weights')!r}")
+    if values.get("af_group") and (values.get("class_weights") == "none" or values.get("task", "beat") != "beat"):
+        return ("train.af_group: weighs N beats inside atrial fibrillation apart, so it needs beat classes "
+                f"(train.task = 'beat') and class weights (train.class_weights other than 'none'); found task = "
+                f"{values.get('task', 'beat')!r}, class_weights = {values.get('class_weights')!r}")
     return None
 

@@ -160,9 +160,11 @@ class HeartLanguageModel(nn.Module):
         if self.cfg.num_classes and self.class_weight is not None:
             # Normalised by the sample count, not the weight sum, so the loss of a batch split over ranks
             # averages to the loss of the whole batch (DDP equivalence).
+            # targets [B, 2]: the class and the loss weight group (train.af_group); [B]: the class weighs itself
+            targets, group = targets.unbind(-1) if targets.dim() == 2 else (targets, targets)
             valid = targets != IGNORE_INDEX
             per = F.cross_entropy(logits.float(), targets, ignore_index=IGNORE_INDEX, reduction="none")
-            return (per * self.class_weight[targets.clamp(min=0)] * valid).sum() / valid.sum().clamp(min=1)
+            return (per * self.class_weight[group.clamp(min=0)] * valid).sum() / valid.sum().clamp(min=1)
         return F.cross_entropy(logits.flatten(0, -2).float(), targets.flatten(), ignore_index=IGNORE_INDEX)
 
     def num_parameters(self, non_embedding: bool = False) -> int:

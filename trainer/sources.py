@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from torch.utils.data import Dataset, Subset
 
 from trainer.batches import LabelledWindows, MaskedWindows
 from trainer.data.errors import DataError
+from trainer.data.labels import AF_GROUP
 from trainer.data.splits import natural_key
 from trainer.distributed import Dist, barrier
 from trainer.settings import Settings
@@ -38,7 +40,7 @@ class Data:
     synthetic: bool = False
     prepare_s: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)  # shard dir, tokenizer, record counts
-    class_weights: list[float] | None = None  # fine-tune loss weights per class (None = unweighted)
+    class_weights: list[float] | None = None  # fine-tune loss weights per class, then train.af_group's (None = unweighted)
     val: Dataset | None = None  # fine-tune: patient-disjoint validation part of the training split
     seq_len: int = 0  # tokens per item (context tokens + window); 0 = the window
     # fine-tune: each test item's record index and the record names (WindowDataset.item_records), for
@@ -108,10 +110,15 @@ def load(s: Settings, d: Dist) -> Data:
     if s.axes.mode == "finetune":
         classes = list(manifest["beat_classes"] if s.train.task == "beat" else manifest["rhythm_classes"])
         counts = train_windows.class_counts()
-        weights = (balanced_weights(counts, len(classes), 0.5 if s.train.class_weights == "sqrt" else 1.0)
-                   if s.train.class_weights != "none" else None)
         info["train_class_counts"] = dict(zip(classes, [int(c) for c in counts], strict=False))
-        return Data(LabelledWindows(train_windows), LabelledWindows(test_windows) if test_windows else None,
+        groups = train_windows.af_groups() if s.train.af_group else None
+        if groups is not None:  # N beats inside AF weigh as a group of their own, after the classes
+            counts = np.bincount(groups[groups >= 0], minlength=len(classes) + 1)
+            info["af_group"] = {"name": AF_GROUP, "windows": int(counts[len(classes)])}
+        weights = (balanced_weights(counts, len(classes) + (groups is not None),
+                                    0.5 if s.train.class_weights == "sqrt" else 1.0)
+                   if s.train.class_weights != "none" else None)
+        return Data(LabelledWindows(train_windows, groups), LabelledWindows(test_windows) if test_windows else None,
                     train_windows.vocab_size, classes, manifest.synthetic, prepare_s, info, weights,
                     _even_sample(LabelledWindows(val_windows), VAL_WINDOWS) if val_windows else None,
                     train_windows.length, test_windows.item_records() if test_windows else None)

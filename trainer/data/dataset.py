@@ -34,6 +34,7 @@ from torch.utils.data import Dataset
 
 from trainer.data.beat_template import block_of, check_waveform, difference, record_templates
 from trainer.data.errors import DataError
+from trainer.data.labels import AF_RHYTHMS, BEAT_CLASSES
 from trainer.data.rr_context import (
     beats_token_rr_ms,
     check_context,
@@ -292,3 +293,12 @@ class WindowDataset(Dataset):
         """Items per label (for class weights); empty for foundation."""
         lab = self.labels[self.labels >= 0]
         return np.bincount(lab) if len(lab) else np.zeros(0, dtype=np.int64)
+
+    def af_groups(self) -> np.ndarray:
+        """Each beat item's loss weight group (train.af_group): its label, or len(BEAT_CLASSES) for an N beat
+        inside atrial fibrillation or flutter by its record's rhythm annotations (a record without them has none)."""
+        inside = np.zeros(len(self.labels), dtype=bool)
+        for i, r in enumerate(self.records):
+            items = np.flatnonzero(self.item_record == i)
+            inside[items] = np.isin(self._load(r, "rhythm")[self.item_beat[items]], AF_RHYTHMS)
+        return np.where(inside & (self.labels == BEAT_CLASSES.index("N")), len(BEAT_CLASSES), self.labels)

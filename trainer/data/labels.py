@@ -28,6 +28,8 @@ for _cls, _symbols in zip(BEAT_CLASSES, ("NLRej", "AaJS", "VE", "F", "/fQ"), str
 
 # Rhythm vocabulary: a small set of classes; every other rhythm string maps to "other".
 RHYTHM_CLASSES = ("N", "AFIB", "AFL", "SV", "V", "other")
+AF_RHYTHMS = (RHYTHM_CLASSES.index("AFIB"), RHYTHM_CLASSES.index("AFL"))  # whose N beats look premature
+AF_GROUP = "N in AF"  # train.af_group's loss weight group: N beats inside them
 RHYTHM_MAP: dict[str, str] = {
     "N": "N", "SBR": "N",
     "AFIB": "AFIB",
