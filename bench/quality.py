@@ -66,7 +66,7 @@ EARLIER: dict[str, dict[str, float | None]] = {
 }
 GOAL: dict[str, float | None] = {"accuracy": 0.93, "S Se": 0.80, "S +P": 0.40, "V Se": 0.90, "macro-F1 NSVF": 0.65, "min": 60.0}
 CHOSEN: dict[str, Any] = {"keep": False, "context": "rr_af", "waveform": "both", "calibrate": True,
-                          "foundation": False, "af_group": False}  # main() sets it
+                          "foundation": False, "af_group": False, "augment_noise_db": []}  # main() sets it
 S_OUTLIER = "232"  # holds 1,382 of DS2's 1,837 S beats: reported apart so it cannot hide the rest
 
 MODEL = ["--layers", "2", "--d-model", "64", "--heads", "4"]
@@ -120,7 +120,8 @@ def FINETUNE(steps: int, val_every: int) -> list[str]:  # noqa: N802  (a constan
     """The fine-tune's flags: beat classes, the centre beat's position, validation on a fifth of the patients."""
     return ["--mode", "finetune", "--task", "beat", "--pool", "centre", "--steps", str(steps), "--val-fraction", "0.2",
             "--val-every", str(val_every), *(["--calibrate"] if CHOSEN["calibrate"] else []),
-            *(["--af-group"] if CHOSEN["af_group"] else [])]
+            *(["--af-group"] if CHOSEN["af_group"] else []),
+            *(["--augment-noise-db", *map(str, CHOSEN["augment_noise_db"])] if CHOSEN["augment_noise_db"] else [])]
 
 
 def recipe(data: list[str], out: Path, cache: Path, steps: tuple[int, int], seed: int, log: Path, members: int,
@@ -269,11 +270,13 @@ def main() -> None:
                     help="fine-tunes start from a masked-token foundation (default: from random weights)")
     ap.add_argument("--af-group", action=argparse.BooleanOptionalAction, default=CHOSEN["af_group"],
                     help="N beats inside atrial fibrillation weigh as a group of their own (train.af_group)")
+    ap.add_argument("--augment-noise-db", type=float, nargs="+", default=CHOSEN["augment_noise_db"], metavar="DB",
+                    help="fine-tunes also train on noisy versions of their records at these SNRs (train.augment_noise_db)")
     args = ap.parse_args()
     if not args.keep:
         shutil.rmtree(args.out, ignore_errors=True)
     CHOSEN.update(keep=args.keep, context=args.context, waveform=args.waveform, calibrate=args.calibrate,
-                  foundation=args.foundation, af_group=args.af_group)
+                  foundation=args.foundation, af_group=args.af_group, augment_noise_db=args.augment_noise_db)
     args.out.mkdir(parents=True, exist_ok=True)
     log, cache = args.out / "commands.log", args.out / "tokens"
     mitdb, svdb = args.data / "mitdb", args.data / "svdb"

@@ -71,18 +71,31 @@ class MaskedWindows(Dataset):
 class LabelledWindows(Dataset):
     """Fine-tune objective: (window, class label); accepts the sampler's (epoch, index) keys. With `groups`
     (each item's loss weight group, train.af_group) the target is [label, group]: the model's loss then weighs
-    each item by its group's weight."""
+    each item by its group's weight. With `noisy` (the same items from noisy versions of their records,
+    train.augment_noise_db) a `share` of the items takes its window from one of them, drawn anew each epoch
+    from (seed, epoch, index) like the foundation's masks: the same on every rank, worker and restart."""
 
-    def __init__(self, windows: Dataset, groups: Any = None) -> None:
+    def __init__(self, windows: Dataset, groups: Any = None, noisy: tuple[Dataset, ...] = (), share: float = 0.0,
+                 seed: int = 0) -> None:
         self.windows = windows
         self.groups = groups
+        self.noisy, self.share, self.seed = noisy, share, seed
+
+    def version(self, epoch: int, index: int) -> int:
+        """Which version an item's window comes from this epoch: 0 clean, k the k-th noisy one."""
+        if not self.noisy:
+            return 0
+        draw = float(np.random.default_rng([self.seed, epoch, index]).random())
+        return 1 + int(draw / self.share * len(self.noisy)) if draw < self.share else 0
 
     def __len__(self) -> int:
         return len(self.windows)  # type: ignore[arg-type]  # torch's Dataset declares no __len__; ours have one
 
     def __getitem__(self, key: tuple[int, int] | int) -> tuple[torch.Tensor, Any]:
-        index = key[1] if isinstance(key, tuple) else key
+        epoch, index = key if isinstance(key, tuple) else (0, key)
         tokens, label = self.windows[index]
+        if version := self.version(epoch, index):
+            tokens = self.noisy[version - 1][index][0]  # the same beat and label, its record's noisy version
         label = int(label) if int(label) >= 0 else IGNORE_INDEX
         if self.groups is not None:
             return torch.as_tensor(tokens, dtype=torch.long), torch.tensor([label, int(self.groups[index])])

@@ -301,6 +301,13 @@ class TrainKeys:
     num_workers: int | None = key(None, "DataLoader workers (default: cpus_per_task - 1)", minimum=0, effect=Effect("none", ("data_wait",)))
     grad_clip: float = key(1.0, "gradient norm clip (0 = off)", minimum=0, effect=NOT_PREDICTED)
     class_weights: str = key("balanced", "fine-tune loss weights per class", choices=CLASS_WEIGHTS, effect=NOT_PREDICTED)
+    augment_noise_db: list | None = key(None, "fine-tune: also train on noisy versions of the training records, one "
+                                        "per signal-to-noise ratio given (the tokenizer's motion noise, "
+                                        "trainer/data/noise.py); validation and test stay clean", unit="dB",
+                                        effect=NOT_PREDICTED)
+    augment_share: float = key(0.5, "fine-tune with augment_noise_db: share of the training windows drawn, anew "
+                               "each epoch, from a noisy version (the levels equally often)", above=0, maximum=1,
+                               effect=NOT_PREDICTED)
     af_group: bool = key(False, "fine-tune, beat classes: N beats inside atrial fibrillation or flutter (the records' "
                          "rhythm annotations) weigh in the loss as a group of their own, with its own class weight; "
                          "they stay N everywhere else (needs class weights)", effect=NOT_PREDICTED)
@@ -720,6 +727,14 @@ def check_model(values: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _is_number(value: Any) -> bool:
+    """A number, or text that reads as one (the command line gives list items as text)."""
+    try:
+        return not isinstance(value, bool) and math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
 def check_train(values: Mapping[str, Any]) -> str | None:
     """The [train] rule across keys: a fixed amount of work to time."""
     given = [name for name in ("steps", "epochs") if values.get(name) is not None]
@@ -729,6 +744,10 @@ def check_train(values: Mapping[str, Any]) -> str | None:
         return ("train.calibrate: needs a validation part to choose on (train.val_fraction > 0) and class weights "
                 f"to undo (train.class_weights other than 'none'); found val_fraction = {values.get('val_fraction')}, "
                 f"class_weights = {values.get('class_weights')!r}")
+    levels = values.get("augment_noise_db") or []
+    if not isinstance(levels, list) or not all(_is_number(v) for v in levels):
+        return (f"train.augment_noise_db: expected a list of signal-to-noise ratios in dB (numbers, e.g. [18, 12, 6]); "
+                f"found {levels!r}")
     if values.get("af_group") and (values.get("class_weights") == "none" or values.get("task", "beat") != "beat"):
         return ("train.af_group: weighs N beats inside atrial fibrillation apart, so it needs beat classes "
                 f"(train.task = 'beat') and class weights (train.class_weights other than 'none'); found task = "

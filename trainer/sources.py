@@ -26,6 +26,7 @@ from trainer.settings import Settings
 
 log = logging.getLogger("hlm.data")
 FOUNDATION_EVAL_WINDOWS = 4096  # masked-token evaluation of a foundation run uses at most this many windows
+AUGMENT_NOISE_SEED = 1  # the training noise's draw: evaluation's noisy versions use the tokenizer's default, 0
 VAL_WINDOWS = 20000  # fine-tune validation scores at most this many windows (an even sample), many times per run
 
 
@@ -118,7 +119,13 @@ def load(s: Settings, d: Dist) -> Data:
         weights = (balanced_weights(counts, len(classes) + (groups is not None),
                                     0.5 if s.train.class_weights == "sqrt" else 1.0)
                    if s.train.class_weights != "none" else None)
-        return Data(LabelledWindows(train_windows, groups), LabelledWindows(test_windows) if test_windows else None,
+        noisy = noisy_versions(s, d, prepare, cache, train_windows, train_records, task)
+        if noisy:
+            info["augment"] = {"noise_snr_db": [float(v) for v in s.train.augment_noise_db or []],
+                               "noise_seed": AUGMENT_NOISE_SEED, "share": s.train.augment_share,
+                               "shard_dirs": [str(w.shard_dir) for w in noisy]}
+        train = LabelledWindows(train_windows, groups, noisy, s.train.augment_share, s.train.seed)
+        return Data(train, LabelledWindows(test_windows) if test_windows else None,
                     train_windows.vocab_size, classes, manifest.synthetic, prepare_s, info, weights,
                     _even_sample(LabelledWindows(val_windows), VAL_WINDOWS) if val_windows else None,
                     train_windows.length, test_windows.item_records() if test_windows else None)
@@ -131,6 +138,29 @@ def load(s: Settings, d: Dist) -> Data:
         info["test_windows"] = len(test)
     return Data(masked, test, train_windows.vocab_size, [], manifest.synthetic, prepare_s, info,
                 seq_len=train_windows.length)
+
+
+def noisy_versions(s: Settings, d: Dist, prepare: Any, cache: Path, clean: Any, records: list[str],
+                   task: str) -> tuple[Any, ...]:
+    """train.augment_noise_db: the training windows once more from each noisy version of the data (prepared
+    like the clean one, with the tokenizer's noise keys); () without it."""
+    versions = []
+    for level in s.train.augment_noise_db or []:
+        tokenizer = {**s.data.tokenizer, "noise_snr_db": float(level), "noise_seed": AUGMENT_NOISE_SEED}
+        if d.is_main:
+            shard = prepare(s.data.data_path, tokenizer, cache, s.data.prepare_workers)
+        barrier(d)
+        if not d.is_main:
+            shard = prepare(s.data.data_path, tokenizer, cache, 1)
+        windows = _windows(s, shard, task, records)
+        if not np.array_equal(windows.labels, clean.labels):
+            raise DataError(f"{shard}: the noisy version at {level} dB SNR holds other beats than the clean data "
+                            f"({len(windows.labels):,} training windows against {len(clean.labels):,})")
+        versions.append(windows)
+    if versions and d.is_main:
+        log.info("noise augmentation: %.0f%% of the training windows each epoch from their records' noisy versions "
+                 "at %s dB SNR", 100 * s.train.augment_share, ", ".join(f"{float(v):g}" for v in s.train.augment_noise_db or []))
+    return tuple(versions)
 
 
 def _even_sample(dataset: Any, limit: int) -> Any:
