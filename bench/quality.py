@@ -33,6 +33,9 @@ every DS2 record, the generalisation table and the ablation, the time of each ph
     python bench/quality.py --context rr --no-generalisation --no-ablation   # the recipe without the
                                               # rhythm gate's token (trainer/data/rr_context.py)
     python bench/quality.py --waveform diff --no-calibrate ...   # the previous recipe
+    python bench/quality.py --foundation ...  # each fine-tune from a masked-token foundation (the earlier recipe)
+    python bench/quality.py --af-group ...    # N beats inside fibrillation weigh apart (train.af_group)
+    python bench/quality.py --augment-noise-db 18 12 6 ...   # fine-tunes also train on noisy records
 """
 
 from __future__ import annotations
