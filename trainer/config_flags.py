@@ -41,7 +41,9 @@ def add_key_flag(p: Flags, k: ConfigKey, where: str, choices: bool = True) -> No
     if k.kind == (bool,):
         p.add_argument(flag, dest=k.name, action=argparse.BooleanOptionalAction, default=None, help=text)
     elif k.kind == (list,):
-        p.add_argument(flag, dest=k.name, nargs="+", metavar=k.name.upper().rstrip("S"), default=None, help=text)
+        # a list with a unit is a list of numbers (train.augment_noise_db's ratios in dB)
+        p.add_argument(flag, dest=k.name, nargs="+", type=float if k.unit else str,
+                       metavar=k.unit.upper() or k.name.upper().rstrip("S"), default=None, help=text)
     else:
         listed = k.choices if choices else None
         p.add_argument(flag, dest=k.name, type=_type(k), default=None, choices=listed,

@@ -200,6 +200,10 @@ def judge_table(where: str, prefix: str, values: dict[str, Any], keys: dict[str,
     return out
 
 
+def _finite_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def key(default: Any = None, help: str = "", **rules: Any) -> Any:
     """A field of a section dataclass with its rules (ConfigKey's fields, minus section, name and kind); a list
     or table default is copied for each instance."""
@@ -304,6 +308,8 @@ class TrainKeys:
     augment_noise_db: list | None = key(None, "fine-tune: also train on noisy versions of the training records, one "
                                         "per signal-to-noise ratio given (the tokenizer's motion noise, "
                                         "trainer/data/noise.py); validation and test stay clean", unit="dB",
+                                        rule=lambda v: all(_finite_number(x) for x in v),
+                                        expected_words="a list of signal-to-noise ratios in dB, e.g. [18, 12, 6]",
                                         effect=NOT_PREDICTED)
     augment_share: float = key(0.5, "fine-tune with augment_noise_db: share of the training windows drawn, anew "
                                "each epoch, from a noisy version (the levels equally often)", above=0, maximum=1,
@@ -727,14 +733,6 @@ def check_model(values: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _is_number(value: Any) -> bool:
-    """A number, or text that reads as one (the command line gives list items as text)."""
-    try:
-        return not isinstance(value, bool) and math.isfinite(float(value))
-    except (TypeError, ValueError):
-        return False
-
-
 def check_train(values: Mapping[str, Any]) -> str | None:
     """The [train] rule across keys: a fixed amount of work to time."""
     given = [name for name in ("steps", "epochs") if values.get(name) is not None]
@@ -744,13 +742,8 @@ def check_train(values: Mapping[str, Any]) -> str | None:
         return ("train.calibrate: needs a validation part to choose on (train.val_fraction > 0) and class weights "
                 f"to undo (train.class_weights other than 'none'); found val_fraction = {values.get('val_fraction')}, "
                 f"class_weights = {values.get('class_weights')!r}")
-    levels = values.get("augment_noise_db") or []
-    if not isinstance(levels, list) or not all(_is_number(v) for v in levels):
-        return (f"train.augment_noise_db: expected a list of signal-to-noise ratios in dB (numbers, e.g. [18, 12, 6]); "
-                f"found {levels!r}")
-    if values.get("af_group") and (values.get("class_weights") == "none" or values.get("task", "beat") != "beat"):
-        return ("train.af_group: weighs N beats inside atrial fibrillation apart, so it needs beat classes "
-                f"(train.task = 'beat') and class weights (train.class_weights other than 'none'); found task = "
-                f"{values.get('task', 'beat')!r}, class_weights = {values.get('class_weights')!r}")
+    if values.get("af_group") and values.get("class_weights") == "none":
+        return ("train.af_group: gives N beats inside atrial fibrillation a class weight of their own, so it needs "
+                "class weights (train.class_weights other than 'none'); found class_weights = 'none'")
     return None
 

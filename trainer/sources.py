@@ -112,6 +112,9 @@ def load(s: Settings, d: Dist) -> Data:
         classes = list(manifest["beat_classes"] if s.train.task == "beat" else manifest["rhythm_classes"])
         counts = train_windows.class_counts()
         info["train_class_counts"] = dict(zip(classes, [int(c) for c in counts], strict=False))
+        if s.train.af_group and task != "beat":
+            raise DataError(f"train.af_group: weighs the N beats inside atrial fibrillation apart, so it needs beat "
+                            f"classes (train.task = 'beat'); found task = {task!r}")
         groups = train_windows.af_groups() if s.train.af_group else None
         if groups is not None:  # N beats inside AF weigh as a group of their own, after the classes
             counts = np.bincount(groups[groups >= 0], minlength=len(classes) + 1)

@@ -16,7 +16,8 @@ from trainer.config_keys import KEYS, ConfigKey
 from trainer.settings import SECTION_OF, Settings, from_config
 
 SAMPLES: dict[str, Any] = {"d_model": 16, "heads": 2, "window": 64, "layers": 2, "init_checkpoint": "/w/model.pt",
-                           "class_weights": "sqrt"}  # calibrate (sampled true) needs weights to undo
+                           "class_weights": "sqrt",  # calibrate (sampled true) needs weights to undo
+                           "augment_noise_db": [12.0, 6.0]}
 
 
 def sample(k: ConfigKey) -> Any:
@@ -92,7 +93,7 @@ def test_hlm_train_has_a_flag_for_every_key(tmp_path: Path):
         if k.kind == (bool,):
             argv.append(flag if value else f"--no-{k.name.replace('_', '-')}")
         else:
-            argv += [flag, str(value)]
+            argv += [flag, *map(str, value if isinstance(value, list) else [value])]
     config, fresh = build_config(parser().parse_args(argv))
     assert fresh
     for k in flagged:

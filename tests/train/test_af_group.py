@@ -67,9 +67,18 @@ def test_the_loss_weighs_each_item_by_its_group() -> None:
     assert plain.item() == pytest.approx(float((per * torch.tensor([0.5, 2.0, 0.5, 1.0])).mean()), rel=1e-6)
 
 
-def test_the_group_needs_beat_classes_and_class_weights() -> None:
+def test_the_group_needs_class_weights_and_beat_classes(physionet: Path, tmp_path: Path) -> None:
+    from tests.data.conftest import copy_records
+    from trainer import rundir
+    from trainer.cli import main
+
     message = check_train({"steps": 10, "af_group": True, "class_weights": "none"})
     assert message and "train.af_group" in message and "class_weights = 'none'" in message
-    message = check_train({"steps": 10, "af_group": True, "task": "rhythm"})
-    assert message and "task = 'rhythm'" in message
     assert check_train({"steps": 10, "af_group": True}) is None
+    data = copy_records(physionet / "mitdb", tmp_path / "db", ["203", "100"], ("hea", "atr", "dat"))
+    run_dir = tmp_path / "run"
+    code = main(["train", "--run-dir", str(run_dir), "--data", str(data), "--token-cache", str(tmp_path / "c"),
+                 "--tokenizer", "samples", "--af-group", "--task", "rhythm", "--mode", "finetune", "--window", "32",
+                 "--layers", "1", "--d-model", "16", "--heads", "2", "--steps", "1", "--device", "cpu", "--no-eval"])
+    assert code != 0
+    assert "train.af_group" in str(rundir.read_exit(run_dir)) and "task = 'rhythm'" in str(rundir.read_exit(run_dir))

@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from trainer.batches import LabelledWindows
-from trainer.config_keys import check_train
+from trainer.config_keys import KEYS
 from trainer.data.dataset import WindowDataset
 from trainer.data.prepare import prepare_dataset
 from trainer.sources import AUGMENT_NOISE_SEED
@@ -61,7 +62,12 @@ def test_a_finetune_with_noise_augmentation_says_what_it_trained_on(physionet: P
     assert "noise augmentation: 50% of the training windows" in (run_dir / "train.log").read_text()
 
 
-def test_the_levels_must_be_numbers() -> None:
-    message = check_train({"steps": 10, "augment_noise_db": ["12", "loud"]})
-    assert message and "train.augment_noise_db" in message and "'loud'" in message
-    assert check_train({"steps": 10, "augment_noise_db": ["12", 6.5]}) is None
+def test_the_levels_must_be_numbers(tmp_path: Path) -> None:
+    from trainer.cli import main
+
+    key = next(k for k in KEYS if k.name == "augment_noise_db")
+    assert key.problem([12, 6.5]) is None and key.problem([]) is None
+    assert "a list of signal-to-noise ratios in dB" in (key.problem([12, "loud"]) or "")
+    with pytest.raises(SystemExit) as refused:  # the command line reads numbers
+        main(["train", "--run-dir", str(tmp_path), "--augment-noise-db", "12", "loud"])
+    assert refused.value.code == 2
