@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from trainer.data import DataError
-from trainer.data.beat_template import TEMPLATE_BEATS, TEMPLATE_SHARE, difference, record_templates, template_beats
+from trainer.data.beat_template import (
+    TEMPLATE_BEATS,
+    TEMPLATE_SHARE,
+    difference,
+    record_templates,
+    template_beats,
+)
 from trainer.data.dataset import WindowDataset, load_manifest
 from trainer.data.prepare import prepare_dataset
 from trainer.data.tokenizers import N_SPECIAL
