@@ -96,7 +96,8 @@ class LabelledWindows(Dataset):
         tokens, label = self.windows[index]
         if version := self.version(epoch, index):
             tokens = self.noisy[version - 1][index][0]  # the same beat and label, its record's noisy version
-        label = int(label) if int(label) >= 0 else IGNORE_INDEX
+        label = int(label)
+        label = label if label >= 0 else IGNORE_INDEX
         if self.groups is not None:
             return torch.as_tensor(tokens, dtype=torch.long), torch.tensor([label, int(self.groups[index])])
         return torch.as_tensor(tokens, dtype=torch.long), torch.tensor(label)

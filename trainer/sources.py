@@ -10,6 +10,7 @@ import functools
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,12 +66,16 @@ def load(s: Settings, d: Dist) -> Data:
     prepare = functools.partial(prepare_data, dataset=s.axes.dataset, synthetic_params=s.data.synthetic_params,
                                 skip_bad_records=s.data.skip_bad_records, split=s.data.split,
                                 train_data=s.data.train_data)
+
+    def shard_of(tokenizer: dict[str, Any]) -> Path:
+        """Rank 0 prepares the shards, the others wait; by then theirs is only a digest check."""
+        if d.is_main:
+            shard = prepare(s.data.data_path, tokenizer, cache, s.data.prepare_workers)
+        barrier(d)
+        return shard if d.is_main else prepare(s.data.data_path, tokenizer, cache, 1)
+
     t0 = time.perf_counter()
-    if d.is_main:
-        shard = prepare(s.data.data_path, s.data.tokenizer, cache, s.data.prepare_workers)
-    barrier(d)
-    if not d.is_main:  # up to date by now: only a digest check
-        shard = prepare(s.data.data_path, s.data.tokenizer, cache, 1)
+    shard = shard_of(s.data.tokenizer)
     prepare_s = time.perf_counter() - t0
 
     manifest = wd.load_manifest(shard)
@@ -122,7 +127,7 @@ def load(s: Settings, d: Dist) -> Data:
         weights = (balanced_weights(counts, len(classes) + (groups is not None),
                                     0.5 if s.train.class_weights == "sqrt" else 1.0)
                    if s.train.class_weights != "none" else None)
-        noisy = noisy_versions(s, d, prepare, cache, train_windows, train_records, task)
+        noisy = noisy_versions(s, d, shard_of, train_windows, train_records, task)
         if noisy:
             info["augment"] = {"noise_snr_db": [float(v) for v in s.train.augment_noise_db or []],
                                "noise_seed": AUGMENT_NOISE_SEED, "share": s.train.augment_share,
@@ -143,18 +148,13 @@ def load(s: Settings, d: Dist) -> Data:
                 seq_len=train_windows.length)
 
 
-def noisy_versions(s: Settings, d: Dist, prepare: Any, cache: Path, clean: Any, records: list[str],
-                   task: str) -> tuple[Any, ...]:
+def noisy_versions(s: Settings, d: Dist, shard_of: Callable[[dict[str, Any]], Path], clean: Any,
+                   records: list[str], task: str) -> tuple[Any, ...]:
     """train.augment_noise_db: the training windows once more from each noisy version of the data (prepared
     like the clean one, with the tokenizer's noise keys); () without it."""
     versions = []
     for level in s.train.augment_noise_db or []:
-        tokenizer = {**s.data.tokenizer, "noise_snr_db": float(level), "noise_seed": AUGMENT_NOISE_SEED}
-        if d.is_main:
-            shard = prepare(s.data.data_path, tokenizer, cache, s.data.prepare_workers)
-        barrier(d)
-        if not d.is_main:
-            shard = prepare(s.data.data_path, tokenizer, cache, 1)
+        shard = shard_of({**s.data.tokenizer, "noise_snr_db": float(level), "noise_seed": AUGMENT_NOISE_SEED})
         windows = _windows(s, shard, task, records)
         if not np.array_equal(windows.labels, clean.labels):
             raise DataError(f"{shard}: the noisy version at {level} dB SNR holds other beats than the clean data "

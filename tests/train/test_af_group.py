@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from trainer.config_keys import check_train
-from trainer.data.labels import AAMI_OF_CODE, AF_GROUP, BEAT_CLASSES, RHYTHM_CLASSES
+from trainer.data.labels import AAMI_OF_CODE, AF_GROUP, AF_RHYTHMS, BEAT_CLASSES
 from trainer.data.mitann import read_annotations
 from trainer.data.records import rhythm_per_annotation
 from trainer.model import HeartLanguageModel, ModelConfig
@@ -22,8 +22,7 @@ def n_beats_inside_af(folder: Path, record: str) -> int:
     ann = read_annotations(folder / f"{record}.atr")
     at, rhythm = rhythm_per_annotation(ann)
     current = np.searchsorted(at, ann.sample, side="right") - 1
-    inside = (current >= 0) & np.isin(rhythm[np.clip(current, 0, None)],
-                                      [RHYTHM_CLASSES.index("AFIB"), RHYTHM_CLASSES.index("AFL")])
+    inside = (current >= 0) & np.isin(rhythm[np.clip(current, 0, None)], AF_RHYTHMS)
     return int((inside & (AAMI_OF_CODE[ann.code] == BEAT_CLASSES.index("N"))).sum())
 
 
