@@ -36,6 +36,7 @@ every DS2 record, the generalisation table and the ablation, the time of each ph
     python bench/quality.py --foundation ...  # each fine-tune from a masked-token foundation (the earlier recipe)
     python bench/quality.py --af-group ...    # N beats inside fibrillation weigh apart (train.af_group)
     python bench/quality.py --augment-noise-db 18 12 6 ...   # fine-tunes also train on noisy records
+    python bench/quality.py --finetune-steps 2400 ...   # each fine-tune twice as long (bench/seeds.py's question)
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ def inputs() -> list[str]:
     """What the model sees, as the command line chose: the window followed by its difference from the patient's
     template beat, and the RR context tokens, unless --waveform / --context say otherwise."""
     return [*WINDOW, "--waveform", CHOSEN["waveform"], "--context", CHOSEN["context"], *MODEL]
+
+
+FINETUNE_STEPS = 1200  # 0.41 of an epoch of DS1 + svdb's training windows at batch 64
 LOOP = ["--batch-size", "64", "--lr", "1e-3", "--warmup-steps", "30", "--cpus-per-task", "2", "--num-workers", "0",
         "--device", "cpu"]
 
@@ -259,6 +263,8 @@ def main() -> None:
                     help="few steps, two svdb records scored: checks the commands, not the figures")
     ap.add_argument("--keep", action="store_true",
                     help="keep the work folder and what finished in it (a run cut short goes on where it stopped)")
+    ap.add_argument("--finetune-steps", type=int, default=FINETUNE_STEPS, metavar="N",
+                    help=f"each fine-tune's steps (default {FINETUNE_STEPS}; validated every 200)")
     ap.add_argument("--no-ablation", action="store_true", help="skip the fine-tune from random weights")
     ap.add_argument("--no-generalisation", action="store_true", help="skip the DS1-only recipe and its scoring")
     ap.add_argument("--no-alarms", action="store_true",
@@ -284,7 +290,7 @@ def main() -> None:
     log, cache = args.out / "commands.log", args.out / "tokens"
     mitdb, svdb = args.data / "mitdb", args.data / "svdb"
     load0 = os.getloadavg()
-    steps, val_every = ((20, 40), 20) if args.quick else ((300, 1200), 200)
+    steps, val_every = ((20, 40), 20) if args.quick else ((300, args.finetune_steps), 200)
     t0 = time.perf_counter()
 
     mixed = ["--data", str(mitdb), "--train-data", str(svdb)]
