@@ -95,6 +95,7 @@ class Validator:
         """result.json's `validation`: records, schedule, history, the kept step."""
         best = next((v for v in prog.validations if v["step"] == prog.best_step), None)
         return {"records": self.data.info.get("val_records"), "windows": self.data.info.get("val_windows"),
+                "scored_windows": len(self.data.val) if self.data.val is not None else 0,
                 "every": self.s.train.val_every, "patience": self.s.train.patience, "history": prog.validations,
                 "judged_classes": self.judged, "best_step": prog.best_step,
                 "best_macro_f1": best.get("judged_macro_f1", best["macro_f1"]) if best else None,

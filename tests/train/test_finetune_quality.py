@@ -97,6 +97,7 @@ def test_validation_runs_outside_t_keeps_the_best_weights_and_stops_early(tmp_pa
     assert run(s, data) == 0
     r = rundir.read_result(tmp_path)
     v = r["validation"]
+    assert v["scored_windows"] == 24  # what each check scored, beside the part's own count (`windows`)
     steps = [h["step"] for h in v["history"]]
     assert steps[0] == 2 and steps == list(range(2, 2 * len(steps) + 1, 2))
     assert v["best_step"] in steps and r["timing"]["val_s"] == pytest.approx(v["seconds"])
