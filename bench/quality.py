@@ -68,7 +68,7 @@ EARLIER: dict[str, dict[str, float | None]] = {
                                                       "macro-F1 NSVF": 0.545, "min": 4.4},
     "de Chazal 2004 (linear discriminants)": {"accuracy": 0.862, "S Se": 0.76, "S +P": 0.38, "V Se": 0.78},
 }
-GOAL: dict[str, float | None] = {"accuracy": 0.93, "S Se": 0.80, "S +P": 0.40, "V Se": 0.90, "macro-F1 NSVF": 0.65, "min": 60.0}
+GOAL: dict[str, float | None] = {"accuracy": 0.93, "S Se": 0.80, "S +P": 0.60, "V Se": 0.90, "macro-F1 NSVF": 0.65, "min": 60.0}
 CHOSEN: dict[str, Any] = {"keep": False, "context": "rr_af", "waveform": "both", "calibrate": True,
                           "foundation": False, "af_group": False, "augment_noise_db": []}  # main() sets it
 S_OUTLIER = "232"  # holds 1,382 of DS2's 1,837 S beats: reported apart so it cannot hide the rest

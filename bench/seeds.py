@@ -2,8 +2,8 @@
 
 For each run directory given: its seed and options (`--af-group`, noise augmentation, steps), the validation
 part's macro-F1 at each check and the step it kept, the calibration's a, and on DS2 the S sensitivity, +P,
-record 232's S beats found (of its 1,382: DS2's other S beats number 455), S sensitivity without 232 and
-macro-F1 (N, S, V, F). Below the rows: the worst and the mean of each figure, and Spearman's rank correlation
+record 232's S beats found (of its 1,382: DS2's other S beats number 455), S sensitivity without 232,
+macro-F1 (N, S, V, F) and which of the DS2 goal's figures (bench/quality.py's GOAL) it misses. Below the rows: the worst and the mean of each figure, and Spearman's rank correlation
 of 232's S beats found with a, with the kept step and with the best validation macro-F1: the calibration's
 choice, the early stop and validation's own verdict, each a suspect the rows can clear or convict. Nothing is
 trained or scored here; every figure is a result.json's or a sum over its per-record confusion matrices.
@@ -24,11 +24,12 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
-from quality import S_OUTLIER, headline, read, say  # noqa: E402  (the recipe's own figures)
+from quality import GOAL, S_OUTLIER, headline, read, say  # noqa: E402  (the recipe's own figures)
 
 from trainer.rundir import RESULT_FILE  # noqa: E402
 
 FIGURES = ["S Se", "S +P", "232 found", "S Se w/o 232", "macro-F1 NSVF"]
+GOAL_KEYS = ["accuracy", "S Se", "S +P", "V Se", "macro-F1 NSVF"]  # what the DS2 goal asks of each seed
 SUSPECTS = {"a": "the calibration's a", "kept step": "the kept step", "val F1": "best validation macro-F1"}
 
 
@@ -43,6 +44,11 @@ def member_row(run_dir: Path) -> dict[str, Any]:
             "val F1": val["best_macro_f1"],
             "history": [(h["step"], h.get("judged_macro_f1", h["macro_f1"])) for h in val["history"]],
             "232 found": ev["by_record"][S_OUTLIER][s][s], **headline(ev)}
+
+
+def misses(row: dict[str, Any]) -> list[str]:
+    """The DS2 goal's figures (GOAL) this fine-tune falls short of, each with its value."""
+    return [f"{k} {row[k]:.3f} < {GOAL[k]}" for k in GOAL_KEYS if row[k] is not None and row[k] < (GOAL[k] or 0)]
 
 
 def spearman(x: list[float], y: list[float]) -> float | None:
@@ -65,14 +71,14 @@ def spearman(x: list[float], y: list[float]) -> float | None:
 def report(rows: list[dict[str, Any]]) -> list[str]:
     """The table, its worst and mean rows, the suspects' correlations and each run's validation history."""
     head = f"{'seed':>5}{'steps':>6}{'group':>6}{'noise':>8}{'a':>5}{'kept':>6}{'val F1':>8}" + "".join(
-        f"{k:>14}" for k in FIGURES) + "  run"
+        f"{k:>14}" for k in FIGURES) + "  run, and the goal's figures it misses"
     lines = [head]
     for r in rows:
         noise = "/".join(f"{v:g}" for v in r["noise dB"]) or "-"
         lines.append(f"{r['seed']:>5}{r['steps']:>6}{'yes' if r['af group'] else 'no':>6}{noise:>8}"
                      f"{r['a'] if r['a'] is not None else '-':>5}{r['kept step']:>6}{r['val F1']:8.3f}"
                      + "".join(f"{r[k]:14,}" if k == "232 found" else f"{r[k]:14.3f}" for k in FIGURES)
-                     + f"  {r['run']}")
+                     + f"  {r['run']}: {', '.join(misses(r)) or 'goal met'}")
     for name, pick in (("worst", min), ("mean", lambda v: sum(v) / len(v))):
         lines.append(f"{name:>44}" + "".join(f"{pick([r[k] for r in rows]):14.3f}" if k != "232 found"
                                               else f"{pick([r[k] for r in rows]):14,.0f}" for k in FIGURES))
