@@ -109,7 +109,11 @@ def test_the_explanation_names_each_strategys_collectives(ran: Ran) -> None:
     assert "exposed all-gather and reduce-scatter (all-gather" in said[("fsdp", "1×2")]
     assert "all-reduce" not in said[("fsdp", "1×2")].split(". Largest")[0]
     assert "exposed all-reduce and broadcast" in said[("zero1", "1×2")]
-    assert "exposed all-reduce" in said[("ddp", "1×2")] and "broadcast" not in said[("ddp", "1×2")]
+    ddp = said[("ddp", "1×2")]
+    assert "broadcast" not in ddp
+    # DDP's one collective is the smallest: on a loaded machine its 2-worker run can beat the 1-worker
+    # baseline's pace, and the explanation then rightly says "no loss" and names none
+    assert "exposed all-reduce" in ddp or ddp.startswith("no loss: T at the baseline's work")
 
 
 def test_the_notebook_and_tensorboard_carry_memory_per_rank(ran: Ran, tmp_path: Path) -> None:
