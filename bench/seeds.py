@@ -3,9 +3,10 @@
 For each run directory given: its seed and options (`--af-group`, noise augmentation, steps), the validation
 part's macro-F1 at each check and the step it kept, the calibration's a, and on DS2 the S sensitivity, +P,
 record 232's S beats found (of its 1,382: DS2's other S beats number 455), S sensitivity without 232,
-macro-F1 (N, S, V, F) and which of the DS2 goal's figures (bench/quality.py's GOAL) it misses. Below the rows: the worst and the mean of each figure, and Spearman's rank correlation
-of 232's S beats found with a, with the kept step and with the best validation macro-F1: the calibration's
-choice, the early stop and validation's own verdict, each a suspect the rows can clear or convict. Nothing is
+macro-F1 (N, S, V, F) and which of the DS2 goal's figures (bench/quality.py's GOAL) it misses. Below the
+rows: the worst and the mean of each figure, and Spearman's rank correlation of 232's S beats found with a,
+with the kept step and with the best validation macro-F1: the calibration's choice, the early stop and
+validation's own verdict, each a suspect the rows can clear or convict. Nothing is
 trained or scored here; every figure is a result.json's or a sum over its per-record confusion matrices.
 
     python bench/seeds.py /tmp/hlm-quality/mixed/finetune*         # the members of a bench/quality.py run
@@ -19,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from scipy.stats import spearmanr
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -55,17 +56,7 @@ def spearman(x: list[float], y: list[float]) -> float | None:
     """Rank correlation (ties averaged); None with fewer than three rows or a constant column."""
     if len(x) < 3 or len(set(x)) < 2 or len(set(y)) < 2:
         return None
-
-    def ranks(v: list[float]) -> np.ndarray:
-        arr = np.asarray(v, dtype=float)
-        order = arr.argsort(kind="stable")
-        r = np.empty(len(arr))
-        r[order] = np.arange(len(arr))
-        for value in set(v):  # ties share their mean rank
-            r[arr == value] = r[arr == value].mean()
-        return r
-
-    return float(np.corrcoef(ranks(x), ranks(y))[0, 1])
+    return float(spearmanr(x, y).statistic)
 
 
 def report(rows: list[dict[str, Any]]) -> list[str]:
