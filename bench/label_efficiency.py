@@ -14,6 +14,7 @@ seeds, and not below at the whole.
                                                    # foundation (about 85 min on 2 cores: 400 s a fine-tune)
     python bench/label_efficiency.py --steps 1200 --val-every 200   # the recipe's fine-tune (about 3.5 hours)
     python bench/label_efficiency.py --quick       # few steps: checks the commands, not the figures
+    python bench/label_efficiency.py --fractions 1 0.25   # only these shares (the verdict needs 5% and 100%)
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def verdict(gains: dict[float, list[float]]) -> str:
     lines += [f"  {f:>4.0%}: " + ", ".join(f"{x:+.3f}" for x in g) + f"; mean {sum(g) / len(g):+.3f}"
               for f, g in gains.items() if g]
     smallest, whole = min(FRACTIONS), max(FRACTIONS)
-    if len(gains[smallest]) == len(gains[whole]) == len(SEEDS):
+    if len(gains.get(smallest, [])) == len(gains.get(whole, [])) == len(SEEDS):
         mean = {f: sum(gains[f]) / len(SEEDS) for f in (smallest, whole)}
         earns = mean[smallest] >= GAIN_GOAL and mean[whole] >= 0
         lines.append(f"verdict: the foundation {'earns' if earns else 'does not earn'} its place (goal: at {smallest:.0%} "
@@ -68,7 +69,12 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=300, help="fine-tune steps, the same for every run (default 300)")
     ap.add_argument("--val-every", type=int, help="validate every this many steps (default: once, at the end)")
     ap.add_argument("--quick", action="store_true", help="20 foundation and 20 fine-tune steps: checks the commands")
+    ap.add_argument("--fractions", type=float, nargs="+", default=list(FRACTIONS), metavar="SHARE",
+                    help="shares of the labelled patients to run, in order (default: " + " ".join(f"{f:g}" for f in FRACTIONS)
+                    + "); the verdict is printed once its two, the least and the whole, are measured")
     args = ap.parse_args()
+    if bad := [f for f in args.fractions if not 0 < f <= 1]:
+        ap.error(f"--fractions: each share must be above 0 and at most 1, found {', '.join(map(str, bad))}")
     shutil.rmtree(args.out, ignore_errors=True)
     args.out.mkdir(parents=True)
     log, cache = args.out / "commands.log", args.out / "tokens"
@@ -81,8 +87,8 @@ def main() -> None:
     times["foundation"] = hlm(["train", "--run-dir", str(foundation), *common, "--seed", "0", "--mode", "foundation",
                                "--steps", str(foundation_steps)], log)
     rows: dict[str, dict[str, float | None]] = {}
-    gains: dict[float, list[float]] = {f: [] for f in FRACTIONS}
-    for fraction in FRACTIONS:
+    gains: dict[float, list[float]] = {f: [] for f in args.fractions}
+    for fraction in args.fractions:
         for seed in SEEDS:
             got = {}
             for init in INITS:

@@ -273,7 +273,7 @@ def main() -> None:
                     help="fine-tunes choose the class decision on the validation part (train.calibrate; default on)")
     ap.add_argument("--waveform", default=CHOSEN["waveform"], choices=("raw", "diff", "both"),
                     help="the window as tokenized, minus the template beat, or both (twice the tokens; default)")
-    ap.add_argument("--context", default=CHOSEN["context"], choices=("rr", "rr_rhythm", "rr_af"),
+    ap.add_argument("--context", default=CHOSEN["context"], choices=("rr", "rr_rhythm", "rr_af", "rr_af_lock"),
                     help="the RR context tokens (rr_rhythm: and the rhythm's irregularity over 64 beats)")
     ap.add_argument("--foundation", action=argparse.BooleanOptionalAction, default=CHOSEN["foundation"],
                     help="fine-tunes start from a masked-token foundation (default: from random weights)")

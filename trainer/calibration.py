@@ -12,10 +12,11 @@ answer for the classes it holds enough of (scores.judged_macro_f1): a class it h
 mitdb DS1 + svdb's validation patients) keeps its tilt, since undoing it there would be chosen on nothing. The
 shift goes into the class head's bias, so model.pt, `hlm-train evaluate` and ensembles carry it without knowing.
 
-The rhythm gate (context `rr_af`): in atrial fibrillation every beat comes early against its neighbours, so
-a model that learned "early means S" calls the fibrillation's N beats S, with confidence (no share of the
-tilt undoes it). Where the beat's irregularity that no repeating pattern explains (rr_context.AF_FEATURE) is
-at or above a threshold, S is not called; which threshold, or none, is chosen with a. The gate goes into the
+The rhythm gate (context `rr_af` or `rr_af_lock`): in atrial fibrillation every beat comes early against its
+neighbours, so a model that learned "early means S" calls the fibrillation's N beats S, with confidence (no share
+of the tilt undoes it). Where the context's gate feature (rr_context.gate_feature: the irregularity that no
+repeating pattern explains, or with `rr_af_lock` that irregularity where no P wave keeps time) is at or above a
+threshold, S is not called; which threshold, or none, is chosen with a. The gate goes into the
 model's configuration (ModelConfig.gate), which model.pt carries like the bias.
 
 The validation part is 20 patients or so, and one of them can hold most of its S beats: the decision that
@@ -114,8 +115,9 @@ def calibrate(model: torch.nn.Module, head: torch.nn.Linear, class_weight: torch
     -a x log(class weight) for the judged classes and set the gate in the model's configuration. Returns
     result.json's `calibration`."""
     windows, indices = unwrapped(dataset)
-    site = (rr_context.feature_site(windows.context, rr_context.AF_FEATURE, windows.manifest.vocab_size)
-            if windows is not None and GATE_CLASS in classes else None)
+    feature = rr_context.gate_feature(windows.context) if windows is not None else None
+    site = (rr_context.feature_site(windows.context, feature, windows.manifest.vocab_size)
+            if windows is not None and feature is not None and GATE_CLASS in classes else None)
     logits, labels, at, kept = scored(model, dataset, d, autocast, site[0] if site else None)
     if windows is not None:  # the records the bootstrap draws
         record_of, names = windows.item_records()
@@ -148,17 +150,17 @@ def calibrate(model: torch.nn.Module, head: torch.nn.Linear, class_weight: torch
     if best["gate_bin"] is not None and site is not None:
         gate_cfg = [site[0], site[1] + best["gate_bin"], classes.index(GATE_CLASS)]
         model.cfg = replace(model.cfg, gate=gate_cfg)  # type: ignore[type-var]  # HeartLanguageModel's ModelConfig
-    threshold = (rr_context.bin_floor(windows.context, rr_context.AF_FEATURE, best["gate_bin"])
-                 if best["gate_bin"] is not None else None)
+    threshold = (rr_context.bin_floor(windows.context, feature, best["gate_bin"])
+                 if best["gate_bin"] is not None and feature is not None else None)
     if d.is_main:
         log.info("calibration: class head bias moved by -%.1f x log(class weight), %s (validation macro-F1 over %d "
                  "resamples of %d records %.4f, of the whole part %.4f; at a = 0 without a gate %.4f; classes %s)",
-                 best["share"], f"{GATE_CLASS} not called at {rr_context.AF_FEATURE} >= {threshold:.3f}"
+                 best["share"], f"{GATE_CLASS} not called at {feature} >= {threshold:.3f}"
                  if threshold is not None else "no rhythm gate", BOOTSTRAP, len(names), best["bootstrap_macro_f1"],
                  best["judged_macro_f1"], tried[0]["judged_macro_f1"], ",".join(judged))
     return {"share": best["share"], "bias_shift": [0.0 - best["share"] * float(v) for v in log_w],
             "class_weight": [float(v) for v in class_weight.cpu()], "classes": classes, "judged_classes": judged,
-            "gate": {"feature": rr_context.AF_FEATURE, "threshold": threshold, "bin": best["gate_bin"],
+            "gate": {"feature": feature, "threshold": threshold, "bin": best["gate_bin"],
                      "class": GATE_CLASS, "model_gate": gate_cfg} if site else None,
             "bootstrap": {"resamples": BOOTSTRAP, "seed": BOOTSTRAP_SEED, "records": names},
             "tried": tried}

@@ -9,17 +9,20 @@ import pytest
 
 from trainer.data import DataError
 from trainer.data.dataset import WindowDataset, load_manifest
+from trainer.data.labels import RHYTHM_CLASSES
 from trainer.data.prepare import prepare_dataset
 from trainer.data.rr_context import (
     AF_FEATURE,
     CONTEXT_FEATURES,
     CONTEXT_TOKENS,
+    EVIDENCE_FEATURE,
     RR_BINS,
     check_context,
     context_length,
     context_tokens,
     extra_vocab,
     feature_site,
+    gate_feature,
     rr_features,
 )
 
@@ -117,3 +120,38 @@ def test_beats_windows_hide_the_class_of_the_beat_they_classify(physionet: Path,
     assert tokens[c:c + 8].tolist() == stream[start:start + 8].tolist()  # its neighbours are shown
     found = WindowDataset(shard, 16, "foundation", ["201"], context="rr")
     assert int(found[3][0][c + 8]) != m.mask_id  # nothing is hidden where no class is asked for
+
+
+def test_the_evidence_token_is_the_irregularity_where_no_p_wave_keeps_time() -> None:
+    """`rr_af_lock`: `rr_af`'s tokens and irregularity x (1 - lock)^2, which the gate reads; it needs the lock."""
+    rng = np.random.default_rng(1)
+    rr = np.concatenate([800.0 + rng.normal(0, 15, 100), rng.uniform(400, 1000, 100)])
+    lock = np.concatenate([np.full(51, 0.9), np.full(150, 0.05)])
+    f = rr_features(rr, "rr_af_lock", lock)
+    np.testing.assert_array_equal(f[:, :-1], rr_features(rr, "rr_af"))
+    np.testing.assert_allclose(f[:, -1], f[:, -2] * (1 - lock) ** 2)
+    assert f[150, -1] > 0.15 > 0.001 > f[20, -1]
+    assert gate_feature("rr_af_lock") == EVIDENCE_FEATURE and gate_feature("rr_af") == AF_FEATURE
+    assert gate_feature("rr") is None and context_length("rr_af_lock") == len(NAMES) + 2
+    assert feature_site("rr_af_lock", EVIDENCE_FEATURE, 260) == (len(NAMES) + 1, 260 + (len(NAMES) + 1) * RR_BINS)
+    with pytest.raises(ValueError, match=r"context 'rr_af_lock': needs each beat's atrial lock \(201 beats; none given\)"):
+        rr_features(rr, "rr_af_lock")
+
+
+def test_the_evidence_token_of_real_fibrillation_beats_sinus_and_needs_the_waveform(physionet: Path,
+                                                                                     cache: Path) -> None:
+    """201 (fibrillation, then sinus with runs of S beats) against 100 (sinus), from the samples tokens."""
+    shard = _shards(physionet, cache, "samples")
+    m = load_manifest(shard)
+    ds = WindowDataset(shard, 64, "beat", ["100", "201"], context="rr_af_lock")
+    site = feature_site("rr_af_lock", EVIDENCE_FEATURE, m.vocab_size)
+    assert site is not None
+    evidence = ds.item_context[:, site[0]].astype(int) - site[1]  # the bin, 0..RR_BINS-1
+    i201 = [r["name"] for r in ds.records].index("201")
+    in_201 = ds.item_record == i201
+    afib = np.zeros(len(evidence), dtype=bool)
+    afib[in_201] = ds.record_array(i201, "rhythm")[ds.item_beat[in_201]] == RHYTHM_CLASSES.index("AFIB")
+    assert afib.sum() > 800
+    assert np.median(evidence[afib]) >= 14 > 4 >= np.median(evidence[~in_201])  # bin 14: 0.075
+    with pytest.raises(DataError, match="context 'rr_af_lock' .* needs the samples tokenizer; this shard holds 'beats'"):
+        WindowDataset(_shards(physionet, cache, "beats"), 16, "beat", ["201"], context="rr_af_lock")

@@ -12,7 +12,7 @@ import torch
 from trainer import calibration
 from trainer.data.dataset import WindowDataset
 from trainer.data.prepare import prepare_dataset
-from trainer.data.rr_context import AF_FEATURE, CONTEXT_FEATURES, RR_BINS, bin_floor, feature_site
+from trainer.data.rr_context import CONTEXT_FEATURES, RR_BINS, bin_floor, feature_site, gate_feature
 from trainer.distributed import Dist
 from trainer.evaluate import classify
 from trainer.model import GATED_LOGIT, HeartLanguageModel, ModelConfig, gated
@@ -22,10 +22,15 @@ PRE_LOCAL = list(CONTEXT_FEATURES).index("pre_local")
 
 
 @pytest.fixture(scope="module")
-def windows(physionet: Path, tmp_path_factory: pytest.TempPathFactory) -> WindowDataset:
+def shard(physionet: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     cache = tmp_path_factory.mktemp("gate")
-    shard = prepare_dataset(physionet / "mitdb", {"name": "samples", "fs": 180, "records": ["209", "221"]}, cache, 1)
-    return WindowDataset(shard, 32, "beat", ["209", "221"], context="rr_af")
+    return prepare_dataset(physionet / "mitdb", {"name": "samples", "fs": 180, "records": ["209", "221"]}, cache, 1)
+
+
+@pytest.fixture(scope="module", params=["rr_af", "rr_af_lock"])
+def windows(shard: Path, request: pytest.FixtureRequest) -> WindowDataset:
+    """Each context that offers the gate: the irregularity, or the irregularity where no P wave keeps time."""
+    return WindowDataset(shard, 32, "beat", ["209", "221"], context=request.param)
 
 
 class EarlyMeansS(torch.nn.Module):
@@ -71,10 +76,11 @@ def test_calibration_gates_s_inside_fibrillation_and_the_model_then_scores_what_
     before = classify(model, windows, classes, d)
     chosen = calibration.calibrate(model, model.head, weight, windows, classes, d)
     gate = chosen["gate"]
-    assert gate is not None and gate["bin"] in calibration.GATE_BINS and gate["feature"] == AF_FEATURE
-    site = feature_site("rr_af", AF_FEATURE, windows.manifest.vocab_size)
+    feature = gate_feature(windows.context)
+    assert gate is not None and gate["bin"] in calibration.GATE_BINS and gate["feature"] == feature
+    site = feature_site(windows.context, feature, windows.manifest.vocab_size)
     assert site is not None and model.cfg.gate == gate["model_gate"] == [site[0], site[1] + gate["bin"], 1]
-    assert gate["threshold"] == pytest.approx(bin_floor("rr_af", AF_FEATURE, gate["bin"]))
+    assert gate["threshold"] == pytest.approx(bin_floor(windows.context, feature, gate["bin"]))
     after = classify(model, windows, classes, d)
     kept = next(t for t in chosen["tried"] if t["share"] == chosen["share"] and t["gate_bin"] == gate["bin"])
     assert after["macro_f1"] == pytest.approx(kept["macro_f1"])

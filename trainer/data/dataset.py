@@ -32,10 +32,12 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from trainer.data.atrial_lock import atrial_lock
 from trainer.data.beat_template import block_of, check_waveform, difference, record_templates
 from trainer.data.errors import DataError
 from trainer.data.labels import AF_RHYTHMS, BEAT_CLASSES
 from trainer.data.rr_context import (
+    WAVEFORM_CONTEXTS,
     beats_token_rr_ms,
     check_context,
     context_length,
@@ -140,6 +142,10 @@ class WindowDataset(Dataset):
             self.waveform = check_waveform(waveform)
         except ValueError as exc:
             raise DataError(str(exc)) from None
+        if self.context in WAVEFORM_CONTEXTS and self.manifest.tokenizer != "samples":
+            raise DataError(f"{self.manifest.path}: context {self.context!r} (each beat's atrial lock) reads the "
+                            f"waveform, so it needs the samples tokenizer; this shard holds "
+                            f"{self.manifest.tokenizer!r} tokens")
         if self.waveform != "raw" and self.manifest.tokenizer != "samples":
             raise DataError(f"{self.manifest.path}: waveform {self.waveform!r} (the window against the patient's template beat) "
                             f"needs the samples tokenizer; this shard holds {self.manifest.tokenizer!r} tokens")
@@ -222,6 +228,11 @@ class WindowDataset(Dataset):
                 raise DataError(f"{self.manifest.path}: record {r['name']!r} has no sampling rate; "
                                 "RR context needs one (prepare the data again)")
             rr_ms = np.diff(beats) * (1000.0 / fs)
+            if self.context in WAVEFORM_CONTEXTS:
+                tokens = np.asarray(self._load(r, "tokens"), dtype=np.float64)
+                signal = np.where(tokens >= N_SPECIAL, tokens, np.nan)  # the pad token marks a gap
+                lock = atrial_lock(signal, fs, beats.astype(np.int64))
+                return context_tokens(rr_features(rr_ms, self.context, lock), self.manifest.vocab_size, self.context)
         return context_tokens(rr_features(rr_ms, self.context), self.manifest.vocab_size, self.context)
 
     def _load(self, r: dict[str, Any], kind: str) -> np.ndarray:

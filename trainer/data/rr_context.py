@@ -17,6 +17,12 @@ median of |RR_i - RR_(i-k)| / RR_(i-k) over the RHYTHM_BEATS intervals centred o
 them. A bigeminy repeats at lag 2 and a trigeminy at lag 3, so their least is small; atrial fibrillation
 repeats at no lag. It is the feature the S decision's rhythm gate reads (trainer.calibration).
 
+`rr_af_lock` adds to `rr_af`'s tokens one more: the AF evidence, that irregularity x (1 - lock)^2, where the
+lock (trainer.data.atrial_lock) says whether a P wave keeps time with the QRS around the beat. It is high only
+where the rhythm is irregular and no P wave keeps time, and it is the feature the rhythm gate reads for this
+context: frequent S beats among sinus beats are irregular but locked; fibrillation with a steady ventricular
+response is less irregular but unlocked. It needs the waveform (the samples tokenizer).
+
 Everything is computed per record in numpy from the beat positions, once, when a dataset is opened.
 """
 
@@ -50,6 +56,10 @@ RHYTHM_FEATURES: dict[str, tuple[float, float]] = {
 AF_LAGS = (1, 2, 3)  # the repeating patterns `rr_af` forgives: none, bigeminy, trigeminy
 AF_FEATURE = "af_irregularity"
 AF_FEATURES: dict[str, tuple[float, float]] = {AF_FEATURE: (0.01, 1.0)}  # least over AF_LAGS of the median
+EVIDENCE_FEATURE = "af_evidence"
+LOCK_FEATURES: dict[str, tuple[float, float]] = {**AF_FEATURES, EVIDENCE_FEATURE: (0.01, 1.0)}  # irregularity x (1 - lock)^2
+GATE_FEATURES = {"rr_af": AF_FEATURE, "rr_af_lock": EVIDENCE_FEATURE}  # what the rhythm gate reads, per context
+WAVEFORM_CONTEXTS = ("rr_af_lock",)  # the contexts that need each beat's atrial lock (the waveform)
 
 
 def features_of(context: str | None) -> dict[str, tuple[float, float]]:
@@ -57,8 +67,13 @@ def features_of(context: str | None) -> dict[str, tuple[float, float]]:
     name = check_context(context)
     if name == "none":
         return {}
-    extra = {"rr_rhythm": RHYTHM_FEATURES, "rr_af": AF_FEATURES}.get(name, {})
+    extra = {"rr_rhythm": RHYTHM_FEATURES, "rr_af": AF_FEATURES, "rr_af_lock": LOCK_FEATURES}.get(name, {})
     return {**CONTEXT_FEATURES, **extra}
+
+
+def gate_feature(context: str | None) -> str | None:
+    """The feature the rhythm gate reads for this context; None where it has none (no gate is offered)."""
+    return GATE_FEATURES.get(check_context(context))
 
 
 def feature_site(context: str | None, feature: str, base: int) -> tuple[int, int] | None:
@@ -92,13 +107,18 @@ def extra_vocab(context: str | None) -> int:
     return len(features_of(context)) * RR_BINS
 
 
-def rr_features(rr_ms: np.ndarray, context: str = "rr") -> np.ndarray:
-    """[beats, features of the context] from the intervals between consecutive beats (len = beats - 1), in ms.
+def rr_features(rr_ms: np.ndarray, context: str = "rr", lock: np.ndarray | None = None) -> np.ndarray:
+    """[beats, features of the context] from the intervals between consecutive beats (len = beats - 1), in ms,
+    and for `rr_af_lock` each beat's atrial lock (trainer.data.atrial_lock; ValueError without it).
 
     The first beat has no previous interval and the last no next one: both take the local average,
     i.e. "not premature", rather than a made-up value. NaN intervals (unknown) do the same.
     """
     n = len(rr_ms) + 1
+    name = check_context(context)
+    if name in WAVEFORM_CONTEXTS and (lock is None or len(lock) != n):
+        raise ValueError(f"context {name!r}: needs each beat's atrial lock ({n} beats; "
+                         f"{'none given' if lock is None else f'{len(lock)} given'})")
     rr = np.asarray(rr_ms, dtype=np.float64)
     if len(rr) == 0 or not np.isfinite(rr).any():
         return np.full((n, context_length(context)), np.nan)
@@ -113,11 +133,12 @@ def rr_features(rr_ms: np.ndarray, context: str = "rr") -> np.ndarray:
     pre = np.where(np.isfinite(pre), pre, local)
     post = np.where(np.isfinite(post), post, local)
     columns = [pre, post, local, pre / local, post / local, pre / long, post / long, local / long]
-    name = check_context(context)
     if name == "rr_rhythm":
         columns.append(irregularity(rr, valid))
-    elif name == "rr_af":
+    elif name in ("rr_af", "rr_af_lock"):
         columns.append(np.fmin.reduce([irregularity(rr, valid, lag) for lag in AF_LAGS]))
+    if name == "rr_af_lock" and lock is not None:
+        columns.append(np.nan_to_num(columns[-1]) * (1.0 - np.clip(lock, 0.0, 1.0)) ** 2)
     return np.stack(columns, axis=1)
 
 
