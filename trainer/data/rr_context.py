@@ -23,7 +23,8 @@ where the rhythm is irregular and no P wave keeps time, and it is the feature th
 context: frequent S beats among sinus beats are irregular but locked; fibrillation with a steady ventricular
 response is less irregular but unlocked. It needs the waveform (the samples tokenizer).
 
-Everything is computed per record in numpy from the beat positions, once, when a dataset is opened.
+Everything is computed per record in numpy from the beat positions (and for `rr_af_lock` the waveform), once,
+when a dataset is opened.
 """
 
 from __future__ import annotations
