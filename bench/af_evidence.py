@@ -16,7 +16,7 @@ the gate would block (its N beats elsewhere do not matter: a gate only stops S c
 
     python bench/af_evidence.py                     # every record of mitdb (paced ones apart) and svdb (about
                                                     # 4 min on 2 cores)
-    python bench/af_evidence.py --only mitdb/201 mitdb/203 mitdb/219 svdb/854   # a few records
+    python bench/af_evidence.py --only mitdb/201 mitdb/100 svdb/854   # a few records (seconds)
 """
 
 from __future__ import annotations

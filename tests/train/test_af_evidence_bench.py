@@ -11,7 +11,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
-from af_evidence import COVERAGE, FEATURES, KINDS, blocked_table, read_beats  # noqa: E402  (a bench script)
+from af_evidence import COVERAGE, FEATURES, KINDS, read_beats  # noqa: E402  (a bench script)
 
 SCRIPT = REPO / "bench" / "af_evidence.py"
 
@@ -26,13 +26,19 @@ def test_fibrillation_has_no_atrial_lock_and_sinus_has(physionet: Path) -> None:
     assert np.median(beats.values["irregularity"][in_af]) > 1.4 * np.median(beats.values["irregularity"][other_n])
 
 
-def test_each_threshold_reaches_the_share_of_ds1_af_beats_its_row_says(physionet: Path) -> None:
-    beats = [read_beats(physionet / "mitdb", "mitdb", r) for r in ("201", "100")]
-    rows = [line.split(" | ") for line in blocked_table(beats)[2:]]
-    assert [r[0].strip("| ") for r in rows] == [f for f in FEATURES for _ in COVERAGE]
+def test_the_docstring_example_sets_each_threshold_where_its_row_says(physionet: Path) -> None:
+    """The script's own example: each row's threshold reaches the share of DS1's AF N beats it names."""
+    example = next(line.split("#")[0].split() for line in (SCRIPT.read_text().splitlines())
+                   if "--only" in line and line.strip().startswith("python bench/af_evidence.py"))
+    out = subprocess.run([sys.executable, str(SCRIPT), "--data", str(physionet), *example[2:]],
+                         capture_output=True, text=True, timeout=300, check=True).stdout.splitlines()
+    assert out[0].startswith("records: DS1 1 (") and "svdb 1 (460 S, 0 N in AF" in out[0] and "DS2 1 (" in out[0]
+    head = [c.strip() for c in out[1].strip("|").split("|")]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in out[3:]]
+    assert [r[0] for r in rows] == [f for f in FEATURES for _ in COVERAGE]
     for row, coverage in zip(rows, COVERAGE * len(FEATURES), strict=True):
         assert row[2] == f"{coverage:.0%}"
-        hit, total = (int(x.replace(",", "")) for x in row[4].split(" ")[0].split("/"))  # DS1 N in AF blocked
+        hit, total = (int(x.replace(",", "")) for x in row[head.index("DS1 N in AF blocked")].split(" ")[0].split("/"))
         assert abs(hit / total - coverage) < 0.01
 
 
