@@ -35,6 +35,8 @@ every DS2 record, the generalisation table and the ablation, the time of each ph
     python bench/quality.py --waveform diff --no-calibrate ...   # the previous recipe
     python bench/quality.py --foundation ...  # each fine-tune from a masked-token foundation (the earlier recipe)
     python bench/quality.py --af-group ...    # N beats inside fibrillation weigh apart (train.af_group)
+    python bench/quality.py --context rr_af_lock ...   # the gate reads the irregularity where no P wave keeps
+                                              # time (trainer/data/atrial_lock.py)
     python bench/quality.py --augment-noise-db 18 12 6 ...   # fine-tunes also train on noisy records
     python bench/quality.py --finetune-steps 2400 ...   # each fine-tune twice as long (bench/seeds.py's question)
 """
