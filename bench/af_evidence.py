@@ -35,10 +35,11 @@ from quality import DEFAULT_DATA  # noqa: E402  (the bench's one data folder)
 
 from trainer.data.atrial_lock import atrial_lock  # noqa: E402
 from trainer.data.errors import DataError  # noqa: E402
-from trainer.data.labels import AAMI_OF_CODE, AF_RHYTHMS, BEAT_CLASSES, IS_BEAT  # noqa: E402
-from trainer.data.records import list_records, read_record, rhythm_per_annotation  # noqa: E402
+from trainer.data.labels import AAMI_OF_CODE, AF_RHYTHMS, BEAT_CLASSES  # noqa: E402
+from trainer.data.records import list_records, read_record  # noqa: E402
 from trainer.data.rr_context import rr_features  # noqa: E402
 from trainer.data.splits import DS2, PACED  # noqa: E402
+from trainer.data.tokenizers import beat_arrays  # noqa: E402
 
 DATABASES = ("mitdb", "svdb")
 LEADS = ("MLII", 0)  # the lead read: MLII where a record has it, else its first
@@ -73,12 +74,9 @@ def read_beats(folder: Path, database: str, record: str) -> Beats:
             if "not in this record" not in str(exc):
                 raise
     assert rec.signal is not None
-    beat = IS_BEAT[rec.ann.code]
-    positions = rec.beat_positions(rec.ann.sample[beat], rec.fs)
-    cls = AAMI_OF_CODE[rec.ann.code[beat]]
-    changes, rhythms = rhythm_per_annotation(rec.ann)
-    at = np.searchsorted(changes, rec.ann.sample[beat], side="right") - 1
-    rhythm = np.where(at >= 0, rhythms[np.maximum(at, 0)] if len(rhythms) else -1, -1)
+    sample, code, rhythm = beat_arrays(rec, str(rec.extra.get("ann_path", rec.source)))  # as the tokenizers read
+    positions = rec.beat_positions(sample, rec.fs)
+    cls = AAMI_OF_CODE[code]
     in_af = np.isin(rhythm, AF_RHYTHMS)
     n, s = BEAT_CLASSES.index("N"), BEAT_CLASSES.index("S")
     kind = np.select([cls == s, (cls == n) & in_af, cls == n], [0, 1, 2], default=-1)

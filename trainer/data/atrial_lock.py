@@ -37,7 +37,8 @@ def atrial_lock(signal: np.ndarray, fs: float, beats: np.ndarray) -> np.ndarray:
         x = sosfiltfilt(butter(2, (BAND_HZ[0], high), btype="band", fs=fs, output="sos"), x)
     start, stop = (max(1, int(round(s * fs))) for s in P_WINDOW_S)
     idx = np.clip(beats[:, None] + np.arange(-start, -stop)[None, :], 0, len(x) - 1)
-    windows = (x[idx] - x[idx].mean(axis=1, keepdims=True)).astype(np.float32)  # half the work of the median
+    cut = x[idx]
+    windows = (cut - cut.mean(axis=1, keepdims=True)).astype(np.float32)  # half the work of the median
     energy = (windows ** 2).mean(axis=1)
     # the first and last beats' windows repeat past the record's ends (no NaN, so a partition finds the median)
     half = min(LOCK_BEATS // 2, len(beats) - 1)

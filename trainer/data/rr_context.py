@@ -136,9 +136,9 @@ def rr_features(rr_ms: np.ndarray, context: str = "rr", lock: np.ndarray | None 
     columns = [pre, post, local, pre / local, post / local, pre / long, post / long, local / long]
     if name == "rr_rhythm":
         columns.append(irregularity(rr, valid))
-    elif name in ("rr_af", "rr_af_lock"):
+    elif AF_FEATURE in features_of(name):
         columns.append(np.fmin.reduce([irregularity(rr, valid, lag) for lag in AF_LAGS]))
-    if name == "rr_af_lock" and lock is not None:
+    if EVIDENCE_FEATURE in features_of(name) and lock is not None:
         columns.append(np.nan_to_num(columns[-1]) * (1.0 - np.clip(lock, 0.0, 1.0)) ** 2)
     return np.stack(columns, axis=1)
 

@@ -72,7 +72,7 @@ def tokenize(name: str, params: dict[str, Any], rec: Record) -> Tokenized:
     return tokenize_samples(params, rec) if name == "samples" else tokenize_beats(params, rec)
 
 
-def _beat_arrays(rec: Record, ann_source: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def beat_arrays(rec: Record, ann_source: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Beat times (in the annotations' time base), codes and rhythm; every beat checked to lie inside
     the record, so no tokenizer keeps a beat the signal does not hold."""
     is_beat = IS_BEAT[rec.ann.code]
@@ -117,7 +117,7 @@ def _check_inside(rec: Record, sample: np.ndarray, ann_source: str) -> None:
 
 def tokenize_beats(params: dict[str, Any], rec: Record) -> Tokenized:
     """One token per beat: class x log-spaced RR bin; bin 0 marks the record's first beat."""
-    sample, code, rhythm = _beat_arrays(rec, str(rec.extra.get("ann_path", rec.source)))
+    sample, code, rhythm = beat_arrays(rec, str(rec.extra.get("ann_path", rec.source)))
     nb = int(params["rr_bins"])
     rr_ms = np.diff(sample).astype(np.float64) * (1000.0 / rec.time_base)
     lo, hi = math.log(params["rr_min_ms"]), math.log(params["rr_max_ms"])
@@ -144,7 +144,7 @@ def tokenize_samples(params: dict[str, Any], rec: Record) -> Tokenized:
     if rec.signal is None:
         raise DataError(f"{rec.source}: record {rec.name!r} has no signal (the samples tokenizer needs one)")
     ann_source = str(rec.extra.get("ann_path", rec.source))
-    sample, code, rhythm = _beat_arrays(rec, ann_source)
+    sample, code, rhythm = beat_arrays(rec, ann_source)
     x, gap = _fill_gaps(rec, rec.signal)
     if params.get("noise_snr_db") is not None:  # the noisy version of the record, at its own rate (data.noise)
         x = noise.add_noise(x, rec.beat_positions(sample, rec.fs), rec.fs, float(params["noise_snr_db"]),
