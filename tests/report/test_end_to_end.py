@@ -51,7 +51,8 @@ def test_headless_run_then_report_over_ssh_and_slurm(make_study, tmp_path: Path)
         assert [r[12] for r in rows] == [f"{s:.3f}" for s in expected["speedup"]]
         assert [r[13] for r in rows] == [f"{e:.3f}" for e in expected["efficiency"]]
         assert [r[14] for r in rows] == [f"{o:.2f}" for o in expected["overhead_s"]]
-        assert rows[1][17] == expected["verdict"].iloc[1] and rows[1][17].startswith("lost ")
+        # the verdict as the analysis gives it; two processes on a loaded machine can also come out at no loss
+        assert rows[1][17] == expected["verdict"].iloc[1] and rows[1][17].startswith(("lost ", "no loss: "))
 
 
 def test_unknown_host_key_stops_the_run_with_the_fix_and_submits_nothing(make_study, tmp_path: Path):
