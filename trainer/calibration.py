@@ -128,8 +128,7 @@ def calibrate(model: torch.nn.Module, head: torch.nn.Linear, class_weight: torch
     n = len(classes)
     plain = confusions(logits, labels, n, d, torch.zeros(1, n))[0, 0].tolist()
     judged = judged_macro_f1(class_scores(plain, classes))[1]
-    # the classes' own weights (train.af_group's further group is no class: its tilt is not undone)
-    log_w = torch.log(class_weight[:n].float().cpu()) * torch.tensor([float(c in judged) for c in classes])
+    log_w = tilt(class_weight, classes, judged)
     shifts = torch.stack([-a * log_w for a in SHARES])
     gates: list[int | None] = [None, *(GATE_BINS if site else ())]
     tried = []
@@ -164,6 +163,15 @@ def calibrate(model: torch.nn.Module, head: torch.nn.Linear, class_weight: torch
                      "class": GATE_CLASS, "model_gate": gate_cfg} if site else None,
             "bootstrap": {"resamples": BOOTSTRAP, "seed": BOOTSTRAP_SEED, "records": names},
             "tried": tried}
+
+
+def tilt(class_weight: torch.Tensor, classes: list[str], judged: list[str]) -> torch.Tensor:
+    """log(class weight) of each judged class, 0 elsewhere: what a = 1 undoes. Only the classes' own weights
+    (train.af_group's further group is no class: its tilt is not undone); a class the training part lacks has
+    weight 0 and no tilt to undo (its log would turn the whole column NaN, and NaN wins every argmax)."""
+    weight = class_weight[:len(classes)].float().cpu()
+    tilted = torch.tensor([c in judged for c in classes]) & (weight > 0)
+    return torch.where(tilted, torch.log(weight.clamp(min=1e-30)), torch.zeros(len(classes)))
 
 
 def unwrapped(dataset: Any) -> tuple[Any, list[int]]:

@@ -321,6 +321,12 @@ class TrainKeys:
                          "they stay N everywhere else (needs class weights)", effect=NOT_PREDICTED)
     val_fraction: float = key(0.0, "fine-tune: share of training patients held out for validation", minimum=0,
                               below=1, resume=True, effect=NOT_PREDICTED)
+    val_records: list | None = key(None, "fine-tune: the validation part by name: these training records and every "
+                                   "other record of their patients, instead of val_fraction's evenly spaced share "
+                                   "(names as the split gives them, e.g. 201 or svdb/854)", resume=True,
+                                   rule=lambda v: len(v) > 0 and all(isinstance(x, str | int) for x in v),
+                                   expected_words="a non-empty list of record names, e.g. [\"201\", \"203\"]",
+                                   effect=NOT_PREDICTED)
     label_fraction: float = key(1.0, "fine-tune: share of the training patients (validation's apart) whose labels "
                                 "it trains on, evenly spaced: label efficiency", above=0, maximum=1, resume=True,
                                 effect=NOT_PREDICTED)
@@ -329,7 +335,7 @@ class TrainKeys:
                         minimum=0, effect=NOT_PREDICTED)
     calibrate: bool = key(False, "fine-tune: after training, move the class head's bias by -a x log(class weight), "
                           "a in 0..1 chosen on the validation part's macro-F1, for the classes it holds 100 beats of "
-                          "(needs val_fraction and class weights)", effect=NOT_PREDICTED)
+                          "(needs val_fraction or val_records, and class weights)", effect=NOT_PREDICTED)
     bucket_cap_mb: float | None = key(None, "DDP gradient bucket size in MB (default: DDP's 25)", above=0,
                                       unit="MB", effect=Effect("formula", ("comm",), "DDP buckets k = ceil(G / cap): exposed all-reduce max(t_ar / k, t_ar - backward)"))
     # torch.profiler, torchtitan-style: cycles of wait, warmup and active steps (torch.profiler.schedule), each
@@ -740,9 +746,15 @@ def check_train(values: Mapping[str, Any]) -> str | None:
     given = [name for name in ("steps", "epochs") if values.get(name) is not None]
     if len(given) != 1:
         return f"train: give exactly one of steps or epochs ({'both are' if given else 'neither is'} set)"
-    if values.get("calibrate") and (not values.get("val_fraction") or values.get("class_weights") == "none"):
-        return ("train.calibrate: needs a validation part to choose on (train.val_fraction > 0) and class weights "
-                f"to undo (train.class_weights other than 'none'); found val_fraction = {values.get('val_fraction')}, "
+    if values.get("val_fraction") and values.get("val_records"):
+        return ("train: give one of val_fraction (a share of the training patients) or val_records (the patients by "
+                f"name), not both; found val_fraction = {values.get('val_fraction')}, val_records = "
+                f"{values.get('val_records')}")
+    validates = bool(values.get("val_fraction") or values.get("val_records"))
+    if values.get("calibrate") and (not validates or values.get("class_weights") == "none"):
+        return ("train.calibrate: needs a validation part to choose on (train.val_fraction > 0 or train.val_records) "
+                "and class weights to undo (train.class_weights other than 'none'); found val_fraction = "
+                f"{values.get('val_fraction')}, val_records = {values.get('val_records')}, "
                 f"class_weights = {values.get('class_weights')!r}")
     if values.get("af_group") and values.get("class_weights") == "none":
         return ("train.af_group: gives N beats inside atrial fibrillation a class weight of their own, so it needs "

@@ -118,9 +118,9 @@ def parallelize(raw: HeartLanguageModel, s: Settings, d: Dist, meter: CommMeter)
     mixed: str | None = None
     model: nn.Module = raw
     if applied in FSDP_STRATEGIES:
-        if s.train.val_fraction > 0:
-            raise ConfigError(f"train.val_fraction: validation during training is not available with strategy "
-                              f"{strategy} on several workers; use ddp or zero1, or val_fraction = 0")
+        if s.train.val_fraction > 0 or s.train.val_records:
+            raise ConfigError(f"train.val_fraction / val_records: validation during training is not available with "
+                              f"strategy {strategy} on several workers; use ddp or zero1, or no validation part")
         policy = MixedPrecisionPolicy()
         if d.device.type == "cuda" and s.axes.precision == "bf16":
             policy, mixed = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16), "bf16"

@@ -88,8 +88,10 @@ def load(s: Settings, d: Dist) -> Data:
                         f"{split.reason}")
     train_records: list[str] = list(split.train)
     val_records: list[str] = []
-    if s.axes.mode == "finetune" and s.train.val_fraction > 0:
-        train_records, val_records = validation_split(split.train, split.patients, s.train.val_fraction)
+    if s.axes.mode == "finetune" and (s.train.val_fraction > 0 or s.train.val_records):
+        train_records, val_records = (
+            named_validation(split.train, split.patients, [str(r) for r in s.train.val_records])
+            if s.train.val_records else validation_split(split.train, split.patients, s.train.val_fraction))
         if d.is_main:
             log.info("validation on %d of the %d training records (%s), patient-disjoint from the rest; "
                      "training on %d", len(val_records), len(split.train), ", ".join(val_records),
@@ -246,6 +248,24 @@ def validation_split(records: list[str], patients: dict[str, str], fraction: flo
     held = evenly_spaced(ids, min(len(ids) - 1, max(1, math.ceil(fraction * len(ids)))))
     return ([r for r in records if patients.get(r, r) not in held],
             [r for r in records if patients.get(r, r) in held])
+
+
+def named_validation(records: list[str], patients: dict[str, str], named: list[str]) -> tuple[list[str], list[str]]:
+    """(train, validation) records with the patients of the `named` training records in validation, all of their
+    records, so no patient is on both sides: where the study knows which patients its choices must hold for
+    (a rhythm the test split has, as DS1's two atrial-fibrillation patients). DataError naming the records that
+    are not in the training split, and when no training patient would be left."""
+    missing = [r for r in named if r not in records]
+    if missing:
+        raise DataError(f"train.val_records: {', '.join(missing)} not in the training split ({len(records)} records: "
+                        f"{', '.join(records[:12])}{', ...' if len(records) > 12 else ''}); a validation record "
+                        "must be one the model could otherwise train on, never a test record")
+    held = {patients.get(r, r) for r in named}
+    train = [r for r in records if patients.get(r, r) not in held]
+    if not train:
+        raise DataError(f"train.val_records: every training patient would be in validation ({len(held)}); "
+                        "leave at least one to train on")
+    return train, [r for r in records if patients.get(r, r) in held]
 
 
 def labelled_part(records: list[str], patients: dict[str, str], fraction: float) -> list[str]:

@@ -20,7 +20,7 @@ from trainer.evaluate import classify
 from trainer.model import HeartLanguageModel, ModelConfig
 from trainer.scores import class_scores, judged_macro_f1
 from trainer.settings import ConfigError, from_config
-from trainer.sources import balanced_weights, labelled_part, validation_split
+from trainer.sources import balanced_weights, labelled_part, named_validation, validation_split
 from trainer.train import run
 
 
@@ -33,6 +33,15 @@ def test_validation_split_holds_out_whole_patients_evenly() -> None:
     assert {patients[r] for r in train}.isdisjoint({patients[r] for r in val}) and val
     with pytest.raises(DataError, match="needs at least two"):
         validation_split(["a_1", "a_2"], {"a_1": "a", "a_2": "a"}, 0.2)
+
+
+def test_named_validation_holds_out_the_named_records_patients_whole() -> None:
+    patients = {"a_1": "a", "a_2": "a", "b_1": "b", "c_1": "c"}
+    assert named_validation(list(patients), patients, ["a_2", "c_1"]) == (["b_1"], ["a_1", "a_2", "c_1"])
+    with pytest.raises(DataError, match=r"train.val_records: x_9, t_1 not in the training split \(4 records: a_1"):
+        named_validation(list(patients), patients, ["x_9", "a_1", "t_1"])
+    with pytest.raises(DataError, match="every training patient would be in validation"):
+        named_validation(list(patients), patients, ["a_1", "b_1", "c_1"])
 
 
 def test_the_labelled_part_keeps_evenly_spaced_patients_whole() -> None:
@@ -196,6 +205,9 @@ def test_calibrate_needs_a_validation_part_and_class_weights(tmp_path: Path) -> 
         tiny_settings(tmp_path, mode="finetune", calibrate=True)
     with pytest.raises(ConfigError, match="class_weights = 'none'"):
         tiny_settings(tmp_path, mode="finetune", calibrate=True, val_fraction=0.2, class_weights="none")
+    assert tiny_settings(tmp_path, mode="finetune", calibrate=True, val_records=["r1"]).train.val_records == ["r1"]
+    with pytest.raises(ConfigError, match=r"give one of val_fraction .* or val_records .*, not both"):
+        tiny_settings(tmp_path, mode="finetune", val_fraction=0.2, val_records=["r1"])
 
 
 def test_a_calibrated_run_records_the_choice_beside_validation_outside_t(tmp_path: Path) -> None:

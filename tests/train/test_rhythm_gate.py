@@ -104,3 +104,15 @@ def test_the_bootstrap_is_the_mean_macro_f1_over_resamples_of_the_records() -> N
     assert calibration.bootstrap_macro_f1(mats, [0, 1])[0] == pytest.approx(expected)
     one = calibration.bootstrap_macro_f1(mats[:, :1], [0, 1])[0]
     assert one == pytest.approx(class_scores(a.tolist(), ["N", "S"])["macro_f1"])
+
+
+def test_a_class_the_training_part_lacks_keeps_its_bias(windows: WindowDataset) -> None:
+    """Weight 0 (no F or Q beat in the training records, as many databases have): no tilt to undo there, and the
+    bias stays finite; a NaN bias would make that class every beat's argmax."""
+    model, d = EarlyMeansS(windows), Dist()
+    classes = list(windows.manifest["beat_classes"])
+    chosen = calibration.calibrate(model, model.head, torch.tensor([1.0, 8.0, 8.0, 0.0, 0.0]), windows, classes, d)
+    assert all(np.isfinite(chosen["bias_shift"])) and chosen["bias_shift"][3:] == [0.0, 0.0]
+    assert torch.isfinite(model.head.bias).all()
+    called = classify(model, windows, classes, d)["confusion"]
+    assert sum(row[3] + row[4] for row in called) == 0  # never the classes it never trained on
