@@ -4,11 +4,12 @@ Runs, through the project's own CLI (`python -m trainer prepare|train|ensemble|e
 threads, everything chosen on a patient-disjoint validation part of the training databases, DS2 scored only:
   1. prepare mitdb with svdb as training data (samples tokenizer, every record resampled to 180 Hz, baseline
      wander removed by a 0.5 Hz high-pass; trainer.data.mixed);
-  2. fine-tunes from random weights: AAMI beat classes on DS1 + svdb minus a patient-disjoint validation part
-     drawn from both (the kept weights and the class decision, train.calibrate with its rhythm gate, are chosen
-     there), one per seed (--members, default 3: seeds seed, seed+1, seed+2). The inputs: RR context tokens
-     (`rr_af`: with the irregularity the rhythm gate reads), each window as tokenized followed by its difference
-     from the patient's template beat. With --foundation, a masked-token foundation over every training
+  2. fine-tunes from random weights: AAMI beat classes on DS1 + svdb minus a patient-disjoint validation part,
+     DS1's patients 108, 116, 201 and 209 (VAL_RECORDS; the kept weights and the class decision, train.calibrate
+     with its rhythm gate, are chosen there), one per seed (--members, default 3: seeds seed, seed+1, seed+2).
+     The inputs: RR context tokens (`rr_af_lock`: with the AF evidence the rhythm gate reads, the irregularity
+     where no P wave keeps time), each window as tokenized followed by its difference from the patient's
+     template beat. With --foundation, a masked-token foundation over every training
      waveform (no labels) comes first and each fine-tune starts from it: the label-efficiency measurement
      (bench/label_efficiency.py) found that it does not earn its place, so the recipe leaves it out;
   4. `hlm-train ensemble` over them (the mean of their probabilities) on DS2;
@@ -35,8 +36,10 @@ every DS2 record, the generalisation table and the ablation, the time of each ph
     python bench/quality.py --waveform diff --no-calibrate ...   # the previous recipe
     python bench/quality.py --foundation ...  # each fine-tune from a masked-token foundation (the earlier recipe)
     python bench/quality.py --af-group ...    # N beats inside fibrillation weigh apart (train.af_group)
-    python bench/quality.py --context rr_af_lock ...   # the gate reads the irregularity where no P wave keeps
-                                              # time (trainer/data/atrial_lock.py)
+    python bench/quality.py --context rr_af ...   # the gate reads the irregularity alone (the recipe before
+                                              # the atrial lock, trainer/data/atrial_lock.py)
+    python bench/quality.py --no-ablation --val-records   # no record named: validation on a fifth of DS1's
+                                              # and svdb's patients, evenly spaced (as before)
     python bench/quality.py --augment-noise-db 18 12 6 ...   # fine-tunes also train on noisy records
     python bench/quality.py --finetune-steps 2400 ...   # each fine-tune twice as long (bench/seeds.py's question)
 """
