@@ -46,15 +46,19 @@ GATE_SWEEP = tuple(range(4, rr_context.RR_BINS))  # every bin from 4 up (lower o
 
 
 @torch.inference_mode()
-def raw_logits(run: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, dict[str, Any]]:
-    """The test split's logits before the run's calibration (gate off, bias shift undone), labels, the gate
-    feature's bin per window (None without one) and the run's calibration."""
+def raw_logits(run: Path, records: list[str] | str = "test") -> tuple[np.ndarray, np.ndarray, np.ndarray | None,
+                                                                       dict[str, Any], list[str], np.ndarray]:
+    """The logits before the run's calibration (gate off, bias shift undone) of its test split ("test"), its
+    validation part ("validation") or the named records; labels, the gate feature's bin per window (None without
+    one), the run's calibration, the record names and each window's index into them."""
     s, result = member_settings(run)
     calibration = (result.get("validation") or {}).get("calibration")
     if not calibration:
         raise SystemExit(f"{run / rundir.RESULT_FILE}: no calibration (train.calibrate was off): nothing to compare")
     data = result["data"]
-    windows = WindowDataset(Path(data["shard_dir"]), s.axes.window, "beat", data["test_records"],
+    chosen = {"test": data["test_records"], "validation": data["val_records"]}.get(records, records) \
+        if isinstance(records, str) else records
+    windows = WindowDataset(Path(data["shard_dir"]), s.axes.window, "beat", chosen,
                             context=s.model.context, waveform=s.model.waveform)
     model = load_member(run, torch.device("cpu"))
     model.cfg = replace(model.cfg, gate=None)
@@ -68,8 +72,9 @@ def raw_logits(run: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, di
         labels.append(label.numpy())
         if site is not None:
             bins.append((tokens[:, site[0]] - site[1]).numpy())
+    record_of, names = windows.item_records()
     return (np.concatenate(logits), np.concatenate(labels), np.concatenate(bins) if bins else None,
-            {**calibration, "context": s.model.context, "feature": feature})
+            {**calibration, "context": s.model.context, "feature": feature}, names, np.asarray(record_of))
 
 
 def decisions(logits: np.ndarray, labels: np.ndarray, bins: np.ndarray | None, calibration: dict[str, Any]
@@ -101,7 +106,7 @@ def meets(row: dict[str, Any]) -> bool:
 
 
 def summary(run: Path) -> dict[str, Any]:
-    logits, labels, bins, calibration = raw_logits(run)
+    logits, labels, bins, calibration, _, _ = raw_logits(run)
     rows = decisions(logits, labels, bins, calibration)
     chosen = next(r for r in rows if r["share"] == calibration["share"]
                   and r["gate_bin"] == ((calibration.get("gate") or {}).get("bin")))

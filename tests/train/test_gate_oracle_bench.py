@@ -15,9 +15,10 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
 from gate_oracle import GATE_SWEEP, meets  # noqa: E402  (a bench script)
 from quality import GOAL  # noqa: E402
+from validation_parts import rows  # noqa: E402
 
 from trainer import rundir  # noqa: E402
-from trainer.calibration import SHARES  # noqa: E402
+from trainer.calibration import GATE_BINS, SHARES  # noqa: E402
 
 SCRIPT = REPO / "bench" / "gate_oracle.py"
 
@@ -62,3 +63,23 @@ def test_validations_choice_recomputed_is_what_the_run_scored(run: Path, tmp_pat
 def test_a_decision_meets_the_goal_only_with_every_figure() -> None:
     row = {k: v for k, v in GOAL.items() if k != "min"}
     assert meets(row) and not meets({**row, "S +P": GOAL["S +P"] - 0.001}) and not meets({**row, "V Se": None})
+
+
+def test_the_validation_part_scored_again_gives_what_the_calibration_recorded(run: Path) -> None:
+    """bench/validation_parts.py's whole-part row of each decision equals the calibration's own judged macro-F1
+    for it (the part is small enough to be scored whole), and a database's rows hold its beats."""
+    tried = rundir.read_result(run)["validation"]["calibration"]["tried"]
+    got = {(r["share"], r["gate_bin"], r["group"]): r for r in rows(run, None, list(SHARES))}
+    assert {g for _, _, g in got} == {"all", "mitdb"}
+    for t in tried:
+        assert got[(t["share"], t["gate_bin"], "all")]["judged_macro_f1"] == pytest.approx(t["judged_macro_f1"])
+        assert got[(t["share"], t["gate_bin"], "mitdb")]["beats"] == got[(t["share"], t["gate_bin"], "all")]["beats"]
+
+
+def test_the_validation_parts_example_prints_one_row_per_decision_and_group(run: Path) -> None:
+    """The docstring's command (`--shares 0.7`) on the run: one row per gate (none and each of GATE_BINS) and group."""
+    printed = subprocess.run([sys.executable, str(REPO / "bench" / "validation_parts.py"), str(run), "--shares", "0.7"],
+                             capture_output=True, text=True, timeout=300, check=True).stdout.splitlines()
+    body = printed[2:]
+    assert len(body) == (1 + len(GATE_BINS)) * 2 and all(line.startswith("| 0.7 | ") for line in body)
+    assert body[0].startswith("| 0.7 | none | all (") and body[1].startswith("| 0.7 | none | mitdb (")
