@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from trainer.data.dataset import WindowDataset  # noqa: E402
 from trainer.ensemble import load_member, member_settings  # noqa: E402
 from trainer.evaluate import EVAL_BATCH  # noqa: E402
 from trainer.model import GATED_LOGIT  # noqa: E402
+from trainer.score_database import confusion_matrix  # noqa: E402
 from trainer.scores import class_scores  # noqa: E402
 
 FIGURES = ("accuracy", "S Se", "S +P", "V Se", "macro-F1 NSVF")  # the goal's, in the table's order (None: "-")
@@ -73,31 +75,36 @@ def raw_logits(run: Path, records: list[str] | str = "test") -> tuple[np.ndarray
         if site is not None:
             bins.append((tokens[:, site[0]] - site[1]).numpy())
     record_of, names = windows.item_records()
-    return (np.concatenate(logits), np.concatenate(labels), np.concatenate(bins) if bins else None,
-            {**calibration, "context": s.model.context, "feature": feature}, names, np.asarray(record_of))
+    labelled = np.concatenate(labels) >= 0  # a beat without an AAMI class is scored by no decision
+    return (np.concatenate(logits)[labelled], np.concatenate(labels)[labelled],
+            np.concatenate(bins)[labelled] if bins else None,
+            {**calibration, "context": s.model.context, "feature": feature}, names, np.asarray(record_of)[labelled])
+
+
+def predictions(logits: np.ndarray, bins: np.ndarray | None, calibration: dict[str, Any], shares: Iterable[float],
+                gates: Iterable[int]) -> Iterator[tuple[float, int | None, np.ndarray]]:
+    """(a, gate bin or None, each window's class) for every a of `shares` with no gate and with each of `gates`
+    (none without a gate feature): the calibration's decision, as trainer.calibration applies it."""
+    classes = calibration["classes"]
+    log_w = tilt(torch.tensor(calibration["class_weight"]), classes, calibration["judged_classes"]).double().numpy()
+    for gate in (None, *(gates if bins is not None else ())):
+        shut = logits.copy()
+        if gate is not None:
+            shut[bins >= gate, classes.index(GATE_CLASS)] = GATED_LOGIT
+        for a in shares:
+            yield a, gate, (shut - a * log_w).argmax(axis=1)
 
 
 def decisions(logits: np.ndarray, labels: np.ndarray, bins: np.ndarray | None, calibration: dict[str, Any]
               ) -> list[dict[str, Any]]:
-    """The test split's figures for every (a, gate bin) the sweep tries (gate None: no gate)."""
+    """The figures for every (a, gate bin) the sweep tries (gate None: no gate)."""
     classes = calibration["classes"]
-    n, s_class = len(classes), classes.index(GATE_CLASS)
-    log_w = tilt(torch.tensor(calibration["class_weight"]), classes, calibration["judged_classes"]).double().numpy()
-    keep = labels >= 0
-    logits, labels = logits[keep], labels[keep]
-    bins = bins[keep] if bins is not None else None
     out = []
-    for gate in (None, *(GATE_SWEEP if bins is not None else ())):
-        shut = logits.copy()
-        if gate is not None:
-            shut[bins >= gate, s_class] = GATED_LOGIT
-        for a in SHARES:
-            pred = (shut - a * log_w).argmax(axis=1)
-            conf = np.bincount(labels * n + pred, minlength=n * n).reshape(n, n).tolist()
-            sc = class_scores(conf, classes)
-            figures = {"accuracy": sc["accuracy"], "S Se": sc["sensitivity"]["S"], "S +P": sc["ppv"]["S"],
-                       "V Se": sc["sensitivity"]["V"], "macro-F1 NSVF": sc["macro_f1_nsvf"]}
-            out.append({"share": a, "gate_bin": gate, **{k: figures[k] for k in FIGURES}})
+    for a, gate, pred in predictions(logits, bins, calibration, SHARES, GATE_SWEEP):
+        sc = class_scores(confusion_matrix(labels, pred, len(classes)), classes)
+        figures = {"accuracy": sc["accuracy"], "S Se": sc["sensitivity"]["S"], "S +P": sc["ppv"]["S"],
+                   "V Se": sc["sensitivity"]["V"], "macro-F1 NSVF": sc["macro_f1_nsvf"]}
+        out.append({"share": a, "gate_bin": gate, **{k: figures[k] for k in FIGURES}})
     return out
 
 

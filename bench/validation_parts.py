@@ -16,15 +16,14 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import torch
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
-from gate_oracle import raw_logits  # noqa: E402  (the logits before calibration: one reader)
+from gate_oracle import predictions, raw_logits  # noqa: E402  (the logits and decisions: one reader)
 
-from trainer.calibration import GATE_BINS, GATE_CLASS, SHARES, tilt  # noqa: E402
-from trainer.model import GATED_LOGIT  # noqa: E402
+from trainer.calibration import GATE_BINS, GATE_CLASS, SHARES  # noqa: E402
+from trainer.score_database import confusion_matrix  # noqa: E402
 from trainer.scores import class_scores, judged_macro_f1  # noqa: E402
 
 
@@ -36,26 +35,15 @@ def rows(run: Path, records: list[str] | None, shares: list[float]) -> list[dict
     """Per (a, gate bin or None) and group (all, each database): judged macro-F1, S Se, S +P."""
     logits, labels, bins, calibration, names, record_of = raw_logits(run, records or "validation")
     classes = calibration["classes"]
-    n, s_class = len(classes), classes.index(GATE_CLASS)
-    log_w = tilt(torch.tensor(calibration["class_weight"]), classes, calibration["judged_classes"]).double().numpy()
-    keep = labels >= 0
-    logits, labels, record_of = logits[keep], labels[keep], record_of[keep]
-    bins = bins[keep] if bins is not None else None
     groups = {"all": np.ones(len(labels), bool),
               **{db: np.array([database(names[r]) == db for r in record_of]) for db in sorted({database(x) for x in names})}}
     out = []
-    for a in shares:
-        for gate in (None, *(GATE_BINS if bins is not None else ())):
-            shut = logits.copy()
-            if gate is not None:
-                shut[bins >= gate, s_class] = GATED_LOGIT
-            pred = (shut - a * log_w).argmax(axis=1)
-            for group, here in groups.items():
-                sc = class_scores(np.bincount(labels[here] * n + pred[here], minlength=n * n).reshape(n, n).tolist(),
-                                  classes)
-                out.append({"share": a, "gate_bin": gate, "group": group, "beats": int(here.sum()),
-                            "judged_macro_f1": judged_macro_f1(sc)[0], "S Se": sc["sensitivity"][GATE_CLASS],
-                            "S +P": sc["ppv"][GATE_CLASS]})
+    for a, gate, pred in predictions(logits, bins, calibration, shares, GATE_BINS):
+        for group, here in groups.items():
+            sc = class_scores(confusion_matrix(labels[here], pred[here], len(classes)), classes)
+            out.append({"share": a, "gate_bin": gate, "group": group, "beats": int(here.sum()),
+                        "judged_macro_f1": judged_macro_f1(sc)[0], "S Se": sc["sensitivity"][GATE_CLASS],
+                        "S +P": sc["ppv"][GATE_CLASS]})
     return out
 
 

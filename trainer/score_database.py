@@ -105,7 +105,8 @@ def score(models: list[Path], data: Path, records: list[str] | None, annotator: 
             "eval": {"split": "all", **ev}}
 
 
-def _confusion(true: np.ndarray, pred: np.ndarray, n: int) -> list[list[int]]:
+def confusion_matrix(true: np.ndarray, pred: np.ndarray, n: int) -> list[list[int]]:
+    """[true class][predicted class] counts of n classes (labels 0..n-1)."""
     return np.bincount(true * n + pred, minlength=n * n).reshape(n, n).astype(int).tolist()
 
 
@@ -129,15 +130,15 @@ def tally(windows: WindowDataset, pred: np.ndarray, classes: list[str]) -> dict[
             rr_s = np.diff(beats) / fs[i]  # the interval ending at a beat counts as that beat's rhythm's time
             known = rhythm[1:] >= 0
             rhythm_s += np.bincount(rhythm[1:][known], weights=rr_s[known], minlength=len(RHYTHM_CLASSES))
-    ev = class_scores(_confusion(labels, pred, n), classes)
-    ev["by_record"] = {name: _confusion(labels[rec_of == i], pred[rec_of == i], n) for i, name in enumerate(names)}
+    ev = class_scores(confusion_matrix(labels, pred, n), classes)
+    ev["by_record"] = {name: confusion_matrix(labels[rec_of == i], pred[rec_of == i], n) for i, name in enumerate(names)}
     ev["hours"] = hours
     ev["false_alarms_per_hour"] = false_alarms_per_hour(ev["confusion"], classes, hours)
     ev["by_rhythm"] = {}
     for k, name in enumerate(RHYTHM_CLASSES):
         here = item_rhythm == k
         if here.any():
-            m = _confusion(labels[here], pred[here], n)
+            m = confusion_matrix(labels[here], pred[here], n)
             h = rhythm_s[k] / 3600 if timed else None
             ev["by_rhythm"][name] = {"windows": int(here.sum()), "hours": h, "confusion": m,
                                      "false_alarms_per_hour": false_alarms_per_hour(m, classes, h)}

@@ -245,9 +245,7 @@ def validation_split(records: list[str], patients: dict[str, str], fraction: flo
     if len(ids) < 2:
         raise DataError(f"train.val_fraction: the training split has {len(ids)} patient(s); a validation part "
                         "needs at least two (set train.val_fraction = 0)")
-    held = evenly_spaced(ids, min(len(ids) - 1, max(1, math.ceil(fraction * len(ids)))))
-    return ([r for r in records if patients.get(r, r) not in held],
-            [r for r in records if patients.get(r, r) in held])
+    return held_out(records, patients, evenly_spaced(ids, min(len(ids) - 1, max(1, math.ceil(fraction * len(ids))))))
 
 
 def named_validation(records: list[str], patients: dict[str, str], named: list[str]) -> tuple[list[str], list[str]]:
@@ -261,11 +259,17 @@ def named_validation(records: list[str], patients: dict[str, str], named: list[s
                         f"{', '.join(records[:12])}{', ...' if len(records) > 12 else ''}); a validation record "
                         "must be one the model could otherwise train on, never a test record")
     held = {patients.get(r, r) for r in named}
-    train = [r for r in records if patients.get(r, r) not in held]
+    train, val = held_out(records, patients, held)
     if not train:
         raise DataError(f"train.val_records: every training patient would be in validation ({len(held)}); "
                         "leave at least one to train on")
-    return train, [r for r in records if patients.get(r, r) in held]
+    return train, val
+
+
+def held_out(records: list[str], patients: dict[str, str], held: set[str]) -> tuple[list[str], list[str]]:
+    """(the records of the other patients, the records of the `held` patients), each in the given order."""
+    return ([r for r in records if patients.get(r, r) not in held],
+            [r for r in records if patients.get(r, r) in held])
 
 
 def labelled_part(records: list[str], patients: dict[str, str], fraction: float) -> list[str]:
