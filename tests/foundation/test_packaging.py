@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import site
 import subprocess
 import sys
 import venv
@@ -40,8 +41,13 @@ def test_wheel_ships_templates_and_container(tmp_path):
     )
     wheel = next(dist.glob("hlm_cockpit-*.whl"))
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    venv.EnvBuilder(with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
+    # the dependencies come from the environment running the tests (a venv's, or the system interpreter's), listed
+    # as plain paths: their .pth files, an editable install of this checkout among them, are not run
+    own = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    (Path(own) / "test_dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", str(wheel)],
         check=True, capture_output=True,
