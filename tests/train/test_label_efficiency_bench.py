@@ -53,11 +53,16 @@ def test_recorded_runs_are_the_gpu_runs_they_claim():
         assert bool(train.get("init_checkpoint")) == (start == "foundation"), run
 
 
-@pytest.mark.parametrize("batch", ["run1", "run2"])
+@pytest.mark.parametrize("batch", ["run1", "run2", "cpu-300"])
 def test_printed_figures_come_from_result_json(batch):
-    """The script's own table and foundation line, recomputed from the files it wrote."""
+    """The script's own table and foundation line, recomputed from the files it wrote; README's figures for each
+    foundation among them."""
     printed = (RECORDED / batch / "label_efficiency.txt").read_text()
-    assert le.foundation_line(le.read(RECORDED / batch / "foundation" / "result.json")) in printed
+    foundation = le.read(RECORDED / batch / "foundation" / "result.json")
+    assert le.foundation_line(foundation) in printed
+    loss, accuracy = foundation["eval"]["masked_loss"], foundation["eval"]["masked_accuracy"]
+    assert f"{loss:.3f} nats" in (REPO / "bench" / "README.md").read_text()
+    assert f"{accuracy:.3f}" in (REPO / "bench" / "README.md").read_text()
     rows = {f"{share:>4.0%} of the patients, {start}, seed {seed}": le.figures(run)
             for run, share, start, seed in runs() if run.parent.name == batch}
     for line in le.table(rows, le.KEYS, 44)[1:]:
