@@ -6,7 +6,9 @@ validation could not: over every a of the calibration's SHARES and every gate bi
 (and no gate), which decisions meet the DS2 goal (bench/quality.py's GOAL), and what is the best S +P at S Se >= the
 goal's? If no decision of one trained model meets the goal, a better validation part cannot either: the model
 itself must change. If some do, the question is why validation did not pick one. The run's own choice is shown
-beside the ceiling, recomputed here from the same logits, so the two are comparable.
+beside the ceiling, recomputed here from the same logits, so the two are comparable, and so is the choice the
+same validation figures give under the goal's sensitivity floors (`train.calibrate_min_sensitivity` S=0.8 V=0.9,
+trainer.calibration.choose over the run's recorded candidates).
 
 Nothing here feeds back into a run: the test split chooses nothing the recipe uses.
 
@@ -34,7 +36,7 @@ sys.path.insert(0, str(REPO / "bench"))
 from quality import GOAL  # noqa: E402  (the bench's one goal)
 
 from trainer import rundir  # noqa: E402
-from trainer.calibration import GATE_CLASS, SHARES, tilt  # noqa: E402
+from trainer.calibration import GATE_CLASS, SHARES, choose, tilt  # noqa: E402
 from trainer.data import rr_context  # noqa: E402
 from trainer.data.dataset import WindowDataset  # noqa: E402
 from trainer.ensemble import load_member, member_settings  # noqa: E402
@@ -44,6 +46,7 @@ from trainer.score_database import confusion_matrix  # noqa: E402
 from trainer.scores import class_scores  # noqa: E402
 
 FIGURES = ("accuracy", "S Se", "S +P", "V Se", "macro-F1 NSVF")  # the goal's, in the table's order (None: "-")
+FLOORS = {"S": GOAL["S Se"], "V": GOAL["V Se"]}  # the goal's sensitivities, as train.calibrate_min_sensitivity takes them
 GATE_SWEEP = tuple(range(4, rr_context.RR_BINS))  # every bin from 4 up (lower ones block sinus rhythm's beats)
 
 
@@ -115,11 +118,13 @@ def meets(row: dict[str, Any]) -> bool:
 def summary(run: Path) -> dict[str, Any]:
     logits, labels, bins, calibration, _, _ = raw_logits(run)
     rows = decisions(logits, labels, bins, calibration)
-    chosen = next(r for r in rows if r["share"] == calibration["share"]
-                  and r["gate_bin"] == ((calibration.get("gate") or {}).get("bin")))
+    at = {(r["share"], r["gate_bin"]): r for r in rows}
+    chosen = at[(calibration["share"], (calibration.get("gate") or {}).get("bin"))]
+    floored, met = choose(calibration["tried"], FLOORS)  # what the floors would have kept, from the same validation
     floor = [r for r in rows if r["S Se"] is not None and r["S Se"] >= GOAL["S Se"]]
     return {"run": str(run), "context": calibration["context"], "feature": calibration["feature"],
-            "chosen": chosen, "best_ppv_at_se_floor": max(floor, key=lambda r: r["S +P"]) if floor else None,
+            "chosen": chosen, "chosen_with_floors": {**at[(floored["share"], floored["gate_bin"])], "floors_met": met},
+            "best_ppv_at_se_floor": max(floor, key=lambda r: r["S +P"]) if floor else None,
             "best_macro_f1": max(rows, key=lambda r: r["macro-F1 NSVF"] or 0.0),
             "meeting_goal": [r for r in rows if meets(r)], "tried": len(rows),
             "gate_floor": {b: rr_context.bin_floor(calibration["context"], calibration["feature"], b)
@@ -144,7 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     for run in args.runs:
         got = summary(run)
         found.append(got)
-        for name, row in (("validation's choice", got["chosen"]), ("best S +P at S Se >= goal", got["best_ppv_at_se_floor"]),
+        floors = ", ".join(f"{c} >= {f:g}" for c, f in FLOORS.items())
+        met = "" if got["chosen_with_floors"]["floors_met"] else ", none met: the nearest"
+        for name, row in (("validation's choice", got["chosen"]),
+                          (f"validation's choice with sensitivity floors {floors}{met}", got["chosen_with_floors"]),
+                          ("best S +P at S Se >= goal", got["best_ppv_at_se_floor"]),
                           ("best macro-F1", got["best_macro_f1"])):
             print(line(f"{run}: {name}", row, got["gate_floor"]))
         print(f"| {run}: decisions meeting the goal | {len(got['meeting_goal'])} of {got['tried']} | | | | | |")

@@ -80,7 +80,7 @@ GOAL: dict[str, float | None] = {"accuracy": 0.93, "S Se": 0.80, "S +P": 0.60, "
 VAL_RECORDS = ("108", "116", "201", "209")
 CHOSEN: dict[str, Any] = {"keep": False, "context": "rr_af_lock", "waveform": "both", "calibrate": True,
                           "foundation": False, "af_group": False, "augment_noise_db": [],
-                          "val_records": list(VAL_RECORDS)}  # main() sets it
+                          "val_records": list(VAL_RECORDS), "min_sensitivity": []}  # main() sets it
 S_OUTLIER = "232"  # holds 1,382 of DS2's 1,837 S beats: reported apart so it cannot hide the rest
 
 MODEL = ["--layers", "2", "--d-model", "64", "--heads", "4"]
@@ -140,6 +140,7 @@ def FINETUNE(steps: int, val_every: int) -> list[str]:  # noqa: N802  (a constan
     return ["--mode", "finetune", "--task", "beat", "--pool", "centre", "--steps", str(steps), *val,
             "--val-every", str(val_every), *(["--calibrate"] if CHOSEN["calibrate"] else []),
             *(["--af-group"] if CHOSEN["af_group"] else []),
+            *(["--calibrate-min-sensitivity", *CHOSEN["min_sensitivity"]] if CHOSEN["min_sensitivity"] else []),
             *(["--augment-noise-db", *map(str, CHOSEN["augment_noise_db"])] if CHOSEN["augment_noise_db"] else [])]
 
 
@@ -290,6 +291,9 @@ def main() -> None:
     ap.add_argument("--val-records", nargs="*", default=CHOSEN["val_records"], metavar="RECORD",
                     help="the validation patients' records (default: DS1's %(default)s; none given: a fifth of the "
                          "training patients of DS1 and svdb, evenly spaced, as before)")
+    ap.add_argument("--min-sensitivity", nargs="*", default=CHOSEN["min_sensitivity"], metavar="CLASS=FLOOR",
+                    help="the calibration keeps the best macro-F1 among decisions whose validation sensitivity reaches "
+                         "these floors (train.calibrate_min_sensitivity; default: %(default)s)")
     ap.add_argument("--foundation", action=argparse.BooleanOptionalAction, default=CHOSEN["foundation"],
                     help="fine-tunes start from a masked-token foundation (default: from random weights)")
     ap.add_argument("--af-group", action=argparse.BooleanOptionalAction, default=CHOSEN["af_group"],
@@ -301,7 +305,7 @@ def main() -> None:
         shutil.rmtree(args.out, ignore_errors=True)
     CHOSEN.update(keep=args.keep, context=args.context, waveform=args.waveform, calibrate=args.calibrate,
                   foundation=args.foundation, af_group=args.af_group, augment_noise_db=args.augment_noise_db,
-                  val_records=args.val_records)
+                  val_records=args.val_records, min_sensitivity=args.min_sensitivity)
     args.out.mkdir(parents=True, exist_ok=True)
     log, cache = args.out / "commands.log", args.out / "tokens"
     mitdb, svdb = args.data / "mitdb", args.data / "svdb"

@@ -24,6 +24,11 @@ wins on them is partly the luck of that draw, and it moved one fine-tune's S sen
 from 0.43 to 0.91 between seeds. So each candidate is judged by its mean macro-F1 over BOOTSTRAP resamples
 of the validation records (drawn with replacement, one fixed draw for every run), which rewards a decision
 that holds for most subsets of the patients over one that wins on the whole part by a few beats.
+
+Macro-F1 weighs a class's false alarms as much as its misses, and a decision that trades S sensitivity for S +P
+can win it. Where a sensitivity is a requirement rather than a preference (a goal of S Se >= 0.80, say),
+`train.calibrate_min_sensitivity` states it: the best macro-F1 is then taken among the decisions whose
+validation sensitivity reaches every floor, and when none does, the one nearest them (`choose`).
 """
 
 from __future__ import annotations
@@ -107,13 +112,44 @@ def bootstrap_macro_f1(mats: np.ndarray, judged: list[int]) -> np.ndarray:
     return np.nanmean(np.nanmean(f1, axis=2), axis=1)
 
 
+def check_floors(floors: dict[str, float] | None, classes: list[str]) -> None:
+    """Refuse a floor for a class this run does not have (before training, so no time is spent on it)."""
+    if unknown := sorted(set(floors or {}) - set(classes)):
+        raise ValueError(f"train.calibrate_min_sensitivity: no class {', '.join(unknown)} among this run's classes "
+                         f"{', '.join(classes)}")
+
+
+def shortfall(row: dict[str, Any], floors: dict[str, float]) -> float:
+    """How far a candidate's validation sensitivity falls below the floors, at its worst class (<= 0: all met; a
+    class the validation part holds no beat of falls short by its whole floor)."""
+    return max(floor - (row["sensitivity"].get(c) or 0.0) for c, floor in floors.items())
+
+
+def choose(tried: list[dict[str, Any]], floors: dict[str, float] | None = None) -> tuple[dict[str, Any], bool]:
+    """The decision kept among the candidates `calibrate` tried, and whether it meets the sensitivity floors: the
+    best mean bootstrap macro-F1 (on a tie the least change: no gate, then the highest threshold, then the smallest
+    a) among those reaching every floor; when none does, the smallest shortfall, then the same order."""
+    rank: dict[int | None, int] = {None: len(GATE_BINS), **{b: i for i, b in enumerate(GATE_BINS)}}  # less change: higher
+
+    def order(r: dict[str, Any]) -> tuple[float, int, float]:
+        return round(r["bootstrap_macro_f1"], 6), rank[r["gate_bin"]], -r["share"]
+
+    if not floors:
+        return max(tried, key=order), True
+    meeting = [r for r in tried if shortfall(r, floors) <= 0]
+    if meeting:
+        return max(meeting, key=order), True
+    return max(tried, key=lambda r: (-round(shortfall(r, floors), 6), *order(r))), False
+
+
 def calibrate(model: torch.nn.Module, head: torch.nn.Linear, class_weight: torch.Tensor, dataset: Dataset,
-              classes: list[str], d: Dist, autocast: Any = None) -> dict[str, Any]:
+              classes: list[str], d: Dist, autocast: Any = None,
+              floors: dict[str, float] | None = None) -> dict[str, Any]:
     """Try every a of SHARES, with each gate of GATE_BINS where the context has the gate's feature (and without
-    one), on the validation part; keep the best mean macro-F1 over BOOTSTRAP resamples of its records (on a
-    tie the least change: no gate, then the highest threshold, then the smallest a); move ``head``'s bias by
-    -a x log(class weight) for the judged classes and set the gate in the model's configuration. Returns
-    result.json's `calibration`."""
+    one), on the validation part; keep the one `choose` picks (the best mean macro-F1 over BOOTSTRAP resamples of
+    its records, among those whose sensitivity reaches ``floors``); move ``head``'s bias by -a x log(class weight)
+    for the judged classes and set the gate in the model's configuration. Returns result.json's `calibration`."""
+    check_floors(floors, classes)
     windows, indices = unwrapped(dataset)
     feature = rr_context.gate_feature(windows.context) if windows is not None else None
     site = (rr_context.feature_site(windows.context, feature, windows.manifest.vocab_size)
@@ -141,8 +177,12 @@ def calibrate(model: torch.nn.Module, head: torch.nn.Linear, class_weight: torch
         for a, per_record, mean in zip(SHARES, mats, resampled, strict=True):
             tried.append({"share": a, "gate_bin": gate, "bootstrap_macro_f1": float(mean),
                           **_figures(class_scores(per_record.sum(axis=0).tolist(), classes))})
-    rank: dict[int | None, int] = {None: len(GATE_BINS), **{b: i for i, b in enumerate(GATE_BINS)}}  # less change: higher
-    best = max(tried, key=lambda r: (round(r["bootstrap_macro_f1"], 6), rank[r["gate_bin"]], -r["share"]))
+    best, met = choose(tried, floors)
+    if floors and d.is_main:
+        log.log(logging.INFO if met else logging.WARNING, "calibration: %s sensitivity floors %s on the validation "
+                "part: %s", "meets the" if met else "no decision meets the", ", ".join(f"{c} >= {f:g}" for c, f in
+                floors.items()), ", ".join(f"{c} {best['sensitivity'].get(c) or 0.0:.3f}" for c in floors)
+                + ("" if met else f" (the nearest: {shortfall(best, floors):.3f} short at its worst class)"))
     with torch.no_grad():
         head.bias.sub_((best["share"] * log_w).to(head.bias.device, head.bias.dtype))
     gate_cfg = None
@@ -162,6 +202,7 @@ def calibrate(model: torch.nn.Module, head: torch.nn.Linear, class_weight: torch
             "gate": {"feature": feature, "threshold": threshold, "bin": best["gate_bin"],
                      "class": GATE_CLASS, "model_gate": gate_cfg} if site else None,
             "bootstrap": {"resamples": BOOTSTRAP, "seed": BOOTSTRAP_SEED, "records": names},
+            "floors": {"min_sensitivity": floors, "met": met} if floors else None,
             "tried": tried}
 
 

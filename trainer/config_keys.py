@@ -204,6 +204,25 @@ def _finite_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
+FLOOR = re.compile(r"^\s*([A-Za-z]\w*)\s*=\s*([0-9.]+)\s*$")
+
+
+def sensitivity_floors(entries: list[Any]) -> dict[str, float] | None:
+    """train.calibrate_min_sensitivity's entries (`S=0.8`) as {class: floor}; None when one is not CLASS=FLOOR with
+    a floor in (0, 1] or a class is named twice."""
+    floors: dict[str, float] = {}
+    for entry in entries:
+        m = FLOOR.match(str(entry))
+        try:
+            floor = float(m[2]) if m else math.nan
+        except ValueError:
+            return None
+        if not m or not 0 < floor <= 1 or m[1] in floors:
+            return None
+        floors[m[1]] = floor
+    return floors or None
+
+
 def key(default: Any = None, help: str = "", **rules: Any) -> Any:
     """A field of a section dataclass with its rules (ConfigKey's fields, minus section, name and kind); a list
     or table default is copied for each instance."""
@@ -336,6 +355,12 @@ class TrainKeys:
     calibrate: bool = key(False, "fine-tune: after training, move the class head's bias by -a x log(class weight), "
                           "a in 0..1 chosen on the validation part's macro-F1, for the classes it holds 100 beats of "
                           "(needs val_fraction or val_records, and class weights)", effect=NOT_PREDICTED)
+    calibrate_min_sensitivity: list | None = key(
+        None, "fine-tune with calibrate: sensitivity floors on the validation part, CLASS=FLOOR each (e.g. S=0.8): the "
+        "decision kept is the best macro-F1 among those whose validation sensitivity reaches every floor, else the one "
+        "nearest them, said in train.log", rule=lambda v: sensitivity_floors(v) is not None,
+        expected_words="a list of CLASS=FLOOR entries, each class once, each floor above 0 and at most 1, e.g. "
+        "[\"S=0.8\", \"V=0.9\"]", effect=NOT_PREDICTED)
     bucket_cap_mb: float | None = key(None, "DDP gradient bucket size in MB (default: DDP's 25)", above=0,
                                       unit="MB", effect=Effect("formula", ("comm",), "DDP buckets k = ceil(G / cap): exposed all-reduce max(t_ar / k, t_ar - backward)"))
     # torch.profiler, torchtitan-style: cycles of wait, warmup and active steps (torch.profiler.schedule), each
@@ -756,6 +781,9 @@ def check_train(values: Mapping[str, Any]) -> str | None:
                 "and class weights to undo (train.class_weights other than 'none'); found val_fraction = "
                 f"{values.get('val_fraction')}, val_records = {values.get('val_records')}, "
                 f"class_weights = {values.get('class_weights')!r}")
+    if values.get("calibrate_min_sensitivity") and not values.get("calibrate"):
+        return ("train.calibrate_min_sensitivity: floors for the calibration's choice, so it needs train.calibrate = "
+                f"true; found calibrate = {values.get('calibrate')}")
     if values.get("af_group") and values.get("class_weights") == "none":
         return ("train.af_group: gives N beats inside atrial fibrillation a class weight of their own, so it needs "
                 "class weights (train.class_weights other than 'none'); found class_weights = 'none'")

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from trainer import calibration
+from trainer.config_keys import sensitivity_floors
 from trainer.distributed import Dist
 from trainer.evaluate import classify
 from trainer.scores import judged_macro_f1
@@ -35,6 +36,9 @@ class Validator:
         self.best_state: dict[str, torch.Tensor] | None = (state or {}).get("best_model")
         self.calibration: dict[str, Any] | None = None  # train.calibrate: what calibrate() chose
         self.judged: list[str] | None = None  # the classes the validation part holds enough of (scores.judged_macro_f1)
+        self.floors = sensitivity_floors(s.train.calibrate_min_sensitivity or [])
+        if self.enabled and s.train.calibrate:
+            calibration.check_floors(self.floors, data.classes)
 
     def due(self, step: int, total: int) -> bool:
         """Validate every `val_every` steps and after the last step."""
@@ -87,7 +91,7 @@ class Validator:
         if weight is None or not isinstance(head, torch.nn.Linear):
             raise ValueError("train.calibrate: the model has no class weights or no class head to calibrate")
         self.calibration = calibration.calibrate(model, head, weight, self.data.val, self.data.classes, self.d,
-                                                 self.autocast)
+                                                 self.autocast, self.floors)
         self.calibration["seconds"] = time.perf_counter() - t0
         prog.val_s += self.calibration["seconds"]
 

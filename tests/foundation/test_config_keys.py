@@ -19,7 +19,8 @@ SAMPLES: dict[str, Any] = {"d_model": 16, "heads": 2, "window": 64, "layers": 2,
                            "class_weights": "sqrt",  # calibrate (sampled true) needs weights to undo
                            "augment_noise_db": [12.0, 6.0],
                            # one of the two validation parts: the named one (val_fraction keeps its default 0)
-                           "val_records": ["201", "svdb/854"], "val_fraction": 0.0}
+                           "val_records": ["201", "svdb/854"], "val_fraction": 0.0,
+                           "calibrate_min_sensitivity": ["S=0.8", "V=0.9"]}
 
 
 def sample(k: ConfigKey) -> Any:

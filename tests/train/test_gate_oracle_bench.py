@@ -18,9 +18,10 @@ from quality import GOAL  # noqa: E402
 from validation_parts import rows  # noqa: E402
 
 from trainer import rundir  # noqa: E402
-from trainer.calibration import GATE_BINS, SHARES  # noqa: E402
+from trainer.calibration import GATE_BINS, SHARES, choose  # noqa: E402
 
 SCRIPT = REPO / "bench" / "gate_oracle.py"
+FLOORS = ["S=0.5", "V=0.5"]  # train.calibrate_min_sensitivity, as the command line gives it
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +34,8 @@ def run(physionet: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
            "--tokenizer", "samples", "--fs", "180", "--window", "32", "--context", "rr_af_lock", "--layers", "1",
            "--d-model", "16", "--heads", "2", "--batch-size", "32", "--steps", "20", "--lr", "3e-3",
            "--mode", "finetune", "--task", "beat", "--pool", "centre", "--val-records", "201", "--val-every", "10",
-           "--calibrate", "--device", "cpu", "--cpus-per-task", "1", "--num-workers", "0"]
+           "--calibrate", "--calibrate-min-sensitivity", *FLOORS, "--device", "cpu", "--cpus-per-task", "1",
+           "--num-workers", "0"]
     subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600, check=True)
     return where / "run"
 
@@ -58,6 +60,17 @@ def test_validations_choice_recomputed_is_what_the_run_scored(run: Path, tmp_pat
     row = next(line for line in printed if "validation's choice" in line)
     assert f"| {ev['accuracy']:.3f} | {ev['sensitivity']['S']:.3f} | {ev['ppv']['S']:.3f} |" in row
     assert printed[-1].endswith(f"decisions meeting the goal | {len(got['meeting_goal'])} of {got['tried']} | | | | | |")
+
+
+def test_the_floors_choose_the_decision_the_run_kept(run: Path) -> None:
+    """train.calibrate_min_sensitivity through the CLI: recorded, and the decision kept is choose()'s over the
+    candidates the run recorded, said in train.log either way."""
+    calibration = rundir.read_result(run)["validation"]["calibration"]
+    best, met = choose(calibration["tried"], {"S": 0.5, "V": 0.5})
+    assert calibration["floors"] == {"min_sensitivity": {"S": 0.5, "V": 0.5}, "met": met}
+    assert (calibration["share"], (calibration["gate"] or {}).get("bin")) == (best["share"], best["gate_bin"])
+    said = "meets the sensitivity floors S >= 0.5, V >= 0.5" if met else "no decision meets the sensitivity floors"
+    assert said in (run / "train.log").read_text()
 
 
 def test_a_decision_meets_the_goal_only_with_every_figure() -> None:
