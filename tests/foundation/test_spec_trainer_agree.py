@@ -41,7 +41,7 @@ def domain(k: ConfigKey) -> list[Any]:
     if bool in k.kind:
         values += [False, 1]
     if list in k.kind:
-        values += [["100", "101"], "100"]
+        values += [["100", "101"], "100", ["S=0.8"]]
     return [v for v in values if v is not None]
 
 
@@ -90,6 +90,9 @@ def test_every_default_passes_its_own_rule():
         assert k.problem(k.default) is None, k
 
 
+NEEDS = {"calibrate_min_sensitivity": {"calibrate": True, "val_fraction": 0.2}}  # the keys a key's rule asks beside it
+
+
 @pytest.mark.parametrize("section", ["model", "train"])
 def test_every_model_and_train_key_is_judged_alike(tmp_path: Path, section: str):
     tiny = {"model": TINY_MODEL, "train": TINY_TRAIN}
@@ -97,7 +100,7 @@ def test_every_model_and_train_key_is_judged_alike(tmp_path: Path, section: str)
     seen: dict[str, set[bool]] = {}
     for k in keys:
         for value in domain(k):
-            table = {**tiny[section], k.name: value}
+            table = {**tiny[section], **NEEDS.get(k.name, {}), k.name: value}
             spec = _spec(tmp_path, **{section: table})
             trainer = _trainer(tmp_path, {**{s: dict(v) for s, v in tiny.items()}, section: table})
             _agree(spec, trainer, (k.name, value), seen, k.name)
