@@ -44,8 +44,9 @@ KEYS = ["macro-F1 NSVF", "S Se", "S +P", "V Se", "accuracy", "val F1"]
 
 
 def loop(device: str) -> list[str]:
-    """The recipe's loop flags (quality.LOOP) on this device: on CUDA the loader gets worker processes to keep the
-    GPU fed; the batch, learning rate and schedule stay the recipe's (a later flag wins)."""
+    """The recipe's loop flags (quality.LOOP) on this device: on CUDA the loader gets 12 worker processes of a
+    16-core GPU node to keep the GPU fed (2 cores' worth of items a step would starve it); the batch, learning rate
+    and schedule stay the recipe's (a later flag wins)."""
     return [*LOOP, "--device", device] + (["--cpus-per-task", "16", "--num-workers", "12"] if device == "cuda" else [])
 
 
