@@ -163,7 +163,10 @@ def test_an_unmodified_third_party_ddp_script_is_studied_in_the_no_edit_mode(tmp
     # start-up probe timed when the script built DDP; the advice names no key the script cannot read
     assert two["predicted_t_same_work_s"] != "", two["prediction_note"]
     assert "measured by 1 run(s) of this study" in two["prediction_note"]
-    assert "no key the script reads acts on it: its [workload].command names none of {batch_size}" in two["advice"]
+    if float(two["overhead_s"]) > 0:  # seconds lost: each loss gets its advice
+        assert "no key the script reads acts on it: its [workload].command names none of {batch_size}" in two["advice"]
+    else:  # on a loaded machine the 2-worker run can lose nothing against its baseline: nothing to advise on
+        assert two["advice"] == "", two
     assert "[train]" not in two["advice"] and "synthetic" not in out  # neither HLM keys nor HLM axes
 
 
