@@ -31,7 +31,7 @@ def runs() -> list[tuple[Path, float, str, int]]:
 
 def last_value(flags: list[str], name: str) -> str:
     """What argparse keeps of a repeated flag: its last value."""
-    return flags[len(flags) - 1 - flags[::-1].index(name) + 1]
+    return flags[len(flags) - flags[::-1].index(name)]
 
 
 def test_loop_keeps_the_recipe_and_feeds_a_gpu():
