@@ -168,6 +168,10 @@ class CockpitApp(App):
             bar.show(self.snapshot, self.clock())
 
     def _apply(self, snap: StudySnapshot) -> None:
+        if not self.is_running:
+            # a poll that ends while the app closes: its screens are being pruned child first, so a view
+            # can still be mounted with its table already gone, and there is nothing left to show it on
+            return
         self.snapshot = snap
         self.polls += 1
         for bar in self.query(StatusBar):  # none while the app is closing
