@@ -42,6 +42,7 @@ every DS2 record, the generalisation table and the ablation, the time of each ph
                                               # and svdb's patients, evenly spaced (as before)
     python bench/quality.py --augment-noise-db 18 12 6 ...   # fine-tunes also train on noisy records
     python bench/quality.py --finetune-steps 2400 ...   # each fine-tune twice as long (bench/seeds.py's question)
+    python bench/quality.py --context-dropout 0.5 ...   # half the training windows hide their RR context tokens
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ GOAL: dict[str, float | None] = {"accuracy": 0.93, "S Se": 0.80, "S +P": 0.60, "
 VAL_RECORDS = ("108", "116", "201", "209")
 CHOSEN: dict[str, Any] = {"keep": False, "context": "rr_af_lock", "waveform": "both", "calibrate": True,
                           "foundation": False, "af_group": False, "augment_noise_db": [],
-                          "val_records": list(VAL_RECORDS), "min_sensitivity": []}  # main() sets it
+                          "val_records": list(VAL_RECORDS), "min_sensitivity": [], "context_dropout": 0.0}  # main() sets it
 S_OUTLIER = "232"  # holds 1,382 of DS2's 1,837 S beats: reported apart so it cannot hide the rest
 
 MODEL = ["--layers", "2", "--d-model", "64", "--heads", "4"]
@@ -141,7 +142,8 @@ def FINETUNE(steps: int, val_every: int) -> list[str]:  # noqa: N802  (a constan
             "--val-every", str(val_every), *(["--calibrate"] if CHOSEN["calibrate"] else []),
             *(["--af-group"] if CHOSEN["af_group"] else []),
             *(["--calibrate-min-sensitivity", *CHOSEN["min_sensitivity"]] if CHOSEN["min_sensitivity"] else []),
-            *(["--augment-noise-db", *map(str, CHOSEN["augment_noise_db"])] if CHOSEN["augment_noise_db"] else [])]
+            *(["--augment-noise-db", *map(str, CHOSEN["augment_noise_db"])] if CHOSEN["augment_noise_db"] else []),
+            *(["--context-dropout", str(CHOSEN["context_dropout"])] if CHOSEN["context_dropout"] else [])]
 
 
 def recipe(data: list[str], out: Path, cache: Path, steps: tuple[int, int], seed: int, log: Path, members: int,
@@ -300,12 +302,15 @@ def main() -> None:
                     help="N beats inside atrial fibrillation weigh as a group of their own (train.af_group)")
     ap.add_argument("--augment-noise-db", type=float, nargs="+", default=CHOSEN["augment_noise_db"], metavar="DB",
                     help="fine-tunes also train on noisy versions of their records at these SNRs (train.augment_noise_db)")
+    ap.add_argument("--context-dropout", type=float, default=CHOSEN["context_dropout"], metavar="P",
+                    help="a share P of the training windows hides its context tokens each epoch (train.context_dropout)")
     args = ap.parse_args()
     if not args.keep:
         shutil.rmtree(args.out, ignore_errors=True)
     CHOSEN.update(keep=args.keep, context=args.context, waveform=args.waveform, calibrate=args.calibrate,
                   foundation=args.foundation, af_group=args.af_group, augment_noise_db=args.augment_noise_db,
-                  val_records=args.val_records, min_sensitivity=args.min_sensitivity)
+                  val_records=args.val_records, min_sensitivity=args.min_sensitivity,
+                  context_dropout=args.context_dropout)
     args.out.mkdir(parents=True, exist_ok=True)
     log, cache = args.out / "commands.log", args.out / "tokens"
     mitdb, svdb = args.data / "mitdb", args.data / "svdb"

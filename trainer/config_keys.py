@@ -335,6 +335,10 @@ class TrainKeys:
     augment_share: float = key(0.5, "fine-tune with augment_noise_db: share of the training windows drawn, anew "
                                "each epoch, from a noisy version (the levels equally often)", above=0, maximum=1,
                                effect=NOT_PREDICTED)
+    context_dropout: float = key(0.0, "fine-tune with model.context: share of the training windows whose context "
+                                 "tokens are hidden (the mask token), drawn anew each epoch, so the class is also "
+                                 "learnt from the waveform; validation and test see every token", minimum=0, below=1,
+                                 effect=NOT_PREDICTED)
     af_group: bool = key(False, "fine-tune, beat classes: N beats inside atrial fibrillation or flutter (the records' "
                          "rhythm annotations) weigh in the loss as a group of their own, with its own class weight; "
                          "they stay N everywhere else (needs class weights)", effect=NOT_PREDICTED)

@@ -134,7 +134,10 @@ def load(s: Settings, d: Dist) -> Data:
             info["augment"] = {"noise_snr_db": [float(v) for v in s.train.augment_noise_db or []],
                                "noise_seed": AUGMENT_NOISE_SEED, "share": s.train.augment_share,
                                "shard_dirs": [str(w.shard_dir) for w in noisy]}
-        train = LabelledWindows(train_windows, groups, noisy, s.train.augment_share, s.train.seed)
+        hidden = context_hidden(s, train_windows, d.is_main)
+        if hidden:
+            info["context_dropout"] = {"share": hidden[1], "tokens": hidden[0]}
+        train = LabelledWindows(train_windows, groups, noisy, s.train.augment_share, s.train.seed, hidden)
         return Data(train, LabelledWindows(test_windows) if test_windows else None,
                     train_windows.vocab_size, classes, manifest.synthetic, prepare_s, info, weights,
                     _even_sample(LabelledWindows(val_windows), VAL_WINDOWS) if val_windows else None,
@@ -166,6 +169,21 @@ def noisy_versions(s: Settings, d: Dist, shard_of: Callable[[dict[str, Any]], Pa
         log.info("noise augmentation: %.0f%% of the training windows each epoch from their records' noisy versions "
                  "at %s dB SNR", 100 * s.train.augment_share, ", ".join(f"{float(v):g}" for v in s.train.augment_noise_db or []))
     return tuple(versions)
+
+
+def context_hidden(s: Settings, windows: Any, main: bool) -> tuple[int, float, int] | None:
+    """train.context_dropout for LabelledWindows: (context tokens per item, share hidden, mask token id); None
+    without it. An error where the items carry no context tokens to hide."""
+    if not s.train.context_dropout:
+        return None
+    if not windows.context_length:
+        raise DataError(f"train.context_dropout = {s.train.context_dropout}: hides the context tokens of a share of "
+                        f"the training windows, so it needs a model.context other than 'none'; found context = "
+                        f"{s.model.context!r}")
+    if main:
+        log.info("context dropout: %.0f%% of the training windows each epoch show the mask token in place of their "
+                 "%d context tokens", 100 * s.train.context_dropout, windows.context_length)
+    return windows.context_length, float(s.train.context_dropout), int(windows.mask_id)
 
 
 def _even_sample(dataset: Any, limit: int) -> Any:
