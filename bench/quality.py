@@ -288,7 +288,7 @@ def main() -> None:
                     help="fine-tunes choose the class decision on the validation part (train.calibrate; default on)")
     ap.add_argument("--waveform", default=CHOSEN["waveform"], choices=("raw", "diff", "both"),
                     help="the window as tokenized, minus the template beat, or both (twice the tokens; default)")
-    ap.add_argument("--context", default=CHOSEN["context"], choices=("rr", "rr_rhythm", "rr_af", "rr_af_lock"),
+    ap.add_argument("--context", default=CHOSEN["context"], choices=("rr", "rr_rhythm", "rr_af", "rr_af_lock", "rr_af_lock_sinus"),
                     help="the RR context tokens (rr_rhythm: and the rhythm's irregularity over 64 beats)")
     ap.add_argument("--val-records", nargs="*", default=CHOSEN["val_records"], metavar="RECORD",
                     help="the validation patients' records (default: DS1's %(default)s; none given: a fifth of the "

@@ -1,6 +1,7 @@
 """What moves S sensitivity from seed to seed? One row per finished beat fine-tune, from its result.json alone.
 
-For each run directory given: its seed and options (`--af-group`, noise augmentation, steps, the RR context),
+For each run directory given: its seed and options (`--af-group`, noise augmentation, the share of windows whose
+context tokens are hidden, steps, the RR context),
 the validation part's macro-F1 at each check and the step it kept, the calibration's a and rhythm gate (the
 feature it reads and the threshold from which S is not called, or - for none), and on DS2 the S sensitivity, +P,
 record 232's S beats found (of its 1,382: DS2's other S beats number 455), S sensitivity without 232,
@@ -44,6 +45,7 @@ def member_row(run_dir: Path) -> dict[str, Any]:
     gate = (val.get("calibration") or {}).get("gate") or {}
     return {"run": f"{run_dir.parent.parent.name}/{run_dir.name}", "seed": train["seed"], "steps": train["steps"],
             "af group": bool(train.get("af_group")), "noise dB": train.get("augment_noise_db") or [],
+            "hidden": train.get("context_dropout") or 0.0,
             "context": result["config"]["model"].get("context") or "none",
             "gate": f"{GATE_NAMES.get(gate['feature'], gate['feature'])}>={gate['threshold']:.2f}"
             if gate.get("threshold") is not None else "-",
@@ -67,18 +69,18 @@ def spearman(x: list[float], y: list[float]) -> float | None:
 
 def report(rows: list[dict[str, Any]]) -> list[str]:
     """The table, its worst and mean rows, the suspects' correlations and each run's validation history."""
-    head = (f"{'seed':>5}{'steps':>6}{'group':>6}{'noise':>8}{'context':>11}{'a':>5}{'gate':>10}{'kept':>6}"
+    head = (f"{'seed':>5}{'steps':>6}{'group':>6}{'noise':>8}{'hide':>6}{'context':>11}{'a':>5}{'gate':>10}{'kept':>6}"
             f"{'val F1':>8}") + "".join(
         f"{k:>14}" for k in FIGURES) + "  run, and the goal's figures it misses"
     lines = [head]
     for r in rows:
         noise = "/".join(f"{v:g}" for v in r["noise dB"]) or "-"
-        lines.append(f"{r['seed']:>5}{r['steps']:>6}{'yes' if r['af group'] else 'no':>6}{noise:>8}{r['context']:>11}"
+        lines.append(f"{r['seed']:>5}{r['steps']:>6}{'yes' if r['af group'] else 'no':>6}{noise:>8}{r['hidden']:>6g}{r['context']:>11}"
                      f"{r['a'] if r['a'] is not None else '-':>5}{r['gate']:>10}{r['kept step']:>6}{r['val F1']:8.3f}"
                      + "".join(f"{r[k]:14,}" if k == "232 found" else f"{r[k]:14.3f}" for k in FIGURES)
                      + f"  {r['run']}: {', '.join(misses(r)) or 'goal met'}")
     for name, pick in (("worst", min), ("mean", lambda v: sum(v) / len(v))):
-        lines.append(f"{name:>65}" + "".join(f"{pick([r[k] for r in rows]):14.3f}" if k != "232 found"
+        lines.append(f"{name:>71}" + "".join(f"{pick([r[k] for r in rows]):14.3f}" if k != "232 found"
                                               else f"{pick([r[k] for r in rows]):14,.0f}" for k in FIGURES))
     found = [float(r["232 found"]) for r in rows]
     for key, label in SUSPECTS.items():

@@ -27,7 +27,7 @@ MODES = ("foundation", "finetune")
 PRECISIONS = ("fp32", "bf16", "fp16")
 DEVICES = ("auto", "cpu", "cuda")
 TASKS = ("beat", "rhythm")
-CONTEXTS = ("none", "rr", "rr_rhythm", "rr_af", "rr_af_lock")  # tokens before each window: trainer.data.rr_context
+CONTEXTS = ("none", "rr", "rr_rhythm", "rr_af", "rr_af_lock", "rr_af_lock_sinus")  # tokens before each window: trainer.data.rr_context
 WAVEFORMS = ("raw", "diff", "both")  # what a samples window holds: trainer.data.beat_template
 POOLS = ("mean", "centre")  # trainer.model
 CLASS_WEIGHTS = ("balanced", "sqrt", "none")
@@ -264,7 +264,8 @@ class ModelKeys:
                        "the same and the rhythm's irregularity over 64 beats; 'rr_af': the same RR tokens and "
                        "the irregularity no repeating pattern explains (atrial fibrillation's); 'rr_af_lock': "
                        "those and the AF evidence, that irregularity where no P wave keeps time with the QRS "
-                       "(samples tokenizer)", choices=CONTEXTS,
+                       "(samples tokenizer); 'rr_af_lock_sinus': those and the interval before the beat against the "
+                       "patient's sinus interval (the longest intervals around it)", choices=CONTEXTS,
                        resume=True, windows=True, effect=NOT_PREDICTED)
     waveform: str = key("raw", "samples windows as tokenized ('raw'), minus the patient's template beat "
                         "('diff'), or the window followed by its difference ('both': twice the tokens)",

@@ -155,3 +155,35 @@ def test_the_evidence_token_of_real_fibrillation_beats_sinus_and_needs_the_wavef
     assert np.median(evidence[afib]) >= 14 > 4 >= np.median(evidence[~in_201])  # bin 14: 0.075
     with pytest.raises(DataError, match="context 'rr_af_lock' .* needs the samples tokenizer; this shard holds 'beats'"):
         WindowDataset(_shards(physionet, cache, "beats"), 16, "beat", ["201"], context="rr_af_lock")
+
+
+def _beats(physionet: Path, record: str) -> tuple[np.ndarray, np.ndarray]:
+    """A mitdb record's intervals in ms (360 Hz) and each beat's AAMI class, from its annotation file alone."""
+    from trainer.data.labels import AAMI_OF_CODE
+    from trainer.data.mitann import read_annotations
+
+    ann = read_annotations(physionet / "mitdb" / f"{record}.atr")
+    cls = AAMI_OF_CODE[ann.code]
+    beat = cls >= 0
+    return np.diff(ann.sample[beat]) * (1000.0 / 360.0), cls[beat]
+
+
+def test_the_sinus_token_sets_a_run_of_s_beats_apart_where_the_averages_cannot(physionet: Path) -> None:
+    """Record 232: S beats are its main rhythm, in runs between sinus beats after long pauses. Inside a run a beat
+    is as early against the long average as a faster sinus stretch; against the sinus interval it is far earlier."""
+    from trainer.data.rr_context import SINUS_FEATURE, features_of
+
+    rr, cls = _beats(physionet, "232")
+    lock = np.full(len(cls), 0.9)
+    f = rr_features(rr, "rr_af_lock_sinus", lock)
+    np.testing.assert_array_equal(f[:, :-1], rr_features(rr, "rr_af_lock", lock))  # one more token, the same before
+    col = dict(zip(features_of("rr_af_lock_sinus"), f.T, strict=True))
+    n, s = cls == 0, cls == 1
+    in_run = s & (np.r_[-1, cls[:-1]] == 1) & (np.r_[cls[1:], -1] == 1)
+    assert in_run.sum() > 800 and n.sum() > 350
+    assert 0.6 < np.median(col["pre_long"][in_run]) < 0.85  # the long average: early, as a faster sinus stretch
+    assert np.median(col[SINUS_FEATURE][in_run]) < 0.5 < 0.9 < np.median(col[SINUS_FEATURE][n])
+    rr, cls = _beats(physionet, "100")  # sinus rhythm: its N beats are on time against their sinus interval
+    sinus = rr_features(rr, "rr_af_lock_sinus", np.full(len(cls), 0.9))[:, -1]
+    assert 0.85 < np.median(sinus[cls == 0]) <= 1.0
+    assert context_length("rr_af_lock_sinus") == len(NAMES) + 3 and gate_feature("rr_af_lock_sinus") == EVIDENCE_FEATURE

@@ -23,6 +23,13 @@ where the rhythm is irregular and no P wave keeps time, and it is the feature th
 context: frequent S beats among sinus beats are irregular but locked; fibrillation with a steady ventricular
 response is less irregular but unlocked. It needs the waveform (the samples tokenizer).
 
+`rr_af_lock_sinus` adds to `rr_af_lock`'s tokens one more: the interval before the beat against the patient's
+sinus interval, the SINUS_QUANTILE quantile of the LONG_BEATS intervals around it (ectopic beats come early, so the
+longest intervals are the sinus beats', as for the template beat, trainer/data/beat_template.py). Where S beats
+are the main rhythm (record 232: runs of S beats between sinus beats after long pauses) the local and the long
+averages are theirs, so a beat inside a run looks on time against both (pre / long 0.72, as for a faster sinus
+stretch); against the sinus interval it comes at 0.4 of it.
+
 Everything is computed per record in numpy from the beat positions (and for `rr_af_lock` the waveform), once,
 when a dataset is opened.
 """
@@ -59,8 +66,12 @@ AF_FEATURE = "af_irregularity"
 AF_FEATURES: dict[str, tuple[float, float]] = {AF_FEATURE: (0.01, 1.0)}  # least over AF_LAGS of the median
 EVIDENCE_FEATURE = "af_evidence"
 LOCK_FEATURES: dict[str, tuple[float, float]] = {**AF_FEATURES, EVIDENCE_FEATURE: (0.01, 1.0)}  # irregularity x (1 - lock)^2
-GATE_FEATURES = {"rr_af": AF_FEATURE, "rr_af_lock": EVIDENCE_FEATURE}  # what the rhythm gate reads, per context
-WAVEFORM_CONTEXTS = ("rr_af_lock",)  # the contexts that need each beat's atrial lock (the waveform)
+SINUS_FEATURE = "pre_sinus"
+SINUS_FEATURES: dict[str, tuple[float, float]] = {SINUS_FEATURE: (0.25, 2.0)}  # pre / the sinus interval
+SINUS_QUANTILE = 0.875  # the median of the longest quarter: the template beat's share (beat_template.py)
+GATE_FEATURES = {"rr_af": AF_FEATURE, "rr_af_lock": EVIDENCE_FEATURE,  # what the rhythm gate reads, per context
+                 "rr_af_lock_sinus": EVIDENCE_FEATURE}
+WAVEFORM_CONTEXTS = ("rr_af_lock", "rr_af_lock_sinus")  # the contexts that need each beat's atrial lock (the waveform)
 
 
 def features_of(context: str | None) -> dict[str, tuple[float, float]]:
@@ -68,7 +79,8 @@ def features_of(context: str | None) -> dict[str, tuple[float, float]]:
     name = check_context(context)
     if name == "none":
         return {}
-    extra = {"rr_rhythm": RHYTHM_FEATURES, "rr_af": AF_FEATURES, "rr_af_lock": LOCK_FEATURES}.get(name, {})
+    extra = {"rr_rhythm": RHYTHM_FEATURES, "rr_af": AF_FEATURES, "rr_af_lock": LOCK_FEATURES,
+             "rr_af_lock_sinus": {**LOCK_FEATURES, **SINUS_FEATURES}}.get(name, {})
     return {**CONTEXT_FEATURES, **extra}
 
 
@@ -140,7 +152,20 @@ def rr_features(rr_ms: np.ndarray, context: str = "rr", lock: np.ndarray | None 
         columns.append(np.fmin.reduce([irregularity(rr, valid, lag) for lag in AF_LAGS]))
     if EVIDENCE_FEATURE in features_of(name) and lock is not None:
         columns.append(np.nan_to_num(columns[-1]) * (1.0 - np.clip(lock, 0.0, 1.0)) ** 2)
+    if SINUS_FEATURE in features_of(name):
+        columns.append(pre / _centred_quantile(rr, valid, LONG_BEATS, SINUS_QUANTILE, overall))
     return np.stack(columns, axis=1)
+
+
+def _centred_quantile(rr: np.ndarray, valid: np.ndarray, beats: int, q: float, fallback: float) -> np.ndarray:
+    """The q quantile of the valid intervals among the `beats` centred on each beat (as _centred_mean's)."""
+    n, half = len(rr) + 1, beats // 2
+    padded = np.concatenate([np.full(half, np.nan), np.where(valid, rr, np.nan), np.full(half, np.nan)])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, 2 * half)[:n]  # beat i: intervals i-half .. i+half-1
+    out = np.full(n, fallback)
+    known = np.isfinite(windows).any(axis=1)
+    out[known] = np.nanquantile(windows[known], q, axis=1)
+    return out
 
 
 def irregularity(rr: np.ndarray, valid: np.ndarray, lag: int = 1) -> np.ndarray:
