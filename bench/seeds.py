@@ -69,18 +69,18 @@ def spearman(x: list[float], y: list[float]) -> float | None:
 
 def report(rows: list[dict[str, Any]]) -> list[str]:
     """The table, its worst and mean rows, the suspects' correlations and each run's validation history."""
-    head = (f"{'seed':>5}{'steps':>6}{'group':>6}{'noise':>8}{'hide':>6}{'context':>11}{'a':>5}{'gate':>10}{'kept':>6}"
+    head = (f"{'seed':>5}{'steps':>6}{'group':>6}{'noise':>8}{'hide':>6}{'context':>17}{'a':>5}{'gate':>10}{'kept':>6}"
             f"{'val F1':>8}") + "".join(
         f"{k:>14}" for k in FIGURES) + "  run, and the goal's figures it misses"
     lines = [head]
     for r in rows:
         noise = "/".join(f"{v:g}" for v in r["noise dB"]) or "-"
-        lines.append(f"{r['seed']:>5}{r['steps']:>6}{'yes' if r['af group'] else 'no':>6}{noise:>8}{r['hidden']:>6g}{r['context']:>11}"
+        lines.append(f"{r['seed']:>5}{r['steps']:>6}{'yes' if r['af group'] else 'no':>6}{noise:>8}{r['hidden']:>6g}{r['context']:>17}"
                      f"{r['a'] if r['a'] is not None else '-':>5}{r['gate']:>10}{r['kept step']:>6}{r['val F1']:8.3f}"
                      + "".join(f"{r[k]:14,}" if k == "232 found" else f"{r[k]:14.3f}" for k in FIGURES)
                      + f"  {r['run']}: {', '.join(misses(r)) or 'goal met'}")
     for name, pick in (("worst", min), ("mean", lambda v: sum(v) / len(v))):
-        lines.append(f"{name:>71}" + "".join(f"{pick([r[k] for r in rows]):14.3f}" if k != "232 found"
+        lines.append(f"{name:>77}" + "".join(f"{pick([r[k] for r in rows]):14.3f}" if k != "232 found"
                                               else f"{pick([r[k] for r in rows]):14,.0f}" for k in FIGURES))
     found = [float(r["232 found"]) for r in rows]
     for key, label in SUSPECTS.items():

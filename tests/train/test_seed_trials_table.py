@@ -1,0 +1,54 @@
+"""bench/README.md's table of the tries at the seeds whose model is short (twice the steps, hidden RR tokens, the
+sinus interval): every row recomputed from the run files bench/quality.py and bench/gate_oracle.py wrote on this
+CPU (tests/fixtures/cpu-seed-trials: each fine-tune's result.json and config.json, and gate_oracle's JSON)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench"))
+from seeds import member_row  # noqa: E402  (a bench script)
+
+RECORDED = REPO / "tests" / "fixtures" / "cpu-seed-trials"
+README_SECTION = "### Twice the steps, hidden RR tokens, the sinus interval"
+TRIES = sorted(p.name for p in RECORDED.iterdir() if p.is_dir()) if RECORDED.is_dir() else []
+
+
+def table_row(run: Path) -> str:
+    """The row bench/README.md shows for one recorded fine-tune."""
+    r = member_row(run)
+    oracle = json.loads((run / "oracle.json").read_text())[0]
+    best = oracle["best_ppv_at_se_floor"]
+    calibration = json.loads((run / "result.json").read_text())["validation"]["calibration"]
+    gate = calibration.get("gate") or {}
+    decision = f"{calibration['share']:g}, " + (f"ev >= {gate['threshold']:.3f}" if gate.get("threshold") else "none")
+    return (f"| {r['seed']} | {r['steps']} | {r['context']} | {r['hidden']:g} | {r['val F1']:.3f} ({r['kept step']}) | "
+            f"{decision} | {r['accuracy']:.3f} | {r['S Se']:.3f} | {r['S +P']:.3f} | {r['232 found']:,} | "
+            f"{r['V Se']:.3f} | {r['macro-F1 NSVF']:.3f} | {len(oracle['meeting_goal'])} of {oracle['tried']} | "
+            + (f"{best['S +P']:.3f} |" if best else "none |"))
+
+
+def section() -> str:
+    text = (REPO / "bench" / "README.md").read_text()
+    start = text.index(README_SECTION)
+    return text[start:text.index("\n### ", start + 1)]
+
+
+def test_the_recorded_tries_are_the_runs_the_section_names():
+    assert TRIES == ["s1-2400", "s1-cd5", "s4-2400", "x0-sinus", "x1-sinus", "x2-sinus", "x3-sinus", "x4-sinus"]
+    for name in TRIES:
+        config = json.loads((RECORDED / name / "config.json").read_text())
+        assert config["train"]["val_records"] == ["108", "116", "201", "209"] and config["train"]["calibrate"], name
+        assert config["train"]["steps"] == (2400 if name.endswith("2400") else 1200), name
+        assert (config["model"]["context"] == "rr_af_lock_sinus") == name.endswith("sinus"), name
+        assert config["train"].get("context_dropout", 0.0) == (0.5 if name.endswith("cd5") else 0.0), name
+
+
+@pytest.mark.parametrize("name", TRIES)
+def test_each_row_is_recomputed_from_its_run_files(name):
+    assert table_row(RECORDED / name) in section()
