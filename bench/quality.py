@@ -60,6 +60,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from cockpit.commands.scores import scores_lines  # noqa: E402  (the cockpit's tables: one formatter)
+from trainer.config_keys import CONTEXTS  # noqa: E402
 from trainer.data.splits import DS2  # noqa: E402
 from trainer.rundir import ENSEMBLE_FILE, EVALUATION_FILE, RESULT_FILE  # noqa: E402
 from trainer.scores import class_scores  # noqa: E402
@@ -288,7 +289,7 @@ def main() -> None:
                     help="fine-tunes choose the class decision on the validation part (train.calibrate; default on)")
     ap.add_argument("--waveform", default=CHOSEN["waveform"], choices=("raw", "diff", "both"),
                     help="the window as tokenized, minus the template beat, or both (twice the tokens; default)")
-    ap.add_argument("--context", default=CHOSEN["context"], choices=("rr", "rr_rhythm", "rr_af", "rr_af_lock", "rr_af_lock_sinus"),
+    ap.add_argument("--context", default=CHOSEN["context"], choices=[c for c in CONTEXTS if c != "none"],
                     help="the RR context tokens (rr_rhythm: and the rhythm's irregularity over 64 beats)")
     ap.add_argument("--val-records", nargs="*", default=CHOSEN["val_records"], metavar="RECORD",
                     help="the validation patients' records (default: DS1's %(default)s; none given: a fifth of the "
