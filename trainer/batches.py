@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -71,17 +71,25 @@ class MaskedWindows(Dataset):
 HIDE_STREAM = 1  # train.context_dropout's draws: a stream of their own beside the noisy version's
 
 
+class HiddenContext(NamedTuple):
+    """train.context_dropout as the items apply it."""
+
+    tokens: int  # the leading context tokens of each item
+    share: float  # of the items, drawn anew each epoch
+    mask_id: int  # what they show instead
+
+
 class LabelledWindows(Dataset):
     """Fine-tune objective: (window, class label); accepts the sampler's (epoch, index) keys. With `groups`
     (each item's loss weight group, train.af_group) the target is [label, group]: the model's loss then weighs
     each item by its group's weight. With `noisy` (the same items from noisy versions of their records,
     train.augment_noise_db) a `share` of the items takes its window from one of them, drawn anew each epoch
     from (seed, epoch, index) like the foundation's masks: the same on every rank, worker and restart. With
-    `hidden` (train.context_dropout: how many leading context tokens, the share of items, the mask token id) that
-    share of the items, drawn the same way, shows the mask token in place of its context tokens."""
+    `hidden` (train.context_dropout) its share of the items, drawn the same way, shows the mask token in place of
+    its context tokens."""
 
     def __init__(self, windows: Dataset, groups: Any = None, noisy: tuple[Dataset, ...] = (), share: float = 0.0,
-                 seed: int = 0, hidden: tuple[int, float, int] | None = None) -> None:
+                 seed: int = 0, hidden: HiddenContext | None = None) -> None:
         self.windows = windows
         self.groups = groups
         self.noisy, self.share, self.seed = noisy, share, seed
@@ -91,7 +99,7 @@ class LabelledWindows(Dataset):
         """Whether an item shows the mask token in place of its context tokens this epoch."""
         if not self.hidden:
             return False
-        return float(np.random.default_rng([self.seed, epoch, index, HIDE_STREAM]).random()) < self.hidden[1]
+        return float(np.random.default_rng([self.seed, epoch, index, HIDE_STREAM]).random()) < self.hidden.share
 
     def version(self, epoch: int, index: int) -> int:
         """Which version an item's window comes from this epoch: 0 clean, k the k-th noisy one."""
@@ -110,7 +118,7 @@ class LabelledWindows(Dataset):
             tokens = self.noisy[version - 1][index][0]  # the same beat and label, its record's noisy version
         if self.hidden and self.hides_context(epoch, index):
             tokens = torch.as_tensor(tokens, dtype=torch.long).clone()
-            tokens[:self.hidden[0]] = self.hidden[2]
+            tokens[:self.hidden.tokens] = self.hidden.mask_id
         label = int(label)
         label = label if label >= 0 else IGNORE_INDEX
         if self.groups is not None:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from torch.utils.data import Dataset, Subset
 
-from trainer.batches import LabelledWindows, MaskedWindows
+from trainer.batches import HiddenContext, LabelledWindows, MaskedWindows
 from trainer.data.errors import DataError
 from trainer.data.labels import AF_GROUP
 from trainer.data.splits import natural_key
@@ -136,7 +136,7 @@ def load(s: Settings, d: Dist) -> Data:
                                "shard_dirs": [str(w.shard_dir) for w in noisy]}
         hidden = context_hidden(s, train_windows, d.is_main)
         if hidden:
-            info["context_dropout"] = {"share": hidden[1], "tokens": hidden[0]}
+            info["context_dropout"] = {"share": hidden.share, "tokens": hidden.tokens}
         train = LabelledWindows(train_windows, groups, noisy, s.train.augment_share, s.train.seed, hidden)
         return Data(train, LabelledWindows(test_windows) if test_windows else None,
                     train_windows.vocab_size, classes, manifest.synthetic, prepare_s, info, weights,
@@ -171,9 +171,9 @@ def noisy_versions(s: Settings, d: Dist, shard_of: Callable[[dict[str, Any]], Pa
     return tuple(versions)
 
 
-def context_hidden(s: Settings, windows: Any, main: bool) -> tuple[int, float, int] | None:
-    """train.context_dropout for LabelledWindows: (context tokens per item, share hidden, mask token id); None
-    without it. An error where the items carry no context tokens to hide."""
+def context_hidden(s: Settings, windows: Any, main: bool) -> HiddenContext | None:
+    """train.context_dropout for LabelledWindows; None without it. An error where the items carry no context tokens
+    to hide."""
     if not s.train.context_dropout:
         return None
     if not windows.context_length:
@@ -183,7 +183,7 @@ def context_hidden(s: Settings, windows: Any, main: bool) -> tuple[int, float, i
     if main:
         log.info("context dropout: %.0f%% of the training windows each epoch show the mask token in place of their "
                  "%d context tokens", 100 * s.train.context_dropout, windows.context_length)
-    return windows.context_length, float(s.train.context_dropout), int(windows.mask_id)
+    return HiddenContext(windows.context_length, float(s.train.context_dropout), int(windows.mask_id))
 
 
 def _even_sample(dataset: Any, limit: int) -> Any:

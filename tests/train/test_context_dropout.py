@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from trainer.batches import LabelledWindows
+from trainer.batches import HiddenContext, LabelledWindows
 
 CONTEXT, MASK = 3, 99
 
@@ -19,7 +19,7 @@ def items(n: int) -> list[tuple[torch.Tensor, int]]:
 
 def test_a_share_of_the_items_hides_its_context_tokens_and_keeps_the_rest():
     windows = items(2000)
-    labelled = LabelledWindows(windows, seed=7, hidden=(CONTEXT, 0.3, MASK))
+    labelled = LabelledWindows(windows, seed=7, hidden=HiddenContext(CONTEXT, 0.3, MASK))
     hidden = 0
     for index in range(len(windows)):
         tokens, label = labelled[(0, index)]
@@ -36,8 +36,8 @@ def test_a_share_of_the_items_hides_its_context_tokens_and_keeps_the_rest():
 
 
 def test_the_draw_depends_on_seed_epoch_and_index_only():
-    a = LabelledWindows(items(500), seed=7, hidden=(CONTEXT, 0.5, MASK))
-    b = LabelledWindows(items(500), seed=7, hidden=(CONTEXT, 0.5, MASK))
+    a = LabelledWindows(items(500), seed=7, hidden=HiddenContext(CONTEXT, 0.5, MASK))
+    b = LabelledWindows(items(500), seed=7, hidden=HiddenContext(CONTEXT, 0.5, MASK))
     first = [a.hides_context(0, i) for i in range(500)]
     assert first == [b.hides_context(0, i) for i in range(500)]  # another worker, rank or restart: the same
     assert first != [a.hides_context(1, i) for i in range(500)]  # anew each epoch
