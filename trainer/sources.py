@@ -273,9 +273,12 @@ def named_validation(records: list[str], patients: dict[str, str], named: list[s
     are not in the training split, and when no training patient would be left."""
     missing = [r for r in named if r not in records]
     if missing:
+        # a mixed set names another database's records `db/name` (trainer/data/mixed.py): say so for a bare name
+        prefixed = [f"{r} -> {', '.join(m)}" for r in missing if (m := [x for x in records if x.endswith(f"/{r}")])]
         raise DataError(f"train.val_records: {', '.join(missing)} not in the training split ({len(records)} records: "
                         f"{', '.join(records[:12])}{', ...' if len(records) > 12 else ''}); a validation record "
-                        "must be one the model could otherwise train on, never a test record")
+                        "must be one the model could otherwise train on, never a test record"
+                        + (f"; named with its database: {'; '.join(prefixed)}" if prefixed else ""))
     held = {patients.get(r, r) for r in named}
     train, val = held_out(records, patients, held)
     if not train:

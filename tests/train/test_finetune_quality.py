@@ -42,6 +42,9 @@ def test_named_validation_holds_out_the_named_records_patients_whole() -> None:
         named_validation(list(patients), patients, ["x_9", "a_1", "t_1"])
     with pytest.raises(DataError, match="every training patient would be in validation"):
         named_validation(list(patients), patients, ["a_1", "b_1", "c_1"])
+    mixed = ["a_1", "svdb/865", "svdb/866"]
+    with pytest.raises(DataError, match=r"865 not in the training split .*named with its database: 865 -> svdb/865$"):
+        named_validation(mixed, {}, ["865"])
 
 
 def test_the_labelled_part_keeps_evenly_spaced_patients_whole() -> None:
