@@ -5,11 +5,11 @@ sinus rhythm. A model learns such beats only from training patients that hold th
 validation patients judges them only if those patients hold them. This reads the annotation files alone (no
 signal, no model) and counts, for each record, its S beats (AAMI: A a J S) by the length of the unbroken run of
 S beats each belongs to: alone, a pair, a short run (3 to SHORT_MAX beats) or a sustained one (longer: a
-tachycardia, a rhythm of its own), with the median interval before N beats and before S beats. Records are
+tachycardia, a rhythm of its own), with the longest run and the median interval before N beats and before S beats. Records are
 listed by their S beats in short runs, each with its part of the study (mitdb's DS1 trains, DS2 tests; every other
 database trains). Nothing is trained or chosen.
 
-    python bench/s_census.py                                      # mitdb and svdb (about 2 s)
+    python bench/s_census.py                                      # mitdb and svdb beside the repository (under 1 s)
     python bench/s_census.py --data DIR [DIR ...] --top 12
 """
 
@@ -66,8 +66,9 @@ def record_row(folder: Path, record: str) -> dict[str, object]:
     rr = np.diff(ann.sample[beat]) / fs  # the interval before each beat but the first
     before = classes[1:]
     is_s = classes == S
+    lengths = run_lengths(is_s)
     return {"record": f"{folder.name}/{record}", "part": part_of(folder.name, record), "beats": int(beat.sum()),
-            "S": int(is_s.sum()), **kind_counts(run_lengths(is_s)),
+            "S": int(is_s.sum()), **kind_counts(lengths), "longest": int(lengths.max(initial=0)),
             "N RR s": float(np.median(rr[before == N])) if (before == N).any() else float("nan"),
             "S RR s": float(np.median(rr[before == S])) if (before == S).any() else float("nan")}
 
@@ -80,11 +81,11 @@ def census(folders: list[Path]) -> list[dict[str, object]]:
 
 
 def lines(rows: list[dict[str, object]], top: int) -> list[str]:
-    head = f"{'record':<12}{'part':<13}{'beats':>7}{'S':>7}" + "".join(f"{k:>11}" for k in KINDS) + f"{'N RR s':>8}{'S RR s':>8}"
+    head = f"{'record':<12}{'part':<13}{'beats':>7}{'S':>7}" + "".join(f"{k:>11}" for k in KINDS) + f"{'longest':>9}{'N RR s':>8}{'S RR s':>8}"
     out = [head]
     for r in rows[:top]:
         out.append(f"{r['record']!s:<12}{r['part']!s:<13}{r['beats']:>7,}{r['S']:>7,}"
-                   + "".join(f"{r[k]:>11,}" for k in KINDS) + f"{r['N RR s']:>8.2f}{r['S RR s']:>8.2f}")
+                   + "".join(f"{r[k]:>11,}" for k in KINDS) + f"{r['longest']:>9,}{r['N RR s']:>8.2f}{r['S RR s']:>8.2f}")
     trained = [r for r in rows if str(r["part"]).startswith("train")]
     out.append(f"training records ({len(trained)}): S beats in short runs {sum(int(r['short run']) for r in trained):,} "  # type: ignore[call-overload]
                f"in all, at most {max((int(r['short run']) for r in trained), default=0):,} in one "  # type: ignore[call-overload]

@@ -3,7 +3,8 @@
 
 `train --run-dir RUN` reads RUN/config.json (written by the launcher). Flags override single keys, and
 without a config.json they describe the whole run, which is then written to RUN/config.json so that a
-rerun of the same directory (resume) sees exactly the same configuration.
+rerun of the same directory (resume) sees exactly the same configuration; flags that change the keys of a run
+not yet started (no checkpoint, no result: a retry after bad input) are written back likewise.
 """
 
 from __future__ import annotations
@@ -79,6 +80,15 @@ def build_config(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
     return config, fresh
 
 
+def _flags_changed_unstarted_run(run_dir: Path, config: dict[str, Any]) -> bool:
+    """True when the flags changed config.json's keys and the run has neither a checkpoint nor a result: the
+    corrected retry of a run that stopped on bad input then leaves config.json saying what ran. A started run's
+    config.json stays as it ran (its checkpoint refuses a resume under other settings)."""
+    if (run_dir / rundir.CHECKPOINT_FILE).exists() or (run_dir / rundir.RESULT_FILE).exists():
+        return False
+    return config != rundir.read_config(run_dir)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from trainer.settings import ConfigError, from_config
 
@@ -99,7 +109,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         if is_main_rank():
             rundir.write_exit(args.run_dir, rundir.EXIT_USAGE, str(exc))
         return rundir.EXIT_USAGE
-    if fresh and is_main_rank():
+    if is_main_rank() and (fresh or _flags_changed_unstarted_run(args.run_dir, config)):
         try:
             rundir.write_config(args.run_dir, config)
         except DiskFull as exc:  # no room for config.json: nor for exit.json, so the line is all there is

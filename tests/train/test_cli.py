@@ -167,3 +167,16 @@ def test_window_longer_than_every_record_is_bad_input(tmp_path: Path, token_cach
     write_run_config(run_dir, token_cache, window=10**6)
     assert main(["train", "--run-dir", str(run_dir)]) == rundir.EXIT_BAD_INPUT
     assert "longer than every record" in rundir.read_exit(run_dir)["message"]
+
+
+def test_a_corrected_retry_leaves_config_json_saying_what_ran(tmp_path: Path, token_cache: Path) -> None:
+    """A run that stopped on bad input, run again in the same directory with a flag that corrects it: config.json
+    then holds the flag's value, as result.json does; a finished run's config.json stays as it ran."""
+    run_dir = tmp_path / "run"
+    write_run_config(run_dir, token_cache)
+    assert main(["train", "--run-dir", str(run_dir), "--window", str(10**6)]) == rundir.EXIT_BAD_INPUT
+    assert rundir.read_config(run_dir)["window"] == 10**6
+    assert main(["train", "--run-dir", str(run_dir), "--window", "16"]) == 0
+    assert rundir.read_config(run_dir)["window"] == 16 == rundir.read_result(run_dir)["config"]["window"]
+    assert main(["train", "--run-dir", str(run_dir), "--window", "24"]) == 0  # finished: kept as it ran
+    assert rundir.read_config(run_dir)["window"] == 16

@@ -12,7 +12,7 @@ import wfdb
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
-from s_census import SHORT_MAX, census, run_lengths  # noqa: E402  (a bench script)
+from s_census import SHORT_MAX, census, lines, run_lengths  # noqa: E402  (a bench script)
 
 BEATS, S_SYMBOLS = "NLRBAaJSVrFejnE/fQ?", "AaJS"
 
@@ -20,7 +20,7 @@ BEATS, S_SYMBOLS = "NLRBAaJSVrFejnE/fQ?", "AaJS"
 def recount(path: Path) -> dict[str, int]:
     """S beats by the run they sit in, from wfdb's symbols with a loop over the beats."""
     symbols = [s for s in wfdb.rdann(str(path), "atr").symbol if s in BEATS]
-    counts = {"S": 0, "alone": 0, "pair": 0, "short run": 0, "sustained": 0}
+    counts = {"S": 0, "alone": 0, "pair": 0, "short run": 0, "sustained": 0, "longest": 0}
     i = 0
     while i < len(symbols):
         if symbols[i] not in S_SYMBOLS:
@@ -33,6 +33,7 @@ def recount(path: Path) -> dict[str, int]:
         kind = "alone" if n == 1 else "pair" if n == 2 else "short run" if n <= SHORT_MAX else "sustained"
         counts[kind] += n
         counts["S"] += n
+        counts["longest"] = max(counts["longest"], n)
         i = j
     return counts
 
@@ -72,3 +73,9 @@ def test_an_unreadable_annotation_file_is_named(tmp_path: Path, physionet: Path)
     run = subprocess.run([sys.executable, "bench/s_census.py", "--data", str(tmp_path)], cwd=REPO,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 1 and run.stderr.startswith(f"s_census: {tmp_path / '100.atr'}: ")
+
+
+def test_bench_readme_shows_the_census_it_computes(physionet: Path) -> None:
+    """bench/README.md's census block is the script's output for the six records with most S beats in short runs."""
+    text = (REPO / "bench" / "README.md").read_text()
+    assert "\n".join(lines(census([physionet / "mitdb", physionet / "svdb"]), 6)) in text
