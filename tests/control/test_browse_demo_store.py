@@ -222,17 +222,25 @@ def test_files_a_killed_cockpit_left_are_read_from_a_private_copy(demo: Path):
     assert tree(demo) == before
 
 
-def _test_user() -> str | None:
-    """An unprivileged user to run as: $HLM_TEST_USER (tests/infra) when it exists, else nobody."""
+def unprivileged_user() -> str:
+    """An unprivileged user to run this interpreter as: $HLM_TEST_USER (tests/infra) when it exists, else nobody.
+    Skips, saying why, without runuser, without such a user, or when that user cannot run this interpreter (a
+    virtual environment whose Python lives in root's home)."""
     import pwd
 
+    if shutil.which("runuser") is None:
+        pytest.skip("no runuser to run as an unprivileged user")
     for name in (os.environ.get("HLM_TEST_USER") or "hlmtest", "nobody"):
         try:
             pwd.getpwnam(name)
         except KeyError:
             continue
+        probe = subprocess.run(["runuser", "-u", name, "--", sys.executable, "-c", "pass"], capture_output=True,
+                               text=True, timeout=60)
+        if probe.returncode != 0:
+            pytest.skip(f"user {name} cannot run {sys.executable}: {probe.stderr.strip()}")
         return name
-    return None
+    pytest.skip("no unprivileged user (hlmtest or nobody)")
 
 
 UNPRIVILEGED = """
@@ -275,9 +283,7 @@ sys.exit(max(codes))
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="not root: the in-process test above already runs read-only")
 def test_an_unprivileged_user_browses_a_read_only_directory():
-    user = _test_user()
-    if user is None or shutil.which("runuser") is None:
-        pytest.skip("no unprivileged user or no runuser")
+    user = unprivileged_user()
     base = Path(tempfile.mkdtemp(prefix="hlm-browse-"))  # under /tmp: reachable by the user
     try:
         base.chmod(0o755)

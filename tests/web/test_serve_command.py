@@ -22,7 +22,7 @@ from cockpit.cli import build_parser
 from cockpit.cli import main as cli
 from cockpit.commands.serve import TOKEN_VARIABLE, cockpit_command
 from cockpit.web.server import page_url, public_path
-from tests.control.test_browse_demo_store import _test_user
+from tests.control.test_browse_demo_store import unprivileged_user
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "demo-store"
@@ -136,9 +136,7 @@ def test_an_address_other_machines_reach_is_said_and_the_token_from_the_environm
 @pytest.mark.skipif(os.geteuid() != 0, reason="not root: no other user to be refused a file")
 def test_a_study_or_store_the_user_cannot_read_is_refused_in_one_line() -> None:
     """Files of another user (0600, root's): the study file and the store, each refused in one line, exit 2."""
-    user = _test_user()
-    if user is None or shutil.which("runuser") is None:
-        pytest.skip("no unprivileged user or no runuser")
+    user = unprivileged_user()
     base = Path(tempfile.mkdtemp(prefix="hlm-serve-"))  # under /tmp: reachable by the user
     try:
         base.chmod(0o755)
