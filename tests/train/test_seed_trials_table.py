@@ -13,11 +13,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
-from seeds import member_row  # noqa: E402  (a bench script)
+from seeds import member_row, misses  # noqa: E402  (a bench script)
 
 RECORDED = REPO / "tests" / "fixtures" / "cpu-seed-trials"
 DS1_FOUR = ["108", "116", "201", "209"]
-SECTIONS = {"v": "### Who holds record 232's kind of S beats", "s": "### Twice the steps, hidden RR tokens, the sinus interval",
+RECIPE_SECTION = "### The recipe's five seeds, with their files kept"
+SECTIONS = {"r": RECIPE_SECTION, "v": "### Who holds record 232's kind of S beats",
+            "s": "### Twice the steps, hidden RR tokens, the sinus interval",
             "x": "### Twice the steps, hidden RR tokens, the sinus interval"}  # by the fixture's first letter
 TRIES = sorted(p.name for p in RECORDED.iterdir() if p.is_dir()) if RECORDED.is_dir() else []
 
@@ -44,13 +46,14 @@ def section(name: str) -> str:
 
 
 def test_the_recorded_tries_are_the_runs_the_section_names():
-    assert TRIES == ["s1-2400", "s1-cd5", "s4-2400", "v1-865", "v4-865", "x0-sinus", "x1-sinus", "x2-sinus", "x3-sinus",
+    assert TRIES == ["r0", "r1", "r2", "r3", "r4", "s1-2400", "s1-cd5", "s4-2400", "v1-865", "v4-865", "x0-sinus", "x1-sinus", "x2-sinus", "x3-sinus",
                      "x4-sinus"]
     for name in TRIES:
         config = json.loads((RECORDED / name / "result.json").read_text())["config"]  # what ran
         validation = [*DS1_FOUR, "svdb/865"] if name.endswith("865") else DS1_FOUR
         assert config["train"]["val_records"] == validation and config["train"]["calibrate"], name
         assert config["train"]["steps"] == (2400 if name.endswith("2400") else 1200), name
+        assert name[0] != "r" or (config["train"]["seed"] == int(name[1]) and config["model"]["context"] == "rr_af_lock"), name
         assert (config["model"]["context"] == "rr_af_lock_sinus") == name.endswith("sinus"), name
         assert config["train"].get("context_dropout", 0.0) == (0.5 if name.endswith("cd5") else 0.0), name
 
@@ -58,3 +61,26 @@ def test_the_recorded_tries_are_the_runs_the_section_names():
 @pytest.mark.parametrize("name", TRIES)
 def test_each_row_is_recomputed_from_its_run_files(name):
     assert table_row(RECORDED / name) in section(name)
+
+
+def recipe_summary() -> tuple[dict[str, float], dict[str, float], dict]:
+    """Over the recipe's five seeds: the mean of each DS2 figure, the worst of each, and the worst seed (the one
+    missing the most of the goal's figures; of those, the lowest S sensitivity)."""
+    rows = [member_row(RECORDED / f"r{seed}") for seed in range(5)]
+    keys = ("accuracy", "S Se", "S +P", "232 found", "V Se", "macro-F1 NSVF")
+    mean = {k: sum(r[k] for r in rows) / len(rows) for k in keys}
+    worst = {k: min(r[k] for r in rows) for k in keys}
+    return mean, worst, max(rows, key=lambda r: (len(misses(r)), -r["S Se"]))
+
+
+def test_the_recipes_mean_and_worst_are_the_runs_in_bench_readme_and_readme():
+    mean, worst, seed = recipe_summary()
+    figures = ("accuracy", "S Se", "S +P", "V Se", "macro-F1 NSVF")
+    for name, row in (("mean", mean), ("worst of each", worst)):
+        assert (f"| {name} | | | | | | {row['accuracy']:.3f} | {row['S Se']:.3f} | {row['S +P']:.3f} | "
+                f"{row['232 found']:,.0f} | {row['V Se']:.3f} | {row['macro-F1 NSVF']:.3f} | | |") in section("r0")
+    assert f"The worst seed, {seed['seed']}, misses {len(misses(seed))} of the goal's figures" in section("r0")
+    readme = (REPO / "README.md").read_text()
+    assert "| mean of five seeds | " + " | ".join(f"{mean[k]:.3f}" for k in figures) + " |" in readme
+    assert "| worst of each figure | " + " | ".join(f"{worst[k]:.3f}" for k in figures) + " |" in readme
+    assert f"| worst seed ({seed['seed']}) | " + " | ".join(f"{seed[k]:.3f}" for k in figures) + " |" in readme
