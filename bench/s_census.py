@@ -5,11 +5,11 @@ sinus rhythm. A model learns such beats only from training patients that hold th
 validation patients judges them only if those patients hold them. This reads the annotation files alone (no
 signal, no model) and counts, for each record, its S beats (AAMI: A a J S) by the length of the unbroken run of
 S beats each belongs to: alone, a pair, a short run (3 to SHORT_MAX beats) or a sustained one (longer: a
-tachycardia, a rhythm of its own), with the longest run and the median interval before N beats and before S beats. Records are
-listed by their S beats in short runs, each with its part of the study (mitdb's DS1 trains, DS2 tests; every other
-database trains). Nothing is trained or chosen.
+tachycardia, a rhythm of its own), with the longest run and the median interval before N beats and before S
+beats. Records are listed by their S beats in short runs, each with its part of the study (mitdb's DS1 trains,
+DS2 tests; every other database trains). Nothing is trained or chosen.
 
-    python bench/s_census.py                                      # mitdb and svdb beside the repository (under 1 s)
+    python bench/s_census.py                          # mitdb and svdb beside the repository (under 1 s)
     python bench/s_census.py --data DIR [DIR ...] --top 12
 """
 
@@ -18,18 +18,22 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+from quality import DEFAULT_DATA as PHYSIONET  # noqa: E402  (the bench's data beside the repository)
+
 from trainer.data.errors import DataError  # noqa: E402
 from trainer.data.labels import AAMI_OF_CODE, BEAT_CLASSES, IS_BEAT  # noqa: E402
 from trainer.data.mitann import read_annotations  # noqa: E402
 from trainer.data.records import read_fs  # noqa: E402
 from trainer.data.splits import DS1, DS2  # noqa: E402
 
-DEFAULT_DATA = (REPO.parent / "shared" / "data" / "physionet" / "mitdb", REPO.parent / "shared" / "data" / "physionet" / "svdb")
+DEFAULT_DATA = (PHYSIONET / "mitdb", PHYSIONET / "svdb")
 SHORT_MAX = 40  # the longest run counted as short: 232's longest is 36 beats
 N, S = BEAT_CLASSES.index("N"), BEAT_CLASSES.index("S")
 KINDS = ("alone", "pair", "short run", "sustained")
@@ -57,39 +61,44 @@ def part_of(database: str, record: str) -> str:
     return "train (DS1)" if record in DS1 else "test (DS2)" if record in DS2 else "excluded"
 
 
-def record_row(folder: Path, record: str) -> dict[str, object]:
+def record_row(folder: Path, record: str) -> dict[str, Any]:
     """One record's census (DataError naming the file if its annotations or header are unreadable)."""
     ann = read_annotations(folder / f"{record}.atr")
     beat = IS_BEAT[ann.code]
     classes = AAMI_OF_CODE[ann.code[beat]]
     fs = ann.fs or read_fs(folder / f"{record}.hea")
     rr = np.diff(ann.sample[beat]) / fs  # the interval before each beat but the first
-    before = classes[1:]
     is_s = classes == S
     lengths = run_lengths(is_s)
+
+    def median_before(cls: int) -> float:
+        """The median interval before the beats of class `cls` (NaN when the record has none)."""
+        of = rr[classes[1:] == cls]
+        return float(np.median(of)) if len(of) else float("nan")
+
     return {"record": f"{folder.name}/{record}", "part": part_of(folder.name, record), "beats": int(beat.sum()),
             "S": int(is_s.sum()), **kind_counts(lengths), "longest": int(lengths.max(initial=0)),
-            "N RR s": float(np.median(rr[before == N])) if (before == N).any() else float("nan"),
-            "S RR s": float(np.median(rr[before == S])) if (before == S).any() else float("nan")}
+            "N RR s": median_before(N), "S RR s": median_before(S)}
 
 
-def census(folders: list[Path]) -> list[dict[str, object]]:
+def census(folders: list[Path]) -> list[dict[str, Any]]:
     """Every record of the folders with a header and beat annotations (`.atr`), by S beats in short runs (most
     first)."""
     rows = [record_row(f, p.stem) for f in folders for p in sorted(f.glob("*.hea")) if p.with_suffix(".atr").is_file()]
-    return sorted(rows, key=lambda r: (-int(r["short run"]), str(r["record"])))  # type: ignore[call-overload]
+    return sorted(rows, key=lambda r: (-r["short run"], r["record"]))
 
 
-def lines(rows: list[dict[str, object]], top: int) -> list[str]:
-    head = f"{'record':<12}{'part':<13}{'beats':>7}{'S':>7}" + "".join(f"{k:>11}" for k in KINDS) + f"{'longest':>9}{'N RR s':>8}{'S RR s':>8}"
+def lines(rows: list[dict[str, Any]], top: int) -> list[str]:
+    head = (f"{'record':<12}{'part':<13}{'beats':>7}{'S':>7}" + "".join(f"{k:>11}" for k in KINDS)
+            + f"{'longest':>9}{'N RR s':>8}{'S RR s':>8}")
     out = [head]
     for r in rows[:top]:
-        out.append(f"{r['record']!s:<12}{r['part']!s:<13}{r['beats']:>7,}{r['S']:>7,}"
-                   + "".join(f"{r[k]:>11,}" for k in KINDS) + f"{r['longest']:>9,}{r['N RR s']:>8.2f}{r['S RR s']:>8.2f}")
-    trained = [r for r in rows if str(r["part"]).startswith("train")]
-    out.append(f"training records ({len(trained)}): S beats in short runs {sum(int(r['short run']) for r in trained):,} "  # type: ignore[call-overload]
-               f"in all, at most {max((int(r['short run']) for r in trained), default=0):,} in one "  # type: ignore[call-overload]
-               f"(a short run: 3 to {SHORT_MAX} S beats in a row)")
+        out.append(f"{r['record']:<12}{r['part']:<13}{r['beats']:>7,}{r['S']:>7,}"
+                   + "".join(f"{r[k]:>11,}" for k in KINDS)
+                   + f"{r['longest']:>9,}{r['N RR s']:>8.2f}{r['S RR s']:>8.2f}")
+    short = [r["short run"] for r in rows if r["part"].startswith("train")]
+    out.append(f"training records ({len(short)}): S beats in short runs {sum(short):,} in all, at most "
+               f"{max(short, default=0):,} in one (a short run: 3 to {SHORT_MAX} S beats in a row)")
     return out
 
 

@@ -14,12 +14,14 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
 from s_census import SHORT_MAX, census, lines, run_lengths  # noqa: E402  (a bench script)
 
-BEATS, S_SYMBOLS = "NLRBAaJSVrFejnE/fQ?", "AaJS"
+from trainer.data.labels import AAMI, BEAT_CLASSES, BEAT_SYMBOLS  # noqa: E402  (the symbols, not the counting)
+
+S_SYMBOLS = {sym for sym, cls in AAMI.items() if cls == BEAT_CLASSES.index("S")}
 
 
 def recount(path: Path) -> dict[str, int]:
     """S beats by the run they sit in, from wfdb's symbols with a loop over the beats."""
-    symbols = [s for s in wfdb.rdann(str(path), "atr").symbol if s in BEATS]
+    symbols = [s for s in wfdb.rdann(str(path), "atr").symbol if s in BEAT_SYMBOLS]
     counts = {"S": 0, "alone": 0, "pair": 0, "short run": 0, "sustained": 0, "longest": 0}
     i = 0
     while i < len(symbols):
@@ -58,8 +60,8 @@ def test_the_census_counts_what_another_reader_counts(physionet: Path) -> None:
 def test_the_summary_line_sums_the_training_records(physionet: Path) -> None:
     out = subprocess.run([sys.executable, "bench/s_census.py"], cwd=REPO, capture_output=True, text=True,
                          timeout=300, check=True).stdout  # the docstring's command: mitdb and svdb beside the repo
-    trained = [r for r in census([physionet / "mitdb", physionet / "svdb"]) if str(r["part"]).startswith("train")]
-    short = [recount(physionet / str(r["record"]))["short run"] for r in trained]
+    trained = [r for r in census([physionet / "mitdb", physionet / "svdb"]) if r["part"].startswith("train")]
+    short = [recount(physionet / r["record"])["short run"] for r in trained]
     assert f"training records ({len(trained)}): S beats in short runs {sum(short):,} in all, at most " \
            f"{max(short):,} in one" in out
     listed = out.splitlines()[1:-1]
