@@ -150,6 +150,23 @@ def time_vs_cpus(rows: Iterable[dict[str, Any]], pending: Iterable[dict[str, Any
     return out
 
 
+def left_out(name: str, rows: Iterable[dict[str, Any]]) -> str:
+    """Why figure `name` is not drawn, in one line, or "": its x axis (CPUs per task for time_vs_cpus, the
+    worker count for the others) holds one value over the runs it would draw, which makes a figure of lone
+    dots. With no such run at all it is drawn, saying "no finished runs yet"."""
+    drawn = [r for r in rows if usable(r)]
+    if not drawn:
+        return ""
+    device = labels.device_of_rows(drawn)
+    if name == "time_vs_cpus":
+        axis, values = "CPUs per task", {int(r["cpus_per_task"]) for r in drawn if r.get("cpus_per_task")}
+    else:
+        axis, values = f"number of {labels.worker_word(device)}", {int(r["workers"]) for r in drawn}
+    if len(values) != 1:
+        return ""
+    return f"{short_titles(device)[name]}: not drawn, every finished run has {axis} {next(iter(values))}."
+
+
 def complete_groups(rows: Iterable[dict[str, Any]]) -> tuple[list[int], set[str]]:
     """(worker counts, groups): the groups with a usable run at every one of those worker counts. All worker
     counts with a usable run when some group has them all; else the counts held by the most groups are

@@ -36,6 +36,7 @@ class Drawn(NamedTuple):
     title: str
     table: str = ""  # the report section whose cells the figure prints ("" where it prints none)
     printed: tuple[dict[str, str], ...] = ()  # per row of that table: header -> the value as the figure prints it
+    text_px: float = 0.0  # the height of its smallest text in the PNG's pixels (the HTML page shows it at this size)
 
     def alt(self) -> str:
         """The figure in words, for its image's text alternative (HTML and Markdown): its title and the
@@ -54,7 +55,8 @@ PRINTS = {"time_bars": "speedup", "efficiency": "efficiency", "overhead": "overh
 
 def write_figures(rows: list[dict[str, Any]], out: Path, pending: list[dict[str, Any]] | None = None
                   ) -> dict[str, Drawn]:
-    """Write fig_<name>.png for the four figures and fig_waterfall_<group>.png per group."""
+    """Write fig_<name>.png for the four figures, but those `left_out` names, and fig_waterfall_<group>.png per
+    group."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -64,15 +66,33 @@ def write_figures(rows: list[dict[str, Any]], out: Path, pending: list[dict[str,
     paths: dict[str, Drawn] = {}
     titles = series.titles(labels.device_of_rows(rows))
     for name in series.NAMES:
+        if series.left_out(name, rows):
+            continue
         fig, ax = draw_figure(name, rows, pending)
         values = printed(name, rows, pending)
+        text_px = smallest_text_px(fig)
         paths[name] = Drawn(_save(fig, out / f"fig_{name}.png", plt), titles[name],
-                            HEADLINE_TABLE if values else "", tuple(values))
+                            HEADLINE_TABLE if values else "", tuple(values), text_px)
     for group, runs in _groups(rows).items():
         fig, ax = draw_waterfall(runs)
+        text_px = smallest_text_px(fig)
         paths[f"waterfall_{group}"] = Drawn(_save(fig, out / f"fig_waterfall_{group}.png", plt), ax.get_title(),
-                                            ATTRIBUTION_TABLE, tuple(waterfall_printed(r) for r in runs))
+                                            ATTRIBUTION_TABLE, tuple(waterfall_printed(r) for r in runs), text_px)
     return paths
+
+
+def left_out(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per figure write_figures leaves out, saying why (cockpit.figures.series.left_out)."""
+    return [line for name in series.NAMES if (line := series.left_out(name, rows))]
+
+
+def smallest_text_px(fig) -> float:  # noqa: ANN001
+    """The font size of the figure's smallest visible text, in pixels of the PNG it is saved as (points x DPI
+    / 72): what a reader sees at the image's full size."""
+    from matplotlib.text import Text
+
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    return min(sizes, default=0.0) * DPI / 72
 
 
 def printed(name: str, rows: list[dict[str, Any]], pending: list[dict[str, Any]]) -> list[dict[str, str]]:

@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 # narrower than its grid (cockpit.report.html_tables, whose media queries follow this sheet). Prose never widens
 # a table (its block is 0 wide, stretched to the row's width); a table with prose is at least 48em wide. A box
 # around each table scrolls sideways should one ever be wider, so the page never does. The figures fill the
-# width in one or more columns.
+# width in one or more columns; a tap on one shows it over the page at its full size (the PNG's own pixels,
+# where its smallest text is FULL_TEXT_PX or more), scrolling inside it, with a link that closes it (CSS
+# :target: the page holds no script).
 CSS = """
 body{font-family:system-ui,sans-serif;margin:0 auto;padding:0.5em 1em 2em;max-width:1400px;color:#222;line-height:1.4}
 h1{font-size:1.6em}
@@ -48,6 +50,13 @@ p.same{font-size:13px;margin:0.5em 0 0}
 figure{margin:0}
 figure.wide{grid-column:1/-1}
 figure img{max-width:100%;height:auto;border:1px solid #ddd}
+figure>a.close{display:none}
+figure:target{position:fixed;inset:0;z-index:9;background:#fff;overflow:auto;padding:2.4em 0.5em 0.5em}
+figure:target img{max-width:none;width:auto}
+figure:target>a.close{display:block;position:fixed;top:0.4em;right:0.8em;padding:0.2em 0.6em;background:#eef;
+border:1px solid #99a;border-radius:4px}
+details.waterfalls{margin:0.5em 0 1em}
+details.waterfalls>summary{font-weight:600}
 .pair{margin-left:1em}
 .meta{color:#666}
 """
@@ -74,12 +83,13 @@ def write_report(inp: ReportInput, out: str | Path, now: float | None = None,
     with csv_path.open("w", newline="", encoding="utf-8") as f:
         write_scaling_csv(rows, f)
     figs = figures.write_figures(rows, out, inp.pending)
+    left_out = figures.left_out(rows)
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(time.time() if now is None else now))
     sections = _sections(inp, rows)
     md_path = out / "report.md"
-    md_path.write_text(_markdown(inp, stamp, sections, figs, comparison), encoding="utf-8")
+    md_path.write_text(_markdown(inp, stamp, sections, figs, comparison, left_out), encoding="utf-8")
     html_path = out / "report.html"
-    html_path.write_text(_html(inp, stamp, sections, figs, comparison), encoding="utf-8")
+    html_path.write_text(_html(inp, stamp, sections, figs, comparison, left_out), encoding="utf-8")
     return ReportFiles(md_path, csv_path, html_path, figs, len(rows))
 
 
@@ -253,7 +263,7 @@ def _counts(inp: ReportInput) -> str:
 
 
 def _markdown(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Drawn],
-              comparison: Comparison | None = None) -> str:
+              comparison: Comparison | None = None, left_out: list[str] | None = None) -> str:
     parts = [
         f"# Scaling report: {inp.study}",
         "",
@@ -269,13 +279,17 @@ def _markdown(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Dr
     parts += ["", "## Figures", ""]
     for fig in figs.values():
         parts.append(f"![{fig.alt()}]({fig.path.name})")
+    parts += [f"_{line}_" for line in left_out or []]
     parts += ["", "Full-precision numbers: `scaling.csv`.", ""]
     return "\n".join(parts)
 
 
 def _html(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Drawn],
-          comparison: Comparison | None = None) -> str:
-    """The page a reader opens: the headline and the figures first, then every table."""
+          comparison: Comparison | None = None, left_out: list[str] | None = None) -> str:
+    """The page a reader opens: the headline and the study's figures first, then every table; the waterfalls,
+    a page wide each, folded under the table whose numbers they draw ('Where the efficiency went')."""
+    summary = {n: f for n, f in figs.items() if not n.startswith("waterfall_")}
+    waterfalls = {n: f for n, f in figs.items() if n.startswith("waterfall_")}
     body = [
         f"<h1>Scaling report: {html.escape(inp.study)}</h1>",
         f'<p class="meta">Cluster: {html.escape(inp.cluster)} · {html.escape(_counts(inp))} · '
@@ -285,7 +299,9 @@ def _html(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Drawn]
         body.append(f"<h2>{html.escape(title)}</h2><p>{html.escape(intro)}</p>")
         body.append(html_tables.html_table(headers, rows) if rows else "<p><em>none yet</em></p>")
         if index == 0:  # after the headline
-            body.append(_html_figures(figs))
+            body.append(_html_figures(summary, left_out or []))
+        if title == figures.ATTRIBUTION_TABLE and waterfalls:
+            body.append(_html_waterfalls(waterfalls))
     if comparison is not None:
         from cockpit.report.comparison import html_section
 
@@ -299,17 +315,37 @@ def _html(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Drawn]
     )
 
 
-def _html_figures(figs: dict[str, figures.Drawn]) -> str:
-    """The figures, embedded (the page stays one self-contained file); a waterfall takes the page's whole width,
-    which its bar labels need. Each image's text alternative is its title and the numbers written on it, which
-    the figure's data-printed attribute holds too (header -> value, per row of the table named by data-table),
-    as figures.Drawn carries them from the function that wrote them."""
-    items = []
-    for name, fig in figs.items():
-        data = base64.b64encode(fig.path.read_bytes()).decode("ascii")
-        wide = ' class="wide"' if name.startswith("waterfall_") else ""
-        printed = (f' data-table="{html.escape(fig.table)}" data-printed="{html.escape(json.dumps(fig.printed))}"'
-                   if fig.printed else "")
-        items.append(f'<figure{wide}{printed}><img alt="{html.escape(fig.alt())}" src="data:image/png;base64,{data}">'
-                     "</figure>")
-    return "<h2>Figures</h2>" + (f'<div class="figures">{"".join(items)}</div>' if items else "<p><em>none yet</em></p>")
+FULL_TEXT_PX = 10  # the least a figure's smallest text measures once tapped open (CSS pixels)
+
+
+def _html_figures(figs: dict[str, figures.Drawn], left_out: list[str]) -> str:
+    """The study's figures, each shown full size by a tap (`_figure`), and one line per figure left out."""
+    items = "".join(_figure(name, fig) for name, fig in figs.items())
+    hint = '<p class="meta">Tap or click a figure to see it full size.</p>' if figs else ""
+    gone = "".join(f'<p class="meta">{html.escape(line)}</p>' for line in left_out)
+    return (f'<h2 id="figures">Figures</h2>{hint}'
+            + (f'<div class="figures">{items}</div>' if items else "" if left_out else "<p><em>none yet</em></p>")
+            + gone)
+
+
+def _html_waterfalls(figs: dict[str, figures.Drawn]) -> str:
+    """The waterfalls, folded: a page wide each, they would push the tables after them a screen down apiece."""
+    items = "".join(_figure(name, fig, wide=True, back="waterfalls") for name, fig in figs.items())
+    return (f'<details class="waterfalls" id="waterfalls"><summary>Figures: where the time went, one per group '
+            f'({len(figs)}; tap one to see it full size)</summary><div class="figures">{items}</div></details>')
+
+
+def _figure(name: str, fig: figures.Drawn, wide: bool = False, back: str = "figures") -> str:
+    """One figure, embedded (the page stays one self-contained file), a link to itself around its image: the
+    tap that shows it full size (CSS :target), and a link back that closes it. Its image's text alternative
+    is its title and the numbers written on it, which the figure's data-printed attribute holds too (header ->
+    value, per row of the table named by data-table), as figures.Drawn carries them from the function that
+    wrote them; data-text-px is the size of its smallest text in the PNG's pixels."""
+    data = base64.b64encode(fig.path.read_bytes()).decode("ascii")
+    anchor = f"fig-{name}"
+    printed = (f' data-table="{html.escape(fig.table)}" data-printed="{html.escape(json.dumps(fig.printed))}"'
+               if fig.printed else "")
+    cls = ' class="wide"' if wide else ""
+    return (f'<figure id="{anchor}"{cls}{printed} data-text-px="{fig.text_px:.1f}">'
+            f'<a href="#{anchor}" class="open"><img alt="{html.escape(fig.alt())}" src="data:image/png;base64,{data}">'
+            f'</a><a href="#{back}" class="close">close</a></figure>')
