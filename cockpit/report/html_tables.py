@@ -5,8 +5,9 @@ identity (what a row is about: the configuration's axes, N, a rank, its host, th
 (every cell a number as tables.cell writes it: right-aligned, never wrapped), prose (a cell longer than
 LONG_TEXT) or words.
 
-- A column of identity or words that is the same on every row is said once above the table ("Every row:
-  dataset synthetic · mode foundation") and left out of the grid, which then shows what differs between rows.
+- A column of identity, words or prose that is the same on every row is said once above the table ("Every
+  row: dataset synthetic · mode foundation · notes MFU: no GPU (cpu run)") and left out of the grid and from
+  under the rows, which then show what differs between rows.
 - Prose is set under its row, across the whole table, a long text folded after its first sentence (<details>),
   so a row is as tall as its numbers.
 - Where the page is narrower than the grid needs (`grid_width`, from the cells' characters), each row becomes
@@ -21,11 +22,10 @@ import math
 import re
 from dataclasses import dataclass
 
-from cockpit.report.tables import ident_headers
+from cockpit.report.tables import LONG_TEXT, ident_headers
 
 # a cell that is one number as tables.cell writes it (`1.25`, `+0.3`, `-12.5%`, `3e-05`, `2`): right-aligned
 NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?%?")
-LONG_TEXT = 40  # characters: a column holding a longer cell is prose, set under its row
 FOLD_TEXT = 400  # characters: prose longer than this shows its first sentence, the rest folded (a paragraph)
 IDENT_HEADERS = frozenset({*ident_headers("gpu"), *ident_headers("cpu"), "N", "rank", "host", "vocab", "classes"})
 # the grid's width in CSS pixels, estimated from characters at the table's 13 px font (DejaVu Sans, the widest
@@ -56,7 +56,7 @@ def roles(headers: list[str], body: list[list[str]]) -> list[Column]:
             role = "prose"
         else:
             role = "words"
-        same = cells[0] if role in ("ident", "words") and len(body) > 1 and len(set(cells)) == 1 else None
+        same = cells[0] if role != "num" and len(body) > 1 and len(set(cells)) == 1 else None
         out.append(Column(header, role, same))
     return out
 
@@ -89,7 +89,7 @@ def html_table(headers: list[str], body: list[list[str]]) -> str:
     columns = roles(headers, body)
     same = [c for c in columns if c.same is not None]
     grid = [i for i, c in enumerate(columns) if c.same is None and c.role != "prose"]
-    prose = [i for i, c in enumerate(columns) if c.role == "prose"]
+    prose = [i for i, c in enumerate(columns) if c.role == "prose" and c.same is None]
     classes = {"num": "num", "ident": "id"}
     head = "".join(f"<th{_cls(classes.get(columns[i].role, ''))}>{html.escape(columns[i].header)}</th>" for i in grid)
     trs = []

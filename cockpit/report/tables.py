@@ -106,12 +106,28 @@ def _ident_of(rows: list[dict[str, Any]]) -> list[str]:
 
 
 
+LONG_TEXT = 40  # characters: a column holding a longer cell is prose (HTML: set under its row)
+
+
+def same_prose(headers: list[str], body: list[list[str]]) -> list[int]:
+    """The columns of prose (a cell longer than LONG_TEXT) that say the same on every row, of two or more: a
+    note that every row shares, which a table says once above itself instead of on each row."""
+    if len(body) < 2:
+        return []
+    return [i for i in range(len(headers))
+            if len({row[i] if i < len(row) else "" for row in body}) == 1 and len(body[0][i]) > LONG_TEXT]
+
+
 def markdown_table(headers: list[str], body: list[list[str]]) -> str:
+    """A Markdown table; prose the same on every row (same_prose) said once above it ("Every row: notes ...")."""
     def esc(text: str) -> str:
         return text.replace("|", "\\|")
 
-    lines = ["| " + " | ".join(esc(h) for h in headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in body]
+    shared = same_prose(headers, body)
+    keep = [i for i in range(len(headers)) if i not in shared]
+    lines = [f"Every row: {' · '.join(f'{headers[i]}: {body[0][i]}' for i in shared)}", ""] if shared else []
+    lines += ["| " + " | ".join(esc(headers[i]) for i in keep) + " |", "|" + "---|" * len(keep)]
+    lines += ["| " + " | ".join(esc(row[i]) for i in keep if i < len(row)) + " |" for row in body]
     return "\n".join(lines)
 
 

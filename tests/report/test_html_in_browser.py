@@ -274,3 +274,25 @@ def test_a_figure_over_one_value_is_left_out_saying_so(reports: dict[str, Path])
     assert f"_{line}_" in (out / "report.md").read_text(encoding="utf-8")
     recorded = write_report(load_input(RECORDED), out.with_name("recorded"))
     assert "time_vs_cpus" in recorded.figures and "not drawn" not in recorded.markdown.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_note_every_row_shares_is_one_line_above_its_table(browser, reports: dict[str, Path], width: int):  # noqa: F811
+    """The demo's runs are all on CPU without an energy record: 'GPU use and energy' says that note once, above
+    the table, and none of its rows (grid or card) repeats it; the Markdown says it once too."""
+    note = "MFU: no GPU (cpu run); energy: result.json has no energy record"
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        page.goto(reports["cpu"].as_uri())
+        above, rows = page.evaluate("""() => {
+          const h = [...document.querySelectorAll('h2')].find(h => h.textContent === 'GPU use and energy');
+          let e = h.nextElementSibling; while (!e.classList.contains('same')) e = e.nextElementSibling;
+          const table = e.nextElementSibling.querySelector('table');
+          return [e.innerText, [...table.querySelectorAll('tbody tr')].map(tr => tr.innerText)]; }""")
+    finally:
+        page.close()
+    assert note in above and above.count(note) == 1
+    assert len(rows) == 4 and not any(note in row for row in rows), rows
+    markdown = reports["cpu"].with_name("report.md").read_text(encoding="utf-8")
+    section = markdown.split("## GPU use and energy", 1)[1].split("\n## ", 1)[0]
+    assert section.count(note) == 1 and f"Every row: notes: {note}" in section
