@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cockpit.commands._args import STUDY, STUDY_OR_STORE_HELP, USAGE, error, not_positive
 from cockpit.commands._study import add_submit_flags, open_study
+
+if TYPE_CHECKING:
+    from cockpit.run.session import StudySession
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,17 +69,23 @@ def _open_study(path: Path, args: argparse.Namespace) -> int:
     session = open_study(str(path), args)
     if session is None:
         return USAGE
-    from cockpit.tui.app import CockpitApp
-    from cockpit.tui.live import LiveController
-
-    resuming = session.has_jobs()
-    app = CockpitApp(LiveController(session), poll_interval=args.poll, auto_submit=resuming,
-                     offer_plan=not resuming and args.compare is None, compare_with=args.compare)
+    app = study_app(session, poll=args.poll, compare_with=args.compare)
     try:
         app.run()
     finally:
         session.store.close()
     return _exit_code(app)
+
+
+def study_app(session: StudySession, *, poll: float | None = 2.0, compare_with: Path | None = None):  # noqa: ANN201
+    """The CockpitApp `cockpit open STUDY.toml` runs: it never submits before its user confirms the plan
+    dialog, which names the preflight a submit runs first; a resumed study's jobs in flight are followed
+    meanwhile, and a study with nothing left to submit opens as it is (nothing started, no preflight)."""
+    from cockpit.tui.app import CockpitApp
+    from cockpit.tui.live import LiveController
+
+    return CockpitApp(LiveController(session), poll_interval=poll, follow=True, offer_plan=compare_with is None,
+                      compare_with=compare_with)
 
 
 def _open_store(path: Path, args: argparse.Namespace) -> int:

@@ -72,14 +72,18 @@ async def run_headless(session: StudySession, out: Path, *, timeout_s: float | N
     progress = make_progress(session, stream, as_json=as_json)
     session.runner.preflight_listeners.append(progress.say)
     session.runner.preflight_report_listeners.append(progress.preflight)
+    def failed_preflight(exc: PreflightFailed) -> int:
+        progress.close()
+        if preflight_fix:
+            return error(failure_summary(exc.report, preflight_fix))
+        return error(f"{exc} (fix the study file and run again, or --skip-preflight)")
+
     try:
         try:
+            progress.changed(session.runner.plan())
             await session.runner.start()
         except PreflightFailed as exc:
-            progress.close()
-            if preflight_fix:
-                return error(failure_summary(exc.report, preflight_fix))
-            return error(f"{exc} (fix the study file and run again, or --skip-preflight)")
+            return failed_preflight(exc)
         except BudgetExceeded as exc:
             return error(f"{exc} (use --force to start anyway)")
         except BackendError as exc:
@@ -89,6 +93,8 @@ async def run_headless(session: StudySession, out: Path, *, timeout_s: float | N
         progress.tick(None)
         try:
             await session.runner.run(timeout_s=timeout_s, on_tick=progress.tick)
+        except PreflightFailed as exc:  # something to submit that start() did not see, and its preflight failed
+            return failed_preflight(exc)
         except (TimeoutError, BackendError) as exc:
             progress.close()
             error(f"{exc} (the store keeps everything so far; run again to resume)")

@@ -83,6 +83,17 @@ def laptop_versions() -> dict[str, str]:
     return out
 
 
+def cost_words(study: Study) -> str:
+    """What the preflight run before the study's first submit costs at most, in one line: its jobs, each one's
+    nodes x workers, its time limit, and the node-hours if every job ran to it (most end in a minute)."""
+    wanted = preflight_jobs(study)
+    minutes = time_limit_minutes(study)
+    node_hours = sum(job.nodes for job in wanted) * minutes / 60
+    count = f"{len(wanted)} job{'s' if len(wanted) != 1 else ''}"
+    return (f"first a preflight: {count} ({', '.join(job.name for job in wanted)}), each at most {minutes} min, "
+            f"at most {node_hours:.2f} node-hours")
+
+
 def job_config(study: Study, job: PreflightJob, study_dir: str) -> dict[str, Any]:
     """The preflight's config.json: its shape, what to check of every dataset, where the study writes. Its keys are
     declared once, trainer.config_keys.PreflightKeys, and what is written is judged by them."""

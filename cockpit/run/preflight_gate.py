@@ -32,6 +32,10 @@ class PreflightGate:
         self.report_listeners: list[Callable[[PreflightReport], None]] = []  # each one it runs
         self.report: PreflightReport | None = None
 
+    def passed(self, scope: RunScope) -> bool:
+        """Whether this gate has already seen the study file's preflight pass (nothing to ask the store)."""
+        return self.report is not None and self.report.passed and self.report.digest == jobs.study_digest(scope.study)
+
     async def ensure(self, scope: RunScope) -> None:
         """The study file's passed preflight from the store, else run one now and keep it there;
         PreflightFailed when it fails (nothing is submitted)."""

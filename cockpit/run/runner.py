@@ -13,6 +13,7 @@ This module is the loop; each job it does per tick is a part in cockpit/run/ (li
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -82,6 +83,7 @@ class StudyRunner:
         *,
         force: bool = False,
         resubmit_failed: bool = False,
+        rerun_changed: bool = False,
         baseline_first: bool = False,
         interval: AdaptiveInterval | None = None,
         follow: bool = True,
@@ -93,11 +95,15 @@ class StudyRunner:
         self.store = store
         self.force = force
         self.resubmit_failed = resubmit_failed
+        self.rerun_changed = rerun_changed  # run again the configurations whose settings changed since they ran
         self.baseline_first = baseline_first  # hold a group's N-worker runs until its baseline predicts them
         self.interval = interval or AdaptiveInterval()
         self.follow = follow
         self.hooks = hooks or {}
-        self.preflight = preflight  # start() submits only once this study file's preflight has passed
+        self.preflight = preflight  # nothing is submitted before this study file's preflight has passed
+        # False: follow the jobs in flight without submitting anything (no preflight, no budget check): what
+        # `cockpit open` does with a resumed study until its user confirms a submit
+        self.submitting = True
         self.configs: dict[str, Configuration] = {c.config_id: c for c in study.runnable()}
         self._scope = RunScope(study, backend, store, self.configs)
         self._jobs = JobStates(self._scope)
@@ -156,14 +162,16 @@ class StudyRunner:
         self.store.upsert_configs(self.key, rows)
         self.limits = await self.backend.user_limits()
         await self.reconcile()
-        await self.ensure_preflight()
-        self.check_budget()
+        if self.submitting:
+            await self.ensure_preflight()
+            self.check_budget()
         self.started = True
 
-    async def ensure_preflight(self) -> None:
-        """With ``preflight`` set: the study file's passed preflight from the store, else run one now and
-        keep it there; PreflightFailed when it fails (nothing is submitted)."""
-        if self.preflight:
+    async def ensure_preflight(self, plan: Plan | None = None) -> None:
+        """With ``preflight`` set and something to submit (``plan``, else the study's plan now): the study
+        file's passed preflight from the store, else run one now and keep it there; PreflightFailed when it
+        fails (nothing is submitted). A study with nothing left to submit runs none."""
+        if self.preflight and (plan if plan is not None else self.plan()).to_submit:
             await self._preflight.ensure(self._scope)
 
     def _watch_connection(self) -> None:
@@ -185,7 +193,7 @@ class StudyRunner:
     def plan(self) -> Plan:
         """What is still to submit and what it costs (cockpit.forecast.plan: the same as `cockpit plan` and the TUI)."""
         return study_plan(self.study, self.store, key=self.key, resubmit_failed=self.resubmit_failed,
-                          cluster=self.backend.label, cores=self.backend.cores_per_node)
+                          rerun_changed=self.rerun_changed, cluster=self.backend.label, cores=self.backend.cores_per_node)
 
     def pending_configs(self) -> list[Configuration]:
         """Configurations still to submit: no valid result, no active job, not failed (unless resubmitting)."""
@@ -226,10 +234,13 @@ class StudyRunner:
             if self.follow:
                 report.ingested_metrics = await self._live.follow()
             await self._check_space(report)
-            if not self._disk.paused and time.monotonic() >= self._retry_at:
+            if self.submitting and not self._disk.paused and time.monotonic() >= self._retry_at:
                 later: list[SubmitLater] = []
+                plan = self.plan()
+                if not self._preflight.passed(self._scope):  # something to submit start() did not see: its preflight first
+                    await self.ensure_preflight(plan)
                 report.submitted = await submit_more(
-                    self._scope, self.plan(), report.refused, cap=self.pace(), later=later, force=self.force,
+                    self._scope, plan, report.refused, cap=self.pace(), later=later, force=self.force,
                     baseline_first=self.baseline_first, hooks=self.hooks, reconcile=self.reconcile,
                 )
                 await self._wait_or_go(later, bool(report.submitted))
@@ -310,18 +321,26 @@ class StudyRunner:
     def done(self) -> bool:
         return not self.store.active_jobs(self.key) and not self.pending_configs()
 
-    async def run(self, *, timeout_s: float | None = None, on_tick: Callable[[TickReport], Any] | None = None) -> None:
-        """Tick until every configuration has a result or a final failure (or the timeout passes)."""
+    async def run(self, *, timeout_s: float | None = None, on_tick: Callable[[TickReport], Any] | None = None,
+                  stop: asyncio.Event | None = None) -> None:
+        """Tick until every configuration has a result or a final failure (or the timeout passes); while not
+        ``submitting``, until no job is in flight. ``stop``: set, the loop returns after its current tick."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             report = await self.tick()
             if on_tick is not None:
                 on_tick(report)
-            if self.done():
+            if self.done() or (not self.submitting and not self.store.active_jobs(self.key)):
+                return
+            if stop is not None and stop.is_set():
                 return
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(f"study {self.study.name!r} not finished after {timeout_s} s")
-            await asyncio.sleep(self.interval_s)
+            if stop is None:
+                await asyncio.sleep(self.interval_s)
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self.interval_s)
 
     async def cancel(self, config_id: str) -> None:
         job = self.store.latest_jobs(self.key).get(config_id)

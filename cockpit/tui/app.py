@@ -22,6 +22,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
+from cockpit.forecast.plan import Plan
 from cockpit.store.snapshot import ADOPTED_PROBLEM, GpuSeries, StudySnapshot
 from cockpit.tui.bindings import APP_BINDINGS, HelpContext, help_sections
 from cockpit.tui.channel import SnapshotView
@@ -55,13 +56,15 @@ class CockpitApp(App):
         poll_interval: float | None = 2.0,
         offer_plan: bool = True,
         auto_submit: bool = False,
+        follow: bool = False,
         initial_tab: str = "scaling",
         export_dir: Path | None = None,
         compare_with: Path | None = None,
     ) -> None:
         """`poll_interval=None` loads one snapshot synchronously at mount and never polls (recorded
         stores, snapshot tests); `clock` is what "last poll 3s ago" and ETAs are measured against;
-        `auto_submit` starts the study without the plan dialog (resuming a submitted study, the demo);
+        `auto_submit` starts the study without the plan dialog (`cockpit run`, the demo: asked for on the
+        command line); `follow`: the jobs a resumed study has in flight are followed, nothing submitted;
         `export_dir` is where `e` writes the table's CSV (the working directory by default);
         `compare_with`: another study (file or store) to open the two-studies screen on at start."""
         super().__init__()
@@ -72,6 +75,7 @@ class CockpitApp(App):
         self.poll_interval = poll_interval
         self.offer_plan = offer_plan
         self.auto_submit = auto_submit
+        self.follow = follow
         self.initial_tab = initial_tab
         self.compare_with = compare_with
         self.files = RunFiles(self, controller.run_dir, export_dir)
@@ -116,7 +120,10 @@ class CockpitApp(App):
             self.call_after_refresh(self.compare_study, self.compare_with)
         if self.auto_submit:
             self.call_after_refresh(self._submit)
-        elif self.offer_plan:
+            return
+        if self.follow:
+            self._follow()
+        if self.offer_plan:
             self.call_after_refresh(self._offer_plan)
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
@@ -340,7 +347,12 @@ class CockpitApp(App):
     def _offer_plan(self) -> None:
         plan = self.controller.plan()
         if plan is not None and plan.to_submit:
-            self.push_screen(PlanScreen(plan, self.controller.what_if), self._plan_answered)
+            self._push_plan(plan)
+
+    def _push_plan(self, plan: Plan) -> None:
+        """The plan dialog, the one confirmation before anything is submitted (the preflight included)."""
+        self.push_screen(PlanScreen(plan, self.controller.what_if, self.controller.preflight_words()),
+                         self._plan_answered)
 
     def action_plan(self) -> None:
         if isinstance(self.screen, PlanScreen):
@@ -349,7 +361,7 @@ class CockpitApp(App):
         if plan is None:
             self.notify("nothing to plan: this view has no study file behind it", severity="warning")
             return
-        self.push_screen(PlanScreen(plan, self.controller.what_if), self._plan_answered)
+        self._push_plan(plan)
 
     def _plan_answered(self, yes: bool | None) -> None:
         if yes:
@@ -376,6 +388,18 @@ class CockpitApp(App):
             self.notify(f"submit failed: {exc}", severity="error", timeout=15)
             return
         self.notify(text)
+        self.action_refresh()
+
+    @work(group="follow")
+    async def _follow(self) -> None:
+        """A resumed study's jobs in flight followed (nothing submitted) until they end or a submit takes over."""
+        try:
+            text = await self.controller.follow()
+        except Exception as exc:  # the view stays up on what the store holds
+            self.notify(f"following the jobs in flight failed: {exc}", severity="error", timeout=15)
+            return
+        if text:
+            self.notify(text)
         self.action_refresh()
 
     async def on_unmount(self) -> None:

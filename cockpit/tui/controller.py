@@ -46,8 +46,16 @@ class Controller(Protocol):
     def plan(self) -> Plan | None:
         """What a submit would do, or None when there is nothing to submit (or no spec)."""
 
+    def preflight_words(self) -> str | None:
+        """What a submit runs first (the preflight and what it may cost), one line for the plan dialog; None
+        when nothing runs before it."""
+
     def preflight_pending(self, listener: Callable[[str], None]) -> bool:
         """Whether submit() will run a preflight first; if so its lines go to ``listener``."""
+
+    async def follow(self) -> str:
+        """Follow the jobs in flight without submitting anything (a resumed study, before any submit is
+        confirmed); returns a message for the user, "" for none."""
 
     async def submit(self) -> str:
         """Start the study (after the user confirmed the plan); returns a message for the user."""
@@ -100,8 +108,14 @@ class RecordedController:
     def plan(self) -> Plan | None:
         return self.plan_value
 
+    def preflight_words(self) -> str | None:
+        return None
+
     def preflight_pending(self, listener: Callable[[str], None]) -> bool:
         return False
+
+    async def follow(self) -> str:
+        return ""
 
     async def submit(self) -> str:
         self.submitted += 1

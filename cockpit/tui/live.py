@@ -13,6 +13,8 @@ from cockpit.launch.backend import ConnectionState
 from cockpit.launch.registry import backend_kind
 from cockpit.store.recorded import study_plan
 from cockpit.store.snapshot import ConfigRow, GpuSeries, StudySnapshot, count_states
+from cockpit.store.snapshot_build import with_changes
+from cockpit.study.changes import Change
 from cockpit.tui.controller import JOB_ACTIONS, downsample, what_if_of
 
 if TYPE_CHECKING:
@@ -41,7 +43,9 @@ class LiveController:
 
     def __init__(self, session: StudySession) -> None:
         self.session = session
-        self._run_task: asyncio.Task | None = None
+        self._loop = asyncio.Lock()  # one runner loop at a time: following, or submitting
+        self._stop_following = asyncio.Event()
+        self._changes: dict[tuple[str, str], tuple[Change, ...] | None] = {}  # with_changes' cache
 
     @property
     def device(self) -> str | None:
@@ -57,17 +61,52 @@ class LiveController:
     def snapshot(self) -> StudySnapshot:
         if not self._registered():
             return spec_snapshot(self.study, self.session.backend.label)
-        return self.session.store.snapshot(self.study.name)
+        return with_changes(self.session.store.snapshot(self.study.name), self.study, self._changes)
 
     def plan(self) -> Plan | None:
         runner = self.session.runner
         # the backend's real cores (this machine's, for the local executor): what it would refuse is "too big"
         return study_plan(self.study, self.session.store, resubmit_failed=runner.resubmit_failed,
+                          rerun_changed=runner.rerun_changed,
                           cluster=self.session.backend.label, cores=self.session.backend.cores_per_node)
+
+    def preflight_words(self) -> str | None:
+        """What a confirmed submit runs first, in one line: the preflight's jobs and what they may cost, or
+        that the study file's passed one is kept; None when no preflight runs (--skip-preflight)."""
+        if not self.session.runner.preflight:
+            return None
+        from cockpit.preflight import jobs
+        from cockpit.store import preflights
+
+        digest = jobs.study_digest(self.study)
+        if self._registered() and preflights.passed(self.session.store, self.study.name, digest):
+            return f"preflight: this study file's ({digest}) passed before and is kept; none runs"
+        return jobs.cost_words(self.study)
+
+    def in_flight(self) -> bool:
+        """Whether the store knows jobs of this study still queued or running (a resumed study)."""
+        store = self.session.store
+        return self._registered() and bool(store.active_jobs(store.study_key(self.study.name)))
+
+    async def follow(self) -> str:
+        """Follow the jobs a resumed study has in flight (states, results, live files) without submitting
+        anything, until they have all ended or a confirmed submit takes over; "" at once when there are none."""
+        if not self.in_flight():
+            return ""
+        runner = self.session.runner
+        async with self._loop:
+            if self._stop_following.is_set():  # a submit came first: it follows them
+                return ""
+            runner.submitting = False
+            await runner.start()
+            await runner.run(stop=self._stop_following)
+        if self._stop_following.is_set():
+            return ""
+        return f"study {self.study.name}: no job in flight any more; nothing is submitted until you confirm (p)"
 
     def preflight_pending(self, listener: Callable[[str], None]) -> bool:
         runner = self.session.runner
-        if not runner.preflight:
+        if not runner.preflight or not self._to_submit():
             return False
         from cockpit.preflight import jobs
         from cockpit.store import preflights
@@ -87,10 +126,17 @@ class LiveController:
     async def submit(self) -> str:
         """Start (or resume) the study and follow it to the end; returns a one-line summary."""
         runner = self.session.runner
-        await runner.start()
-        await runner.run()
+        self._stop_following.set()  # the follow loop ends after its tick; this one follows from here
+        async with self._loop:
+            runner.submitting = True
+            await runner.start()
+            await runner.run()
         counts = self.session.store.snapshot(self.study.name).counts
         return f"study {self.study.name} finished: {counts.done} done, {counts.failed} failed"
+
+    def _to_submit(self) -> bool:
+        plan = self.plan()
+        return plan is not None and bool(plan.to_submit)
 
     async def job_action(self, action: str, job_id: str) -> str:
         if action not in JOB_ACTIONS:

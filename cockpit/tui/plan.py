@@ -29,7 +29,8 @@ PLAN_COLUMNS = ("configuration", "status", "node-hours", "T s", "S", "T 90%")
 WHAT_IF_PLACEHOLDER = f"w: what if KEY=VALUE ..., e.g. {WHAT_IF_EXAMPLE} (enter; empty: the plan)"
 
 
-def plan_summary(plan: Plan) -> Text:
+def plan_summary(plan: Plan, preflight: str | None = None) -> Text:
+    """The dialog's head: what is submitted and what it costs; ``preflight``: what a submit runs first."""
     n = len(plan.to_submit)
     parts: list[tuple[str, str] | str] = [
         (f"{plan.study}", "bold"),
@@ -37,6 +38,8 @@ def plan_summary(plan: Plan) -> Text:
         (f"{n} to submit", "bold"),
         f", {plan.cost_words()}",
     ]
+    if preflight and plan.to_submit:  # part of what "submit" means here: nothing runs before the answer
+        parts += ["\n", (preflight, "bold")]
     left = plan.budget_left
     if left is not None:
         parts.append("\nbudget left ")
@@ -77,9 +80,11 @@ class PlanScreen(ModalScreen[bool], HelpContext):
 
     BINDINGS = [*PLAN_BINDINGS]
 
-    def __init__(self, plan: Plan, what_if: Callable[[str], Outcome] | None = None) -> None:
+    def __init__(self, plan: Plan, what_if: Callable[[str], Outcome] | None = None,
+                 preflight: str | None = None) -> None:
         super().__init__()
         self.plan = plan
+        self.preflight = preflight  # what a submit runs first (the controller's preflight_words)
         self._what_if = what_if
         self.requests: LatestRequest[str] = LatestRequest(self._predict)  # the what-if asked (None: the plan)
         self.outcome: Outcome | None = None  # the what-if shown
@@ -90,7 +95,7 @@ class PlanScreen(ModalScreen[bool], HelpContext):
             yield Static("Plan", classes="title")
             with ContentSwitcher(initial="plan-view", id="plan-views"):
                 with Vertical(id="plan-view"):
-                    yield Static(plan_summary(self.plan), id="plan-summary")
+                    yield Static(plan_summary(self.plan, self.preflight), id="plan-summary")
                     yield PagedTable(id="plan-table", cursor_type="row", zebra_stripes=True)
                 with VerticalScroll(id="whatif-view"):
                     yield Static(id="whatif-title")
@@ -120,7 +125,7 @@ class PlanScreen(ModalScreen[bool], HelpContext):
         notes += prediction_lines(self.plan)  # intervals in words; first and refit beside each measurement
         if notes:
             summary = self.query_one("#plan-summary", Static)
-            summary.update(plan_summary(self.plan) + Text("\n" + "\n".join(notes), style="dim"))
+            summary.update(plan_summary(self.plan, self.preflight) + Text("\n" + "\n".join(notes), style="dim"))
         rows = []
         for line, label in zip(self.plan.lines, short_labels(labels), strict=True):
             p = line.figures
