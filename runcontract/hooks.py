@@ -3,11 +3,17 @@
 Installed by `python -m runcontract.attach` before the script starts (docs/workloads.md, "No edit"):
 
 - a step is one optimizer step: `torch.optim.optimizer.register_optimizer_step_pre_hook`/`_post_hook`; the
-  step's end is the end of `optimizer.step()`, and `optimizer` is the time inside it;
+  step's end is the end of `optimizer.step()`, and `optimizer` is the time inside it, less the closure's: a
+  closure passed to `step(closure)` (Lightning's training_step, backward and zero_grad; LBFGS's evaluations)
+  is timed as the rest of a step is (its forward and backward in compute, the rest in other);
 - `compute` is the outermost module's forward (`register_module_forward_pre_hook`/`forward_hook`) and the
   backward pass (`torch.autograd.backward`, which `Tensor.backward` calls) minus its exposed communication;
 - `data_wait` is the DataLoader's iterator starting and each `next()` on it; the batches' samples (the first
-  tensor's leading dimension) between two step ends are the step's samples, as work is counted;
+  tensor's leading dimension) handed to the script between two step ends are the step's samples, as work is
+  counted. A loader that fetches ahead (Accelerate's prepared loader, Lightning's prefetcher) draws k batches
+  more than it has handed over: k is the batches drawn from a new iterator before the first forward, less one,
+  and each batch counts once k more were drawn (or the epoch ended), so a batch fetched ahead and never used
+  is not counted;
 - `comm`: when a `DistributedDataParallel` is built, a comm hook doing DDP's own averaging all-reduce marks
   the hand-over of each gradient bucket; the rest of the backward pass after the last bucket is the wait for
   the all-reduces (as the HLM trainer measures it, docs/training.md);
@@ -25,6 +31,7 @@ the host clock reads the device's work (`attribution.measured.cuda_sync`).
 
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -71,6 +78,23 @@ def batch_size(batch: Any) -> int | None:
     return None
 
 
+class Feed:
+    """One DataLoader iterator's batches drawn and not yet counted: `ahead` is how many batches it fetches
+    before it hands one over (None until the first forward after it began says)."""
+
+    def __init__(self) -> None:
+        self.held: list[int] = []
+        self.ahead: int | None = None
+
+    def deliver(self, keep: int) -> int:
+        """The samples of the batches handed over: all but the last `keep` held."""
+        handed, self.held = self.held[:max(0, len(self.held) - keep)], self.held[max(0, len(self.held) - keep):]
+        return sum(handed)
+
+
+FEED_ATTR = "_runcontract_feed"
+
+
 class TorchHooks:
     """Install with `install()`, remove with `remove()`; `notes()` says what the run could not separate."""
 
@@ -80,8 +104,11 @@ class TorchHooks:
         self.main = threading.main_thread().ident
         self.depth = 0  # nesting of module forwards on the main thread: the outermost one is charged
         self.comm: list[CommState] = []
-        self.seen = {"forward": 0, "backward": 0, "batches": 0, "optimizer_steps": 0, "ddp": 0, "uncounted_batches": 0}
-        self.pending_samples = 0  # the samples of the batches drawn since the last step's end
+        self.seen = {"forward": 0, "backward": 0, "batches": 0, "optimizer_steps": 0, "ddp": 0, "uncounted_batches": 0,
+                     "closure_calls": 0}
+        self.pending_samples = 0  # the samples of the batches handed to the script since the last step's end
+        self.undecided: list[Feed] = []  # iterators whose look-ahead the next forward tells
+        self.feeds: list[Any] = []  # weak references to every iterator's Feed (what was fetched and never used)
         self.other_wrappers: set[str] = set()  # DataParallel, FSDP...: built, communication not separated
         self._handles: list[Any] = []
         self._restore: list[Callable[[], None]] = []
@@ -121,11 +148,31 @@ class TorchHooks:
         self._restore.append(lambda: setattr(owner, name, original))
 
     # --- optimizer: the step ------------------------------------------------------------------------------------
-    def _optimizer_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if self._on_main():
-            if self.run.grad_bytes is None:  # no DDP seen: the parameters the optimizer steps
-                self.run.gradients((p for group in optimizer.param_groups for p in group["params"]), probe=False)
-            self.ledger.enter("optimizer", self._now())
+    def _optimizer_pre(self, optimizer: Any, args: Any, kwargs: Any) -> tuple[Any, dict[str, Any]] | None:
+        if not self._on_main():
+            return None
+        if self.run.grad_bytes is None:  # no DDP seen: the parameters the optimizer steps
+            self.run.gradients((p for group in optimizer.param_groups for p in group["params"]), probe=False)
+        self.ledger.enter("optimizer", self._now())
+        if callable(kwargs.get("closure")):
+            return args, {**kwargs, "closure": self._step_closure(kwargs["closure"])}
+        if args and callable(args[0]):
+            return (self._step_closure(args[0]), *args[1:]), kwargs
+        return None
+
+    def _step_closure(self, closure: Callable[[], Any]) -> Callable[[], Any]:
+        """The closure `optimizer.step(closure)` calls (once, or several times for LBFGS), timed outside
+        `optimizer`: its forward and backward in compute, the rest (the loss, logging, zero_grad) in other."""
+        def step_closure() -> Any:
+            if not self._on_main() or "optimizer" not in self.ledger.stack:
+                return closure()
+            self.seen["closure_calls"] += 1
+            self.ledger.leave("optimizer", self._now())
+            try:
+                return closure()
+            finally:
+                self.ledger.enter("optimizer", self._now())
+        return step_closure
 
     def _optimizer_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if not self._on_main():
@@ -133,6 +180,7 @@ class TorchHooks:
         now = self._now()
         self.ledger.leave("optimizer", now)
         self.seen["optimizer_steps"] += 1
+        self._decide(lambda held: 0)  # no forward since it began: every batch drawn was handed over
         self.run.step(samples=self.pending_samples)
         self.pending_samples = 0
 
@@ -143,6 +191,7 @@ class TorchHooks:
         self.depth += 1
         if self.depth == 1:
             self.seen["forward"] += 1
+            self._decide(lambda held: held - 1)  # drawn before the first forward: one, and those fetched ahead
             self.ledger.enter("compute", self._now())
 
     def _forward_post(self, module: torch.nn.Module, args: Any, output: Any) -> None:
@@ -173,18 +222,43 @@ class TorchHooks:
         def __next__(iterator: Any) -> Any:
             if not self._on_main():
                 return original(iterator)
+            feed = self._feed(iterator)
             self.ledger.enter("data_wait", self._now())
             try:
                 batch = original(iterator)
-                self.seen["batches"] += 1
-                size = batch_size(batch)
-                if size is None:
-                    self.seen["uncounted_batches"] += 1
-                self.pending_samples += size or 0
-                return batch
+            except StopIteration:  # the epoch's end: every batch fetched ahead has been handed over
+                self.pending_samples += feed.deliver(0)
+                raise
             finally:
                 self.ledger.leave("data_wait", self._now())
+            self.seen["batches"] += 1
+            size = batch_size(batch)
+            if size is None:
+                self.seen["uncounted_batches"] += 1
+            feed.held.append(size or 0)
+            if feed.ahead is not None:
+                self.pending_samples += feed.deliver(feed.ahead)
+            return batch
         return __next__
+
+    def _decide(self, ahead: Callable[[int], int]) -> None:
+        """Fix the look-ahead of each iterator that has drawn a batch and not yet said, and count what it handed over."""
+        for feed in self.undecided:
+            if feed.held:
+                feed.ahead = ahead(len(feed.held))
+                self.pending_samples += feed.deliver(feed.ahead)
+        self.undecided = [feed for feed in self.undecided if feed.ahead is None]
+
+    def _feed(self, iterator: Any, fresh: bool = False) -> Feed:
+        """The iterator's Feed (a new one when it starts an epoch)."""
+        feed = None if fresh else iterator.__dict__.get(FEED_ATTR)
+        if feed is None:
+            feed = Feed()
+            setattr(iterator, FEED_ATTR, feed)
+            self.undecided.append(feed)
+            self.feeds.append(weakref.ref(feed))
+            self.feeds = [ref for ref in self.feeds if ref() is not None]
+        return feed
 
     def _wrap_iter(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def __iter__(loader: Any) -> Any:
@@ -192,9 +266,12 @@ class TorchHooks:
                 return original(loader)
             self.ledger.enter("data_wait", self._now())
             try:
-                return original(loader)
+                iterator = original(loader)
             finally:
                 self.ledger.leave("data_wait", self._now())
+            if isinstance(iterator, _BaseDataLoaderIter):
+                self._feed(iterator, fresh=True)
+            return iterator
         return __iter__
 
     # --- DDP: comm ----------------------------------------------------------------------------------------------
@@ -212,8 +289,9 @@ class TorchHooks:
     def notes(self) -> None:
         """Fill the run's `not_separated` and `measured` from what the hooks saw."""
         run, seen = self.run, self.seen
+        unused = [len(feed.held) for ref in self.feeds if (feed := ref()) is not None and feed.ahead]
         run.measured.update(seen, comm_buckets=sum(s.buckets for s in self.comm),
-                            comm_bytes=sum(s.bytes for s in self.comm))
+                            comm_bytes=sum(s.bytes for s in self.comm), batches_fetched_ahead=sum(unused))
         if self.comm and seen["optimizer_steps"]:  # DDP's buckets per step, as the comm hook counted them
             run.buckets = max(1, round(run.measured["comm_buckets"] / seen["optimizer_steps"]))
         if not seen["ddp"] and run.world_size > 1:
