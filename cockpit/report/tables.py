@@ -283,12 +283,13 @@ def advice_body(rows: list[dict[str, Any]]) -> Body:
                     change[1].append(loss)
         for a, losses in changes.values():
             p = a.predicted
-            basis = "not predicted" if p is None else f"{p.basis}; link: {p.link or 'none needed'}" + (
+            basis = ("predicted, not advised" if a.unadvised else "not predicted") if p is None else (
+                f"{p.basis}; link: {p.link or 'none needed'}") + (
                 f"; extrapolated: {', '.join(p.extrapolated)}" if p.extrapolated else "")
             body.append([*_ident(r, axes), cell(r["workers"], "d"), "; ".join(losses), a.text(head=False),
                          cell(a.gain_s, "+.2f"), basis])
         for h in r.get("host_advice") or []:  # a host-bound run's, its baseline too (cockpit.forecast.advice.host_bound)
-            priced = h.predicted_t_s == h.predicted_t_s
+            priced = h.predicted_t_s == h.predicted_t_s or h.unadvised
             body.append([*_ident(r, axes), cell(r["workers"], "d"), f"host-bound {h.loss_s:.2f}", h.text(head=False),
                          cell(h.gain_s, "+.2f"), "the run's GPU busy share and host time per step" if priced
                          else "not predicted"])

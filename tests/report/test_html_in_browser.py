@@ -296,3 +296,12 @@ def test_a_note_every_row_shares_is_one_line_above_its_table(browser, reports: d
     markdown = reports["cpu"].with_name("report.md").read_text(encoding="utf-8")
     section = markdown.split("## GPU use and energy", 1)[1].split("\n## ", 1)[0]
     assert section.count(note) == 1 and f"Every row: notes: {note}" in section
+
+
+def test_advice_a_prediction_does_not_back_reads_as_one_sentence(reports: dict[str, Path]):
+    """A change the model predicts slower says so, with its T before and after; it is not "not predicted"."""
+    markdown = reports["cpu"].with_name("report.md").read_text(encoding="utf-8")
+    rows = markdown_rows(markdown, "Advice")
+    assert ["try [train] bucket_cap_mb = 0.25: predicted slower, T 3.37 s → 3.38 s", "predicted, not advised"] \
+        in [row[-3::2] for row in rows]
+    assert "not predicted (predicted" not in markdown and "not predicted (the predicted gain" not in markdown

@@ -72,7 +72,8 @@ def test_a_gain_is_advised_only_beyond_the_repeats_spread():
     assert gain_unclear(2.0, 1.5, None) == ""
     assert gain_unclear(2.0, 1.5, (0.2, 3)) == ""
     assert "within the 0.60 s spread of T over 3 repeated runs" in gain_unclear(2.0, 1.5, (0.6, 3))
-    assert gain_unclear(2.0, 2.1, None) == "predicted no faster: T 2.00 s → 2.10 s"
+    assert gain_unclear(2.0, 2.1, None) == "predicted slower, T 2.00 s → 2.10 s"
+    assert gain_unclear(2.0, 2.0, None) == "predicted no faster, T 2.00 s → 2.00 s"
     # no repeats: a gain within 10% of T is noise as far as one run can tell
     assert "within 10% of T (0.20 s)" in gain_unclear(2.0, 1.85, None)
     assert "within 10% of T" not in gain_unclear(2.0, 1.85, (0.1, 3))  # the study's own spread decides

@@ -39,6 +39,7 @@ class HostAdvice:
     memory: str = ""  # the peak memory at the new setting against the GPU's
     reason: str = ""
     words: str = ""  # a change that is no key (the optimizer's implementation)
+    unadvised: bool = False  # priced, but no faster or within the noise: `reason` says so (gain_unclear)
 
     @property
     def gain_s(self) -> float:
@@ -53,7 +54,7 @@ class HostAdvice:
         4.0% → 16.6% (peak 12.6 GiB of 140 GiB: fits)` or `...: try X: not predicted (why)`."""
         lead = f"host-bound {self.loss_s:.2f} s: " if head else ""
         if self.predicted_t_s != self.predicted_t_s:
-            return f"{lead}try {self.setting}: not predicted ({self.reason})"
+            return f"{lead}try {self.setting}: {self.reason if self.unadvised else f'not predicted ({self.reason})'}"
         mfu = (f", MFU {self.mfu:.1%} → {self.predicted_mfu:.1%}" if self.mfu == self.mfu else "")
         return (f"{lead}set {self.setting} → predicted T {self.t_s:.2f} s → {self.predicted_t_s:.2f} s{mfu}"
                 + (f" ({self.memory})" if self.memory else ""))
@@ -100,7 +101,7 @@ def batch_advice(rec: dict[str, Any]) -> HostAdvice:
     predicted = t * max(1.0 / factor, u)
     unclear = gain_unclear(t, predicted, None)
     if unclear:
-        return HostAdvice(keys, loss, t, mfu, reason=unclear)
+        return HostAdvice(keys, loss, t, mfu, reason=unclear, unadvised=True)
     return HostAdvice(keys, loss, t, mfu, predicted, mfu * t / predicted if mfu == mfu else math.nan, memory)
 
 

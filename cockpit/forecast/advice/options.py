@@ -46,6 +46,7 @@ class Advice:
     reason: str = ""  # why it is not predicted
     alternatives: tuple[Advice, ...] = field(default=(), compare=False)
     label: str = ""  # the term's label for this run (explain.term_label: comm by the kinds it issued)
+    unadvised: bool = False  # predicted, but no faster or within the noise: `reason` says so (gain_unclear)
 
     @property
     def gain_s(self) -> float:
@@ -68,7 +69,7 @@ class Advice:
             return f"{lead}{self.reason}"
         p = self.predicted
         if p is None:
-            return f"{lead}try {self.setting}: not predicted ({self.reason})"
+            return f"{lead}try {self.setting}: {self.reason if self.unadvised else f'not predicted ({self.reason})'}"
         text = (f"{lead}set {self.setting} → predicted T {self.t_s:.2f} s → {p.t_s:.2f} s, "
                 f"E {self.efficiency:.2f} → {p.efficiency:.2f}")
         return text + " (extrapolated)" if p.extrapolated else text
@@ -103,8 +104,7 @@ def advise(rec: dict[str, Any], recorded: Recorded, links: prediction.Links) -> 
         predicted = [o for o in options if o.predicted is not None]
         best = min(predicted, key=lambda o: o.predicted.t_s if o.predicted else math.inf, default=options[0])
         rest = tuple(replace(o, label=label) for o in options if o is not best)
-        out.append(Advice(best.term, loss, best.keys, best.t_s, best.efficiency, best.predicted, best.reason, rest,
-                          label))
+        out.append(replace(best, loss_s=loss, alternatives=rest, label=label))
     return out
 
 
@@ -128,7 +128,7 @@ def _option(term: str, loss: float, keys: tuple[tuple[str, Any], ...], cfg: dict
     if isinstance(p, prediction.NoPrediction):
         return Advice(term, loss, keys, t, e, reason=p.reason)
     unclear = gain_unclear(t, p.t_s, recorded.spread.get(tuple(axes_of(cfg)[a] for a in AXES)))
-    return Advice(term, loss, keys, t, e, reason=unclear) if unclear else Advice(term, loss, keys, t, e, p)
+    return Advice(term, loss, keys, t, e, reason=unclear, unadvised=True) if unclear else Advice(term, loss, keys, t, e, p)
 
 
 # Where the study did not repeat a configuration, the run-to-run noise it must beat is taken as this share of T:
@@ -138,12 +138,12 @@ UNREPEATED_NOISE = 0.10
 
 
 def gain_unclear(t: float, predicted_t: float, spread: tuple[float, int] | None) -> str:
-    """Why a predicted T is not given as a gain, or "": a change predicted no faster is never advised, and a
-    gain within the noise is not given: the spread of T over the study's repeats of the run (max - min)
-    where it repeated it, else UNREPEATED_NOISE of T."""
+    """Why a predicted T is not given as a gain, or "", worded to follow "try <keys>: ": a change predicted
+    slower (or no faster) is never advised, and a gain within the noise is not given: the spread of T over
+    the study's repeats of the run (max - min) where it repeated it, else UNREPEATED_NOISE of T."""
     gain = t - predicted_t
     if gain <= 0:
-        return f"predicted no faster: T {t:.2f} s → {predicted_t:.2f} s"
+        return f"predicted {'slower' if gain < 0 else 'no faster'}, T {t:.2f} s → {predicted_t:.2f} s"
     if spread is not None and gain <= spread[0]:
         return (f"the predicted gain {gain:.2f} s (T {t:.2f} s → {predicted_t:.2f} s) is within the {spread[0]:.2f} s "
                 f"spread of T over {spread[1]} repeated runs")
