@@ -31,7 +31,6 @@ the host clock reads the device's work (`attribution.measured.cuda_sync`).
 
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -108,7 +107,7 @@ class TorchHooks:
                      "closure_calls": 0}
         self.pending_samples = 0  # the samples of the batches handed to the script since the last step's end
         self.undecided: list[Feed] = []  # iterators whose look-ahead the next forward tells
-        self.feeds: list[Any] = []  # weak references to every iterator's Feed (what was fetched and never used)
+        self.feeds: list[Feed] = []  # the iterators' Feeds that may still hold a batch (fetched ahead, never used)
         self.other_wrappers: set[str] = set()  # DataParallel, FSDP...: built, communication not separated
         self._handles: list[Any] = []
         self._restore: list[Callable[[], None]] = []
@@ -256,8 +255,7 @@ class TorchHooks:
             feed = Feed()
             setattr(iterator, FEED_ATTR, feed)
             self.undecided.append(feed)
-            self.feeds.append(weakref.ref(feed))
-            self.feeds = [ref for ref in self.feeds if ref() is not None]
+            self.feeds = [*(f for f in self.feeds if f.held or f.ahead is None), feed]
         return feed
 
     def _wrap_iter(self, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -289,7 +287,7 @@ class TorchHooks:
     def notes(self) -> None:
         """Fill the run's `not_separated` and `measured` from what the hooks saw."""
         run, seen = self.run, self.seen
-        unused = [len(feed.held) for ref in self.feeds if (feed := ref()) is not None and feed.ahead]
+        unused = [len(feed.held) for feed in self.feeds if feed.ahead]
         run.measured.update(seen, comm_buckets=sum(s.buckets for s in self.comm),
                             comm_bytes=sum(s.bytes for s in self.comm), batches_fetched_ahead=sum(unused))
         if self.comm and seen["optimizer_steps"]:  # DDP's buckets per step, as the comm hook counted them

@@ -21,6 +21,7 @@ class ReportInput:
     cluster: str
     results: list[dict[str, Any]]
     source: str  # what the results were read from, for the report's header
+    device: str | None = None  # the study file's [train] device where it was read: what a report with no result calls workers
     failed_jobs: list[dict[str, Any]] = field(default_factory=list)  # jobs that ended without a result
     # configurations of the study without a result: {config_id, group_id, workers, cpus_per_task, status}
     pending: list[dict[str, Any]] = field(default_factory=list)
@@ -136,6 +137,7 @@ def from_store(path: Path, study_name: str | None = None) -> ReportInput:
             problems = store.result_problems(key)
             unreadable = store.unreadable_results(key)
             first = predictions.first(store, key)
+            spec = store.study_settings(key)[3]
     except StoreError as exc:
         raise ReportError(str(exc)) from exc
     finally:
@@ -151,6 +153,20 @@ def from_store(path: Path, study_name: str | None = None) -> ReportInput:
                 "cpus_per_task": c.values.get("cpus_per_task"),
                 "status": "result row not valid JSON" if c.config_id in unreadable else c.state.replace("_", " ")}
                for c in snap.configs if c.config_id not in with_result]
-    return ReportInput(study_name, snap.cluster, results, str(path), failed, pending, problems, store=path,
-                       first=first)
+    return ReportInput(study_name, snap.cluster, results, str(path), _study_device(path, spec), failed, pending,
+                       problems, store=path, first=first)
+
+
+def _study_device(store: Path, spec: str) -> str | None:
+    """The [train] device of the study file a store names (absolute, or beside the store), None where it is
+    gone or does not parse: the results' own device decides then (cockpit.figures.labels.device_of)."""
+    from cockpit.study.spec import SpecError, load_study
+
+    if not spec:
+        return None
+    path = Path(spec) if Path(spec).is_absolute() else store.parent / spec
+    try:
+        return str(load_study(path).train.get("device") or "") or None
+    except (OSError, SpecError):
+        return None
 

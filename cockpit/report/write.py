@@ -94,8 +94,9 @@ def write_report(inp: ReportInput, out: str | Path, now: float | None = None,
 
 
 def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[str], list[list[str]]]]:
-    """(title, intro, headers, body) for each table of the report."""
-    device = labels.device_of_rows(rows)
+    """(title, intro, headers, body) for each table of the report; the workers named as the results name their
+    device, else as the study file does (a report with no result yet)."""
+    device = labels.device_of_rows(rows, inp.device)
     words = labels.worker_word(device)
     out = [
         (
@@ -225,7 +226,7 @@ def _fit_section(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, lis
     """"Largest model per GPU", where it applies: a GPU study's, judged on its site's GPU; a CPU study's only
     where it compares strategies (what they would fit on a GPU is what such a study is for), and it says so;
     none for any other CPU study (the demo's workers have no GPU memory to judge)."""
-    device = labels.device_of_rows(rows)
+    device = labels.device_of_rows(rows, inp.device)
     words = labels.worker_word(device)
     if device == "cpu" and "strategy" not in tables.shown_axes(rows):
         return []
