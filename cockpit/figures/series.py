@@ -153,7 +153,8 @@ def time_vs_cpus(rows: Iterable[dict[str, Any]], pending: Iterable[dict[str, Any
 def left_out(name: str, rows: Iterable[dict[str, Any]]) -> str:
     """Why figure `name` is not drawn, in one line, or "": its x axis (CPUs per task for time_vs_cpus, the
     worker count for the others) holds one value over the runs it would draw, which makes a figure of lone
-    dots. With no such run at all it is drawn, saying "no finished runs yet"."""
+    dots. "" with no such run at all (the TUI draws the figure saying "no finished runs yet"; the report
+    leaves out all four in one line)."""
     drawn = [r for r in rows if usable(r)]
     if not drawn:
         return ""

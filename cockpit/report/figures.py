@@ -66,7 +66,7 @@ def write_figures(rows: list[dict[str, Any]], out: Path, pending: list[dict[str,
     paths: dict[str, Drawn] = {}
     titles = series.titles(labels.device_of_rows(rows))
     for name in series.NAMES:
-        if series.left_out(name, rows):
+        if left_out(rows) == [NONE_YET] or series.left_out(name, rows):
             continue
         fig, ax = draw_figure(name, rows, pending)
         values = printed(name, rows, pending)
@@ -81,8 +81,14 @@ def write_figures(rows: list[dict[str, Any]], out: Path, pending: list[dict[str,
     return paths
 
 
+NONE_YET = "No figure yet: no run has finished beside its group's baseline."
+
+
 def left_out(rows: list[dict[str, Any]]) -> list[str]:
-    """One line per figure write_figures leaves out, saying why (cockpit.figures.series.left_out)."""
+    """One line per figure write_figures leaves out, saying why (cockpit.figures.series.left_out); NONE_YET alone
+    where no run can be drawn, so none of the four figures is drawn empty."""
+    if not any(series.usable(r) for r in rows):
+        return [NONE_YET]
     return [line for name in series.NAMES if (line := series.left_out(name, rows))]
 
 

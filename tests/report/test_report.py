@@ -148,7 +148,8 @@ def test_empty_store_gives_empty_report(tmp_path: Path):
     files = write_report(load_input(tmp_path / "empty.sqlite"), tmp_path / "out")
     assert files.configurations == 0
     assert "_none yet_" in files.markdown.read_text()
-    assert all(f.path.read_bytes().startswith(PNG) for f in files.figures.values())
+    assert files.figures == {} and "_No figure yet: no run has finished beside its group's baseline._" in \
+        files.markdown.read_text()
 
 
 @pytest.mark.parametrize(
@@ -174,3 +175,17 @@ def test_store_with_other_study_is_refused(store_copy: Path, tmp_path: Path, cap
         load_input(store_copy, "other")
     assert cli(["report", str(store_copy), "--study", "other", "--out", str(tmp_path)]) == 2
     assert "no study 'other'" in capsys.readouterr().err
+
+
+def test_a_report_with_no_result_names_the_workers_as_the_study_file_does(store_copy: Path, tmp_path: Path):
+    """The recorded study runs on CPU workers: before any result its report says "workers", as it does after."""
+    shutil.copy(FIXTURE / "study.toml", store_copy.parent / "study.toml")  # the study file the store names
+    with_results = load_input(store_copy)
+    nothing = load_input(store_copy)
+    assert with_results.device == "cpu"
+    nothing.results = []
+    texts = [write_report(inp, tmp_path / name).markdown.read_text()
+             for name, inp in (("results", with_results), ("nothing", nothing))]
+    for text in texts:
+        assert "per number of workers N" in text and "N is the number of workers" in text
+        assert "GPUs N" not in text and "number of GPUs" not in text
