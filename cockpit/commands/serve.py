@@ -48,10 +48,14 @@ def main(args: argparse.Namespace) -> int:
     problem = open_command.refusal(args) or _bad_port(args.port) or _bad_public_url(args.public_url)
     if problem:
         return error(problem)
-    token = os.environ.pop(TOKEN_VARIABLE, None) or secrets.token_urlsafe(32)  # not handed to the cockpits
-    if not TOKEN_FORM.fullmatch(token):
-        return error(f"{TOKEN_VARIABLE}: expected at least 16 of A-Z a-z 0-9 _ -, got {len(token)} characters "
+    given = os.environ.pop(TOKEN_VARIABLE, None)  # not handed to the cockpits
+    if given == "":
+        return error(f"{TOKEN_VARIABLE} is set but empty; give at least 16 of A-Z a-z 0-9 _ -, or unset it for a "
+                     "fresh token")
+    if given is not None and not TOKEN_FORM.fullmatch(given):
+        return error(f"{TOKEN_VARIABLE}: expected at least 16 of A-Z a-z 0-9 _ -, got {len(given)} characters "
                      "of another form")
+    token = given if given is not None else secrets.token_urlsafe(32)
     try:
         sock = listen(args.host, args.port)
     except OSError as exc:

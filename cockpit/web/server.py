@@ -16,8 +16,10 @@ from __future__ import annotations
 import asyncio
 import hmac
 import html
+import re
 import signal
 import socket
+import sys
 from collections.abc import Awaitable, Callable
 from importlib.resources import files
 from urllib.parse import urlsplit
@@ -25,7 +27,10 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from textual_serve.server import Server, to_int
 
+from cockpit.web.tab import TabCockpit
+
 REFUSED = "cockpit: wrong or missing token in the URL; open the URL `cockpit serve` printed\n"
+NOT_A_WEBSOCKET = "cockpit: this is the page's websocket, which a browser opens; open the page (the URL without ws)\n"
 INDEX = files(__package__).joinpath("index.html").read_text(encoding="utf-8")
 
 QUIT_S = 20.0  # how long a stop waits for the open tabs' cockpits to quit
@@ -36,6 +41,18 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 def public_path(public_url: str | None) -> str:
     """The sub-path a reverse proxy serves us at ("" for none): `https://h/rnode/n1/8765/` -> `/rnode/n1/8765`."""
     return urlsplit(public_url or "").path.rstrip("/")
+
+
+def proxy_paths(public_url: str | None) -> list[str]:
+    """Every path prefix the token may follow: none (a proxy that strips its sub-path), the public path, and
+    for Open OnDemand's `/rnode/HOST/PORT` its twin `/node/HOST/PORT` (the portal passes that one on), and
+    the other way round, so either link reaches the cockpit."""
+    path = public_path(public_url)
+    paths = {"", path}
+    twin = re.fullmatch(r"/(r?)node(/[^/]+/\d+)", path)
+    if twin:
+        paths.add(f"/{'' if twin.group(1) else 'r'}node{twin.group(2)}")
+    return sorted(paths)
 
 
 def address(host: str, port: int) -> str:
@@ -57,7 +74,7 @@ class CockpitServer(Server):
         super().__init__(command, title=title, public_url=public_url)
         self.token = token
         # where the token sits: at the root (a proxy that strips its sub-path, or none) and under the public path
-        self.bases = sorted({"", public_path(public_url)})
+        self.bases = proxy_paths(public_url)
         self.tabs: set[asyncio.Task[object]] = set()  # the open tabs' websocket handlers
 
     def authorised(self, path: str) -> bool:
@@ -97,9 +114,33 @@ class CockpitServer(Server):
         assert task is not None
         self.tabs.add(task)
         try:
-            return await self.handle_websocket(request)
+            return await self._serve_tab(request)
         finally:
             self.tabs.discard(task)
+
+    async def _serve_tab(self, request: web.Request) -> web.StreamResponse:
+        """As textual-serve's handle_websocket, with the tab's cockpit a TabCockpit (its failure said in the page) and a
+        request that is no websocket handshake answered 400 in one line (textual-serve printed two tracebacks)."""
+        websocket = web.WebSocketResponse(heartbeat=15)
+        if not websocket.can_prepare(request).ok:
+            return web.Response(status=400, text=NOT_A_WEBSOCKET)
+        width = to_int(request.query.get("width", "80"), 80)
+        height = to_int(request.query.get("height", "24"), 24)
+        tab: TabCockpit | None = None
+        try:
+            await websocket.prepare(request)
+            tab = TabCockpit(self.command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
+                             close=websocket.close, download_manager=self.download_manager, debug=self.debug)
+            await tab.start(width, height)
+            await self._process_messages(websocket, tab)
+        except asyncio.CancelledError:
+            await websocket.close()
+        except Exception as exc:  # the tab's message could not be read, or its cockpit not started: one line
+            print(f"cockpit: a tab ended on {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        finally:
+            if tab is not None:
+                await tab.stop()
+        return websocket
 
     async def close_tabs(self, app: web.Application) -> None:
         """On a stop, every open tab's cockpit is told to quit and awaited, so none outlives the server."""

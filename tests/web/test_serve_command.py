@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -21,7 +22,7 @@ import pytest
 from cockpit.cli import build_parser
 from cockpit.cli import main as cli
 from cockpit.commands.serve import TOKEN_VARIABLE, cockpit_command
-from cockpit.web.server import page_url, public_path
+from cockpit.web.server import NOT_A_WEBSOCKET, page_url, public_path
 from tests.control.test_browse_demo_store import unprivileged_user
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,6 +109,9 @@ def test_a_token_from_the_environment_must_be_long_and_url_safe(capsys: pytest.C
                                              "characters of another form")
     monkeypatch.setenv(TOKEN_VARIABLE, "a/b" * 10)
     assert refusal([str(STORE)], capsys).startswith(f"{TOKEN_VARIABLE}: expected")
+    monkeypatch.setenv(TOKEN_VARIABLE, "")  # set but empty: refused, never a silent fresh token
+    assert refusal([str(STORE)], capsys) == (f"{TOKEN_VARIABLE} is set but empty; give at least 16 of A-Z a-z 0-9 _ -, "
+                                             "or unset it for a fresh token")
 
 
 def test_an_address_other_machines_reach_is_said_and_the_token_from_the_environment_used(tmp_path: Path) -> None:
@@ -127,6 +131,15 @@ def test_an_address_other_machines_reach_is_said_and_the_token_from_the_environm
         assert url == f"/rnode/node01/8765/{token}/"
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/{token}/", timeout=30) as answer:
             assert answer.status == 200
+        # the portal's other link to the same app passes its sub-path on (docs/serve.md: both open the cockpit)
+        for prefix in ("/rnode/node01/8765", "/node/node01/8765"):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{prefix}/{token}/", timeout=30) as answer:
+                assert answer.status == 200, prefix
+        # the websocket's address asked as a page: 400 and one line, no traceback on the server's stderr
+        with pytest.raises(urllib.error.HTTPError) as plain:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/{token}/ws", timeout=30)
+        assert plain.value.code == 400
+        assert plain.value.read().decode() == NOT_A_WEBSOCKET
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
