@@ -53,7 +53,8 @@ EXIT_REASONS = {
 }
 
 RESULT_STATUSES = ("completed", "failed")
-RESULT_KIND = "hlm-run-result"
+RESULT_KIND = "hlm-run-result"  # the project's trainer (trainer/rundir.write_result)
+SCRIPT_RESULT_KIND = "script-run-result"  # any other script, through this library (runcontract.Run)
 
 # The parts of T, in the order every table shows them: result.json breakdown_s, metrics.jsonl `<part>_s`, the
 # cockpit's overhead terms.

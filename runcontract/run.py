@@ -384,7 +384,7 @@ class Run:
         t = timing["train_time_s"]
         hosts = sorted({str(r.get("host")) for r in ranks})
         return {
-            "schema_version": SCHEMA_VERSION, "kind": contract.RESULT_KIND,
+            "schema_version": SCHEMA_VERSION, "kind": contract.SCRIPT_RESULT_KIND,
             "status": status, "config_id": str(config.get("config_id") or self.run_dir.name),
             "group_id": config.get("group_id"), "study": config.get("study"), "config": config,
             "world_size": self.world_size, "nodes": len(hosts), "hostnames": hosts,

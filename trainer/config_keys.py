@@ -403,6 +403,9 @@ class RunKeys:
     share_group: str | None = key(None, "the Unix group the run's files are shared with ([cluster].share_group); "
                                   "unset: private to the owner (0700 / 0600)", study=False, flag="",
                                   rule=is_group_name, expected_words="a Unix group name", effect=NAMES_RUN)
+    launch: dict | None = key(None, "how the job started: [cluster]'s container, python, modules and env (the "
+                              "cockpit compares a finished run's with what the study asks now)", study=False, flag="",
+                              effect=NAMES_RUN)
 
 
 def _preflight_files(v: Any) -> bool:

@@ -28,6 +28,9 @@ def add_submit_flags(parser: argparse.ArgumentParser) -> None:
     """The flags of every command that submits a study (`open`, `run`)."""
     parser.add_argument("--force", action="store_true", help="submit even if the estimate exceeds the budget")
     parser.add_argument("--resubmit-failed", action="store_true", help="submit failed configurations again")
+    parser.add_argument("--rerun-changed", action="store_true",
+                        help="run again the configurations whose settings changed since they ran (the earlier run "
+                             "is kept: its directory under history/, its result in the store's history)")
     parser.add_argument("--skip-preflight", action="store_true",
                         help="submit without a passed preflight of this study file (see `cockpit preflight`)")
     parser.add_argument("--baseline-first", action="store_true",
@@ -53,7 +56,7 @@ def open_study(path: str, args: argparse.Namespace | None = None,
         if args is None:
             return open_session(study)
         return open_session(study, force=args.force, resubmit_failed=args.resubmit_failed,
-                            baseline_first=args.baseline_first, preflight=not args.skip_preflight)
+                            rerun_changed=args.rerun_changed, baseline_first=args.baseline_first, preflight=not args.skip_preflight)
     except StoreError as exc:
         error(str(exc))
         return None

@@ -42,6 +42,14 @@ class JsonProgress(PlainProgress):
         """Free-text lines (the preflight's progress) become `message` events."""
         self.emit("message", text=line)
 
+    def changed(self, plan) -> None:  # noqa: ANN001 - Plan
+        """`changed`: a configuration whose finished run ran other settings than the study asks, the keys with
+        the value it ran and the value asked; `rerun` true where --rerun-changed runs it again."""
+        for line in plan.lines:
+            if line.changes:
+                self.emit("changed", config_id=line.config_id, label=line.label, rerun=line.status == "submit",
+                          keys=[{"key": c.key, "ran": c.ran, "asked": c.asked} for c in line.changes])
+
     def _on_connection(self, state, detail: str) -> None:  # noqa: ANN001 - ConnectionState
         self.emit("connection", state=str(state), detail=detail)
 

@@ -324,8 +324,8 @@ def _taken(study) -> dict[str, list]:  # noqa: ANN001
     return {name: values for name, values in study.sweep.items() if name in names}
 
 
-STATUS_WORDS = {"done": "done", "active": "queued or running",
-                "failed": "failed (cockpit run --resubmit-failed runs them again)"}
+STATUS_WORDS = {"done": "done", "changed": "changed since they ran (cockpit run --rerun-changed runs them again)",
+                "active": "queued or running", "failed": "failed (cockpit run --resubmit-failed runs them again)"}
 
 
 def plan_summary(study, plan: Plan | None = None, store_path: Path | None = None) -> str:
@@ -362,6 +362,7 @@ def plan_summary(study, plan: Plan | None = None, store_path: Path | None = None
                      + ("EXCEEDS budget" if plan.over_budget else "within budget"))
     if store_path is not None:
         lines.append(f"statuses from the study's store {store_path}")
+    lines += plan.changed_words()
     lines += [f"{group}: {text}" for group, text in plan.recommendations.items()]
     lines += prediction_lines(plan)
     if study.synthetic_default and study.workload.reads_study_data:

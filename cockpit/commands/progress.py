@@ -85,6 +85,11 @@ class PlainProgress:
     def counts(self) -> Counts:
         return self.session.store.snapshot(self.session.study.name).counts
 
+    def changed(self, plan) -> None:  # noqa: ANN001 - Plan
+        """The configurations whose run ran other settings than the study asks, one line each (before start)."""
+        for line in plan.changed_words():
+            self.say(line)
+
     def events(self, report) -> list[str]:  # noqa: ANN001 - TickReport
         """What happened this tick: submissions, and each ended job with its final state and reason."""
         if report is None:

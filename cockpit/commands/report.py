@@ -41,6 +41,10 @@ def main(args: argparse.Namespace) -> int:
     print(f"{inp.study}: {len(inp.results)} results, {files.configurations} configurations")
     for path in (files.markdown, files.html, files.csv, *(f.path for f in files.figures.values())):
         print(f"  {path}")
+    for line in inp.changed:  # left out of the report: they ran other settings than the study asks
+        print(f"  {line}")
+    for line in inp.left_out:  # the report is whole; it goes on without what these lines name
+        error(f"{inp.source}: {line}")
     for problem in inp.problems:  # the report was written without these runs
         error(f"{inp.source}: {problem}")
     return 2 if inp.problems else 0

@@ -80,7 +80,6 @@ async def run_headless(session: StudySession, out: Path, *, timeout_s: float | N
 
     try:
         try:
-            progress.changed(session.runner.plan())
             await session.runner.start()
         except PreflightFailed as exc:
             return failed_preflight(exc)
@@ -90,6 +89,7 @@ async def run_headless(session: StudySession, out: Path, *, timeout_s: float | N
             return error(f"cannot start {session.study.name}: {exc}")
         except StoreFull as exc:  # the laptop's disk: one line, nothing written before is lost
             return error(str(exc))
+        progress.changed(session.runner.plan())
         progress.tick(None)
         try:
             await session.runner.run(timeout_s=timeout_s, on_tick=progress.tick)

@@ -27,6 +27,7 @@ from cockpit.figures.quality import quality_of
 from cockpit.forecast import advice, prediction
 from cockpit.forecast.advice.host_bound import advise_host_bound
 from cockpit.study.spec import AXES, SCALE_AXES, Configuration
+from cockpit.workloads import WORKLOADS
 from cockpit.workloads.base import key_words
 from trainer.config_keys import AXIS_KEYS
 from trainer.rundir import COMM_KINDS, MEMORY_FIGURES
@@ -74,10 +75,11 @@ def run_row(result: dict[str, Any]) -> dict[str, Any]:
     # a result written before a later axis existed ran at that axis's default (config_keys.shows)
     row: dict[str, Any] = {k.name: _plain(cfg.get(k.name, result.get(k.name, None if k.axis and k.axis.core
                                                                      else k.default))) for k in AXIS_KEYS}
-    missing = [a for a in AXES if row[a] is None]
     row["keys"] = key_words(cfg.get("keys") or {})  # a script workload's own keys: part of its identity
     workload = cfg.get("workload")
     row["workload"] = str(workload.get("kind") or "hlm") if isinstance(workload, dict) else "hlm"
+    kind = WORKLOADS.get(row["workload"])
+    missing = [a for a in (kind.axes if kind is not None else AXES) if row[a] is None]  # the axes its workload takes
     row.update(
         config_id=result.get("config_id"),
         group_id=result.get("group_id"),
@@ -169,13 +171,18 @@ def _same_group(row: dict[str, Any]) -> tuple:
     return (*(row[a] for a in GROUP_AXES), row["keys"])
 
 
+AXIS_DEFAULTS = {k.name: k.default for k in AXIS_KEYS}
+
+
 def _identity(run: dict[str, Any]) -> dict[str, Any]:
     """config_id and group_id as the result names them (else derived from its axes), workers, baseline."""
-    if any(run[a] is None for a in AXES):
+    kind = WORKLOADS.get(run["workload"])
+    if any(run[a] is None for a in (kind.axes if kind is not None else AXES)):
         return {"config_id": run["config_id"] or "?", "group_id": run["group_id"] or "?", "workers": None,
                 "baseline": False}
     keys = ((run.get("result") or {}).get("config") or {}).get("keys") or {}
-    cfg = Configuration(**{a: run[a] for a in AXES}, keys=tuple(keys.items()))
+    # an axis its workload does not take stands at its default, as in the study's matrix
+    cfg = Configuration(**{a: AXIS_DEFAULTS[a] if run[a] is None else run[a] for a in AXES}, keys=tuple(keys.items()))
     return {"config_id": run["config_id"] or cfg.config_id, "group_id": run["group_id"] or cfg.group_id,
             "workers": cfg.workers, "baseline": cfg.is_baseline}
 

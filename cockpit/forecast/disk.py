@@ -51,6 +51,9 @@ class Footprint:
 
     def words(self) -> str:
         """`12.3 MB = 4 runs x checkpoints and models (20.1 k parameters, 16 B each) ...`: the result with its inputs."""
+        if not self.parameters and not self.shards_bytes:  # a script's: only the run files the cockpit knows
+            return (f"{size_words(self.total_bytes)} = {self.runs} runs' logs and run files "
+                    f"{size_words(self.logs_bytes)} (the workload's own checkpoints and outputs are not sized)")
         return (f"{size_words(self.total_bytes)} = {self.runs} runs' checkpoints and models "
                 f"{size_words(self.checkpoints_bytes)} ({self.parameters:,} parameters at most, "
                 f"{CHECKPOINT_BYTES_PER_PARAM + MODEL_BYTES_PER_PARAM} B each) + saves in flight "
@@ -59,7 +62,10 @@ class Footprint:
 
 
 def run_parameters(study: Study, cfg: Configuration) -> int:
-    """The configuration's parameter count (cockpit.forecast.gpu_fit.parameters: the trainer's model)."""
+    """The configuration's parameter count (cockpit.forecast.gpu_fit.parameters: the trainer's model); 0 for a
+    workload whose model the cockpit does not know (a script: its checkpoints are its own, not sized)."""
+    if not study.workload.reads_study_data:
+        return 0
     m = study.model
     # [model] has no vocab: the tokenizer's bins (samples) and its specials are the embedding's rows
     vocab = N_SPECIAL + int(study.datasets[cfg.dataset].tokenizer.get("vocab") or TOKENIZER["vocab"].default)
@@ -79,6 +85,8 @@ def run_bytes(study: Study, cfg: Configuration) -> tuple[int, int]:
 
 def shard_bytes(study: Study, workdir: str, dataset_bytes: dict[str, int] | None = None) -> tuple[int, str]:
     """Token shards the study prepares inside the work directory, and a note where they are not counted."""
+    if not study.workload.reads_study_data:
+        return 0, ""
     if not study.token_cache.startswith(workdir.rstrip("/") + "/"):
         return 0, "token cache outside the work directory"
     total, unknown = 0, []

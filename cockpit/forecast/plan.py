@@ -7,7 +7,7 @@ agree on which configurations are still to run and what they cost.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -16,13 +16,15 @@ from cockpit.figures.energy import J_PER_KWH
 from cockpit.forecast import interval, prediction, prediction_words
 from cockpit.forecast.advice.effects import axes_of
 from cockpit.forecast.analysis import analyse
+from cockpit.study.changes import NO_CONFIG, Change, changes_words
 from cockpit.study.spec import AXES, Configuration
 
 if TYPE_CHECKING:
     from cockpit.study.spec import Study
 
-# "submit": to run; "done": has a valid result; "active": a job is queued or running; "failed": its last
-# job ended without a result (submitted again only on request); "too big": does not fit a node.
+# "submit": to run; "done": has a valid result; "changed": has one, run with other settings than the study now
+# asks (cockpit.study.changes; submitted again only on request); "active": a job is queued or running; "failed":
+# its last job ended without a result (submitted again only on request); "too big": does not fit a node.
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class PlanLine:
     kwh: float | None = None  # energy over T: measured where done, else the baseline's power x GPUs x predicted T
     first: prediction.Prediction | None = None  # its prediction as first made (cockpit/store/predictions.py)
     spread: interval.Spread | None = None  # the study's measured misses (cockpit.forecast.interval.error_model)
+    changes: tuple[Change, ...] = ()  # "changed": the keys its finished run ran otherwise, old value to new
 
     @property
     def figures(self) -> prediction.Prediction | None:
@@ -102,6 +105,7 @@ class Plan:
     local: bool = False  # this machine's cores: no node-hours are spent
     upper_bound: bool = False  # some run's hours rest on the time limit alone: the estimate is a ceiling
     spread: interval.Spread | None = None  # what every prediction's interval rests on (cockpit.forecast.interval)
+    unknown: tuple[str, ...] = ()  # done configurations whose result kept no config (changes.NO_CONFIG)
 
     @property
     def to_submit(self) -> list[PlanLine]:
@@ -167,6 +171,20 @@ class Plan:
                 "(over T: the group's 1x1 baseline's measured power per GPU x GPUs x predicted T; start-up, "
                 "evaluation and idle nodes not included)")
 
+    def changed_words(self) -> list[str]:
+        """One line per "changed" configuration naming the keys, old value to new, and one for the runs that kept
+        no config: what plan, TUI, headless and report print (`cockpit run --rerun-changed` runs them again)."""
+        groups: dict[str, list[PlanLine]] = {}
+        for line in self.lines:
+            if line.status == "changed":
+                groups.setdefault(changes_words(line.changes), []).append(line)
+        out = [f"{lines[0].label} ({lines[0].config_id}): changed since it ran: {words}" if len(lines) == 1 else
+               f"{len(lines)} configurations ({', '.join(line.config_id for line in lines)}) changed since they ran: "
+               f"{words}" for words, lines in groups.items()]
+        if self.unknown:
+            out.append(f"{len(self.unknown)} done configuration(s) ({', '.join(self.unknown)}): {NO_CONFIG}")
+        return out
+
     def count(self, status: str) -> int:
         return sum(1 for line in self.lines if line.status == status)
 
@@ -218,7 +236,8 @@ def hours(value: float | None) -> str:
 def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: float = 0.0,
               cluster: str | None = None, results: Iterable[dict[str, Any]] = (), cores: int | None = None,
               measured: prediction.Links | None = None,
-              first: Mapping[str, prediction.Prediction] | None = None) -> Plan:
+              first: Mapping[str, prediction.Prediction] | None = None,
+              changed: Mapping[str, tuple[Change, ...]] | None = None, unknown: Sequence[str] = ()) -> Plan:
     """The plan of every configuration of the matrix; ``statuses`` gives those that are not to submit
     (by config id); a configuration that cannot fit a node is "too big" unless it is already done or
     active (a result recorded on a larger machine is still a result: it is not submitted again).
@@ -230,7 +249,9 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
     preflight measured, between the runs' own probes and the site profile. ``first``: each configuration's
     prediction as first made (cockpit/store/predictions.py); the misses of those that have since finished,
     and the spread of repeated runs, give every prediction its interval (cockpit.forecast.interval), and the
-    prediction itself is refit: made again now, from the links the finished runs measured."""
+    prediction itself is refit: made again now, from the links the finished runs measured. ``changed``: the keys
+    each "changed" configuration's run ran otherwise (cockpit.study.changes); ``unknown``: the done ones whose
+    result kept no config."""
     statuses = statuses or {}
     first = first or {}
     results = list(results)
@@ -261,7 +282,7 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
         hours = figures.node_hours if figures is not None else study.node_hours(cfg)
         kwh = energies.get(cfg.config_id) if run is not None else predicted_kwh(base, pred)
         lines.append(PlanLine(cfg.label, hours, status, cfg.config_id, pred, cfg.group_id, run, cfg.nodes, kwh,
-                              first.get(cfg.config_id)))
+                              first.get(cfg.config_id), changes=(changed or {}).get(cfg.config_id, ())))
     spread = interval.error_model([m for line in lines if (m := line.miss()) is not None], _repeats(results))
     lines = [replace(line, spread=spread) for line in lines]
     c = study.cluster
@@ -282,6 +303,7 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
         lines=lines,
         hours_per_run=study.hours_per_run(),
         budget=c.node_hour_budget,
+        unknown=tuple(unknown),
         used=used,
         basis=basis,
         node_cores=min(c.cores_per_node, cores) if cores is not None else c.cores_per_node,

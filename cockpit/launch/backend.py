@@ -6,6 +6,7 @@ One base class so the runner, the TUI and the headless mode never care which one
 from __future__ import annotations
 
 import asyncio
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -286,6 +287,16 @@ class Backend(ABC):
     def storage_tool(self) -> str:
         """The tool the site profile names for the work directory's space (df on this machine)."""
         return "df"
+
+    async def keep_aside(self, run_dir: str, to: str) -> None:
+        """Move a finished run's directory to `to` (its configuration's settings changed and it runs again: the
+        old run is kept as history). Default: on this machine."""
+        try:
+            os.makedirs(os.path.dirname(to), mode=0o700, exist_ok=True)
+            if os.path.exists(run_dir):
+                os.rename(run_dir, to)
+        except OSError as exc:
+            raise BackendError(f"cannot move {run_dir} to {to}: {exc.strerror or exc}") from exc
 
     async def list_run_dirs(self) -> list[str] | None:
         """Configuration ids that have a run directory, in one round trip; None when the backend has no

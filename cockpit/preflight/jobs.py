@@ -112,7 +112,7 @@ def job_config(study: Study, job: PreflightJob, study_dir: str) -> dict[str, Any
         "datasets": datasets,
         **({"files": list(study.workload.files_needed())} if study.workload.files_needed() else {}),
         "workdir": f"{study_dir.rstrip('/')}/runs",
-        "token_cache": study.token_cache,
+        "token_cache": study.token_cache if study.workload.reads_study_data else "",  # none: a script's own data
         "probe_bytes": PROBE_BYTES,
         "timeout_s": time_limit_minutes(study) * 60,
         **({"share_group": study.cluster.share_group} if study.cluster.share_group else {}),

@@ -6,9 +6,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cockpit.figures.run_files import with_local_run_files, with_run_files
+from cockpit.figures.run_files import unreadable as unreadable_dirs
+from cockpit.figures.run_files import unreadable_words, with_local_run_files, with_run_files
 from cockpit.forecast.prediction import Prediction
-from cockpit.study.spec import SQLITE_HEADER
+from cockpit.study.changes import changes_words, run_changes
+from cockpit.study.spec import SQLITE_HEADER, Study
 
 
 class ReportError(ValueError):
@@ -32,6 +34,11 @@ class ReportInput:
     runs: Path | None = None
     # each configuration's prediction as first made, before it ran (cockpit/store/predictions.py), by config id
     first: dict[str, Prediction] = field(default_factory=dict)
+    # what the report goes on without, one line each: run directories this account cannot read
+    left_out: list[str] = field(default_factory=list)
+    # configurations whose result ran other settings than the study file now asks (cockpit.study.changes), one
+    # line each naming the keys: left out of the figures, counted as without a result
+    changed: list[str] = field(default_factory=list)
 
 
 STORE_SUFFIXES = (".sqlite", ".db", ".sqlite3")
@@ -90,7 +97,7 @@ def _from_study(path: Path) -> ReportInput:
     local_dir = local_study_dir(study)
     store = store_path_for(study)
     if store.exists():
-        return from_store(store, study.name)
+        return without_changed(from_store(store, study.name), study)
     if local_dir is None:
         raise ReportError(
             f"{path}: no cockpit store for study {study.name!r} at {store}; run `cockpit run {path}` first"
@@ -100,6 +107,26 @@ def _from_study(path: Path) -> ReportInput:
     inp.pending = [{"config_id": c.config_id, "group_id": c.group_id, "workers": c.workers,
                     "cpus_per_task": c.cpus_per_task, "status": "no result"}
                    for c in study.matrix() if c.config_id not in have]
+    return without_changed(inp, study)
+
+
+def without_changed(inp: ReportInput, study: Study) -> ReportInput:
+    """The input with each result whose run ran other settings than `study` now asks moved to the configurations
+    without a result, and one line naming its keys (a report never shows such a run as the study's)."""
+    by_id = {cfg.config_id: cfg for cfg in study.matrix()}
+    kept = []
+    for result in inp.results:
+        cfg = by_id.get(str(result.get("config_id")))
+        found = run_changes(study, cfg, result) if cfg is not None else None
+        if not found:
+            kept.append(result)
+            continue
+        words = changes_words(found)
+        inp.pending.append({"config_id": cfg.config_id, "group_id": cfg.group_id, "workers": cfg.workers,
+                            "cpus_per_task": cfg.cpus_per_task, "status": f"changed: {words}"})
+        inp.changed.append(f"{cfg.label} ({cfg.config_id}): changed since it ran: {words}; left out "
+                           "(`cockpit run --rerun-changed` runs it again)")
+    inp.results = kept
     return inp
 
 
@@ -142,6 +169,7 @@ def from_store(path: Path, study_name: str | None = None) -> ReportInput:
         raise ReportError(str(exc)) from exc
     finally:
         store.close()
+    private = unreadable_dirs(run_dirs)  # another account's run directories: their files left out, in one line
     results = with_local_run_files(results, run_dirs)
     with_result = {r.get("config_id") for r in results}
     failed = [
@@ -154,7 +182,7 @@ def from_store(path: Path, study_name: str | None = None) -> ReportInput:
                 "status": "result row not valid JSON" if c.config_id in unreadable else c.state.replace("_", " ")}
                for c in snap.configs if c.config_id not in with_result]
     return ReportInput(study_name, snap.cluster, results, str(path), _study_device(path, spec), failed, pending,
-                       problems, store=path, first=first)
+                       problems, store=path, first=first, left_out=[unreadable_words(private)] if private else [])
 
 
 def _study_device(store: Path, spec: str) -> str | None:

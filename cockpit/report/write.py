@@ -258,6 +258,8 @@ def _counts(inp: ReportInput) -> str:
         text += f", {len(inp.results) - done} failed"
     if inp.pending:
         text += f"; {len(inp.pending)} configurations without a result yet"
+        if inp.changed:
+            text += f" ({len(inp.changed)} of them changed since they ran: {'; '.join(inp.changed)})"
         if inp.failed_jobs:
             text += f" ({len(inp.failed_jobs)} of them failed: see 'Jobs without a result')"
     return text

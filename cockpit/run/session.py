@@ -75,7 +75,7 @@ class StudySession:
         return self.store.snapshot(self.study.name).counts.failed > 0
 
 
-def open_session(study: Study, *, force: bool = False, resubmit_failed: bool = False,
+def open_session(study: Study, *, force: bool = False, resubmit_failed: bool = False, rerun_changed: bool = False,
                  baseline_first: bool = False, preflight: bool = False) -> StudySession:
     """The study's store, backend and runner (nothing is connected or submitted yet). ``preflight``: the
     runner submits only once the study file's preflight has passed (the CLI's default)."""
@@ -83,5 +83,5 @@ def open_session(study: Study, *, force: bool = False, resubmit_failed: bool = F
 
     store = store_for(study)
     runner = StudyRunner(study, backend_for(study), store, force=force, resubmit_failed=resubmit_failed,
-                         baseline_first=baseline_first, preflight=preflight)
+                         rerun_changed=rerun_changed, baseline_first=baseline_first, preflight=preflight)
     return StudySession(study, store, runner)

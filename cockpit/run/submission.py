@@ -5,11 +5,13 @@ intent committed -> submit -> job id committed."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from cockpit.launch.backend import BackendError, OutcomeUnknown, SubmitLater, UserLimits
 from cockpit.store.snapshot import ACTIVE_STATES
+from cockpit.study.changes import Change, changes_words
 
 if TYPE_CHECKING:
     from cockpit.forecast.plan import Plan
@@ -86,6 +88,13 @@ async def submit_more(
             if committed + line.node_hours > budget + 1e-9:
                 store.add_problem(key, "budget", f"{cfg.config_id}: not submitted, node-hour budget reached")
                 break
+        if line.changes:  # --rerun-changed: the run it has stands for other settings; kept as history first
+            try:
+                await keep_old_run(scope, cfg, line.changes)
+            except BackendError as exc:
+                store.add_problem(key, "submit", f"{cfg.config_id}: not run again: {exc}")
+                refused.append((cfg.config_id, str(exc)))
+                continue
         row = store.record_intent(key, cfg.config_id)
         _hook(hooks, "before_submit", cfg)
         try:
@@ -113,6 +122,18 @@ async def submit_more(
         active += 1
         committed += line.node_hours
     return submitted
+
+
+async def keep_old_run(scope: RunScope, cfg: Configuration, changes: tuple[Change, ...]) -> str:
+    """A changed configuration's finished run, kept before it runs again: its directory moved to the study's
+    history/ folder and its result to the store's result_history, with one line saying so."""
+    run_dir = await scope.backend.run_dir(cfg)
+    to = f"{run_dir.rsplit('/runs/', 1)[0]}/history/{cfg.config_id}-{time.strftime('%Y%m%d-%H%M%S')}"
+    await scope.backend.keep_aside(run_dir, to)
+    scope.store.retire_result(scope.key, cfg.config_id, to)
+    scope.store.add_problem(scope.key, "rerun", f"{cfg.config_id}: run again for its changed settings "
+                                                f"({changes_words(changes)}); its earlier run is kept in {to}")
+    return to
 
 
 def foundation_unfinished(scope: RunScope, cfg: Configuration, latest: dict[str, JobRecord]) -> bool:

@@ -140,6 +140,19 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (study, config_id)
     );
     """,
+    # 4: results a configuration no longer stands for (its settings changed and it ran again: `cockpit run
+    # --rerun-changed`), kept as history with where their run directory was moved (cockpit/store/results.py)
+    """
+    CREATE TABLE result_history (
+        study INTEGER NOT NULL REFERENCES studies(id),
+        config_id TEXT NOT NULL,
+        job_id TEXT,
+        result_json TEXT NOT NULL,
+        collected_at REAL NOT NULL,
+        retired_at REAL NOT NULL,
+        run_dir TEXT NOT NULL
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # The oldest schema a browsing (read-only) cockpit reads as it is, without migrating it: every migration since

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from cockpit.forecast import plan, prediction, whatif
 from cockpit.store import StudyStore, predictions, preflights
 from cockpit.store.snapshot import ACTIVE_STATES
+from cockpit.study import changes
 from trainer.rundir import EXIT_DISK_FULL
 
 if TYPE_CHECKING:
@@ -22,8 +23,8 @@ if TYPE_CHECKING:
 
 
 def study_plan(study: Study, store: StudyStore | None = None, *, key: int | None = None,
-               resubmit_failed: bool = False, cluster: str | None = None, cores: int | None = None,
-               results: Iterable[dict[str, Any]] = ()) -> plan.Plan:
+               resubmit_failed: bool = False, rerun_changed: bool = False, cluster: str | None = None,
+               cores: int | None = None, results: Iterable[dict[str, Any]] = ()) -> plan.Plan:
     """The plan given what ``store`` knows of the study (without a store, or before the study was
     registered in it, every configuration that fits a node is to submit): what is done, active or failed
     there is not to submit, and its results predict the rest's cost. `cockpit plan`, the TUI's plan
@@ -38,12 +39,17 @@ def study_plan(study: Study, store: StudyStore | None = None, *, key: int | None
             return plan.make_plan(study, cluster=cluster, cores=cores, results=extra)
         key = store.study_key(study.name)
     latest = store.latest_jobs(key)
-    results = [*extra, *store.results(key).values()]
+    recorded = store.results(key)
+    changed = changes.study_changes(study, recorded)
+    results = [*extra, *(r for cid, r in recorded.items() if cid not in changed)]
     statuses: dict[str, str] = {}
     for cfg in study.runnable():
         cid = cfg.config_id
         job = latest.get(cid)
-        if store.has_valid_result(key, cid):
+        if cid in changed and store.has_valid_result(key, cid):
+            if not rerun_changed:
+                statuses[cid] = "changed"
+        elif store.has_valid_result(key, cid):
             statuses[cid] = "done"
         elif job is not None and job.state in ACTIVE_STATES:
             statuses[cid] = "active"
@@ -54,7 +60,8 @@ def study_plan(study: Study, store: StudyStore | None = None, *, key: int | None
     kept = preflights.latest(store, study.name)
     measured = prediction.preflight_links(kept.links, kept.digest) if kept is not None else None
     kept_first = predictions.first(store, key)
-    made = plan.make_plan(study, statuses, store.node_hours_used(key), cluster, results, cores, measured, kept_first)
+    made = plan.make_plan(study, statuses, store.node_hours_used(key), cluster, results, cores, measured, kept_first,
+                          changed, changes.unknown(study, recorded))
     if not store.read_only:  # a configuration predicted for the first time: its first prediction is kept
         predictions.keep_first(store, key, {line.config_id: line.predicted for line in made.lines
                                             if line.predicted is not None and line.measured is None

@@ -8,6 +8,7 @@ A row whose JSON does not parse is left out of `results()` and named by `result_
 from __future__ import annotations
 
 import json
+import sqlite3
 import os
 import time
 from typing import Any
@@ -37,6 +38,23 @@ class Results(Ledger):
                 (study, config_id, job_id, str(result.get("status", "completed")), finite(timing.get("train_time_s")),
                  finite(throughput.get("tokens_per_s")), json.dumps(result, sort_keys=True), time.time()),
             )
+
+    def retire_result(self, study: int, config_id: str, run_dir: str) -> None:
+        """Move a configuration's result into result_history (its settings changed and it runs again), noting
+        where its run directory now lies; the configuration then has no result until the new run's."""
+        with self.tx() as db:
+            db.execute("INSERT INTO result_history SELECT study, config_id, job_id, result_json, collected_at, ?, ? "
+                       "FROM results WHERE study=? AND config_id=?", (time.time(), run_dir, study, config_id))
+            db.execute("DELETE FROM results WHERE study=? AND config_id=?", (study, config_id))
+
+    def result_history(self, study: int) -> list[dict[str, Any]]:
+        """The results retired by a rerun, oldest first: config id, result, when and where its files went."""
+        try:
+            rows = self.db.execute("SELECT config_id, result_json, retired_at, run_dir FROM result_history "
+                                   "WHERE study=? ORDER BY retired_at", (study,)).fetchall()
+        except sqlite3.OperationalError:  # no such table: a browsed store of an earlier schema
+            return []
+        return [{"config_id": c, "result": json.loads(r), "retired_at": t, "run_dir": d} for c, r, t, d in rows]
 
     def results_stamp(self, study: int) -> tuple:
         """Changes whenever a result is added or replaced (put_result sets collected_at): the key of every

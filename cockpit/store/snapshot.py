@@ -184,7 +184,7 @@ def count_states(rows: list[ConfigRow]) -> Counts:
             done += 1
         elif row.state in FAILED_STATES:
             failed += 1
-        elif row.state == "not_submitted":
+        elif row.state in ("not_submitted", "changed"):  # changed: runs again when asked (--rerun-changed)
             not_submitted += 1
         else:
             pending += 1

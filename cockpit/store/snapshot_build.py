@@ -16,9 +16,9 @@ import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from cockpit.figures.run_files import with_local_run_files
+from cockpit.figures.run_files import unreadable, unreadable_words, with_local_run_files
 from cockpit.forecast.analysis import AnalysisCache
 from cockpit.launch.maintenance import Reservation, pending_words, waiting_for_maintenance
 from cockpit.store.ledger import JobRecord, LiveStatus
@@ -32,6 +32,10 @@ from cockpit.store.snapshot import (
     count_states,
 )
 from cockpit.store.telemetry import finite as _f
+from cockpit.study.changes import Change, changes_words, run_changes
+
+if TYPE_CHECKING:
+    from cockpit.study.spec import Study
 
 UNREADABLE_VERDICT = "result row is not valid JSON; see the problems line to re-collect it"
 
@@ -93,7 +97,8 @@ class SnapshotBuilder:
                     gpus.extend(store.gpu_series(key, cid, since=now - gpu_window_s))
                 row = config_row(c, job, results.get(cid), analysis.get(cid, {}), points)
                 rows.append(replace(row, verdict=UNREADABLE_VERDICT) if cid in bad else row)
-            problems = store.result_problems(key) + store.problems(key)
+            private = unreadable(run_dirs)  # another account's run directories: said once, first
+            problems = ([unreadable_words(private)] if private else []) + store.result_problems(key) + store.problems(key)
             used = store.node_hours_used(key)
         live = store.live.get(study_name, LiveStatus())
         return StudySnapshot(
@@ -165,3 +170,26 @@ def config_row(c: dict[str, Any], job: JobRecord | None, res: dict[str, Any] | N
         last_step=last.step if last else None, last_loss=last.loss if last else None, result=res,
         analysis=an or None,
     )
+
+
+def with_changes(snapshot: StudySnapshot, study: Study,
+                 cache: dict[tuple[str, str], tuple[Change, ...] | None] | None = None) -> StudySnapshot:
+    """The snapshot with every completed configuration whose run ran other settings than `study` now asks
+    marked "changed" (cockpit.study.changes), its verdict naming the keys: a view never shows it as done.
+    ``cache``: kept by the caller between snapshots, by config id and the result's finish time."""
+    cache = {} if cache is None else cache
+    by_id = {cfg.config_id: cfg for cfg in study.matrix()}
+    rows = []
+    for row in snapshot.configs:
+        cfg = by_id.get(row.config_id)
+        if cfg is not None and row.state == "completed" and row.result:
+            stamp = (row.config_id, str(row.result.get("finished_at")))
+            if stamp not in cache:
+                cache[stamp] = run_changes(study, cfg, row.result)
+            found = cache[stamp]
+            if found:
+                words = changes_words(found)
+                row = replace(row, state="changed", verdict=f"changed: {words}",
+                              explanation=f"changed since it ran: {words}; `cockpit run --rerun-changed` runs it again")
+        rows.append(row)
+    return replace(snapshot, configs=rows, counts=count_states(rows))

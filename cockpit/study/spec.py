@@ -23,7 +23,6 @@ from cockpit.workloads import Workload, WorkloadError, workload_of
 from cockpit.workloads.base import key_words, value_word
 from cockpit.workloads.hlm import HlmWorkload
 from trainer.config_keys import AXES, SCALE_AXES, AxisKeys, ClusterKeys, config_label, id_values, label_words
-from trainer.rundir import MODEL_FILE
 
 __all__ = ["AXES", "SCALE_AXES", "SYNTHETIC", "Cluster", "Configuration", "Dataset", "SpecError", "Study",
            "config_label", "load_study", "parse_study"]
@@ -195,32 +194,23 @@ class Study:
         return replace(self.baseline_of(cfg), mode="foundation")
 
     def run_config(self, cfg: Configuration) -> dict[str, Any]:
-        """Everything the trainer needs, written as config.json into the run directory."""
-        dataset = self.datasets[cfg.dataset]
-        train = {k: v for k, v in self.train.items() if k not in AXES and v is not None}
-        foundation = self.foundation_of(cfg)
-        if foundation is not None and not train.get("init_checkpoint"):
-            train["init_checkpoint"] = f"{self.run_dir(foundation)}/{MODEL_FILE}"
+        """config.json of a run: the study's own entries (who it is, how its job starts) and the workload's (what
+        its program reads: the trainer's data, model and train keys; a script's command, keys and digests)."""
         return {
             "study": self.name,
             "study_id": self.study_id,
             "config_id": cfg.config_id,
             "group_id": cfg.group_id,
-            **cfg.values(),
-            "data_path": dataset.path,
-            "synthetic": dataset.synthetic,
-            "synthetic_params": dataset.synthetic_params,
-            "tokenizer": dataset.tokenizer,
-            **({"skip_bad_records": True} if dataset.skip_bad_records else {}),
-            **({"split": dict(dataset.split)} if dataset.split else {}),
-            **({"train_data": list(dataset.train_data)} if dataset.train_data else {}),
-            "token_cache": self.token_cache,
-            "prepare_workers": self.prepare_workers,
-            "model": dict(self.model),
-            "train": train,
+            "launch": self.launch_config(),
             **({"share_group": self.cluster.share_group} if self.cluster.share_group else {}),
-            **self.workload.config_json(cfg.key_values),
+            **self.workload.run_config(self, cfg),
         }
+
+    def launch_config(self) -> dict[str, Any]:
+        """config.json's `launch`: what decides the program a job starts, beside the workload's own keys
+        (cockpit.study.changes compares a finished run's with the study's)."""
+        c = self.cluster
+        return {"container": c.container, "python": c.python, "modules": list(c.modules), "env": dict(c.env)}
 
 
 def load_study(path: str | os.PathLike[str]) -> Study:

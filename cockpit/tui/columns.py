@@ -12,7 +12,7 @@ from cockpit.store.snapshot import ConfigRow
 from trainer.config_keys import AXIS, LABEL_ORDER
 
 RUNNING = ("running", "completing")
-STATE_WORDS = {"completed": "done", "not_submitted": "not submitted"}
+STATE_WORDS = {"completed": "done", "not_submitted": "not submitted", "changed": "changed"}
 
 
 def state_word(state: str) -> str:

@@ -11,9 +11,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from trainer.config_keys import ConfigKey
+
+# [train] keys every run directory's writer reads (runcontract.Run: the device, how often it samples): the
+# study core's, whatever the workload
+MEASUREMENT_KEYS = ("device", "metrics_interval_s", "nvml_interval_ms")
 
 
 def key_words(values: Mapping[str, Any]) -> str:
@@ -31,6 +35,53 @@ def workload_keys(row: dict[str, Any]) -> dict[str, Any]:
     """A script workload's own key values of an analysed run (cockpit.forecast.analysis row), by name, from its config.json (none for the HLM)."""
     keys = ((row.get("result") or {}).get("config") or {}).get("keys")
     return dict(keys) if isinstance(keys, dict) else {}
+
+
+def flatten(value: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested tables as dotted keys (`model.layers`, `workload.env.OMP_PLACES`); lists stay values."""
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        name = f"{prefix}.{k}" if prefix else str(k)
+        if isinstance(v, Mapping):
+            out.update(flatten(v, name))
+        else:
+            out[name] = v
+    return out
+
+
+class ConfigurationParts(Protocol):
+    """What a workload reads of one configuration (cockpit.study.spec.Configuration, a layer above)."""
+
+    @property
+    def dataset(self) -> str: ...
+
+    @property
+    def key_values(self) -> dict[str, Any]: ...
+
+    def values(self) -> dict[str, Any]: ...
+
+
+class StudyParts(Protocol):
+    """What a workload reads of its study to write config.json (cockpit.study.spec.Study, a layer above)."""
+
+    @property
+    def train(self) -> dict[str, Any]: ...
+
+    @property
+    def model(self) -> dict[str, Any]: ...
+
+    @property
+    def datasets(self) -> Mapping[str, Any]: ...
+
+    @property
+    def token_cache(self) -> str: ...
+
+    @property
+    def prepare_workers(self) -> int: ...
+
+    def run_dir(self, cfg: Any) -> str: ...
+
+    def foundation_of(self, cfg: Any) -> Any: ...
 
 
 class WorkloadError(ValueError):
@@ -93,9 +144,19 @@ class Workload(ABC):
         """env() and the variable that names the run directory where the program reads it from one."""
         return {**self.env(), **({self.run_dir_env: run_dir} if self.run_dir_env else {})}
 
-    def config_json(self, key_values: Mapping[str, Any]) -> dict[str, Any]:
-        """What config.json holds for this workload beside the study's own entries (none for the HLM)."""
-        return {}
+    def run_config(self, study: StudyParts, cfg: ConfigurationParts) -> dict[str, Any]:
+        """What config.json holds for this workload beside the study's own entries (Study.run_config): the axes
+        it takes and the measurement keys every run directory's writer reads (MEASUREMENT_KEYS)."""
+        values = cfg.values()
+        train = {k: study.train[k] for k in MEASUREMENT_KEYS if study.train.get(k) is not None}
+        return {**{a: values[a] for a in self.axes}, **({"train": train} if train else {})}
+
+    @classmethod
+    def counted_keys(cls, config: Mapping[str, Any]) -> dict[str, Any]:
+        """The dotted keys of one of this workload's config.json files that can change what its run measures
+        (cockpit.study.changes compares a finished run's with the study's ask): its `workload` table and its
+        own keys; a workload adds what its program reads."""
+        return flatten({k: config[k] for k in ("workload", "keys") if k in config})
 
     def describe(self) -> str:
         """The workload in a sentence's words ("HLM trainer", "script workload (mode hooks)")."""

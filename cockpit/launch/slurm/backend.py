@@ -191,6 +191,13 @@ class SlurmBackend(Backend):
         except ValueError as exc:
             raise SlurmError(f"work directory space: {exc} {res.stderr.strip()[:200]}") from exc
 
+    async def keep_aside(self, run_dir: str, to: str) -> None:
+        parent = shlex.quote(to.rsplit("/", 1)[0])
+        res = await self.connection.run(f"mkdir -p -m 700 {parent} && if [ -e {shlex.quote(run_dir)} ]; then "
+                                        f"mv -- {shlex.quote(run_dir)} {shlex.quote(to)}; fi")
+        if res.exit_status != 0:
+            raise SlurmError(f"cannot move {run_dir} to {to}: {res.stderr.strip()[:200]}")
+
     async def list_run_dirs(self) -> list[str]:
         """Configuration ids that have a run directory on the cluster (for reconciliation)."""
         runs = f"{await self.workdir()}/{self.study.name}/runs"

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cockpit.workloads.base import Workload, WorkloadError
-from trainer.config_keys import AXES
+from cockpit.workloads.base import ConfigurationParts, StudyParts, Workload, WorkloadError, flatten
+from trainer.config_keys import AXES, BY_NAME
+from trainer.rundir import MODEL_FILE
+
+# config.json's entries that decide what the trainer reads and builds (the token cache's place and the prepare
+# step's processes decide only where and how fast the shards are made)
+RUN_KEYS = ("data_path", "synthetic", "synthetic_params", "tokenizer", "skip_bad_records", "split", "train_data",
+            "model", "train")
+# [model] and [train] keys as config.json spells them, with the default the trainer takes when one is left out
+DEFAULTS = {k.dest: k.default for k in BY_NAME.values()
+            if k.study and not k.top_level and k.dest.split(".")[0] in ("model", "train")}
+# a fine-tune's start, `.../runs/<id>/model.pt`: the same foundation wherever the study's folder now lies
+RUN_PATH = re.compile(r"^.*/(runs/[^/]+/[^/]+)$")
 
 
 @dataclass(frozen=True)
@@ -32,3 +44,32 @@ class HlmWorkload(Workload):
 
     def worker_args(self, values: Mapping[str, Any], run_dir: str) -> list[str]:
         return ["-m", "trainer", "train", "--run-dir", run_dir]
+
+    def run_config(self, study: StudyParts, cfg: ConfigurationParts) -> dict[str, Any]:
+        dataset = study.datasets[cfg.dataset]
+        train = {k: v for k, v in study.train.items() if k not in AXES and v is not None}
+        foundation = study.foundation_of(cfg)
+        if foundation is not None and not train.get("init_checkpoint"):
+            train["init_checkpoint"] = f"{study.run_dir(foundation)}/{MODEL_FILE}"
+        return {
+            **cfg.values(),
+            "data_path": dataset.path,
+            "synthetic": dataset.synthetic,
+            "synthetic_params": dataset.synthetic_params,
+            "tokenizer": dataset.tokenizer,
+            **({"skip_bad_records": True} if dataset.skip_bad_records else {}),
+            **({"split": dict(dataset.split)} if dataset.split else {}),
+            **({"train_data": list(dataset.train_data)} if dataset.train_data else {}),
+            "token_cache": study.token_cache,
+            "prepare_workers": study.prepare_workers,
+            "model": dict(study.model),
+            "train": train,
+        }
+
+    @classmethod
+    def counted_keys(cls, config: Mapping[str, Any]) -> dict[str, Any]:
+        out = {**DEFAULTS, **flatten({k: config[k] for k in RUN_KEYS if k in config})}
+        start = out.get("train.init_checkpoint")
+        if isinstance(start, str) and (match := RUN_PATH.match(start)):
+            out["train.init_checkpoint"] = match.group(1)
+        return {k: v for k, v in out.items() if v is not None}

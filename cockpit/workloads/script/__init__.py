@@ -9,6 +9,8 @@ library: a few explicit lines, the transformers callback, or no edit at all (mod
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import re
 from collections.abc import Mapping
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cockpit.workloads.base import Workload, WorkloadError
+from cockpit.workloads.base import ConfigurationParts, StudyParts, Workload, WorkloadError
 from runcontract.contract import MODES, RUN_DIR_ENV
 from trainer.config_keys import AXIS_KEYS, ConfigKey, nearest
 
@@ -128,9 +130,29 @@ class ScriptWorkload(Workload):
     def env(self) -> dict[str, str]:
         return dict(self.environment)
 
-    def config_json(self, key_values: Mapping[str, Any]) -> dict[str, Any]:
-        return {"workload": {"kind": self.kind, "mode": self.mode, "command": list(self.command), "work": self.work},
-                "keys": dict(key_values)}
+    def run_config(self, study: StudyParts, cfg: ConfigurationParts) -> dict[str, Any]:
+        workload = {"kind": self.kind, "mode": self.mode, "command": list(self.command), "work": self.work,
+                    "env": dict(self.environment), "digests": self.digests()}
+        return {**super().run_config(study, cfg), "workload": workload, "keys": dict(cfg.key_values)}
+
+    def digests(self) -> dict[str, str]:
+        """The SHA-256 of the script's and its files' content where they are on this machine (a study run here;
+        a cluster's are not read from the laptop): editing the script changes what a run measures."""
+        return {path: digest for path in self.files_needed() if (digest := file_digest(path))}
+
+    @classmethod
+    def counted_keys(cls, config: Mapping[str, Any]) -> dict[str, Any]:
+        out = super().counted_keys(config)
+        command = out.get("workload.command")
+        if isinstance(command, list) and command:  # the script by name: its content is in workload.digests
+            out["workload.command"] = [os.path.basename(str(command[0])), *command[1:]]
+        digests = {k: v for k, v in out.items() if k.startswith("workload.digests.")}
+        for key in digests:  # the files by name, wherever the study's folder now lies
+            del out[key]
+        for key, value in digests.items():
+            out["workload.digests." + os.path.basename(key[len("workload.digests."):])] = value
+        out.pop("workload.work", None)  # how the plan predicts, not what runs
+        return out
 
     def describe(self) -> str:
         return f"script workload (mode {self.mode})"
@@ -234,6 +256,27 @@ def _fill(arg: str, values: Mapping[str, Any]) -> str:
         v = values[match.group(1)]
         return ("true" if v else "false") if isinstance(v, bool) else str(v)
     return PLACEHOLDER.sub(value, arg)
+
+
+def file_digest(path: str) -> str | None:
+    """A file's SHA-256 (None where it is not readable here: a cluster path), read once per size and mtime."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return _digest(path, stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _digest(path: str, size: int, mtime_ns: int) -> str | None:
+    sha = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                sha.update(chunk)
+    except OSError:
+        return None
+    return sha.hexdigest()
 
 
 def _here(where: str, what: str, path: str, study_dir: Path) -> str:
