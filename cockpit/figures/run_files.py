@@ -5,7 +5,8 @@ time, the recorded steps' wall time, kernels), the host-bound verdict's second e
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +52,45 @@ def with_run_files(result: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     return out
 
 
+def _readable(run_dir: str | None) -> bool | None:
+    """True: a run directory on this machine this account may read; False: one it may not (another
+    account's private 0700 directory, or below one); None: none here (a cluster's, or gone)."""
+    if not run_dir:
+        return None
+    try:
+        if not Path(run_dir).is_dir():
+            return None
+    except PermissionError:  # a directory above it is another account's and private
+        return False
+    return os.access(run_dir, os.R_OK | os.X_OK)
+
+
+def unreadable(run_dirs: Mapping[str, str | None]) -> list[str]:
+    """The configurations whose run directory is on this machine but this account may not read, in order."""
+    return [cid for cid, run_dir in run_dirs.items() if _readable(run_dir) is False]
+
+
+def unreadable_words(config_ids: list[str]) -> str:
+    """The one line for runs whose files cannot be read: how many, and what they would have added."""
+    n = len(config_ids)
+    which = f"the run directories of {n} runs" if n != 1 else "the run directory of 1 run"
+    return (f"{which} cannot be read by this account (another's, private): their energy where result.json "
+            "lacks it, per-rank files and GPU traces are left out; the rest comes from the store")
+
+
 def with_local_run_files(results: Iterable[dict[str, Any]], run_dirs: dict[str, str | None]) -> list[dict[str, Any]]:
     """Stored results, each with what its run directory adds where that directory is on this machine (a local
-    study's; a cluster's run directories are read through `cockpit trace STUDY CONFIG_ID` instead).
+    study's; a cluster's run directories are read through `cockpit trace STUDY CONFIG_ID` instead) and this
+    account may read it (:func:`unreadable` names the others; their results are given as stored).
     `run_dirs`: configuration id -> run directory, as the store names them."""
     out = []
     for result in results:
         run_dir = run_dirs.get(str(result.get("config_id")))
-        out.append(with_run_files(result, Path(run_dir)) if run_dir and Path(run_dir).is_dir() else result)
+        if run_dir and _readable(run_dir):
+            try:
+                out.append(with_run_files(result, Path(run_dir)))
+                continue
+            except PermissionError:  # a file inside that is not this account's to read
+                pass
+        out.append(result)
     return out
