@@ -29,8 +29,10 @@ the host clock reads the device's work (`attribution.measured.cuda_sync`).
 
 # no `from __future__ import annotations`: DDP checks the comm hook's annotations at runtime
 
+import functools
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -45,6 +47,11 @@ from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from runcontract.run import Run
 
+# torch.distributed's collectives a script may call itself: counted inside T, named in not_separated
+COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_to_all",
+               "all_to_all_single", "broadcast", "broadcast_object_list", "reduce", "reduce_scatter",
+               "reduce_scatter_tensor", "gather", "scatter", "barrier")
+
 
 class CommState:
     """The DDP comm hook's state: the process group and the last bucket's hand-over (perf_counter)."""
@@ -54,6 +61,7 @@ class CommState:
         self.last_ready: float | None = None
         self.buckets = 0
         self.bytes = 0
+        self.busy = False  # inside the hook: its all-reduce is DDP's, not the script's
 
 
 def timed_allreduce(state: CommState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
@@ -61,7 +69,11 @@ def timed_allreduce(state: CommState, bucket: dist.GradBucket) -> torch.futures.
     state.last_ready = time.perf_counter()
     state.buckets += 1
     state.bytes += bucket.buffer().numel() * bucket.buffer().element_size()
-    return default_hooks.allreduce_hook(state.group, bucket)  # type: ignore[arg-type]
+    state.busy = True
+    try:
+        return default_hooks.allreduce_hook(state.group, bucket)  # type: ignore[arg-type]
+    finally:
+        state.busy = False
 
 
 def batch_size(batch: Any) -> int | None:
@@ -108,6 +120,7 @@ class TorchHooks:
         self.pending_samples = 0  # the samples of the batches handed to the script since the last step's end
         self.undecided: list[Feed] = []  # iterators whose look-ahead the next forward tells
         self.feeds: list[Feed] = []  # the iterators' Feeds that may still hold a batch (fetched ahead, never used)
+        self.collectives: list[tuple[str, int]] = []  # the script's own: (name, steps ended before it) inside T
         self.other_wrappers: set[str] = set()  # DataParallel, FSDP...: built, communication not separated
         self._handles: list[Any] = []
         self._restore: list[Callable[[], None]] = []
@@ -132,6 +145,9 @@ class TorchHooks:
         self._patch(_BaseDataLoaderIter, "__next__", self._wrap_next)
         self._patch(DataLoader, "__iter__", self._wrap_iter)
         self._patch(DistributedDataParallel, "__init__", self._wrap_ddp_init)
+        for name in COLLECTIVES:
+            if hasattr(dist, name):
+                self._patch(dist, name, self._wrap_collective(name))
         return self
 
     def remove(self) -> None:
@@ -283,6 +299,16 @@ class TorchHooks:
             self.run.gradients(ddp.module.parameters())  # the whole model's, as DDP all-reduces them
         return __init__
 
+    def _wrap_collective(self, name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(original)
+            def collective(*args: Any, **kwargs: Any) -> Any:
+                if self._on_main() and self.ledger.started and not any(s.busy for s in self.comm):
+                    self.collectives.append((name, self.ledger.steps))
+                return original(*args, **kwargs)
+            return collective
+        return wrap
+
     # --- what the run showed -----------------------------------------------------------------------------------
     def notes(self) -> None:
         """Fill the run's `not_separated` and `measured` from what the hooks saw."""
@@ -295,6 +321,12 @@ class TorchHooks:
         if not seen["ddp"] and run.world_size > 1:
             run.not_separated.append("comm: communication not separated: no DDP found (any collective is inside "
                                      "compute, optimizer or other)")
+        own = Counter(name for name, before in self.collectives if before < self.ledger.steps)  # inside a step
+        if own:
+            calls = ", ".join(f"dist.{name} x{count}" for name, count in sorted(own.items()))
+            run.not_separated.append(f"comm: the script's own collectives ({calls}) are not separated: their time is "
+                                     "inside compute, optimizer or other")
+            run.measured["own_collectives"] = dict(own)
         if not seen["batches"]:
             run.not_separated.append("data_wait: no DataLoader iterated (the script's own loading is in other)")
         if not seen["batches"] or seen["uncounted_batches"]:

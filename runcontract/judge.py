@@ -17,6 +17,7 @@ from runcontract import contract
 from runcontract.files import ContractError, read_json
 
 LOG_LINES = 3
+STARTUP_SHARE = 0.10  # T below this share of the run's wall time: the run measured its start-up more than its steps
 
 
 # torchrun's line when a worker fails; everything after it is the launcher's own traceback and report
@@ -96,8 +97,24 @@ def judge(run_dir: str | os.PathLike[str], returncode: int | None = None, lines:
     return with_log(f"wrote no result: no {contract.RESULT_FILE} and no {contract.EXIT_FILE} in {run_dir}")
 
 
+def startup_note(result: dict) -> str:
+    """"the study is measuring start-up: T is 0.22 s of 8.1 s wall; run more steps" where a completed run's T
+    (result.json timing.train_time_s) is under STARTUP_SHARE of its wall time (timing.wall_s: the launch to the
+    result), else "": the one line every view of a run (judge, the report, the TUI) shows for it."""
+    found = result.get("timing")
+    timing: dict = found if isinstance(found, dict) else {}
+    try:
+        t, wall = float(timing.get("train_time_s") or 0.0), float(timing.get("wall_s") or 0.0)
+    except (TypeError, ValueError):
+        return ""
+    if wall <= 0 or t >= STARTUP_SHARE * wall:
+        return ""
+    return f"the study is measuring start-up: T is {t:.2f} s of {wall:.1f} s wall; run more steps"
+
+
 def _completed(result: dict) -> str:
     timing = result.get("timing") or {}
     mode = (result.get("attribution") or {}).get("mode", "hlm")
+    note = startup_note(result)
     return (f"completed: T = {float(timing.get('train_time_s') or 0.0):.2f} s over {timing.get('steps', '?')} steps "
-            f"on {result.get('world_size', '?')} worker(s) (parts: {mode})")
+            f"on {result.get('world_size', '?')} worker(s) (parts: {mode})" + (f"; {note}" if note else ""))

@@ -49,10 +49,12 @@ from runcontract.nvml import NvmlSampler
 DEFAULT_METRICS_INTERVAL_S = 10.0
 DEFAULT_NVML_INTERVAL_MS = 1000
 SCRIPT_EXIT_REASON = "the script's own exit status"  # exit.json `reason` for a code the script chose
-RANK_WAIT_S = 120.0
+RANK_WAIT_S = 120.0  # how long rank 0 waits at the end for the other ranks' parts
 NO_STEP = {"explicit": "call run.step() at the end of each training step",
            "callback": "the Trainer made no optimizer step",
-           "hooks": "the no-edit mode counts a step per torch.optim optimizer step, and the script made none"}  # how long rank 0 waits at the end for the other ranks' parts
+           "hooks": "the no-edit mode counts a step per torch.optim optimizer step, and the script made none (a "
+                    "script that steps its own way: mode = \"explicit\" with run.step() at each step's end; a script "
+                    "that trains nothing, such as inference only, has no T to measure)"}
 
 
 def _env_int(name: str, default: int) -> int:

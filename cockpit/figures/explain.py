@@ -235,6 +235,8 @@ def verdicts(rec: dict[str, Any]) -> tuple[str, str]:
     if rec.get("status") != "completed":
         return "", rec.get("note", "")
     gpu = f". {rec['host_bound_note'][0].upper()}{rec['host_bound_note'][1:]}" if rec.get("host_bound_note") else ""
+    if rec.get("startup_note"):  # runcontract.judge.startup_note: T a small share of the run's wall time
+        gpu += f". {rec['startup_note'][0].upper()}{rec['startup_note'][1:]}"
     if rec.get("baseline"):
         parts = [(p, v) for p, v in t_parts(rec) if v > 0]
         t1, parts = shown_split(rec["train_time_s"], parts)

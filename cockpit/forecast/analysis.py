@@ -29,6 +29,7 @@ from cockpit.forecast.advice.host_bound import advise_host_bound
 from cockpit.study.spec import AXES, SCALE_AXES, Configuration
 from cockpit.workloads import WORKLOADS
 from cockpit.workloads.base import key_words
+from runcontract.judge import startup_note
 from trainer.config_keys import AXIS_KEYS
 from trainer.rundir import COMM_KINDS, MEMORY_FIGURES
 
@@ -78,8 +79,8 @@ def run_row(result: dict[str, Any]) -> dict[str, Any]:
     row["keys"] = key_words(cfg.get("keys") or {})  # a script workload's own keys: part of its identity
     workload = cfg.get("workload")
     row["workload"] = str(workload.get("kind") or "hlm") if isinstance(workload, dict) else "hlm"
-    kind = WORKLOADS.get(row["workload"])
-    missing = [a for a in (kind.axes if kind is not None else AXES) if row[a] is None]  # the axes its workload takes
+    taker = WORKLOADS.get(row["workload"])
+    missing = [a for a in (taker.axes if taker is not None else AXES) if row[a] is None]  # the axes its workload takes
     row.update(
         config_id=result.get("config_id"),
         group_id=result.get("group_id"),
@@ -104,6 +105,7 @@ def run_row(result: dict[str, Any]) -> dict[str, Any]:
     peaks = [m.get("peak_bytes") for m in memory.get("by_rank") or [] if isinstance(m.get("peak_bytes"), int | float)]
     row["memory_peak_bytes"] = float(max(peaks)) if peaks else row["memory_peak_bytes"]
     row["ranks"] = explain.ranks_of(result)
+    row["startup_note"] = startup_note(result)  # T a small share of the wall time: the run measured its start-up
     row.update(gpu_figures(result, row["compute_s"]), **energy_figures(result))
     row["result"] = result  # the prediction reads the baseline's comm and steps
     q = quality_of(result)

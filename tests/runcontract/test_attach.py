@@ -70,3 +70,18 @@ def test_what_the_hooks_cannot_see_is_said_not_guessed(tmp_path):
         "comparable across worker counts"]
     assert result["breakdown_s"]["data_wait"] == 0 and result["breakdown_s"]["comm"] == 0
     assert sum(result["breakdown_s"].values()) == pytest.approx(result["timing"]["train_time_s"], rel=1e-9)
+
+
+def test_a_scripts_own_collectives_are_named_not_separated(tmp_path):
+    """DDP's gradient all-reduce is comm; the script's own dist.all_reduce each step is not, and is named."""
+    run_dir = tmp_path / "own-collectives"
+    argv = [*torchrun(2), "-m", "runcontract.attach", str(SCRIPTS / "own_collectives.py"), "10"]
+    assert launch(run_dir, argv) == 0, (run_dir / "stderr.log").read_text()[-2000:]
+    result = read_result(run_dir)
+    assert result is not None and result["timing"]["steps"] == 10
+    # the all-reduce after the last step's end is outside T: nine are inside a step
+    assert result["attribution"]["not_separated"] == [
+        "comm: the script's own collectives (dist.all_reduce x9) are not separated: their time is inside compute, "
+        "optimizer or other"]
+    assert result["attribution"]["measured"]["own_collectives"] == {"all_reduce": 9}
+    assert result["breakdown_s"]["comm"] > 0  # DDP's all-reduce wait, still separated

@@ -9,10 +9,16 @@ import signal
 import sys
 import time
 
+from cockpit.figures import explain
+from cockpit.forecast.analysis import run_row
 from runcontract import CONTRACT_VERSION, judge
-from runcontract.contract import EXIT_USAGE
+from runcontract.contract import EXIT_USAGE, LAUNCH_TIME_ENV
+from runcontract.judge import startup_note
 from tests.runcontract.conftest import SCRIPTS, launch, start
-from trainer.rundir import write_config, write_json
+from trainer.rundir import read_result, write_config, write_json
+
+NO_STEP_FIX = ('a script that steps its own way: mode = "explicit" with run.step() at each step\'s end; a script '
+               "that trains nothing, such as inference only, has no T to measure")
 
 
 def test_a_script_that_exits_non_zero(tmp_path):
@@ -93,5 +99,34 @@ def test_a_loop_that_never_ends_a_step_is_named(tmp_path):
     code = launch(tmp_path, [sys.executable, "-m", "runcontract.attach", str(SCRIPTS / "no_contract.py")])
     assert code == 1
     assert judge(tmp_path, code) == ("exited 1 (error): no step ended: the no-edit mode counts a step per "
-                                     "torch.optim optimizer step, and the script made none; "
+                                     f"torch.optim optimizer step, and the script made none ({NO_STEP_FIX}); "
                                      "log: epoch 1: loss 0.693 | training finished")
+
+
+def test_an_inference_only_script_is_told_what_would_measure_it(tmp_path):
+    code = launch(tmp_path, [sys.executable, "-m", "runcontract.attach", str(SCRIPTS / "inference_only.py")])
+    assert code == 1
+    assert judge(tmp_path, code) == ("exited 1 (error): no step ended: the no-edit mode counts a step per "
+                                     f"torch.optim optimizer step, and the script made none ({NO_STEP_FIX}); "
+                                     "log: predicted 64 rows")
+    assert not (tmp_path / "result.json").exists()
+
+
+def test_a_run_whose_steps_are_a_sliver_of_its_wall_time_says_it_measured_start_up(tmp_path, monkeypatch):
+    """Two steps of a small loop: T is milliseconds of the seconds that starting Python and importing torch take
+    (the wall time counts from the launch, HLM_LAUNCH_TIME, as a batch script sets it)."""
+    monkeypatch.setenv(LAUNCH_TIME_ENV, str(time.time()))
+    assert launch(tmp_path, [sys.executable, str(SCRIPTS / "plain_loop.py"), "2"]) == 0
+    result = read_result(tmp_path)
+    assert result is not None
+    t, wall = result["timing"]["train_time_s"], result["timing"]["wall_s"]
+    assert t < 0.1 * wall  # what the note is about, as this run measured it
+    note = f"the study is measuring start-up: T is {t:.2f} s of {wall:.1f} s wall; run more steps"
+    assert startup_note(result) == note
+    assert judge(tmp_path) == f"completed: T = {t:.2f} s over 2 steps on 1 worker(s) (parts: explicit); {note}"
+    row = run_row(result)  # the report's and the TUI's explanation of the run carries it too
+    assert row["startup_note"] == note and explain.verdicts({**row, "status": "completed", "baseline": True})[1].endswith(
+        f". The study is measuring start-up: T is {t:.2f} s of {wall:.1f} s wall; run more steps")
+    # a run whose steps are most of its wall time has no such note
+    assert startup_note({"timing": {"train_time_s": 9.0, "wall_s": 10.0}}) == ""
+    assert startup_note({"timing": {"train_time_s": 0.5}}) == ""  # no wall time recorded: nothing to say
