@@ -90,6 +90,7 @@ class LocalExecutor(Backend):
 
     on_this_machine = True
     place_words = "this machine"
+    no_start_estimate = "local executor: no scheduler and no queue, a run starts when it is submitted"
 
     @classmethod
     def open(cls, study: Study, **kwargs: Any) -> LocalExecutor:
@@ -117,6 +118,8 @@ class LocalExecutor(Backend):
         self.label = f"local ({self.max_cores} cores" + (f", {len(self.gpus)} GPUs)" if self.gpus else ")")
         self._jobs: dict[str, _Job] = {}
         self._ids = itertools.count(1)
+        # unique across executors of one process and processes of one pid (a store keeps every job id it saw)
+        self._prefix = f"local-{os.getpid()}-{time.time_ns() // 1_000_000 % 10**9}"
         self._host = socket.gethostname()
         self._python = sys.executable if study.cluster.python == "python3" else os.path.expanduser(study.cluster.python)
 
@@ -141,7 +144,7 @@ class LocalExecutor(Backend):
         run_dir = rundir.make_dirs(self.study.run_dir(cfg), self.sharing)
         rundir.write_config(run_dir, self.study.run_config(cfg))
         job = _Job(
-            job_id=f"local-{os.getpid()}-{next(self._ids)}",
+            job_id=f"{self._prefix}-{next(self._ids)}",
             cfg=cfg,
             run_dir=run_dir,
             cores=cores,
@@ -160,7 +163,7 @@ class LocalExecutor(Backend):
                                    f"allows 1 x {self.max_cores}")
         directory = rundir.make_dirs(preflight_dir(await self.study_dir(), job), self.sharing)
         rundir.write_config(directory, config)
-        local = _Job(job_id=f"local-{os.getpid()}-{next(self._ids)}", cfg=cfg, run_dir=directory, cores=cores,
+        local = _Job(job_id=f"{self._prefix}-{next(self._ids)}", cfg=cfg, run_dir=directory, cores=cores,
                      gpus_needed=cfg.gpus_per_node if self.gpus else 0, preflight=True)
         self._jobs[local.job_id] = local
         self._schedule()

@@ -118,7 +118,7 @@ def without_changed(inp: ReportInput, study: Study) -> ReportInput:
     for result in inp.results:
         cfg = by_id.get(str(result.get("config_id")))
         found = run_changes(study, cfg, result) if cfg is not None else None
-        if not found:
+        if cfg is None or not found:
             kept.append(result)
             continue
         words = changes_words(found)

@@ -8,8 +8,8 @@ A row whose JSON does not parse is left out of `results()` and named by `result_
 from __future__ import annotations
 
 import json
-import sqlite3
 import os
+import sqlite3
 import time
 from typing import Any
 

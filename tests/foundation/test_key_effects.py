@@ -36,7 +36,7 @@ def test_effects_are_derived_from_the_registry_and_name_only_its_keys() -> None:
 
 def test_identity_is_every_key_that_names_the_run() -> None:
     assert effects.IDENTITY == {"schema_version", "study", "study_id", "config_id", "group_id", "share_group",
-                                "token_cache"}
+                                "token_cache", "launch"}
 
 
 def test_an_unknown_effect_model_is_refused() -> None:
