@@ -324,8 +324,9 @@ class TorchHooks:
         own = Counter(name for name, before in self.collectives if before < self.ledger.steps)  # inside a step
         if own:
             calls = ", ".join(f"dist.{name} x{count}" for name, count in sorted(own.items()))
-            run.not_separated.append(f"comm: the script's own collectives ({calls}) are not separated: their time is "
-                                     "inside compute, optimizer or other")
+            run.not_separated.append(f"comm: collectives besides DDP's gradient all-reduce ({calls}; the script's or "
+                                     "its library's) are not separated: their time is inside compute, optimizer or "
+                                     "other")
             run.measured["own_collectives"] = dict(own)
         if not seen["batches"]:
             run.not_separated.append("data_wait: no DataLoader iterated (the script's own loading is in other)")

@@ -81,7 +81,7 @@ def test_a_scripts_own_collectives_are_named_not_separated(tmp_path):
     assert result is not None and result["timing"]["steps"] == 10
     # the all-reduce after the last step's end is outside T: nine are inside a step
     assert result["attribution"]["not_separated"] == [
-        "comm: the script's own collectives (dist.all_reduce x9) are not separated: their time is inside compute, "
-        "optimizer or other"]
+        "comm: collectives besides DDP's gradient all-reduce (dist.all_reduce x9; the script's or its library's) are "
+        "not separated: their time is inside compute, optimizer or other"]
     assert result["attribution"]["measured"]["own_collectives"] == {"all_reduce": 9}
     assert result["breakdown_s"]["comm"] > 0  # DDP's all-reduce wait, still separated

@@ -71,7 +71,12 @@ def test_a_lightning_adam_step_charges_only_the_update_to_optimizer(tmp_path, wo
     result = studied(tmp_path, workers, steps, "adam")
     parts, t = result["breakdown_s"], result["timing"]["train_time_s"]
     measured = result["attribution"]["measured"]
-    assert result["attribution"]["not_separated"] == []
+    not_separated = result["attribution"]["not_separated"]
+    if workers == 1:
+        assert not_separated == []
+    else:  # Lightning's own broadcast of a SIGTERM flag each step, named
+        assert len(not_separated) == 1 and not_separated[0].startswith(
+            "comm: collectives besides DDP's gradient all-reduce (") and "dist.broadcast x" in not_separated[0]
     # Lightning's closure ran once per step, and its forward and backward were seen inside it
     assert measured["closure_calls"] == measured["forward"] == measured["backward"] == steps
     assert parts["optimizer"] <= t / 4 and parts["optimizer"] < parts["compute"], parts
