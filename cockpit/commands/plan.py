@@ -11,8 +11,8 @@ from cockpit.commands._text_table import Column, Row, TextTable
 from cockpit.figures import labels
 from cockpit.forecast.plan import figures_words, prediction_lines
 from cockpit.workloads.base import value_word
+from runcontract.contract import RESULT_FILE
 from trainer.config_keys import AXIS, AXIS_KEYS
-from trainer.rundir import RESULT_FILE
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.usage = (f"%(prog)s {STUDY} [--what-if KEY=VALUE ...] [--render DIR] [--limit N] [--baselines DIR] "
-                    "[--maintenance]")
+                    "[--maintenance] [--full-run UNIT=AMOUNT [--deadline WHEN] [--price-node-hour X] [--price-kwh X]]")
     # optional here only so that `--what-if KEY=VALUE STUDY` works too (main finds it among the what-ifs)
     parser.add_argument("study", type=Path, nargs="?", metavar=STUDY, help=STUDY_FILE_HELP)
     parser.add_argument("--render", type=Path, metavar="DIR", help="also write every batch script into DIR")
@@ -39,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--what-if", dest="what_if", action="extend", nargs="+", metavar="KEY=VALUE", default=[],
                         help="predict the study with KEY (train.bucket_cap_mb, sweep.gpus_per_node, ...) set to "
                              "VALUE (a TOML literal) from its recorded runs, beside the study as recorded")
+    from cockpit.commands import _full_run
+
+    _full_run.add_arguments(parser)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -51,6 +54,10 @@ def main(args: argparse.Namespace) -> int:
         return error(f"give the study file: cockpit plan {STUDY} [--what-if KEY=VALUE ...]")
     if args.limit < 0:
         return error(f"--limit must be 0 (every row) or more, got {args.limit}")
+    from cockpit.commands import _full_run
+
+    if (why := _full_run.refused(args)) is not None:
+        return error(why)
     console = Console()
     try:
         study = load_study(study_path)
@@ -85,6 +92,9 @@ def main(args: argparse.Namespace) -> int:
         console.print(maintenance_line(study), highlight=False)
     if rendered is not None:
         console.print(f"wrote {len(rendered)} batch scripts to {args.render}", highlight=False)
+    if args.full_run is not None:  # the production run on every configuration, under the plan
+        if (code := _full_run.main(study, args, console, plan, baseline_results(args.baselines))) != 0:
+            return code
     for problem in problems:  # the plan was made without these runs' results
         error(problem)
     return 2 if problems else 0
@@ -121,7 +131,8 @@ def baseline_results(baselines: Path | None) -> list[dict]:
     """Every result.json under `--baselines DIR` (baselines recorded elsewhere, to predict from), or the one
     result.json given. A directory without any, or an unreadable result, is an error naming the path."""
     from cockpit.figures.run_files import with_run_files
-    from trainer.rundir import RunDirError, read_result
+    from runcontract.contract import ContractError
+    from runcontract.records import read_result
 
     results: list[dict] = []
     if baselines is None:
@@ -139,7 +150,7 @@ def baseline_results(baselines: Path | None) -> list[dict]:
     for path in paths:
         try:
             result = read_result(path.parent)
-        except RunDirError as exc:
+        except ContractError as exc:
             raise ValueError(f"--baselines: {exc}") from exc
         if result is not None:  # with what its run directory adds: its energy, where result.json predates it
             results.append(with_run_files(result, path.parent))

@@ -349,6 +349,11 @@ def _measured_runs(results: list[dict[str, Any]], statuses: Mapping[str, str]
     return {row["config_id"]: measured_figures(row) for row in rows}, kwh
 
 
+def group_baselines(results: list[dict[str, Any]], steps: Any) -> dict[str | None, dict[str, Any]]:
+    """Each group's finished 1x1 run, as the plan predicts from it (the time to result reads its counts)."""
+    return _baselines(results, steps)
+
+
 def _baselines(results: list[dict[str, Any]], steps: Any) -> dict[str | None, dict[str, Any]]:
     """Each group's finished 1x1 run, by the group id it recorded and by the group its axes make (a baseline
     recorded under another study's group id predicts the same configurations). Of several, those that ran the

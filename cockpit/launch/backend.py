@@ -155,6 +155,16 @@ class SchedulerUnreachable(BackendError):
 
 
 @dataclass(frozen=True)
+class StartEstimate:
+    """When the scheduler would start a job submitted now (Slurm: `sbatch --test-only`), as it says it."""
+
+    start_epoch: float  # seconds since the epoch
+    nodes: str = ""  # the nodes it would run on, in the scheduler's words
+    partition: str = ""
+    source: str = "sbatch --test-only"
+
+
+@dataclass(frozen=True)
 class ParseProblem:
     """One line of a scheduler's output that could not be understood (kept, shown, never fatal)."""
 
@@ -320,6 +330,15 @@ class Backend(ABC):
     async def reservations(self) -> list[Reservation]:
         """The scheduler's reservations (cockpit.launch.maintenance); none by default (no scheduler)."""
         return []
+
+    #: what start_estimate's None means for this backend, in people's words
+    no_start_estimate: ClassVar[str] = "no scheduler: a job starts when it is submitted"
+
+    async def start_estimate(self, cfg: Configuration) -> StartEstimate | None:
+        """When the configuration's job would start if submitted now, as the scheduler estimates it (Slurm:
+        `sbatch --test-only`, backfill included); None for a backend without a scheduler (no_start_estimate
+        says why). Raises BackendError where the scheduler refuses the job."""
+        return None
 
     def supports(self, action: str) -> bool:
         """Whether this backend can carry out the job action (one of JOB_ACTIONS)."""

@@ -10,7 +10,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cockpit.launch.backend import JOB_ACTIONS, Backend, JobInfo, UserLimits
+from cockpit.launch.backend import JOB_ACTIONS, Backend, JobInfo, StartEstimate, UserLimits
 from cockpit.launch.follow import RemoteFollower
 from cockpit.launch.maintenance import Reservation
 from cockpit.launch.slurm.client import ParseProblem, SlurmClient, SlurmError
@@ -25,11 +25,12 @@ from cockpit.launch.slurm.render import (
     render_study_scripts,
     script_mode,
 )
+from cockpit.launch.slurm.start import request_of, test_only
 from cockpit.launch.ssh import SshConnection, resolve_target
 from cockpit.launch.storage import Storage, parse_probe, probe_command
 from cockpit.preflight.jobs import preflight_dir
 from cockpit.study.sites import site_for
-from trainer import rundir
+from runcontract.contract import JOB_SCRIPT_FILE, slurm_log_files
 
 if TYPE_CHECKING:
     from cockpit.preflight.jobs import PreflightJob
@@ -65,6 +66,7 @@ class SlurmBackend(Backend):
         self.label = f"{study.cluster.site} {connection.target.label}"
         self.problems: list[ParseProblem] = []
         self._workdir: str | None = None
+        self._starts: dict[tuple[str, ...], StartEstimate] = {}  # by what a script asks of the scheduler
 
     @classmethod
     def from_study(cls, study: Study, **kwargs) -> SlurmBackend:
@@ -101,7 +103,7 @@ class SlurmBackend(Backend):
         return job_name(self.study, cfg)
 
     def log_files(self, job_id: str) -> list[str]:
-        return rundir.slurm_log_files(job_id)
+        return slurm_log_files(job_id)
 
     def follower(self) -> RemoteFollower:
         return RemoteFollower(self.connection, interval_s=self.follow_interval_s)
@@ -114,9 +116,9 @@ class SlurmBackend(Backend):
     async def submit(self, cfg: Configuration) -> str:
         script = render_script(self.study, cfg)
         run_dir = await self.run_dir(cfg)
-        return await self.slurm.submit(script, f"{run_dir}/{rundir.JOB_SCRIPT_FILE}", hold=self.hold,
+        return await self.slurm.submit(script, f"{run_dir}/{JOB_SCRIPT_FILE}", hold=self.hold,
                                        mode=script_mode(self.study), prepare=dirs_command(self.study, run_dir, study_dir=await self.study_dir(),
-                                                            script=f"{run_dir}/{rundir.JOB_SCRIPT_FILE}"))
+                                                            script=f"{run_dir}/{JOB_SCRIPT_FILE}"))
 
     async def submit_preflight(self, job: PreflightJob, config: dict[str, Any]) -> tuple[str, str, list[str]]:
         study_dir = await self.study_dir()
@@ -126,12 +128,12 @@ class SlurmBackend(Backend):
             first = next(iter(made.stderr.strip().splitlines()), "")  # mkdir -p says it once per directory
             raise SlurmError(f"cannot create {directory} on the cluster: {first or made.exit_status}")
         script = render_preflight_script(self.study, job, config, directory)
-        script_path = f"{directory}/{rundir.JOB_SCRIPT_FILE}"
+        script_path = f"{directory}/{JOB_SCRIPT_FILE}"
         # sbatch under the study's umask too: Slurm creates the job's log files with the submitter's umask
         job_id = await self.slurm.submit(script, script_path, mode=script_mode(self.study),
                                          prepare=dirs_command(self.study, directory, study_dir=study_dir,
                                                               script=script_path))
-        return job_id, directory, [f"{directory}/{name}" for name in rundir.slurm_log_files(job_id)]
+        return job_id, directory, [f"{directory}/{name}" for name in slurm_log_files(job_id)]
 
     async def qos_limits(self) -> tuple[dict[str, int | None], str]:
         """sacctmgr's MaxWall per QOS; the site profile's qos_max_minutes where accounting cannot be asked."""
@@ -150,6 +152,15 @@ class SlurmBackend(Backend):
     async def reservations(self) -> list[Reservation]:
         """The controller's reservations (``scontrol show reservation``); SchedulerUnreachable if it is away."""
         return await self.slurm.reservations()
+
+    async def start_estimate(self, cfg: Configuration) -> StartEstimate:
+        """`sbatch --test-only` of the configuration's batch script (on sbatch's standard input: nothing written,
+        nothing queued); asked once per distinct request (cockpit.launch.slurm.start.request_of)."""
+        script = render_script(self.study, cfg)
+        request = request_of(script)
+        if request not in self._starts:
+            self._starts[request] = await test_only(self.connection, script, self.slurm.env_prefix)
+        return self._starts[request]
 
     async def poll(self) -> list[JobInfo]:
         parsed = await self.slurm.squeue(name_prefix=f"{self.study.name}-", comment=job_comment(self.study))

@@ -1,0 +1,87 @@
+"""`cockpit plan STUDY --full-run steps=20000 [--deadline WHEN] [--price-node-hour X] [--price-kwh X]`: the
+production run on every configuration (cockpit.run.full_run.time_to_result): its T, the time limit's jobs,
+the queue's start, the finish, node-hours, kWh and cost, the first to finish, the cheapest that meets the
+deadline and the Pareto set (docs/full-run.md)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from cockpit.commands._args import error
+from cockpit.commands._text_table import Column, Row, TextTable
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from cockpit.forecast.full_run import FullRunPlan
+    from cockpit.forecast.plan import Plan
+    from cockpit.study.spec import Study
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--full-run", dest="full_run", metavar="UNIT=AMOUNT",
+                        help="the production run to time on every configuration: steps=20000 (each configuration's "
+                             "own steps), epochs=3, tokens=2e9 or samples=1e6; prints when each finishes, its "
+                             "node-hours, kWh and cost, with the queue's start estimate")
+    parser.add_argument("--deadline", metavar="WHEN",
+                        help="with --full-run: name the cheapest configuration finishing by WHEN (2026-12-24T18:00)")
+    parser.add_argument("--price-node-hour", dest="price_node_hour", type=float, metavar="X",
+                        help="with --full-run: what one node-hour costs")
+    parser.add_argument("--price-kwh", dest="price_kwh", type=float, metavar="X",
+                        help="with --full-run: what one kWh costs")
+    parser.add_argument("--no-queue", dest="no_queue", action="store_true",
+                        help="with --full-run: do not ask the scheduler for start estimates (every job starts now)")
+
+
+def refused(args: argparse.Namespace) -> str | None:
+    """Why the full-run flags cannot be taken as given (None: they can)."""
+    given = [flag for flag, value in (("--deadline", args.deadline), ("--price-node-hour", args.price_node_hour),
+                                      ("--price-kwh", args.price_kwh), ("--no-queue", args.no_queue)) if value]
+    if args.full_run is None and given:
+        return f"{given[0]} goes with --full-run UNIT=AMOUNT (the production run it prices)"
+    if args.full_run is not None and args.what_if:
+        return "--full-run times the study as it stands: give it without --what-if"
+    for flag, value in (("--price-node-hour", args.price_node_hour), ("--price-kwh", args.price_kwh)):
+        if value is not None and not value >= 0:
+            return f"{flag} must be 0 or more, got {value:g}"
+    return None
+
+
+def main(study: Study, args: argparse.Namespace, console: Console, plan: Plan, baselines: list[dict]) -> int:
+    """Print the full run's table and lines under the plan (already printed); `baselines`: --baselines' results."""
+    from cockpit.forecast.full_run import Prices, parse_deadline, parse_production
+    from cockpit.forecast.full_run_words import summary_lines
+    from cockpit.launch.backend import BackendError
+    from cockpit.run.full_run import time_to_result
+    from cockpit.run.session import node_cores, store_path_for
+    from cockpit.store.recorded import recorded_inputs
+
+    try:
+        run = parse_production(args.full_run)
+        deadline = parse_deadline(args.deadline) if args.deadline else None
+    except ValueError as exc:
+        return error(str(exc))
+    prices = Prices(args.price_node_hour, args.price_kwh)
+    results = recorded_inputs(study, store_path_for(study), baselines, node_cores(study)).results
+    try:
+        outcome = time_to_result(study, run, plan=plan, results=results, deadline=deadline, prices=prices,
+                                 queue=not args.no_queue)
+    except BackendError as exc:
+        return error(f"--full-run: the start estimates could not be asked: {exc} (--no-queue plans without them)")
+    table = full_run_table(study, outcome)
+    console.print(table if table.width <= console.width else table.rich_table())  # rich wraps a wide one
+    console.print("\n".join(summary_lines(outcome)), highlight=False)
+    return 0
+
+
+def full_run_table(study: Study, outcome: FullRunPlan) -> TextTable:
+    from cockpit.forecast.full_run_words import HEADERS, table_rows
+
+    shown = [i for i, h in enumerate(HEADERS) if h not in ("kWh", "cost")
+             or any(getattr(r, h.lower()) is not None for r in outcome.rows)]
+    rows = [Row(tuple(cells[i] for i in shown)) for cells in table_rows(outcome)]
+    columns = [Column(HEADERS[i], justify="left" if i < 2 else "right", overflow="fold") for i in shown]
+    caption = ("T, finish, node-h, kWh, cost: the figure (its 90% interval where predicted); jobs: the time "
+               "limit's segments (at T and at its 90% upper end); start: the scheduler's estimate (wait)")
+    return TextTable(f"{study.name}: full run of {outcome.run.words()}", caption, columns, rows)

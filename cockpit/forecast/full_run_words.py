@@ -1,0 +1,123 @@
+"""The time to result in words: the table's cells and the lines under it (`cockpit plan --full-run`, the
+notebook's `full_run`), from cockpit.forecast.full_run's one computation."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from cockpit.forecast.full_run import FullRunPlan, FullRunRow, Span
+
+HEADERS = ("config", "NxG", "s/step", "steps", "T", "jobs", "start (wait)", "finish", "node-h", "kWh", "cost")
+
+
+def clock(epoch: float, day: bool = True) -> str:
+    """An instant in this machine's time zone: `2026-12-24 18:00` (`12-24 18:00` in the table)."""
+    return time.strftime("%Y-%m-%d %H:%M" if day else "%m-%d %H:%M", time.localtime(epoch))
+
+
+def duration(seconds: float) -> str:
+    """`45 s`, `12 min`, `3.2 h`, `2.1 d`."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+def figure(value: float) -> str:
+    return f"{value:.3g}" if value < 1000 else f"{value:.0f}"
+
+
+def span_words(span: Span | None, show: Any = figure) -> str:
+    """`1.2 (0.9-1.6)`: a figure and its 90% interval (none where measured)."""
+    if span is None:
+        return "-"
+    if span.low == span.high:
+        return show(span.value)
+    return f"{show(span.value)} ({show(span.low)}-{show(span.high)})"
+
+
+def wait_words(plan: FullRunPlan, row: FullRunRow) -> str:
+    start = row.queue.start
+    if start is None:
+        return "-"
+    wait = max(0.0, start - plan.now)
+    return f"{clock(start, day=False)} ({duration(wait)})" if wait >= 60 else "now"
+
+
+def table_rows(plan: FullRunPlan) -> list[tuple[str, ...]]:
+    """One row of HEADERS' cells per configuration with figures."""
+    out: list[tuple[str, ...]] = []
+    for r in plan.rows:
+        if r.t_s is None or r.segments is None:
+            continue
+        jobs = str(r.segments.count) + (f"-{r.segments_high.count}" if r.segments_high and
+                                        r.segments_high.count != r.segments.count else "")
+        out.append((r.config_id, f"{r.nodes}x{r.workers // max(1, r.nodes)}", f"{r.step_s:.3g}", f"{r.steps:.0f}",
+                    span_words(r.t_s, duration), jobs, wait_words(plan, r),
+                    span_words(r.finish, lambda t: clock(t, day=False)), span_words(r.node_hours),
+                    span_words(r.kwh), span_words(r.cost)))
+    return out
+
+
+def basis_lines(plan: FullRunPlan) -> list[str]:
+    """What every figure of the table rests on, with its inputs."""
+    limit = duration(plan.time_limit_s)
+    lines = [
+        f"full run of {plan.run.words()} on each configuration: T = its study run's T (measured where done, else "
+        f"predicted, with the plan's 90% interval) x the production run's samples / its run's samples; s/step its "
+        f"T per step, steps the production run's on it",
+        f"time limit {limit}: jobs of at most {limit}, each paying the measured start-up (result.json "
+        f"timing.startup_s) and ending {plan.signal_s:g} s (signal_seconds) early to save a checkpoint, requeued "
+        f"until done; preparation and evaluation paid once; node-h = (T + start-ups + checkpoints) x nodes",
+        f"queue: {plan.queue_words}" if plan.queue_words else "queue: not asked (every job starts now)",
+    ]
+    if any(r.kwh is not None for r in plan.rows):
+        lines.append("kWh over T: the measured power per GPU x GPUs x T (start-up and idle nodes not included)")
+    if plan.prices.given:
+        lines.append(plan.prices.words())
+    return lines
+
+
+def row_words(plan: FullRunPlan, r: FullRunRow) -> str:
+    """`synthetic ... 1x4 (ab12cd): finishes 2026-12-24 03:10 (90% 02:40-03:55), starts now, 3 jobs, 1.52
+    node-hours, cost 1.82`."""
+    assert r.finish is not None and r.segments is not None and r.node_hours is not None
+    finish = clock(r.finish.value) + (f" (90% {clock(r.finish.low)} to {clock(r.finish.high)})"
+                                      if r.finish.low != r.finish.high else "")
+    cost = f", cost {span_words(r.cost)}" if r.cost is not None else ""
+    start = wait_words(plan, r)
+    return (f"{r.label} ({r.config_id}): finishes {finish}, starts {start}{f' ({r.queue.words})' if r.queue.words else ''}, "
+            f"{r.segments.count} job(s), {span_words(r.node_hours)} node-hours{cost}")
+
+
+def summary_lines(plan: FullRunPlan) -> list[str]:
+    """The basis, the first to finish, the cheapest that meets the deadline, the Pareto set, and why any
+    configuration has no figures."""
+    lines = basis_lines(plan)
+    first = plan.first
+    if first is None:
+        lines.append("no configuration has a start estimate (below, why)" if any(r.t_s for r in plan.rows)
+                     else "no configuration has figures for the full run (below, why)")
+    else:
+        lines.append(f"first to finish: {row_words(plan, first)}")
+        cheapest = plan.cheapest
+        by = f"{plan.priced_by}" + (f", finishing by {clock(plan.deadline)}" if plan.deadline is not None else "")
+        if cheapest is not None:
+            lines.append(f"cheapest ({by}): {row_words(plan, cheapest)}")
+        elif plan.deadline is not None:
+            lines.append(f"no configuration finishes by the deadline {clock(plan.deadline)}: the first finishes "
+                         f"{clock(first.finish.value) if first.finish else '-'}")
+        pareto = plan.pareto
+        if pareto:
+            lines.append(f"Pareto set (finish vs {plan.priced_by}, soonest first): " + "; ".join(
+                f"{r.config_id} {clock(r.finish.value, day=False) if r.finish else '-'} "
+                f"{span_words(plan.price(r))}" for r in pareto))
+    lines += [f"{r.label} ({r.config_id}): {r.reason}" for r in plan.rows if r.reason]
+    lines += [f"{r.label} ({r.config_id}): no start: {r.queue.words}" for r in plan.rows
+              if r.reason == "" and r.queue.start is None]
+    lines += plan.left_out
+    return lines
