@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from cockpit.forecast.analysis import scaling_table  # noqa: E402
-from trainer import rundir  # noqa: E402
+from runcontract.records import read_result, write_config  # noqa: E402
 
 PHASES = ("data_wait", "compute", "comm", "optimizer", "other")
 
@@ -71,12 +71,12 @@ def run_one(workdir: Path, config: dict, procs: int, steps: int) -> dict:
     run_dir = workdir / f"p{procs}"
     cfg = {**config, "config_id": config.get("config_id") or f"ddp-p{procs}", "gpus_per_node": procs,
            "train": {**config["train"], "steps": steps}}
-    rundir.write_config(run_dir, cfg)
+    write_config(run_dir, cfg)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(procs),
            "-m", "trainer", "train", "--run-dir", str(run_dir)]
     proc = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, check=False)
-    result = rundir.read_result(run_dir)
+    result = read_result(run_dir)
     if proc.returncode != 0 or result is None:
         sys.exit(f"run with {procs} process(es) failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return result

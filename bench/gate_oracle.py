@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 from quality import GOAL  # noqa: E402  (the bench's one goal)
 
-from trainer import rundir  # noqa: E402
+from runcontract.contract import RESULT_FILE  # noqa: E402
 from trainer.calibration import GATE_CLASS, SHARES, choose, tilt  # noqa: E402
 from trainer.data import rr_context  # noqa: E402
 from trainer.data.dataset import WindowDataset  # noqa: E402
@@ -59,7 +59,7 @@ def raw_logits(run: Path, records: list[str] | str = "test") -> tuple[np.ndarray
     s, result = member_settings(run)
     calibration = (result.get("validation") or {}).get("calibration")
     if not calibration:
-        raise SystemExit(f"{run / rundir.RESULT_FILE}: no calibration (train.calibrate was off): nothing to compare")
+        raise SystemExit(f"{run / RESULT_FILE}: no calibration (train.calibrate was off): nothing to compare")
     data = result["data"]
     chosen = {"test": data["test_records"], "validation": data["val_records"]}.get(records, records) \
         if isinstance(records, str) else records

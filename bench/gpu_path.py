@@ -32,6 +32,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from runcontract.contract import GPU_FILE, METRICS_FILE, RESULT_FILE  # noqa: E402
+from runcontract.files import read_jsonl  # noqa: E402
+from runcontract.records import read_exit, read_result, write_config  # noqa: E402
 from trainer import rundir  # noqa: E402
 from trainer.config_keys import STRATEGIES  # noqa: E402
 
@@ -108,7 +111,7 @@ def finish(proc: subprocess.Popen[bytes], timeout_s: float) -> int:
 
 def gpu_figures(run_dir: Path) -> str:
     """NVML samples of gpu.jsonl: how many, mean utilisation and power, peak memory used."""
-    records = rundir.read_jsonl(run_dir / rundir.GPU_FILE).records
+    records = read_jsonl(run_dir / GPU_FILE).records
     gpus = [r for r in records if r.get("nvml") != "unavailable"]
     if not gpus:
         reasons = {str(r.get("reason")) for r in records if r.get("reason")}
@@ -125,7 +128,7 @@ def gpu_figures(run_dir: Path) -> str:
 
 def describe(name: str, run_dir: Path, rc: int, wall: float) -> dict[str, Any]:
     """One line from the run's own files (result.json, gpu.jsonl), or why there is none."""
-    result = rundir.read_result(run_dir) if (run_dir / rundir.RESULT_FILE).exists() else None
+    result = read_result(run_dir) if (run_dir / RESULT_FILE).exists() else None
     if rc != 0 or result is None:
         tail = ""
         log = run_dir.parent / f"{name}.log"
@@ -152,7 +155,7 @@ def describe(name: str, run_dir: Path, rc: int, wall: float) -> dict[str, Any]:
 def run(workdir: Path, config: dict[str, Any], timeout_s: float, group_of_one: bool = False) -> dict[str, Any]:
     name = config["config_id"]
     run_dir = workdir / name
-    rundir.write_config(run_dir, config)
+    write_config(run_dir, config)
     start = time.monotonic()
     rc = finish(launch(torchrun(run_dir, group_of_one), workdir / f"{name}.log"), timeout_s)
     return describe(name, run_dir, rc, time.monotonic() - start)
@@ -162,17 +165,17 @@ def run_interrupted(workdir: Path, config: dict[str, Any], timeout_s: float) -> 
     """SIGTERM to torchrun once training has written a metrics record, then the same command again."""
     name = config["config_id"]
     run_dir = workdir / name
-    rundir.write_config(run_dir, config)
+    write_config(run_dir, config)
     log = workdir / f"{name}.log"
     start = time.monotonic()
     proc = launch(torchrun(run_dir), log)
     while proc.poll() is None and time.monotonic() - start < timeout_s:
-        if rundir.read_jsonl(run_dir / rundir.METRICS_FILE).records:
+        if read_jsonl(run_dir / METRICS_FILE).records:
             break
         time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)
     rc = finish(proc, timeout_s)
-    exit_record = rundir.read_exit(run_dir)
+    exit_record = read_exit(run_dir)
     print(f"{name}: SIGTERM -> exit {rc}; exit.json {json.dumps(exit_record)}", flush=True)
     rc = finish(launch(torchrun(run_dir), log), timeout_s)
     return describe(name, run_dir, rc, time.monotonic() - start)
@@ -182,7 +185,7 @@ def preflight(workdir: Path, args: argparse.Namespace, config: dict[str, Any]) -
     run_dir = workdir / "preflight"
     datasets = {config["dataset"]: {"path": config["data_path"], "synthetic": config["data_path"] is None,
                                     "tokenizer": config["tokenizer"]}}
-    rundir.write_config(run_dir, {"device": args.device, "datasets": datasets, "workdir": str(workdir),
+    write_config(run_dir, {"device": args.device, "datasets": datasets, "workdir": str(workdir),
                                   "token_cache": config["token_cache"]})
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1",
            "-m", "trainer", "preflight", "--run-dir", str(run_dir)]

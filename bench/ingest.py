@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import cockpit.launch.follow as follow  # noqa: E402
 from cockpit.launch.follow import Chunk, FileCursor  # noqa: E402
 from cockpit.store import StudyStore  # noqa: E402
-from trainer.rundir import parse_jsonl_bytes  # noqa: E402
+from runcontract.files import parse_jsonl_bytes
 
 
 def make_lines(n: int, ranks: int = 4) -> bytes:

@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 from quality import DEFAULT_DATA, FINETUNE, LOOP, TOKENIZER, headline, hlm, inputs, read, say, table  # noqa: E402  (the recipe's own)
 
-from trainer.rundir import RESULT_FILE  # noqa: E402
+from runcontract.contract import RESULT_FILE  # noqa: E402
 
 FRACTIONS = (0.05, 1.0, 0.25)  # the two the verdict rests on first
 SEEDS = (0, 1)

@@ -34,7 +34,9 @@ sys.path.insert(0, str(REPO / "bench"))
 from ddp_scaling import add_run_arguments, bench_config, count_train_windows  # noqa: E402
 
 from cockpit.figures import traces  # noqa: E402
-from trainer import rundir  # noqa: E402
+from runcontract.contract import METRICS_FILE  # noqa: E402
+from runcontract.files import read_jsonl  # noqa: E402
+from runcontract.records import read_result, write_config  # noqa: E402
 
 CHECKED = ("data_wait", "compute", "comm")
 TOLERANCE = 0.10
@@ -56,12 +58,12 @@ def run(workdir: Path, config: dict, steps: int, schedule: dict[str, int]) -> Pa
     cfg = {**config, "config_id": "profile-crosscheck", "gpus_per_node": 2,
            "train": {**config["train"], "steps": steps, "metrics_interval_s": 1e-6,
                      **{f"profile_{k}": v for k, v in schedule.items()}}}
-    rundir.write_config(run_dir, cfg)
+    write_config(run_dir, cfg)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
            "-m", "trainer", "train", "--run-dir", str(run_dir)]
     proc = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, check=False)
-    if proc.returncode != 0 or rundir.read_result(run_dir) is None:
+    if proc.returncode != 0 or read_result(run_dir) is None:
         sys.exit(f"the profiled run failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return run_dir
 
@@ -84,10 +86,10 @@ def main() -> None:
     load_before = os.getloadavg()
     run_dir = run(workdir, config, args.steps, schedule)
     load_after = os.getloadavg()
-    result = rundir.read_result(run_dir)
+    result = read_result(run_dir)
     assert result is not None
     profile = result["profile"]
-    per_step = {(r["rank"], r["step"]): r for r in rundir.read_jsonl(run_dir / rundir.METRICS_FILE).records
+    per_step = {(r["rank"], r["step"]): r for r in read_jsonl(run_dir / METRICS_FILE).records
                 if not r.get("final")}
     print(f"2 gloo ranks, model {args.layers} x {args.d_model}, window {args.window}, batch {args.batch_size} per "
           f"rank; T {result['timing']['train_time_s']:.2f} s over {result['timing']['steps']} steps, of which "

@@ -60,9 +60,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from cockpit.commands.scores import scores_lines  # noqa: E402  (the cockpit's tables: one formatter)
+from runcontract.contract import RESULT_FILE  # noqa: E402
 from trainer.config_keys import CONTEXTS  # noqa: E402
 from trainer.data.splits import DS2  # noqa: E402
-from trainer.rundir import ENSEMBLE_FILE, EVALUATION_FILE, RESULT_FILE  # noqa: E402
+from trainer.rundir import ENSEMBLE_FILE, EVALUATION_FILE  # noqa: E402
 from trainer.scores import class_scores  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "physionet"

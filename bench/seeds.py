@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 from quality import GOAL, S_OUTLIER, headline, read, say  # noqa: E402  (the recipe's own figures)
 
-from trainer.rundir import RESULT_FILE  # noqa: E402
+from runcontract.contract import RESULT_FILE  # noqa: E402
 
 FIGURES = ["S Se", "S +P", "232 found", "S Se w/o 232", "macro-F1 NSVF"]
 GOAL_KEYS = ["accuracy", "S Se", "S +P", "V Se", "macro-F1 NSVF"]  # what the DS2 goal asks of each seed

@@ -88,3 +88,35 @@ def rank_file(rank: int) -> str:
 def slurm_log_files(job_id: str) -> list[str]:
     """The names Slurm gives one job's output and error files in the run directory."""
     return [SLURM_STDOUT_FILE.replace("%j", job_id), SLURM_STDERR_FILE.replace("%j", job_id)]
+
+
+class ContractError(ValueError):
+    """A run-directory file or a request cannot be used; the message is one line naming the file and the problem."""
+
+
+JOB_SCRIPT_FILE = "job.sh"  # the batch script as submitted to Slurm
+
+
+# The kinds of collective result.json `comm.by_kind` attributes the comm part to (trainer.timing.CommMeter).
+COMM_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
+# result.json `memory`'s figures per rank, in bytes (ResultMemory)
+MEMORY_FIGURES = ("params_bytes", "grads_bytes", "optimizer_bytes", "model_states_bytes", "peak_bytes")
+
+# torch.profiler traces (train.profile_active): one Chrome-trace JSON per rank and profiling cycle.
+TRACES_DIR = "traces"
+TRACE_INDEX_FILE = f"{TRACES_DIR}/index.json"  # rank 0: every cycle's steps and every rank's file
+TRACE_RANGE_PREFIX = "hlm:"
+STEP_RANGE_PREFIX = "ProfilerStep#"  # torch.profiler's own range around each step; the number is the run's step
+
+
+def trace_range(part: str) -> str:
+    """The record_function name of one step part in a trace: `hlm:data_wait`, `hlm:compute`, ..."""
+    if part not in BREAKDOWN_PARTS:
+        raise ValueError(f"{part!r} is not a part of T ({', '.join(BREAKDOWN_PARTS)})")
+    return TRACE_RANGE_PREFIX + part
+
+
+def trace_file(rank: int, first_step: int, last_step: int) -> str:
+    """One rank's trace of one profiling cycle, relative to the run directory."""
+    return f"{TRACES_DIR}/rank{rank}-steps{first_step}-{last_step}.json"
+

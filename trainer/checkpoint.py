@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from runcontract.files import atomic_write
+from runcontract.modes import make_dirs, protect
+from runcontract.records import read_exit
 from trainer import parallel, rundir
 from trainer.config_keys import TRAINER_KEYS
-from trainer.rundir import atomic_write
 
 if TYPE_CHECKING:
     from trainer.distributed import Dist
@@ -124,7 +126,7 @@ def save_resumable(path: Path, d: Dist, raw: HeartLanguageModel, optimizer: torc
         shards = f"{rundir.SHARDS_DIR}/step-{prog.step:08d}"
         if d.is_main:
             shutil.rmtree(path.parent / shards, ignore_errors=True)  # a save of this step that was cut short
-            rundir.make_dirs(path.parent / shards)
+            make_dirs(path.parent / shards)
         distributed.barrier(d)
         parallel.save_shards(raw, optimizer, path.parent / shards)  # every rank its own file
     else:
@@ -150,7 +152,7 @@ def remove_shards(run_dir: Path, keep: str | None = None) -> None:
             shutil.rmtree(step, ignore_errors=True)
         else:
             for file in step.iterdir():
-                rundir.protect(file)
+                protect(file)
     if keep is None:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -180,6 +182,6 @@ def restore(state: dict[str, Any], path: Path, s: Settings, d: Dist, raw: torch.
     set_rng_state(state["rng"][d.rank])
     prog = Progress(**state["progress"])
     prog.resumes += 1
-    previous = rundir.read_exit(s.run_dir) or {}  # the interrupted segment recorded its save time there
+    previous = read_exit(s.run_dir) or {}  # the interrupted segment recorded its save time there
     prog.checkpoint_s += float(previous.get("checkpoint_save_s", 0.0))
     return prog

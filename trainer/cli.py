@@ -14,6 +14,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from runcontract.contract import (
+    CONFIG_FILE,
+    EXIT_BAD_INPUT,
+    EXIT_DISK_FULL,
+    EXIT_USAGE,
+    RESULT_FILE,
+    ContractError,
+)
+from runcontract.disk_space import DiskFull
+from runcontract.modes import share_with, writable_dir
+from runcontract.records import read_config, write_config, write_exit
 from trainer import CommandParser, VersionAction, download, rundir
 from trainer.config_flags import (
     UsageError,
@@ -24,7 +35,6 @@ from trainer.config_flags import (
     tokenizer_from_flags,
 )
 from trainer.config_keys import CONFIG_DATA_KEYS, KEYS, NOISE_KEYS, TOKENIZER, ConfigKey
-from trainer.disk_space import DiskFull
 from trainer.environment import is_main_rank
 
 # every key with a flag: the data keys of config.json, then every model, axis and training key of the registry
@@ -52,9 +62,9 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
 
 def build_config(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
     """config.json of the run dir (if any) with the flags applied; True if config.json did not exist."""
-    path = args.run_dir / rundir.CONFIG_FILE
+    path = args.run_dir / CONFIG_FILE
     fresh = not path.exists()
-    config: dict[str, Any] = {} if fresh else rundir.read_config(args.run_dir)
+    config: dict[str, Any] = {} if fresh else read_config(args.run_dir)
     for k in TRAIN_KEYS:
         value = getattr(args, k.name)
         if value is None:
@@ -84,37 +94,37 @@ def _flags_changed_unstarted_run(run_dir: Path, config: dict[str, Any]) -> bool:
     """True when the flags changed config.json's keys and the run has neither a checkpoint nor a result: the
     corrected retry of a run that stopped on bad input then leaves config.json saying what ran. A started run's
     config.json stays as it ran (its checkpoint refuses a resume under other settings)."""
-    if (run_dir / rundir.CHECKPOINT_FILE).exists() or (run_dir / rundir.RESULT_FILE).exists():
+    if (run_dir / rundir.CHECKPOINT_FILE).exists() or (run_dir / RESULT_FILE).exists():
         return False
-    return config != rundir.read_config(run_dir)
+    return config != read_config(run_dir)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
     from trainer.settings import ConfigError, from_config
 
     try:
-        rundir.writable_dir(args.run_dir, "--run-dir")
-    except rundir.RunDirError as exc:  # nowhere to write exit.json either: the line is all there is
+        writable_dir(args.run_dir, "--run-dir")
+    except ContractError as exc:  # nowhere to write exit.json either: the line is all there is
         error(str(exc))
-        return rundir.EXIT_USAGE
+        return EXIT_USAGE
     except DiskFull as exc:
         error(exc.strerror or str(exc))
-        return rundir.EXIT_DISK_FULL
+        return EXIT_DISK_FULL
     try:
         config, fresh = build_config(args)
-        settings = from_config(args.run_dir, config, str(args.run_dir / rundir.CONFIG_FILE))
-        rundir.share_with(settings.run.share_group)  # what the run writes: private, or the study's group
-    except (ConfigError, UsageError, rundir.RunDirError) as exc:
+        settings = from_config(args.run_dir, config, str(args.run_dir / CONFIG_FILE))
+        share_with(settings.run.share_group)  # what the run writes: private, or the study's group
+    except (ConfigError, UsageError, ContractError) as exc:
         error(str(exc))
         if is_main_rank():
-            rundir.write_exit(args.run_dir, rundir.EXIT_USAGE, str(exc))
-        return rundir.EXIT_USAGE
+            write_exit(args.run_dir, EXIT_USAGE, str(exc))
+        return EXIT_USAGE
     if is_main_rank() and (fresh or _flags_changed_unstarted_run(args.run_dir, config)):
         try:
-            rundir.write_config(args.run_dir, config)
+            write_config(args.run_dir, config)
         except DiskFull as exc:  # no room for config.json: nor for exit.json, so the line is all there is
             error(exc.strerror or str(exc))
-            return rundir.EXIT_DISK_FULL
+            return EXIT_DISK_FULL
     from trainer.train import run
 
     return run(settings)
@@ -130,12 +140,12 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
     if args.bytes < 4:
         error(f"--bytes must be at least 4, got {args.bytes}")
-        return rundir.EXIT_USAGE
+        return EXIT_USAGE
     d = distributed.setup(args.device)
     try:
         if not d.enabled:
             error("probe needs at least 2 processes (torchrun --nproc-per-node 2 -m trainer probe)")
-            return rundir.EXIT_USAGE
+            return EXIT_USAGE
         result = probe.all_reduce_probe(d, args.bytes, args.nodes)
         if d.is_main:
             print(json.dumps(result), flush=True)
@@ -150,9 +160,9 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 
     try:
         return preflight.run(args.run_dir)
-    except rundir.RunDirError as exc:
+    except ContractError as exc:
         error(str(exc))
-        return rundir.EXIT_USAGE
+        return EXIT_USAGE
 
 
 def cmd_ensemble(args: argparse.Namespace) -> int:
@@ -182,9 +192,9 @@ def _file_refusal(exc: OSError, out: Path | None) -> int:
     what = exc.strerror or str(exc)
     if out is not None and where is not None and (where == out or out in where.parents or where in out.parents):
         error(f"--out {out}: cannot write the token cache there ({what}: {where}); choose a directory you can write")
-        return rundir.EXIT_USAGE
+        return EXIT_USAGE
     error(f"{where or 'a file'}: {what}")
-    return rundir.EXIT_BAD_INPUT
+    return EXIT_BAD_INPUT
 
 
 def cmd_download(args: argparse.Namespace) -> int:

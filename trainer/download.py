@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
+from runcontract.contract import EXIT_BAD_INPUT, EXIT_USAGE
 from trainer.config_flags import record_names
-from trainer.rundir import EXIT_BAD_INPUT, EXIT_USAGE
 
 INDEX_URL = "https://physionet.org/files/"
 DEFAULT_VERSION = "1.0.0"

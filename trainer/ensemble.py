@@ -22,6 +22,18 @@ from typing import Any
 
 import torch
 
+from runcontract.contract import (
+    CONFIG_FILE,
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    EXIT_USAGE,
+    RESULT_FILE,
+    SCHEMA_VERSION,
+    ContractError,
+)
+from runcontract.files import write_json
+from runcontract.modes import make_dirs
+from runcontract.records import read_config, read_result
 from trainer import checkpoint, distributed, evaluate, rundir, sources
 from trainer.config_keys import TRAINER_KEYS
 from trainer.data import DataError
@@ -47,17 +59,17 @@ class MeanProbabilities(torch.nn.Module):
 
 def member_settings(run_dir: Path) -> tuple[Settings, dict[str, Any]]:
     """A member's settings and result; ConfigError naming the file when it is not a finished fine-tune."""
-    config_path = run_dir / rundir.CONFIG_FILE
+    config_path = run_dir / CONFIG_FILE
     try:
-        s = from_config(run_dir, rundir.read_config(run_dir), str(config_path))
-    except rundir.RunDirError as exc:
+        s = from_config(run_dir, read_config(run_dir), str(config_path))
+    except ContractError as exc:
         raise ConfigError(str(exc)) from exc
     if s.axes.mode != "finetune":
         raise ConfigError(f"{config_path}: mode: expected 'finetune' (an ensemble averages classifiers), found "
                           f"{s.axes.mode!r}")
-    result = rundir.read_result(run_dir)
+    result = read_result(run_dir)
     if not result or result.get("status") != "completed":
-        raise ConfigError(f"{run_dir / rundir.RESULT_FILE}: expected a completed run's result, found "
+        raise ConfigError(f"{run_dir / RESULT_FILE}: expected a completed run's result, found "
                           f"{'none' if not result else repr(result.get('status'))}")
     if not (run_dir / rundir.MODEL_FILE).exists():
         raise ConfigError(f"{run_dir / rundir.MODEL_FILE}: missing (the run's final weights)")
@@ -71,7 +83,7 @@ def check_same_windows(runs: list[tuple[Path, Settings]]) -> None:
         for key in SAME_TEST_WINDOWS:
             a, b = first.value(key), s.value(key)
             if a != b:
-                raise ConfigError(f"{run_dir / rundir.CONFIG_FILE}: {key} = {b!r}, but {first_dir / rundir.CONFIG_FILE} "
+                raise ConfigError(f"{run_dir / CONFIG_FILE}: {key} = {b!r}, but {first_dir / CONFIG_FILE} "
                                   f"has {a!r}: the members of an ensemble must score the same test windows")
 
 
@@ -98,7 +110,7 @@ def score(out: Path, members: list[Path], device: str = "auto") -> dict[str, Any
     model = MeanProbabilities([load_member(m, d.device) for m, _, _ in runs])
     scores = evaluate.classify(model, data.test, data.classes, d, records=data.test_item_records)
     summary = {
-        "schema_version": rundir.SCHEMA_VERSION,
+        "schema_version": SCHEMA_VERSION,
         "how": "mean of the members' class probabilities",
         "members": [{"run_dir": str(m), "seed": s.train.seed, "eval": {k: r["eval"].get(k) for k in
                                                                  ("macro_f1", "macro_f1_nsvf", "accuracy",
@@ -107,8 +119,8 @@ def score(out: Path, members: list[Path], device: str = "auto") -> dict[str, Any
         "test_records": data.info.get("test_records"),
         "eval": {"split": "test", **scores},
     }
-    rundir.make_dirs(out)
-    rundir.write_json(out / rundir.ENSEMBLE_FILE, summary)
+    make_dirs(out)
+    write_json(out / rundir.ENSEMBLE_FILE, summary)
     return summary
 
 
@@ -116,17 +128,17 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     if len(args.members) < 2:
         print("hlm-train: give at least two run directories", file=sys.stderr)
-        return rundir.EXIT_USAGE
+        return EXIT_USAGE
     try:
         summary = score(args.out, args.members, args.device)
     except ConfigError as exc:
         print(f"hlm-train: {exc}", file=sys.stderr)
-        return rundir.EXIT_USAGE
+        return EXIT_USAGE
     except DataError as exc:
         print(f"hlm-train: {exc}", file=sys.stderr)
-        return rundir.EXIT_BAD_INPUT
+        return EXIT_BAD_INPUT
     ev = summary["eval"]
     print(f"{args.out / rundir.ENSEMBLE_FILE}: {len(args.members)} members, {ev['samples']:,} test windows, macro-F1 "
           f"{ev['macro_f1']:.3f}" + (f" (N,S,V,F {ev['macro_f1_nsvf']:.3f})" if ev.get("macro_f1_nsvf") is not None
                                      else ""))
-    return rundir.EXIT_OK
+    return EXIT_OK

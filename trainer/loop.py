@@ -15,9 +15,10 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+from runcontract.contract import GPU_FILE, METRICS_FILE, RAPL_FILE
 from runcontract.nvml import NvmlSampler
 from runcontract.rapl import RaplSampler
-from trainer import environment, profiling, rundir
+from trainer import environment, profiling
 from trainer.build import Trainer
 from trainer.distributed import StopVote
 from trainer.metrics import IntervalMeter
@@ -62,15 +63,15 @@ def train_loop(t: Trainer, stop: StopSignal, launch: float) -> LoopEnd:
     """Train from prog.step to t.total_steps, or to the step all ranks agree to stop at after a signal
     (StopVote). Updates t.prog: T, its breakdown, the position, the profiled steps."""
     s, d, prog, total = t.s, t.d, t.prog, t.total_steps
-    nvml = NvmlSampler(s.run_dir / rundir.GPU_FILE, s.train.nvml_interval_ms).start() if d.is_local_main else None
+    nvml = NvmlSampler(s.run_dir / GPU_FILE, s.train.nvml_interval_ms).start() if d.is_local_main else None
     # a CPU run's energy: the packages' RAPL counters, at the same pace (runcontract/energy.py reads both files)
-    rapl = (RaplSampler(s.run_dir / rundir.RAPL_FILE, s.train.nvml_interval_ms).start()
+    rapl = (RaplSampler(s.run_dir / RAPL_FILE, s.train.nvml_interval_ms).start()
             if d.is_local_main and d.device.type == "cpu" else None)
     if d.is_main:
         log.info("world %d on %s, device %s, backend %s, %d loader workers, %d threads, %s AdamW, "
                  "%d parameters, %d steps (%d per epoch)", d.world, ",".join(t.hostnames), d.device, d.backend,
                  t.workers, t.threads, t.opt_kind, t.raw.num_parameters(), total, t.steps_per_epoch)
-    meter = IntervalMeter(s.run_dir / rundir.METRICS_FILE, d.rank, s.train.metrics_interval_s, d.device, total)
+    meter = IntervalMeter(s.run_dir / METRICS_FILE, d.rank, s.train.metrics_interval_s, d.device, total)
     breakdown = Breakdown()
     vote = StopVote(d)
     t.sampler.set_position(prog.epoch, prog.batch_in_epoch * s.axes.batch_size)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import torch
 
-from trainer import rundir
+from runcontract.contract import SCHEMA_VERSION
+from runcontract.files import append_jsonl
 from trainer.timing import peak_memory_bytes
 
 
@@ -62,7 +63,7 @@ class IntervalMeter:
             self.last_interval_loss = loss
         wall = self.wall
         record = {
-            "v": rundir.SCHEMA_VERSION,
+            "v": SCHEMA_VERSION,
             "t": time.time(),
             "rank": self.rank,
             **fields,
@@ -81,5 +82,5 @@ class IntervalMeter:
         }
         if final:
             record["final"] = True
-        rundir.append_jsonl(self.path, record)
+        append_jsonl(self.path, record)
         self._reset()

@@ -24,7 +24,11 @@ from typing import Any
 import torch
 
 from runcontract import probe
+from runcontract.contract import SCHEMA_VERSION, ContractError
+from runcontract.files import write_json
+from runcontract.modes import make_dirs, share_with
 from runcontract.nvml import sample_all
+from runcontract.records import read_config
 from trainer import distributed, environment, rundir
 from trainer.config_keys import check_preflight_config
 
@@ -128,7 +132,7 @@ def storage_facts(workdir: str, token_cache: str) -> dict[str, Any]:
     for key, path in (("workdir", workdir), ("token_cache", token_cache)):
         probe_file = Path(path) / f".hlm-preflight-{uuid.uuid4().hex[:8]}"
         try:
-            rundir.make_dirs(path)
+            make_dirs(path)
             probe_file.write_bytes(b"x")
             probe_file.unlink()
             out[f"{key}_writable"] = True
@@ -166,8 +170,8 @@ def scheduler_facts() -> dict[str, Any]:
 
 def run(run_dir: Path) -> int:
     """Every rank: its facts and the all-reduce; rank 0 adds data, storage and scheduler, writes the file."""
-    config = check_preflight_config(rundir.read_config(run_dir), str(run_dir / "config.json"), rundir.RunDirError)
-    rundir.share_with(config.get("share_group"))  # what the job writes: private, or the study's group
+    config = check_preflight_config(read_config(run_dir), str(run_dir / "config.json"), ContractError)
+    share_with(config.get("share_group"))  # what the job writes: private, or the study's group
     started = time.time()
     d = distributed.setup(str(config.get("device", "auto")), timeout_s=float(config.get("timeout_s", 300)))
     try:
@@ -177,7 +181,7 @@ def run(run_dir: Path) -> int:
         if d.is_main:
             everyone = [g for g in gathered if isinstance(g, dict)]
             report = {
-                "schema_version": rundir.SCHEMA_VERSION,
+                "schema_version": SCHEMA_VERSION,
                 "world": d.world,
                 "backend": d.backend,
                 "torch": torch.__version__,
@@ -190,7 +194,7 @@ def run(run_dir: Path) -> int:
                 "scheduler": scheduler_facts(),
                 "seconds": time.time() - started,
             }
-            rundir.write_json(run_dir / PREFLIGHT_FILE, report)
+            write_json(run_dir / PREFLIGHT_FILE, report)
     finally:
         distributed.teardown(d)
     return 0

@@ -12,7 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainer import disk_space, rundir
+from runcontract import disk_space
+from runcontract.contract import EXIT_BAD_INPUT, EXIT_DISK_FULL, EXIT_USAGE, ContractError
+from runcontract.modes import share_with
+from runcontract.records import read_config
 from trainer.config_flags import (
     UsageError,
     add_data_flags,
@@ -53,20 +56,20 @@ def run(args: argparse.Namespace) -> int:
         kwargs["skip_bad_records"] = kwargs["skip_bad_records"] or bool(args.skip_bad_records)
     except UsageError as exc:
         print(f"hlm-train: {exc}", file=sys.stderr)
-        return rundir.EXIT_USAGE
+        return EXIT_USAGE
     try:
         t0 = time.perf_counter()
         shard = prepare_data(**kwargs, progress=not args.no_progress)
         m = json.loads((shard / shards.MANIFEST).read_text())
     except DataError as exc:
         print(f"hlm-train: bad input data: {exc}", file=sys.stderr)
-        return rundir.EXIT_BAD_INPUT
+        return EXIT_BAD_INPUT
     except OSError as exc:
         full = disk_space.as_disk_full(exc)
         if full is None:
             raise
         print(f"hlm-train: {full.strerror}", file=sys.stderr)
-        return rundir.EXIT_DISK_FULL
+        return EXIT_DISK_FULL
     print(describe(m, shard, time.perf_counter() - t0))
     return 0
 
@@ -89,9 +92,9 @@ def _from_flags(args: argparse.Namespace) -> dict[str, Any]:
 
 def _from_run_dir(run_dir: Path) -> dict[str, Any]:
     try:
-        config = rundir.read_config(run_dir)
-        rundir.share_with(config.get("share_group"))  # the shards: private, or the study's group
-    except rundir.RunDirError as exc:
+        config = read_config(run_dir)
+        share_with(config.get("share_group"))  # the shards: private, or the study's group
+    except ContractError as exc:
         raise UsageError(str(exc)) from None
     where = run_dir / "config.json"
     for key in ("tokenizer", "token_cache"):

@@ -2,7 +2,7 @@
 
 torchtitan-style: cycles of `wait` steps left alone, `warmup` steps run under the profiler and discarded,
 `active` steps recorded, `repeat` times (torch.profiler.schedule). Each rank writes one Chrome trace per
-cycle into `traces/` of the run directory (`rundir.trace_file`), rank 0 an index of them, and the loop's
+cycle into `traces/` of the run directory (`trace_file`), rank 0 an index of them, and the loop's
 own step parts appear in them as `hlm:<part>` ranges (timing.PartRanges). The profiled steps stay in T
 (their samples are part of the work); result.json `timing.profiled_steps` and `profile` say which and how
 long they took. Starting, stopping and exporting happen between steps and are moved out of T (like
@@ -20,7 +20,17 @@ from typing import Any
 import torch
 from torch.profiler import ProfilerAction, ProfilerActivity
 
-from trainer import rundir
+from runcontract.contract import (
+    BREAKDOWN_PARTS,
+    SCHEMA_VERSION,
+    TRACE_INDEX_FILE,
+    ContractError,
+    trace_file,
+    trace_range,
+)
+from runcontract.files import atomic_write, read_json, write_json
+from runcontract.modes import make_dirs, protect
+from runcontract.records import ResultProfile
 from trainer.distributed import Dist
 from trainer.settings import Settings
 
@@ -105,12 +115,12 @@ class StepProfiler:
             return
         first, last = self._recording[0], self._recording[-1]
         self._recording = []
-        path = self.run_dir / rundir.trace_file(self.d.rank, first, last)
-        rundir.make_dirs(path.parent)
+        path = self.run_dir / trace_file(self.d.rank, first, last)
+        make_dirs(path.parent)
         prof.export_chrome_trace(str(path))
-        rundir.protect(path)
+        protect(path)
         comm_on_own_track(path)
-        files = [rundir.trace_file(rank, first, last) for rank in range(self.d.world)]
+        files = [trace_file(rank, first, last) for rank in range(self.d.world)]
         self.record["traces"].extend(files)
         if self.d.is_main:
             self._write_index(first, last, files)
@@ -118,14 +128,14 @@ class StepProfiler:
                      ", ".join(files[:2]) + (", ..." if len(files) > 2 else ""))
 
     def _write_index(self, first: int, last: int, files: list[str]) -> None:
-        path = self.run_dir / rundir.TRACE_INDEX_FILE
+        path = self.run_dir / TRACE_INDEX_FILE
         try:
-            index = rundir.read_json(path) or {}
-        except rundir.RunDirError:
+            index = read_json(path) or {}
+        except ContractError:
             index = {}
         cycles = [c for c in index.get("cycles", []) if isinstance(c, dict) and c.get("first_step") != first]
         cycles.append({"first_step": first, "last_step": last, "files": files})
-        rundir.write_json(path, {"schema_version": rundir.SCHEMA_VERSION, "world_size": self.d.world,
+        write_json(path, {"schema_version": SCHEMA_VERSION, "world_size": self.d.world,
                                  "schedule": self.schedule, "ranges": ranges(), "cycles": cycles})
 
 
@@ -135,7 +145,7 @@ def comm_on_own_track(path: Path) -> None:
     The exposed wait starts in the last gradient bucket's hook, inside autograd's range of that gradient,
     and ends after backward() returns: on the thread's own track the two would overlap without nesting,
     which trace viewers (Perfetto, chrome://tracing) do not draw. On its own track it shows as is."""
-    name = rundir.trace_range("comm")
+    name = trace_range("comm")
     trace = json.loads(path.read_text(encoding="utf-8"))
     events = trace.get("traceEvents", [])
     moved = [e for e in events if isinstance(e, dict) and e.get("name") == name and e.get("ph") == "X"]
@@ -149,16 +159,16 @@ def comm_on_own_track(path: Path) -> None:
     events += [{"ph": "M", "name": "thread_name", "pid": pid, "tid": track,
                 "args": {"name": f"{name} (exposed all-reduce wait, inside hlm:compute)"}},
                {"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": track, "args": {"sort_index": track}}]
-    with rundir.atomic_write(path) as handle:
+    with atomic_write(path) as handle:
         json.dump(trace, handle)
 
 
 def ranges() -> dict[str, str]:
     """Step part -> the record_function name it has in the traces (`other` has none: it is the rest)."""
-    return {part: rundir.trace_range(part) for part in rundir.BREAKDOWN_PARTS if part != "other"}
+    return {part: trace_range(part) for part in BREAKDOWN_PARTS if part != "other"}
 
 
-def summary(schedule: dict[str, int] | None, record: dict[str, Any]) -> rundir.ResultProfile | None:
+def summary(schedule: dict[str, int] | None, record: dict[str, Any]) -> ResultProfile | None:
     """result.json `profile`."""
     if schedule is None:
         return None

@@ -13,6 +13,7 @@ import time
 from typing import Any, cast
 
 from runcontract import energy
+from runcontract.records import Result, ResultEnergy, ResultGpuUse, ResultMemory, ResultTiming, write_result
 from trainer import checkpoint, ddp_buckets, distributed, parallel, profiling, provenance, rundir
 from trainer.build import Trainer
 from trainer.loop import LoopEnd
@@ -66,7 +67,7 @@ def write(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: f
         return
     by_rank, memory = [b for b, _ in ranks], [m for _, m in ranks]
     result = record(t, end, evaluation, eval_s, launch, launch_source, by_rank, peak, memory)
-    rundir.write_result(t.s.run_dir, result)
+    write_result(t.s.run_dir, result)
     t.ckpt_path.unlink(missing_ok=True)
     checkpoint.remove_shards(t.s.run_dir)
     log.info("done: T = %.3f s, %d steps, %.1f samples/s", t.prog.train_time_s, t.prog.step,
@@ -75,13 +76,13 @@ def write(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: f
 
 def record(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: float, launch: float,
            launch_source: str, by_rank: list[dict[str, Any]], peak: int,
-           memory: list[dict[str, Any]]) -> rundir.Result:
-    """result.json of a completed run (rundir.Result)."""
+           memory: list[dict[str, Any]]) -> Result:
+    """result.json of a completed run (Result)."""
     s, d, prog, raw = t.s, t.d, t.prog, t.raw
     T = prog.train_time_s
     tokens = prog.samples * t.tokens_per_sample
     profiled = profiling.summary(t.profile, prog.profile)
-    timing: rundir.ResultTiming = {
+    timing: ResultTiming = {
         "train_time_s": T, "startup_s": prog.startup_s, "prepare_s": prog.prepare_s,
         "eval_s": eval_s, "checkpoint_s": prog.checkpoint_s, "wall_s": time.time() - launch,
         "steps": prog.step, "epochs": prog.step / t.steps_per_epoch, "samples": prog.samples,
@@ -91,7 +92,7 @@ def record(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: 
         "profiled_steps": len(profiled["steps"]) + len(profiled["warmup_steps"]) if profiled else 0,
         "profile_s": float(prog.profile.get("profile_s", 0.0)),
     }
-    result: rundir.Result = {
+    result: Result = {
         "status": "completed",
         "study": s.run.study, "config_id": s.run.config_id, "group_id": s.run.group_id,
         "config": s.config or s.as_dict(),
@@ -115,7 +116,7 @@ def record(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: 
         "optimizer": {"name": "AdamW", "impl": t.opt_kind, "precision": s.axes.precision, "compile": s.train.compile},
         "parallel": {"strategy": s.axes.strategy, "applied": t.par.applied, "sharded": list(t.par.sharded),
                      "mixed_precision": t.par.mixed_precision},
-        "memory": cast(rundir.ResultMemory, {**{k: v for k, v in memory[0].items() if k != "rank"},
+        "memory": cast(ResultMemory, {**{k: v for k, v in memory[0].items() if k != "rank"},
                                              "peak_source": peak_source(d.device), "by_rank": memory}),
         "comm": {"method": COMM_METHOD,
                  "busy_s": t.comm.busy_s if d.enabled and d.device.type == "cpu" else None,
@@ -129,8 +130,8 @@ def record(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: 
         "started_at": prog.started_at, "finished_at": time.time(),
     }
     used = energy.summary(s.run_dir, d.device.type)  # the devices' energy and the GPUs' busy share over T
-    result["energy"] = cast(rundir.ResultEnergy, used["energy"])
-    result["gpu_use"] = cast("rundir.ResultGpuUse | None", used["gpu_use"])
+    result["energy"] = cast(ResultEnergy, used["energy"])
+    result["gpu_use"] = cast("ResultGpuUse | None", used["gpu_use"])
     if evaluation is not None:
         result["eval"] = evaluation
     if t.validator.enabled:

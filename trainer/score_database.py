@@ -23,6 +23,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from runcontract.contract import CONFIG_FILE, EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, SCHEMA_VERSION
+from runcontract.files import write_json
+from runcontract.modes import make_dirs
 from trainer import ensemble, evaluate, rundir
 from trainer.config_flags import UsageError, record_names
 from trainer.config_keys import NOISE_KEYS
@@ -45,14 +48,14 @@ def run(args: argparse.Namespace) -> int:
                        args.skip_bad_records, {k: getattr(args, k) for k in NOISE_KEYS if getattr(args, k) is not None})
     except DataError as exc:  # before ValueError, which it is
         print(f"hlm-train: bad input data: {exc}", file=sys.stderr)
-        return rundir.EXIT_BAD_INPUT
+        return EXIT_BAD_INPUT
     except (ConfigError, UsageError, ValueError) as exc:
         print(f"hlm-train: {exc}", file=sys.stderr)
-        return rundir.EXIT_USAGE
-    rundir.make_dirs(out)
-    rundir.write_json(out / rundir.EVALUATION_FILE, result)
+        return EXIT_USAGE
+    make_dirs(out)
+    write_json(out / rundir.EVALUATION_FILE, result)
     print("\n".join([str(out / rundir.EVALUATION_FILE), *lines(result)]))
-    return rundir.EXIT_OK
+    return EXIT_OK
 
 
 def _models(paths: list[Path], device: torch.device) -> tuple[Settings, torch.nn.Module, ModelConfig]:
@@ -63,7 +66,7 @@ def _models(paths: list[Path], device: torch.device) -> tuple[Settings, torch.nn
         ensemble.check_same_windows([(p, s) for p, s, _ in runs])
     s = runs[0][1]
     if s.train.task != "beat":
-        raise ConfigError(f"{paths[0] / rundir.CONFIG_FILE}: train.task = {s.train.task!r}; evaluate scores beat "
+        raise ConfigError(f"{paths[0] / CONFIG_FILE}: train.task = {s.train.task!r}; evaluate scores beat "
                           "classifiers (task 'beat')")
     loaded = [ensemble.load_member(p, device) for p, _, _ in runs]
     members: list[torch.nn.Module] = list(loaded)
@@ -97,7 +100,7 @@ def score(models: list[Path], data: Path, records: list[str] | None, annotator: 
     pred = evaluate.predict(model, windows, dev)
     classes = list(manifest["beat_classes"])
     ev = tally(windows, pred, classes)
-    return {"schema_version": rundir.SCHEMA_VERSION, "how": "hlm-train evaluate",
+    return {"schema_version": SCHEMA_VERSION, "how": "hlm-train evaluate",
             "models": [str(m) for m in models], "data": str(data.resolve()), "dataset": manifest["dataset"],
             "records": manifest.record_names, "skipped_records": manifest.get("skipped_records") or [],
             "tokenizer": manifest["params"], "native_fs": sorted({r.get("native_fs") for r in manifest.records

@@ -19,7 +19,7 @@ import torch.distributed as dist
 from torch.autograd.profiler import record_function
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-from trainer.rundir import BREAKDOWN_PARTS, COMM_KINDS, trace_range
+from runcontract.contract import BREAKDOWN_PARTS, COMM_KINDS, trace_range
 
 PHASES = BREAKDOWN_PARTS  # the one table of part names (trainer/rundir.py), also the profiler ranges' names
 Mark = torch.cuda.Event | float  # what Clock.mark() returns: a recorded CUDA event, or perf_counter()

@@ -24,7 +24,19 @@ from typing import Any
 
 import torch
 
-from trainer import checkpoint, disk_space, distributed, environment, provenance, result, rundir, sources
+from runcontract import disk_space
+from runcontract.contract import (
+    EXIT_BAD_INPUT,
+    EXIT_CHECKPOINTED,
+    EXIT_DISK_FULL,
+    EXIT_NONFINITE_LOSS,
+    EXIT_OK,
+    EXIT_USAGE,
+    RESULT_FILE,
+)
+from runcontract.modes import make_dirs, protect
+from runcontract.records import write_exit
+from trainer import checkpoint, distributed, environment, provenance, result, rundir, sources
 from trainer.build import build
 from trainer.distributed import Dist
 from trainer.loop import StopSignal, train_loop
@@ -42,7 +54,7 @@ class Interrupted(Exception):
 
 def _setup_logging(run_dir: Path, d: Dist) -> logging.Handler:
     handler: logging.Handler = logging.FileHandler(run_dir / rundir.LOG_FILE)
-    rundir.protect(run_dir / rundir.LOG_FILE)
+    protect(run_dir / rundir.LOG_FILE)
     prefix = "" if d.is_main else f"[rank {d.rank}] "
     handler.setFormatter(logging.Formatter(f"%(asctime)s %(levelname)s {prefix}%(message)s"))
     handler.setLevel(logging.INFO if d.is_main else logging.WARNING)
@@ -55,7 +67,7 @@ def _setup_logging(run_dir: Path, d: Dist) -> logging.Handler:
 def run(s: Settings, data: sources.Data | None = None) -> int:
     """Train one rank to completion or interruption; returns the process exit code (see rundir.EXIT_*)."""
     launch, launch_source = provenance.launch_time()
-    rundir.make_dirs(s.run_dir)
+    make_dirs(s.run_dir)
     threads_before = torch.get_num_threads()
     restore_environment = environment.threads_for_process(s.threads)  # OMP_NUM_THREADS, set here only
     d = Dist()
@@ -72,35 +84,35 @@ def run(s: Settings, data: sources.Data | None = None) -> int:
         handler = _setup_logging(s.run_dir, d)
         with StopSignal() as stop:  # from here on a signal never kills the rank without an exit.json
             extra = _train(s, d, data, launch, launch_source, stop)
-        code, message = rundir.EXIT_OK, "training completed"
+        code, message = EXIT_OK, "training completed"
     except Interrupted as exc:
-        code, message, extra = rundir.EXIT_CHECKPOINTED, exc.args[0], exc.args[1]
+        code, message, extra = EXIT_CHECKPOINTED, exc.args[0], exc.args[1]
     except ConfigError as exc:
-        code, message = rundir.EXIT_USAGE, f"bad config: {exc}"
+        code, message = EXIT_USAGE, f"bad config: {exc}"
     except NonFiniteLoss as exc:
-        code, message = rundir.EXIT_NONFINITE_LOSS, str(exc)
+        code, message = EXIT_NONFINITE_LOSS, str(exc)
     except Exception as exc:
         from trainer.data import DataError
 
         full = disk_space.as_disk_full(exc)
         if full is not None:  # no space left or quota exceeded: the cockpit pauses submitting on this code
-            code, message, extra = rundir.EXIT_DISK_FULL, str(full.strerror), full.fields()
+            code, message, extra = EXIT_DISK_FULL, str(full.strerror), full.fields()
         elif isinstance(exc, DataError):
-            code, message = rundir.EXIT_BAD_INPUT, f"bad input data: {exc}"
+            code, message = EXIT_BAD_INPUT, f"bad input data: {exc}"
         else:
             code, message = 1, f"{type(exc).__name__}: {exc}"
             log.error("%s", traceback.format_exc())
     finally:
         if code:
-            (log.warning if code == rundir.EXIT_CHECKPOINTED else log.error)("%s", message)
+            (log.warning if code == EXIT_CHECKPOINTED else log.error)("%s", message)
         if d.is_main:
             try:
-                rundir.write_exit(s.run_dir, code, message, rank=d.rank, world_size=d.world, **extra)
+                write_exit(s.run_dir, code, message, rank=d.rank, world_size=d.world, **extra)
             except disk_space.DiskFull as exc:  # not even its room was left: the exit code and stderr say it
-                code, message = rundir.EXIT_DISK_FULL, f"{message}; exit.json not written: {exc.strerror}"
-        if code not in (rundir.EXIT_OK, rundir.EXIT_CHECKPOINTED):
+                code, message = EXIT_DISK_FULL, f"{message}; exit.json not written: {exc.strerror}"
+        if code not in (EXIT_OK, EXIT_CHECKPOINTED):
             print(f"hlm-train: {message}", file=sys.stderr, flush=True)
-        distributed.teardown(d, clean=code in (rundir.EXIT_OK, rundir.EXIT_CHECKPOINTED))
+        distributed.teardown(d, clean=code in (EXIT_OK, EXIT_CHECKPOINTED))
         torch.set_num_threads(threads_before)  # the caller may be a longer-lived process (tests, notebooks)
         restore_environment()
         if handler is not None:
@@ -116,7 +128,7 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
     A signal during start-up is acted on after the first step; one during evaluation or the final save
     is ignored, since finishing is then quicker than checkpointing.
     """
-    if (s.run_dir / rundir.RESULT_FILE).exists():
+    if (s.run_dir / RESULT_FILE).exists():
         log.info("result.json already exists: the run is complete, nothing to do")
         return {"note": "already complete; result.json kept"}
     t = build(s, d, data)  # outside T: startup_s

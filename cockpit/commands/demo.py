@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from cockpit.commands._args import error, not_positive
-from trainer import rundir
+from runcontract.contract import ContractError
+from runcontract.modes import writable_dir
 from trainer.config_flags import record_names  # the one parser of --records (commas or spaces)
 from trainer.config_keys import ANNOTATOR_PREFERENCE
 
@@ -150,9 +151,9 @@ def main(args: argparse.Namespace) -> int:
 
     workdir = Path(args.workdir).resolve()
     try:
-        rundir.writable_dir(workdir, "--workdir")
+        writable_dir(workdir, "--workdir")
         study = parse_study(demo_raw(args), workdir / "local-demo.toml")
-    except (rundir.RunDirError, SpecError) as exc:
+    except (ContractError, SpecError) as exc:
         return error(str(exc))
     session = open_session(study, preflight=True)  # a local preflight takes seconds
     print(f"demo study: {len(study.runnable())} runs in {study.study_dir()}", flush=True)

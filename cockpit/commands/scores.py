@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from cockpit.commands._args import RUN, error, negative
 from cockpit.study.spec import SQLITE_HEADER
-from trainer.rundir import ENSEMBLE_FILE, EVALUATION_FILE, RESULT_FILE, RunDirError, read_json
+from runcontract.contract import RESULT_FILE, ContractError
+from runcontract.files import read_json
+from trainer.rundir import ENSEMBLE_FILE, EVALUATION_FILE
 from trainer.scores import false_alarms_per_hour
 
 if TYPE_CHECKING:
@@ -87,7 +89,7 @@ def _quality(file: Path) -> tuple[dict[str, Any], Quality]:
 
     try:
         data = read_json(file)
-    except RunDirError as exc:
+    except ContractError as exc:
         raise ScoresError(str(exc)) from exc
     except UnicodeDecodeError as exc:
         raise ScoresError(f"{file}: not a JSON text file (byte {exc.start} is not UTF-8)") from exc

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cockpit.commands._args import RUN, error
-from trainer import rundir
-from trainer.rundir import RESULT_FILE, TRACE_INDEX_FILE, TRACES_DIR
+from runcontract.contract import RESULT_FILE, TRACE_INDEX_FILE, TRACES_DIR
+from runcontract.modes import make_dirs
 
 if TYPE_CHECKING:
     from cockpit.figures.traces import TraceSummary
@@ -190,7 +190,7 @@ def _report(files: list[tuple[str, bytes]], where: str, args: argparse.Namespace
 
 
 def _copy(files: list[tuple[str, bytes]], out: Path) -> list[str]:
-    rundir.make_dirs(out)
+    make_dirs(out)
     paths = []
     for name, data in files:
         target = out / Path(name).name

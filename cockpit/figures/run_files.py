@@ -12,7 +12,7 @@ from typing import Any
 
 from cockpit.figures.traces import TraceError, load, summarise
 from runcontract import energy
-from trainer.rundir import METRICS_FILE
+from runcontract.contract import METRICS_FILE
 
 
 def rank0_trace(run_dir: Path, result: dict[str, Any]) -> Path | None:

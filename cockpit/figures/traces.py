@@ -22,7 +22,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainer.rundir import BREAKDOWN_PARTS, STEP_RANGE_PREFIX, TRACE_RANGE_PREFIX, trace_range
+from runcontract.contract import BREAKDOWN_PARTS, STEP_RANGE_PREFIX, TRACE_RANGE_PREFIX, trace_range
 
 # what runs the collective itself (gloo's worker thread, NCCL's record, NCCL's GPU kernel), not its launch
 _COLLECTIVE = re.compile(r"^(gloo|nccl):all_?reduce|^nccl.*kernel.*all_?reduce", re.IGNORECASE)

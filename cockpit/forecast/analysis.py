@@ -29,9 +29,9 @@ from cockpit.forecast.advice.host_bound import advise_host_bound
 from cockpit.study.spec import AXES, SCALE_AXES, Configuration
 from cockpit.workloads import WORKLOADS
 from cockpit.workloads.base import key_words
+from runcontract.contract import COMM_KINDS, MEMORY_FIGURES
 from runcontract.judge import startup_note
 from trainer.config_keys import AXIS_KEYS
-from trainer.rundir import COMM_KINDS, MEMORY_FIGURES
 
 if TYPE_CHECKING:
     import pandas as pd

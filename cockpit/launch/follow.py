@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from trainer.rundir import JsonlChunk, parse_jsonl_bytes
+from runcontract.files import JsonlChunk, parse_jsonl_bytes
 
 MAX_CHUNK = 4 << 20
 _KEY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.%-]+$")

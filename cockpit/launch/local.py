@@ -26,6 +26,9 @@ import sbatch_templates
 from cockpit.launch.backend import Backend, JobInfo, JobState
 from cockpit.launch.slurm.render import job_comment, job_name, render_study_scripts
 from cockpit.preflight.jobs import preflight_dir
+from runcontract.contract import EXIT_FILE, EXIT_OK, LOCAL_STDERR_FILE, LOCAL_STDOUT_FILE, ContractError
+from runcontract.modes import Sharing, make_dirs, open_new
+from runcontract.records import read_exit, write_config
 from trainer import rundir
 
 if TYPE_CHECKING:
@@ -114,7 +117,7 @@ class LocalExecutor(Backend):
         self.gpus = [] if device == "cpu" else list(gpus if gpus is not None else visible_gpus())
         if device == "cuda" and not self.gpus:
             raise LocalSubmitError('[train].device is "cuda" but this machine has no visible GPU')
-        self.sharing = rundir.Sharing(study.cluster.share_group)  # the run directories' modes and group
+        self.sharing = Sharing(study.cluster.share_group)  # the run directories' modes and group
         self.label = f"local ({self.max_cores} cores" + (f", {len(self.gpus)} GPUs)" if self.gpus else ")")
         self._jobs: dict[str, _Job] = {}
         self._ids = itertools.count(1)
@@ -141,8 +144,8 @@ class LocalExecutor(Backend):
                 f"configuration {cfg.config_id} needs {nproc} GPUs but this machine has {len(self.gpus)} "
                 '(set [train].device = "cpu" to run CPU workers instead)'
             )
-        run_dir = rundir.make_dirs(self.study.run_dir(cfg), self.sharing)
-        rundir.write_config(run_dir, self.study.run_config(cfg))
+        run_dir = make_dirs(self.study.run_dir(cfg), self.sharing)
+        write_config(run_dir, self.study.run_config(cfg))
         job = _Job(
             job_id=f"{self._prefix}-{next(self._ids)}",
             cfg=cfg,
@@ -161,8 +164,8 @@ class LocalExecutor(Backend):
         if cfg.nodes != 1 or not self.study.fits_node(cfg, self.max_cores):
             raise LocalSubmitError(f"preflight {job.name} needs {cfg.nodes} node(s) x {cores} cores; this machine "
                                    f"allows 1 x {self.max_cores}")
-        directory = rundir.make_dirs(preflight_dir(await self.study_dir(), job), self.sharing)
-        rundir.write_config(directory, config)
+        directory = make_dirs(preflight_dir(await self.study_dir(), job), self.sharing)
+        write_config(directory, config)
         local = _Job(job_id=f"{self._prefix}-{next(self._ids)}", cfg=cfg, run_dir=directory, cores=cores,
                      gpus_needed=cfg.gpus_per_node if self.gpus else 0, preflight=True)
         self._jobs[local.job_id] = local
@@ -190,7 +193,7 @@ class LocalExecutor(Backend):
             self._stop(job, JobState.CANCELLED)
 
     def log_names(self, job_id: str) -> list[str]:
-        return [rundir.LOCAL_STDERR_FILE, rundir.LOCAL_STDOUT_FILE]
+        return [LOCAL_STDERR_FILE, LOCAL_STDOUT_FILE]
 
     async def read_file(self, path: str, offset: int = 0) -> bytes:
         """Bytes of a file from offset; relative paths are relative to the study directory."""
@@ -209,7 +212,7 @@ class LocalExecutor(Backend):
             await asyncio.gather(*tasks, return_exceptions=True)
 
     def log_files(self, job_id: str) -> list[str]:
-        return [rundir.LOCAL_STDOUT_FILE, rundir.LOCAL_STDERR_FILE]
+        return [LOCAL_STDOUT_FILE, LOCAL_STDERR_FILE]
 
     # -- helpers ---------------------------------------------------------------------------------------------
 
@@ -252,7 +255,7 @@ class LocalExecutor(Backend):
         trainer_code = code if job.preflight else (marker.get("code") if marker else None)
         if job.stop_as is not None:
             state = job.stop_as
-        elif trainer_code == rundir.EXIT_OK and code == 0:
+        elif trainer_code == EXIT_OK and code == 0:
             state = JobState.COMPLETED
         else:
             state = JobState.FAILED
@@ -272,8 +275,8 @@ class LocalExecutor(Backend):
         run = str(job.run_dir)
         deadline = (job.started or time.time()) + self.study.cluster.time_limit_minutes * 60.0
         launcher = [self._python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc)]
-        with rundir.open_new(job.run_dir / rundir.LOCAL_STDOUT_FILE, "ab", self.sharing) as out, \
-                rundir.open_new(job.run_dir / rundir.LOCAL_STDERR_FILE, "ab", self.sharing) as err:
+        with open_new(job.run_dir / LOCAL_STDOUT_FILE, "ab", self.sharing) as out, \
+                open_new(job.run_dir / LOCAL_STDERR_FILE, "ab", self.sharing) as err:
             if job.preflight:  # as the batch script does: the Python first, then every worker
                 with resources.as_file(resources.files("sbatch_templates") / sbatch_templates.ENV_PROBE) as probe:
                     await self._step(job, [self._python, str(probe), rundir.PREFLIGHT_ENV_FILE], env, out, err, deadline)
@@ -348,17 +351,17 @@ def _kill_group(process: asyncio.subprocess.Process) -> None:
 def _exit_marker(run_dir: Path, since: float) -> dict | None:
     """This attempt's exit.json; an older one belongs to an earlier attempt (the trainer reads it to resume,
     so it is not deleted) and says nothing about this one."""
-    path = run_dir / rundir.EXIT_FILE
+    path = run_dir / EXIT_FILE
     try:
         if path.stat().st_mtime < since - 1.0:
             return None
-        return rundir.read_exit(run_dir)
-    except (OSError, rundir.RunDirError):
+        return read_exit(run_dir)
+    except (OSError, ContractError):
         return None
 
 
 def _note(run_dir: Path, line: str) -> None:
-    with contextlib.suppress(OSError), rundir.open_new(run_dir / rundir.LOCAL_STDERR_FILE, "a") as handle:
+    with contextlib.suppress(OSError), open_new(run_dir / LOCAL_STDERR_FILE, "a") as handle:
         handle.write(line + "\n")
 
 

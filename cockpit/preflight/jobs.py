@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainer import rundir
+from runcontract.contract import SCHEMA_VERSION
 from trainer.config_keys import check_preflight_config
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ def job_config(study: Study, job: PreflightJob, study_dir: str) -> dict[str, Any
         d = study.datasets[name]
         datasets[name] = {"path": d.path, "synthetic": d.synthetic, "tokenizer": dict(d.tokenizer)}
     config = {
-        "schema_version": rundir.SCHEMA_VERSION,
+        "schema_version": SCHEMA_VERSION,
         "preflight": True,
         "study": study.name,
         "nodes": job.nodes,

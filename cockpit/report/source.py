@@ -132,7 +132,8 @@ def without_changed(inp: ReportInput, study: Study) -> ReportInput:
 
 def from_run_dirs(runs: Path, study: str, cluster: str) -> ReportInput:
     """Read every runs/<config_id>/result.json of a local study."""
-    from trainer.rundir import RunDirError, read_result
+    from runcontract.contract import ContractError
+    from runcontract.records import read_result
 
     if not runs.is_dir():
         raise ReportError(f"{runs}: no run directories yet (nothing has run for study {study!r})")
@@ -140,7 +141,7 @@ def from_run_dirs(runs: Path, study: str, cluster: str) -> ReportInput:
     for run_dir in sorted(p for p in runs.iterdir() if p.is_dir()):
         try:
             res = read_result(run_dir)
-        except RunDirError as exc:
+        except ContractError as exc:
             raise ReportError(str(exc)) from exc
         if res is not None:
             results.append(with_run_files(res, run_dir))

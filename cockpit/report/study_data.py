@@ -166,7 +166,8 @@ def _curve_store(inp: ReportInput, study_id: str) -> tuple[StudyStore, int]:
         store = StudyStore(inp.store, read_only=True)
         with store.reading():
             return store, store.study_key(inp.study)
-    from trainer.rundir import GPU_FILE, METRICS_FILE, read_jsonl
+    from runcontract.contract import GPU_FILE, METRICS_FILE
+    from runcontract.files import read_jsonl
 
     store = StudyStore(":memory:")
     key = store.ensure_study(inp.study, study_id)

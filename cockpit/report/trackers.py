@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING, Any
 from cockpit.figures import explain
 from cockpit.report import study_data
 from cockpit.report.study_data import StudyData
-from trainer import rundir
-from trainer.rundir import MEMORY_FIGURES
+from runcontract.contract import MEMORY_FIGURES
+from runcontract.modes import make_dirs
 
 if TYPE_CHECKING:
     from cockpit.store.snapshot import GpuSample, MetricPoint
@@ -108,7 +108,7 @@ def export_tensorboard(data: StudyData, out: str | Path) -> list[Exported]:
         raise TrackerMissing(f"TensorBoard export needs the tracking extra ({exc.name} is missing): {EXTRA}") from exc
 
     root = Path(out) / _safe(data.name)
-    rundir.make_dirs(root)
+    make_dirs(root)
     rows = [r for r in data.rows if r.get("config_id")]
     _clear_events(root)
     experiment = EventFileWriter(str(root))
@@ -128,7 +128,7 @@ def export_tensorboard(data: StudyData, out: str | Path) -> list[Exported]:
     for row in rows:
         cid = str(row["config_id"])
         run_dir = root / study_data.run_name(row)
-        rundir.make_dirs(run_dir)
+        make_dirs(run_dir)
         _clear_events(run_dir)
         run = _TensorBoardRun(EventFileWriter(str(run_dir)), event_pb2.Event, scalar_pb)
         try:
@@ -205,7 +205,7 @@ def export_wandb(data: StudyData, out: str | Path = ".", *, online: bool = False
         raise TrackerMissing(f"W&B export needs the tracking extra ({exc.name} is missing): {EXTRA}") from exc
 
     out = Path(out)
-    rundir.make_dirs(out)
+    make_dirs(out)
     wanted: dict[str, Any] = {"mode": "online" if online else "offline", "silent": True, "console": "off",
               "x_disable_stats": True, "x_disable_meta": True, "x_disable_machine_info": True,
               "x_save_requirements": False, "disable_git": True, "save_code": False, "disable_job_creation": True}

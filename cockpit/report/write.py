@@ -15,7 +15,7 @@ from cockpit.forecast import gpu_fit
 from cockpit.forecast.advice.options import UNREPEATED_NOISE
 from cockpit.report import figures, html_tables, tables
 from cockpit.report.source import ReportInput
-from trainer import rundir
+from runcontract.modes import make_dirs
 
 if TYPE_CHECKING:
     from cockpit.forecast.compare import Comparison
@@ -75,7 +75,7 @@ def write_report(inp: ReportInput, out: str | Path, now: float | None = None,
                  comparison: Comparison | None = None) -> ReportFiles:
     """`comparison`: this study (A) against another (`cockpit report --compare`), a "Compared with" section."""
     out = Path(out)
-    rundir.make_dirs(out)  # private (0700) where it is made: the report names runs and their figures
+    make_dirs(out)  # private (0700) where it is made: the report names runs and their figures
     from cockpit.forecast.analysis import write_scaling_csv
 
     rows = tables.scaling(inp.results)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from cockpit.figures.sizes import size_words
 from cockpit.forecast.disk import footprint
 from cockpit.launch.backend import BackendError
-from trainer.rundir import EXIT_DISK_FULL
+from runcontract.contract import EXIT_DISK_FULL
 
 if TYPE_CHECKING:
     from cockpit.launch.storage import Storage

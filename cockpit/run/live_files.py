@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cockpit.launch.follow import Chunk, FileCursor, Follower, FollowSpec
+from runcontract.contract import GPU_FILE, METRICS_FILE
 from trainer import rundir
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ class LiveFiles:
         self._follower: Follower | None = None
 
     def _files_of(self, job_id: str) -> list[str]:
-        return [rundir.METRICS_FILE, rundir.GPU_FILE, rundir.LOG_FILE, *self.scope.backend.log_files(job_id)]
+        return [METRICS_FILE, GPU_FILE, rundir.LOG_FILE, *self.scope.backend.log_files(job_id)]
 
     def _cursor(self, cid: str, name: str) -> FileCursor:
         key = f"{cid}/{name}"
@@ -75,7 +76,7 @@ class LiveFiles:
                 if bad:
                     store.add_problem(key, "follow", f"{cid}/{name}: skipped {bad} corrupt line(s) "
                                       f"({cur.bad_lines} so far)")
-                if name == rundir.METRICS_FILE:
+                if name == METRICS_FILE:
                     n += len(records)
             else:
                 lines = cur.feed_text(ch)

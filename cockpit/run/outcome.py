@@ -7,7 +7,7 @@ import json
 import logging
 from typing import Any
 
-from trainer.rundir import EXIT_DISK_FULL, EXIT_REASONS
+from runcontract.contract import EXIT_DISK_FULL, EXIT_REASONS
 
 log = logging.getLogger("cockpit.run.runner")  # the runner's logger: its warnings keep the name filters know
 

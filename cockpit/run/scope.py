@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cockpit.run.outcome import config_of_name, parse_exit, parse_result
+from runcontract.contract import EXIT_FILE, RESULT_FILE
 from runcontract.judge import last_lines
-from trainer import rundir
 
 if TYPE_CHECKING:
     from cockpit.launch.backend import Backend, JobInfo
@@ -39,7 +39,7 @@ class RunScope:
 
     async def read_result(self, cid: str) -> dict[str, Any] | None:
         """The configuration's result.json, if it has a usable one."""
-        path = f"{self.run_dirs[cid]}/{rundir.RESULT_FILE}"
+        path = f"{self.run_dirs[cid]}/{RESULT_FILE}"
         data = await self.backend.read_file(path, 0)
         return parse_result(data, path) if data else None
 
@@ -52,4 +52,4 @@ class RunScope:
 
     async def read_exit(self, cid: str) -> dict[str, Any] | None:
         """The configuration's exit.json, if it has a readable one."""
-        return parse_exit(await self.backend.read_file(f"{self.run_dirs[cid]}/{rundir.EXIT_FILE}", 0))
+        return parse_exit(await self.backend.read_file(f"{self.run_dirs[cid]}/{EXIT_FILE}", 0))

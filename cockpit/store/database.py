@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from cockpit.figures.sizes import size_words
 from cockpit.store.rows import Rows, StoreError, StoreFull
-from trainer import rundir
+from runcontract.modes import Sharing, make_dirs
 
 if TYPE_CHECKING:
     from cockpit.store.browse import FollowedFile
@@ -345,7 +345,7 @@ MIN_FREE_BYTES = 64 * 1024  # below this, SQLite's I/O errors on the store are i
 def _private(path: Path) -> None:
     """The store is the owner's alone, whatever the umask: its directory made 0700 where we create it, the
     file 0600 (an older store too), and so its -wal and -shm, which SQLite creates with the database's mode."""
-    rundir.make_dirs(path.parent, rundir.Sharing())
+    make_dirs(path.parent, Sharing())
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         os.fchmod(fd, 0o600)

@@ -16,7 +16,7 @@ from cockpit.forecast import plan, prediction, whatif
 from cockpit.store import StudyStore, predictions, preflights
 from cockpit.store.snapshot import ACTIVE_STATES
 from cockpit.study import changes
-from trainer.rundir import EXIT_DISK_FULL
+from runcontract.contract import EXIT_DISK_FULL
 
 if TYPE_CHECKING:
     from cockpit.study.spec import Study

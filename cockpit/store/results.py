@@ -15,7 +15,7 @@ from typing import Any
 
 from cockpit.store.ledger import Ledger
 from cockpit.store.telemetry import finite
-from trainer.rundir import RESULT_FILE
+from runcontract.contract import RESULT_FILE
 
 
 class Results(Ledger):

@@ -14,7 +14,7 @@ from typing import Any
 
 from cockpit.store.database import Database
 from cockpit.store.snapshot import GpuSample, GpuSeries, MetricPoint
-from trainer.rundir import GPU_FILE
+from runcontract.contract import GPU_FILE
 
 LOG_LINES_KEPT = 2000  # per configuration
 

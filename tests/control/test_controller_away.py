@@ -26,8 +26,8 @@ from cockpit.run.runner import StudyRunner, TickReport
 from cockpit.store import StudyStore
 from cockpit.study.spec import load_study
 from cockpit.tui.model import queue_site_line
+from runcontract.contract import RESULT_FILE
 from tests.infra.slurm_fixtures import SLURM_SH
-from trainer import rundir
 
 pytestmark = [pytest.mark.slurm, pytest.mark.sshd]
 FAST = AdaptiveInterval(fast_s=0.3, running_s=0.6, slow_s=1.0)
@@ -76,7 +76,7 @@ async def test_the_controller_away_mid_study_changes_nothing_and_the_study_compl
         before = job_states(store, runner.key)
         running = [j.config_id for j in store.active_jobs(runner.key) if j.state == "running"]
         run_dirs = {c["config_id"]: Path(c["run_dir"]) for c in store.configs(runner.key)}
-        results = [run_dirs[cid] / rundir.RESULT_FILE for cid in running]  # the cluster's disk is this one
+        results = [run_dirs[cid] / RESULT_FILE for cid in running]  # the cluster's disk is this one
         ctld("stop")
         away: list[TickReport] = []
         waits: list[float] = []

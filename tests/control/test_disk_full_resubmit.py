@@ -10,8 +10,8 @@ from cockpit.run.scope import RunScope
 from cockpit.store import StudyStore
 from cockpit.store.recorded import study_plan
 from cockpit.study.spec import load_study
+from runcontract.contract import EXIT_DISK_FULL
 from tests.studies import write_study
-from trainer.rundir import EXIT_DISK_FULL
 
 
 def _ended(store: StudyStore, key: int, cid: str, job_id: str, code: int) -> None:

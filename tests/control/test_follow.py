@@ -6,7 +6,7 @@ import pytest
 
 import cockpit.launch.follow as follow
 from cockpit.launch.follow import Chunk, FileCursor, parse_jsonl_fast
-from trainer.rundir import parse_jsonl_bytes
+from runcontract.files import parse_jsonl_bytes
 
 SAMPLES = [
     b"",

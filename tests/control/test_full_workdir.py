@@ -23,6 +23,8 @@ from cockpit.run.runner import StudyRunner, TickReport
 from cockpit.store import StudyStore
 from cockpit.study.spec import load_study
 from cockpit.tui.model import queue_site_line
+from runcontract.contract import EXIT_DISK_FULL
+from runcontract.records import read_result
 from tests.control.conftest import slurm_cluster_table
 from tests.studies import REPO, mitdb_data, study_toml
 from trainer import checkpoint, rundir
@@ -99,7 +101,7 @@ async def test_a_full_work_directory_pauses_submitting_and_the_study_completes_o
             time.sleep(1)  # slurmdbd records a job's end a moment after it leaves the queue
         assert [s for s, _ in acct].count("COMPLETED") == 1, (cfg.config_id, acct)
         others = [(s, code) for s, code in acct if s != "COMPLETED"]
-        assert all(s == "FAILED" and code == f"{rundir.EXIT_DISK_FULL}:0" for s, code in others), (cfg.config_id, acct)
+        assert all(s == "FAILED" and code == f"{EXIT_DISK_FULL}:0" for s, code in others), (cfg.config_id, acct)
         full_exits += len(others)
         assert len(acct) == len(snap.jobs_of(cfg.config_id))
     assert full_exits >= 1
@@ -107,7 +109,7 @@ async def test_a_full_work_directory_pauses_submitting_and_the_study_completes_o
     for cfg in study.runnable():
         run_dir = Path(study.run_dir(cfg))
         checkpoint.load(run_dir / rundir.MODEL_FILE)
-        assert rundir.read_result(run_dir)["status"] == "completed"
+        assert read_result(run_dir)["status"] == "completed"
         assert not (run_dir / rundir.CHECKPOINT_FILE).exists()
         assert not [p.name for p in run_dir.iterdir() if p.name.endswith(".tmp") or p.name.startswith(".hlm-space")]
     store.close()

@@ -19,25 +19,27 @@ from cockpit.figures.run_files import with_run_files
 from cockpit.forecast.analysis import analyse
 from cockpit.report import tables
 from runcontract import energy, rapl
+from runcontract.contract import EXIT_OK, GPU_FILE, METRICS_FILE, RAPL_FILE
+from runcontract.files import read_jsonl
+from runcontract.records import read_result
 from tests.studies import REPO
-from trainer import rundir
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "h200-runs"
 BF16 = ("bf16-w256", "bf16-w256-ddp-group1", "bf16-w256-sigterm", "bf16-w256-finetune")
 
 
 def read(run: str) -> dict:
-    result = rundir.read_result(RUNS / run)
+    result = read_result(RUNS / run)
     assert result is not None
     return with_run_files(result, RUNS / run)
 
 
 def samples(run: str) -> list[dict]:
-    return rundir.read_jsonl(RUNS / run / rundir.GPU_FILE).records
+    return read_jsonl(RUNS / run / GPU_FILE).records
 
 
 def windows(run: str) -> list[tuple[float, float]]:
-    return energy.train_windows(rundir.read_jsonl(RUNS / run / rundir.METRICS_FILE).records)
+    return energy.train_windows(read_jsonl(RUNS / run / METRICS_FILE).records)
 
 
 @pytest.mark.parametrize("run", ["fp32-w256", *BF16])
@@ -71,7 +73,7 @@ def test_the_device_table_answers_to_nvmls_names_and_says_when_it_cannot() -> No
 def test_the_energy_over_t_is_nvmls_counter_across_ts_windows(run: str) -> None:
     gpu, w = samples(run), windows(run)
     e = energy.gpu_energy(gpu, w)
-    t = rundir.read_result(RUNS / run)["timing"]["train_time_s"]
+    t = read_result(RUNS / run)["timing"]["train_time_s"]
     assert e["source"] == "NVML energy counter" and e["reason"] == "" and e["devices"] == 1
     assert e["train_time_s"] == pytest.approx(t, abs=1e-3)  # the metrics lines' windows add up to T
     assert e["covered_s"] > 0.9 * t
@@ -79,7 +81,7 @@ def test_the_energy_over_t_is_nvmls_counter_across_ts_windows(run: str) -> None:
     # the counter's rise from the first to the last sample inside T, per second, is the run's mean power, as
     # is the mean of those samples' power readings
     rise = inside[-1]["energy_j"] - inside[0]["energy_j"]
-    if rundir.read_result(RUNS / run)["timing"]["resumes"]:  # the idle time between the segments is not in T
+    if read_result(RUNS / run)["timing"]["resumes"]:  # the idle time between the segments is not in T
         assert e["joules"] < rise
     else:
         assert e["mean_power_w"] == pytest.approx(rise / (inside[-1]["t"] - inside[0]["t"]), rel=0.05)
@@ -218,11 +220,11 @@ def test_a_cpu_run_says_its_energy_was_not_measured_or_gives_raplss_figure(tmp_p
     from trainer.train import run
 
     s = tiny_settings(tmp_path / "cpu", steps=3)
-    assert run(s, tiny_data(s)) == rundir.EXIT_OK
-    result = rundir.read_result(s.run_dir)
+    assert run(s, tiny_data(s)) == EXIT_OK
+    result = read_result(s.run_dir)
     assert result is not None and result["gpu_use"] is None
     found, why = rapl.zones()
-    lines = rundir.read_jsonl(s.run_dir / rundir.RAPL_FILE).records
+    lines = read_jsonl(s.run_dir / RAPL_FILE).records
     if found:
         assert result["energy"]["source"] == "RAPL package counters" and result["energy"]["joules"] > 0
     else:

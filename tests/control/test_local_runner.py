@@ -10,8 +10,9 @@ from cockpit.launch.local import LocalExecutor
 from cockpit.run.runner import StudyRunner
 from cockpit.store import StudyStore
 from cockpit.study.spec import load_study
+from runcontract.files import read_jsonl
+from runcontract.records import read_result
 from tests.studies import mitdb_data, write_study
-from trainer.rundir import read_jsonl, read_result
 
 
 def run_to_end(runner: StudyRunner) -> None:

@@ -18,8 +18,11 @@ import pytest
 
 from cockpit.commands.open import browse
 from cockpit.store import SCHEMA_VERSION
+from runcontract import contract
+from runcontract.contract import METRICS_FILE, RESULT_FILE, ContractError
+from runcontract.files import read_jsonl
+from runcontract.records import read_config, read_exit, read_result
 from tests.control.test_browse_demo_store import wait_for
-from trainer import rundir
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "old-versions"
@@ -58,11 +61,11 @@ def test_every_run_file_an_earlier_trainer_wrote_reads(old: Path) -> None:
     runs = sorted((old / "upgrade" / "runs").iterdir())
     assert len(runs) == 2
     for run in runs:
-        result = rundir.read_result(run)
+        result = read_result(run)
         assert result["status"] == "completed" and result["timing"]["train_time_s"] > 0
-        assert rundir.read_config(run)["config_id"] == run.name
-        assert rundir.read_exit(run)["code"] == 0
-        metrics = rundir.read_jsonl(run / rundir.METRICS_FILE, final=True)
+        assert read_config(run)["config_id"] == run.name
+        assert read_exit(run)["code"] == 0
+        metrics = read_jsonl(run / METRICS_FILE, final=True)
         assert metrics.records and metrics.bad_lines == 0
 
 
@@ -115,9 +118,9 @@ def test_a_store_newer_than_this_cockpit_is_one_line_saying_to_upgrade(old: Path
 
 def test_a_run_file_newer_than_this_reader_is_one_line_saying_to_upgrade(old: Path) -> None:
     run = sorted((old / "upgrade" / "runs").iterdir())[0]
-    path = run / rundir.RESULT_FILE
-    path.write_text(path.read_text().replace('"schema_version": 1', f'"schema_version": {rundir.SCHEMA_VERSION + 1}'))
-    with pytest.raises(rundir.RunDirError) as caught:
-        rundir.read_result(run)
+    path = run / RESULT_FILE
+    path.write_text(path.read_text().replace('"schema_version": 1', f'"schema_version": {contract.SCHEMA_VERSION + 1}'))
+    with pytest.raises(ContractError) as caught:
+        read_result(run)
     assert "newer than this reader" in str(caught.value) and "upgrade hlm-cockpit" in str(caught.value)
     assert "\n" not in str(caught.value)

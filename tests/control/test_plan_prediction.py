@@ -12,8 +12,8 @@ import pytest
 from cockpit.cli import main as cli
 from cockpit.forecast.plan import make_plan
 from cockpit.study.spec import load_study
+from runcontract.records import read_result, write_config, write_result
 from tests.studies import REPO, write_study
-from trainer import rundir
 
 SITE = """[site]
 name = "lab"
@@ -33,11 +33,11 @@ def study_and_baseline(tmp_path_factory: pytest.TempPathFactory):
     study = load_study(path)
     base = next(c for c in study.matrix() if c.is_baseline)
     run_dir = Path(study.run_dir(base))
-    rundir.write_config(run_dir, study.run_config(base))
+    write_config(run_dir, study.run_config(base))
     proc = subprocess.run([sys.executable, "-m", "trainer", "train", "--run-dir", str(run_dir)], cwd=REPO,
                           env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    return path, study, rundir.read_result(run_dir)
+    return path, study, read_result(run_dir)
 
 
 def test_plan_lines_carry_predictions_from_the_baseline_and_the_site_links(study_and_baseline):
@@ -59,7 +59,7 @@ def test_cockpit_plan_prints_predictions_from_recorded_baselines(study_and_basel
     monkeypatch.setenv("COLUMNS", "250")
     path, study, base = study_and_baseline
     recorded = tmp_path / "recorded" / "run"
-    rundir.write_result(recorded, {k: v for k, v in base.items() if k not in ("schema_version", "kind")})
+    write_result(recorded, {k: v for k, v in base.items() if k not in ("schema_version", "kind")})
     assert cli(["plan", str(path), "--baselines", str(tmp_path / "recorded")]) == 0
     out = capsys.readouterr().out
     words = " ".join(out.split())  # the caption (the table's legend) wraps at the table's width

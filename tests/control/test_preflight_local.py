@@ -20,8 +20,8 @@ from cockpit.run.runner import PreflightFailed
 from cockpit.run.session import open_session
 from cockpit.store import preflights
 from cockpit.study.spec import load_study
+from runcontract.contract import EXIT_USAGE
 from tests.studies import mitdb_data, write_study
-from trainer import rundir
 from trainer.config_keys import PREFLIGHT_KEYS, check_preflight_config
 
 
@@ -147,7 +147,7 @@ def test_hlm_train_preflight_refuses_a_bad_config_json_in_one_line(tmp_path: Pat
     (run_dir / "config.json").write_text(json.dumps(config))
     done = subprocess.run([sys.executable, "-m", "trainer", "preflight", "--run-dir", str(run_dir)],
                           capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == rundir.EXIT_USAGE, done.stderr
+    assert done.returncode == EXIT_USAGE, done.stderr
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and re.search(words, lines[0]), done.stderr
     assert not (run_dir / "preflight.json").exists()

@@ -14,6 +14,8 @@ import pytest
 from cockpit.figures.traces import HTA_NOTE_GPU, describe, hta_note, load, summarise
 from cockpit.launch.follow import parse_jsonl_fast
 from cockpit.store import StudyStore
+from runcontract.contract import GPU_FILE
+from runcontract.records import read_config, read_result
 from trainer import rundir
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "h200-runs"
@@ -32,20 +34,20 @@ def store(tmp_path: Path):
 
 def test_the_h200_runs_are_what_a_gpu_wrote() -> None:
     for run in ("fp32-w256", "bf16-w256", "bf16-w256-ddp-group1", "bf16-w256-sigterm", "bf16-w256-finetune"):
-        result = rundir.read_result(RUNS / run)
+        result = read_result(RUNS / run)
         assert result["device"] == "cuda" and result["memory"]["peak_source"] == "cuda max_memory_allocated"
         assert result["versions"]["cuda"] and result["versions"]["nccl"]
-    assert rundir.read_result(RUNS / "bf16-w256-ddp-group1")["backend"] == "nccl"
+    assert read_result(RUNS / "bf16-w256-ddp-group1")["backend"] == "nccl"
 
 
 def test_real_nvml_samples_reach_the_store_whole(store: StudyStore) -> None:
-    path = RUNS / "fp32-w256" / rundir.GPU_FILE
+    path = RUNS / "fp32-w256" / GPU_FILE
     data = path.read_bytes()
     chunk = parse_jsonl_fast(data)
     expected = _lines(path)
     assert chunk.bad_lines == 0 and chunk.records == expected and chunk.next_offset == len(data)
     key = store.ensure_study("h200", "abcd")
-    config = rundir.read_config(RUNS / "fp32-w256")
+    config = read_config(RUNS / "fp32-w256")
     axes = {k: config[k] for k in ("dataset", "mode", "window", "precision", "batch_size", "cpus_per_task",
                                    "gpus_per_node", "nodes")}
     store.upsert_configs(key, [{"config_id": "fp32-w256", "group_id": "g", "is_baseline": True, "workers": 1,
@@ -54,7 +56,7 @@ def test_real_nvml_samples_reach_the_store_whole(store: StudyStore) -> None:
     job = store.record_intent(key, "fp32-w256")
     store.record_submitted(job, "1")
     store.set_job_state(job, "running", elapsed_s=10, nodes=1, nodelist="vm")
-    store.ingest(key, "fp32-w256", rundir.GPU_FILE, chunk.records, chunk.next_offset, chunk.bad_lines)
+    store.ingest(key, "fp32-w256", GPU_FILE, chunk.records, chunk.next_offset, chunk.bad_lines)
     snap = store.snapshot("h200", now=expected[-1]["t"] + 1)
     (series,) = snap.gpus
     assert (series.host, series.gpu) == (expected[0]["host"], 0)
@@ -67,7 +69,7 @@ def test_real_nvml_samples_reach_the_store_whole(store: StudyStore) -> None:
 
 def test_a_resumed_gpu_run_counts_its_resume_and_its_checkpoint() -> None:
     run = RUNS / "bf16-w256-sigterm"
-    result = rundir.read_result(run)
+    result = read_result(run)
     assert result["timing"]["resumes"] == 1 and result["timing"]["steps"] == 800
     log = (run / rundir.LOG_FILE).read_text()
     step = re.search(r"checkpointed at step (\d+)/800", log)

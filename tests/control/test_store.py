@@ -13,7 +13,7 @@ import pytest
 from cockpit.launch.backend import ConnectionState
 from cockpit.store import SCHEMA_VERSION, StoreError, StudyStore, default_store_path
 from cockpit.store.snapshot import StudySnapshot
-from trainer.rundir import parse_jsonl_bytes
+from runcontract.files import parse_jsonl_bytes
 
 
 def _configs(n: int = 3) -> list[dict]:

@@ -25,7 +25,8 @@ from cockpit.launch.slurm.backend import SlurmBackend
 from cockpit.run.runner import BudgetExceeded, StudyRunner
 from cockpit.store import StudyStore
 from cockpit.study.spec import load_study
-from trainer.rundir import read_jsonl, read_result
+from runcontract.files import read_jsonl
+from runcontract.records import read_result
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = AdaptiveInterval(fast_s=0.3, running_s=0.6, slow_s=1.0)

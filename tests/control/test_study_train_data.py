@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from cockpit.study.spec import SpecError, load_study
+from runcontract.contract import SCHEMA_VERSION
 from tests.studies import write_study
-from trainer import rundir
 from trainer.settings import from_config
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared/data/physionet"
@@ -25,7 +25,7 @@ def _study(tmp_path: Path, dataset: dict[str, Any]) -> Path:
 def test_train_data_reaches_config_json_resolved(tmp_path: Path) -> None:
     study = load_study(_study(tmp_path, {"path": str(DATA / "mitdb"), "train_data": [str(DATA / "svdb")]}))
     (cfg,) = study.matrix()
-    config = {"schema_version": rundir.SCHEMA_VERSION, **study.run_config(cfg)}
+    config = {"schema_version": SCHEMA_VERSION, **study.run_config(cfg)}
     assert config["train_data"] == [str(DATA / "svdb")]
     assert from_config(tmp_path, config).data.train_data == [str(DATA / "svdb")]
 

@@ -92,8 +92,8 @@ def test_a_finetune_on_template_differences_runs_from_the_cli_and_records_its_ch
                                                                                      tmp_path: Path) -> None:
     """The recipe's data flags end to end on two real records (one DS1, one DS2): high-pass, RR context,
     template-difference windows; the result says what the windows were."""
+    from runcontract.records import read_exit, read_result
     from tests.data.conftest import copy_records
-    from trainer import rundir
     from trainer.cli import main
 
     data = copy_records(physionet / "mitdb", tmp_path / "db", ["119", "200"], ("hea", "atr", "dat"))
@@ -103,8 +103,8 @@ def test_a_finetune_on_template_differences_runs_from_the_cli_and_records_its_ch
                  "rr", "--pool", "centre", "--mode", "finetune", "--window", "64", "--batch-size", "8",
                  "--layers", "1", "--d-model", "16", "--heads", "2", "--steps", "3", "--device", "cpu",
                  "--cpus-per-task", "1", "--num-workers", "0"])
-    assert code == 0, rundir.read_exit(run_dir)
-    result = rundir.read_result(run_dir)
+    assert code == 0, read_exit(run_dir)
+    result = read_result(run_dir)
     assert result["data"]["waveform"] == "diff" and result["data"]["context"] == "rr"
     assert result["data"]["tokenizer_params"]["highpass_hz"] == 0.5
     assert result["eval"]["samples"] == result["data"]["test_windows"] > 2000  # record 200's beats, all scored

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import wfdb
 
+from runcontract.records import write_config
 from tests.data.conftest import copy_records
 from trainer.config_keys import ANNOTATOR_PREFERENCE, TOKENIZER
 from trainer.data.dataset import WindowDataset
@@ -16,7 +17,6 @@ from trainer.data.errors import DataError
 from trainer.data.prepare import prepare_dataset
 from trainer.data.records import auto_annotators
 from trainer.prepare_command import add_arguments, run
-from trainer.rundir import write_config
 
 SAMPLES = {"name": "samples"}
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from runcontract.records import write_config
 from tests.data.conftest import copy_records
-from trainer import rundir
 from trainer.cli import main
 from trainer.data.dataset import WindowDataset, load_manifest, manifest_split
 from trainer.data.errors import DataError
@@ -95,6 +95,6 @@ def test_the_documented_prepare_and_train_take_train_data_from_the_command_line(
     assert "mitdb+svdb" in out and "3 train, 1 test records (100)" in out
     bad = tmp_path / "bad"
     bad.mkdir()
-    rundir.write_config(bad, {"data_path": str(mitdb), "train_data": [], "train": {"steps": 1}})
+    write_config(bad, {"data_path": str(mitdb), "train_data": [], "train": {"steps": 1}})
     assert main(["train", "--run-dir", str(bad)]) == 2
     assert "config.json: train_data: expected a non-empty list of folder paths, got []" in capsys.readouterr().err

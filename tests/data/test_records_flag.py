@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer import rundir
+from runcontract.contract import EXIT_BAD_INPUT
 from trainer.cli import main
 from trainer.config_flags import record_names
 
@@ -66,7 +66,7 @@ def test_test_records_taking_every_record_is_refused_before_any_is_tokenized(phy
     out = tmp_path / "cache"
     code = main(["prepare", "--data", str(physionet / "mitdb"), "--tokenizer", "beats", "--out", str(out),
                  "--records", "100,101", "--test-records", "101,100", "--no-progress"])
-    assert code == rundir.EXIT_BAD_INPUT
+    assert code == EXIT_BAD_INPUT
     assert capsys.readouterr().err == ("hlm-train: bad input data: split.test_records: every record (100, 101) is a "
                                        "test record; expected at least one left to train on\n")
     assert not out.exists()

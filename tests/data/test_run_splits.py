@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from runcontract.contract import EXIT_BAD_INPUT, METRICS_FILE
+from runcontract.records import read_exit, read_result
 from tests.data.conftest import copy_records
 from trainer import rundir
 from trainer.cli import main
@@ -36,16 +38,16 @@ def test_finetune_without_a_usable_test_split_stops_at_the_start(records: list[s
                                                                  physionet: Path, tmp_path: Path) -> None:
     data = copy_records(physionet / db, tmp_path / "db", records, ("hea", "atr"))
     run_dir = tmp_path / "run"
-    assert train(run_dir, data, tmp_path / "c", "--mode", "finetune") == rundir.EXIT_BAD_INPUT
-    exit_info = rundir.read_exit(run_dir)
+    assert train(run_dir, data, tmp_path / "c", "--mode", "finetune") == EXIT_BAD_INPUT
+    exit_info = read_exit(run_dir)
     assert exit_info["code"] == 3
     assert re.search(why, exit_info["message"]), exit_info["message"]
-    assert not (run_dir / rundir.METRICS_FILE).exists()  # stopped before the first step
+    assert not (run_dir / METRICS_FILE).exists()  # stopped before the first step
     # an explicit eval = false trains without scoring, and the log says so
     assert train(tmp_path / "noeval", data, tmp_path / "c", "--mode", "finetune", "--no-eval") == 0
     log = (tmp_path / "noeval" / rundir.LOG_FILE).read_text()
     assert "evaluation off (train.eval = false)" in log
-    result = rundir.read_result(tmp_path / "noeval")
+    result = read_result(tmp_path / "noeval")
     assert "eval" not in result and result["data"]["eval_split"] is None
 
 
@@ -53,7 +55,7 @@ def test_foundation_without_test_records_says_its_eval_used_the_training_split(p
                                                                                tmp_path: Path) -> None:
     data = copy_records(physionet / "nsrdb-annotations", tmp_path / "one", ["16265"], ("hea", "atr"))
     assert train(tmp_path / "run", data, tmp_path / "c") == 0
-    result = rundir.read_result(tmp_path / "run")
+    result = read_result(tmp_path / "run")
     assert result["eval"]["split"] == "train" and result["data"]["eval_split"] == "train"
     assert result["data"]["split"]["method"] == "one-record-per-patient"
     assert "only one patient" in result["data"]["split"]["reason"]
@@ -65,7 +67,7 @@ def test_test_records_and_skipped_records_reach_result_and_log(physionet: Path, 
     data = copy_records(physionet / "mitdb", tmp_path / "db", ["100", "101", "103"], ("hea", "atr"))
     (data / "103.atr").write_bytes((data / "103.atr").read_bytes()[:500])
     assert train(tmp_path / "run", data, tmp_path / "c", "--test-records", "101", "--skip-bad-records") == 0
-    result = rundir.read_result(tmp_path / "run")
+    result = read_result(tmp_path / "run")
     split = result["data"]["split"]
     assert split["test"] == ["101"] and split["train"] == ["100"] and split["method"] == "test_records"
     assert result["eval"]["split"] == "test"

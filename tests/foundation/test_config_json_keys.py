@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from cockpit.study.spec import load_study
-from trainer import rundir
+from runcontract.contract import EXIT_USAGE, SCHEMA_VERSION
+from runcontract.records import write_config
 from trainer.settings import TOP_LEVEL, ConfigError, from_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_every_key_the_cockpit_writes_is_declared(study: str, tmp_path: Path) -> None:
     s = load_study(ROOT / study)
     for cfg in s.matrix():
-        config = {"schema_version": rundir.SCHEMA_VERSION, **s.run_config(cfg)}
+        config = {"schema_version": SCHEMA_VERSION, **s.run_config(cfg)}
         assert set(config) <= TOP_LEVEL, set(config) - TOP_LEVEL
         settings = from_config(tmp_path, config)
         assert settings.run.config_id == cfg.config_id and settings.run.study_id == s.study_id
@@ -40,9 +41,9 @@ def test_misspelt_key_refused_with_the_nearest(config: dict, words: str, tmp_pat
 
 
 def test_hlm_train_refuses_a_misspelt_config(tmp_path: Path) -> None:
-    rundir.write_config(tmp_path, {"windw": 64, "train": {"steps": 1}, "synthetic": True})
+    write_config(tmp_path, {"windw": 64, "train": {"steps": 1}, "synthetic": True})
     done = subprocess.run([sys.executable, "-m", "trainer", "train", "--run-dir", str(tmp_path)],
                           capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == rundir.EXIT_USAGE, done.stderr
+    assert done.returncode == EXIT_USAGE, done.stderr
     assert "windw: not a key the trainer knows (did you mean 'window'?)" in done.stderr
-    assert json.loads((tmp_path / "exit.json").read_text())["code"] == rundir.EXIT_USAGE
+    assert json.loads((tmp_path / "exit.json").read_text())["code"] == EXIT_USAGE

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from trainer import rundir
+from runcontract.contract import SCHEMA_VERSION, ContractError
+from runcontract.files import append_jsonl
+from runcontract.modes import make_dirs, open_new, share_with
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -25,7 +27,7 @@ def _modes(root: Path) -> set[tuple[str, int]]:
 
 
 def _prepare(run_dir: Path, cache: Path, share_group: str | None) -> None:
-    config = {"schema_version": rundir.SCHEMA_VERSION, "token_cache": str(cache), "synthetic": True, "synthetic_params": {"records": 2, "seconds": 20},
+    config = {"schema_version": SCHEMA_VERSION, "token_cache": str(cache), "synthetic": True, "synthetic_params": {"records": 2, "seconds": 20},
               "tokenizer": {"name": "samples", "vocab": 16}, **({"share_group": share_group} if share_group else {})}
     run_dir.mkdir()
     (run_dir / "config.json").write_text(json.dumps(config))
@@ -49,14 +51,14 @@ def test_a_share_group_gives_the_shards_to_that_group(tmp_path: Path) -> None:
 
 
 def test_the_policy_refuses_an_unknown_group_and_keeps_files_private(tmp_path: Path) -> None:
-    with pytest.raises(rundir.RunDirError, match="share_group 'no-such-group-hlm': no such Unix group"):
-        rundir.share_with("no-such-group-hlm")
-    rundir.share_with(None)
+    with pytest.raises(ContractError, match="share_group 'no-such-group-hlm': no such Unix group"):
+        share_with("no-such-group-hlm")
+    share_with(None)
     old = os.umask(0)
     try:
-        made = rundir.make_dirs(tmp_path / "a" / "b")
-        rundir.append_jsonl(made / "metrics.jsonl", {"step": 1})
-        with rundir.open_new(made / "stderr.log", "a") as handle:
+        made = make_dirs(tmp_path / "a" / "b")
+        append_jsonl(made / "metrics.jsonl", {"step": 1})
+        with open_new(made / "stderr.log", "a") as handle:
             handle.write("line\n")
     finally:
         os.umask(old)

@@ -12,7 +12,7 @@ import pytest
 from cockpit.figures.explain import PARTS
 from cockpit.forecast.advice import effects
 from cockpit.study.spec import load_study
-from trainer import rundir
+from runcontract.contract import SCHEMA_VERSION
 from trainer.config_keys import EFFECT_MODELS, KEYS, TRAINER_KEYS, ConfigKey, Effect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +48,7 @@ def test_an_unknown_effect_model_is_refused() -> None:
 def test_every_key_of_a_written_config_json_has_a_declared_effect(study: str) -> None:
     s = load_study(ROOT / study)
     for cfg in s.matrix():
-        config = {"schema_version": rundir.SCHEMA_VERSION, **s.run_config(cfg)}
+        config = {"schema_version": SCHEMA_VERSION, **s.run_config(cfg)}
         for key in effects.flat_config(config):
             table = key.rpartition(".")[0]
             assert key in effects.EFFECTS or (table in effects.EFFECTS and effects.BY_DEST[table].kind == (dict,)), key

@@ -11,6 +11,9 @@ import pytest
 from cockpit.launch.backend import Backend, JobState
 from cockpit.launch.local import LocalExecutor, LocalSubmitError
 from cockpit.study.spec import load_study
+from runcontract.contract import EXIT_CHECKPOINTED, METRICS_FILE
+from runcontract.files import read_jsonl
+from runcontract.records import read_exit, read_result
 from tests.studies import write_study
 from trainer import rundir
 
@@ -36,7 +39,7 @@ async def test_jobs_wait_for_cores_and_complete_with_results(tmp_path: Path) -> 
     for cfg, info in zip((one, two), done, strict=True):
         run_dir = Path(info.extra["run_dir"])
         assert run_dir == Path(study.run_dir(cfg))
-        result = rundir.read_result(run_dir)
+        result = read_result(run_dir)
         assert result["status"] == "completed" and result["world_size"] == cfg.gpus_per_node
         assert result["timing"]["launch_time_source"] == "HLM_LAUNCH_TIME"
         assert (run_dir / "stdout.log").exists() and (run_dir / "stderr.log").exists()
@@ -60,7 +63,7 @@ async def _wait_for_step(run_dir: Path, step: int, timeout: float = 120) -> None
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while loop.time() < deadline:
-        if any(r.get("step", 0) >= step for r in rundir.read_jsonl(run_dir / rundir.METRICS_FILE).records):
+        if any(r.get("step", 0) >= step for r in read_jsonl(run_dir / METRICS_FILE).records):
             return
         await asyncio.sleep(0.2)
     raise AssertionError(f"{run_dir} did not reach step {step}")
@@ -78,12 +81,12 @@ async def test_cancel_checkpoints_and_a_resubmission_resumes(tmp_path: Path) -> 
     await ex.cancel(running)
     info = await ex.wait(running)
     assert info.state == JobState.CANCELLED
-    marker = rundir.read_exit(run_dir)
-    assert marker["code"] == rundir.EXIT_CHECKPOINTED and 0 < marker["step"] < 1000
+    marker = read_exit(run_dir)
+    assert marker["code"] == EXIT_CHECKPOINTED and 0 < marker["step"] < 1000
     assert (run_dir / rundir.CHECKPOINT_FILE).exists()
     again = await ex.wait(await ex.submit(one))
     assert again.state == JobState.COMPLETED and again.exit_code == 0
-    result = rundir.read_result(run_dir)
+    result = read_result(run_dir)
     assert result["timing"]["steps"] == 1000 and result["timing"]["resumes"] == 1
     await ex.close()
 

@@ -12,6 +12,9 @@ import pytest
 
 from cockpit.launch.slurm.render import render_script, submit_command
 from cockpit.study.spec import load_study
+from runcontract.contract import CONFIG_FILE, EXIT_CHECKPOINTED, METRICS_FILE, SCHEMA_VERSION
+from runcontract.files import read_jsonl
+from runcontract.records import read_exit, read_result
 from tests.studies import write_study
 from trainer import rundir
 
@@ -38,7 +41,7 @@ def _submit(cluster, name: str, steps: int, nodes: int = 1, gpus: int = 2):
 def _wait_for_step(cluster, job: str, run_dir: Path, step: int, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        records = rundir.read_jsonl(run_dir / rundir.METRICS_FILE).records
+        records = read_jsonl(run_dir / METRICS_FILE).records
         if any(r.get("step", 0) >= step for r in records):
             return
         if cluster.state(job) is None:
@@ -71,8 +74,8 @@ def test_time_limit_signal_checkpoints_requeues_and_resumes(slurm_cluster, nodes
     while slurm_cluster.show_job(job).get("Restarts") != "1" or slurm_cluster.state(job) != "PENDING":
         assert time.monotonic() < deadline, f"job {job} was not requeued: {_log(run_dir, job)}"
         time.sleep(0.2)
-    first = rundir.read_exit(run_dir)
-    assert first["code"] == rundir.EXIT_CHECKPOINTED, first
+    first = read_exit(run_dir)
+    assert first["code"] == EXIT_CHECKPOINTED, first
     assert 0 < first["step"] < steps
     assert (run_dir / rundir.CHECKPOINT_FILE).exists()
     assert "requeueing job" in (run_dir / f"slurm-{job}.out").read_text()
@@ -82,15 +85,15 @@ def test_time_limit_signal_checkpoints_requeues_and_resumes(slurm_cluster, nodes
     info = slurm_cluster.wait(job, timeout=240)
     assert info["JobState"] == "COMPLETED", _log(run_dir, job)
     assert info["NumNodes"] == str(nodes)
-    result = rundir.read_result(run_dir)
+    result = read_result(run_dir)
     assert result["status"] == "completed" and result["timing"]["steps"] == steps
     assert result["world_size"] == nodes * gpus and result["nodes"] == nodes
     assert result["timing"]["resumes"] == 1
     assert result["timing"]["train_time_s"] > first["train_time_s"]
     assert result["timing"]["launch_time_source"] == "HLM_LAUNCH_TIME"
-    assert rundir.read_exit(run_dir)["code"] == 0
-    config = json.loads((run_dir / rundir.CONFIG_FILE).read_text())
-    assert config == {"schema_version": rundir.SCHEMA_VERSION, **study.run_config(cfg)}
+    assert read_exit(run_dir)["code"] == 0
+    config = json.loads((run_dir / CONFIG_FILE).read_text())
+    assert config == {"schema_version": SCHEMA_VERSION, **study.run_config(cfg)}
     out = (run_dir / f"slurm-{job}.out").read_text()
     assert "attempt 1 " in out and "attempt 2 " in out and "trainer exit code 0" in out
 

@@ -14,8 +14,8 @@ import pytest
 
 from cockpit.forecast.analysis import scaling_table
 from cockpit.study.spec import load_study
+from runcontract.records import read_result
 from tests.report.test_report import markdown_rows
-from trainer.rundir import read_result
 
 REPO = Path(__file__).resolve().parents[2]
 

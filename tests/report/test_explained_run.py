@@ -11,7 +11,7 @@ from cockpit.cli import main as cli
 from cockpit.commands.progress import explained_line
 from cockpit.forecast.analysis import analyse
 from cockpit.study.spec import load_study
-from trainer.rundir import read_result
+from runcontract.records import read_result
 
 STUDY = """
 [study]

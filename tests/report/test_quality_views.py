@@ -23,9 +23,9 @@ from cockpit.tui.app import CockpitApp
 from cockpit.tui.compare import figure_rows
 from cockpit.tui.controller import store_controller
 from cockpit.tui.detail import RunDetailScreen
+from runcontract.records import read_result
 from tests.report.test_report import markdown_rows
 from tests.studies import mitdb_data, write_study
-from trainer.rundir import read_result
 
 # 106 and 119 (DS1, both with V beats) train; 233 (DS2: N, S, V and F beats) is the test split
 RECORDS = ("106", "119", "233")

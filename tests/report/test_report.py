@@ -15,7 +15,7 @@ from cockpit.forecast.analysis import analyse
 from cockpit.report.source import ReportError, from_run_dirs, load_input
 from cockpit.report.write import write_report
 from cockpit.store import StudyStore
-from trainer.rundir import write_result
+from runcontract.records import write_result
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "recorded-store"
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -9,8 +9,10 @@ import sys
 import pytest
 
 from runcontract.contract import BREAKDOWN_PARTS
-from tests.runcontract.conftest import SCRIPTS, launch, torchrun
-from trainer.rundir import read_result
+from runcontract.records import read_result
+from tests.runcontract.conftest import REPO, SCRIPTS, launch, torchrun
+
+EXAMPLE = REPO / "examples" / "workloads" / "accelerate_accumulate.py"  # docs/workloads.md's
 
 
 def completed(run_dir) -> dict:
@@ -26,8 +28,7 @@ def test_accumulated_steps_count_the_samples_they_consumed(tmp_path, workers):
     pytest.importorskip("accelerate")
     steps, accumulate, batch = 30, 2, 32
     run_dir = tmp_path / f"accelerate-{workers}w"
-    argv = [*torchrun(workers), "-m", "runcontract.attach", str(SCRIPTS / "accelerate_accumulate.py"), str(steps),
-            str(accumulate)]
+    argv = [*torchrun(workers), "-m", "runcontract.attach", str(EXAMPLE), str(steps), str(accumulate)]
     assert launch(run_dir, argv, timeout=280) == 0, (run_dir / "stderr.log").read_text()[-3000:]
     result = completed(run_dir)
     measured = result["attribution"]["measured"]

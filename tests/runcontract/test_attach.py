@@ -13,8 +13,8 @@ import pytest
 from cockpit.report.source import from_run_dirs
 from runcontract import judge
 from runcontract.contract import BREAKDOWN_PARTS
+from runcontract.records import read_result
 from tests.runcontract.conftest import SCRIPTS, THIRD_PARTY, launch, torchrun
-from trainer.rundir import read_result
 
 SAMPLE = THIRD_PARTY / "pytorch_sample.py"
 SAMPLE_SHA256 = "c117a277ebbcb770c815a4f4ba8d634477a993a70b6f3fd9a2be03da5acaf281"

@@ -13,9 +13,10 @@ from cockpit.figures import explain
 from cockpit.forecast.analysis import run_row
 from runcontract import CONTRACT_VERSION, judge
 from runcontract.contract import EXIT_USAGE, LAUNCH_TIME_ENV
+from runcontract.files import write_json
 from runcontract.judge import startup_note
+from runcontract.records import read_result, write_config
 from tests.runcontract.conftest import SCRIPTS, launch, start
-from trainer.rundir import read_result, write_config, write_json
 
 NO_STEP_FIX = ('a script that steps its own way: mode = "explicit" with run.step() at each step\'s end; a script '
                "that trains nothing, such as inference only, has no T to measure")
@@ -70,8 +71,8 @@ def test_a_config_of_a_newer_schema_is_refused_in_one_line(tmp_path):
     code = launch(tmp_path, [sys.executable, str(SCRIPTS / "plain_loop.py"), "2"])
     assert code != 0
     assert judge(tmp_path, code).startswith(
-        f"refused: {tmp_path / 'config.json'}: schema_version 99 is newer than this library reads (1); "
-        "upgrade runcontract")
+        f"refused: {tmp_path / 'config.json'}: schema_version 99 is newer than this reader (1); "
+        "upgrade hlm-cockpit, which ships runcontract")
 
 
 def test_a_script_that_is_not_there(tmp_path):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from runcontract.contract import BREAKDOWN_PARTS, RUN_DIR_ENV
-from trainer.rundir import read_result
+from runcontract.records import read_result
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "workloads.md"
@@ -27,7 +27,7 @@ def examples(kind: str) -> list[tuple[str, str]]:
 
 def test_each_python_example_is_a_script_the_tests_run():
     shown = examples("file")
-    assert len(shown) == 2
+    assert len(shown) == 4
     for path, body in shown:
         assert body == (REPO / path).read_text(), f"docs/workloads.md shows {path} as it is"
 

@@ -15,8 +15,8 @@ import pytest
 from cockpit.report.source import from_run_dirs
 from runcontract import judge
 from runcontract.contract import BREAKDOWN_PARTS, EXIT_CHECKPOINTED
+from runcontract.records import read_result, write_config
 from tests.runcontract.conftest import SCRIPTS, launch, script_env, start
-from trainer.rundir import read_result, write_config
 
 
 def lines(path: Path) -> list[dict]:

@@ -11,8 +11,8 @@ import time
 import pytest
 
 from runcontract.contract import BREAKDOWN_PARTS, EXIT_CHECKPOINTED
+from runcontract.records import read_result
 from tests.runcontract.conftest import SCRIPTS, launch, start
-from trainer.rundir import read_result
 
 pytest.importorskip("transformers")
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from trainer import rundir
+from runcontract.records import write_config
 
 SYNTHETIC = {"records": 3, "seconds": 60}
 
@@ -29,4 +29,4 @@ def write_run_config(run_dir: Path, cache: Path, **overrides: Any) -> Path:
         "precision": "fp32", "batch_size": 4, "cpus_per_task": 1, "gpus_per_node": 1, "nodes": 1,
         "model": {"layers": 1, "d_model": 16, "heads": 2, "dropout": 0.0}, "train": train, **overrides,
     }
-    return rundir.write_config(run_dir, config)
+    return write_config(run_dir, config)

@@ -27,8 +27,8 @@ def n_beats_inside_af(folder: Path, record: str) -> int:
 
 
 def test_a_finetune_weighs_the_n_beats_inside_fibrillation_apart(physionet: Path, tmp_path: Path) -> None:
+    from runcontract.records import read_exit, read_result
     from tests.data.conftest import copy_records
-    from trainer import rundir
     from trainer.cli import main
 
     data = copy_records(physionet / "mitdb", tmp_path / "db", ["101", "203", "100"], ("hea", "atr", "dat"))
@@ -37,8 +37,8 @@ def test_a_finetune_weighs_the_n_beats_inside_fibrillation_apart(physionet: Path
                  "--tokenizer", "samples", "--fs", "180", "--af-group", "--mode", "finetune", "--pool", "centre",
                  "--window", "32", "--batch-size", "8", "--layers", "1", "--d-model", "16", "--heads", "2",
                  "--steps", "3", "--device", "cpu", "--cpus-per-task", "1", "--num-workers", "0"])
-    assert code == 0, rundir.read_exit(run_dir)
-    data_info = rundir.read_result(run_dir)["data"]
+    assert code == 0, read_exit(run_dir)
+    data_info = read_result(run_dir)["data"]
     expected = n_beats_inside_af(physionet / "mitdb", "203")
     assert expected > 2000  # 2,052 in fibrillation and 473 in flutter
     assert data_info["af_group"] == {"name": AF_GROUP, "windows": expected}
@@ -67,8 +67,8 @@ def test_the_loss_weighs_each_item_by_its_group() -> None:
 
 
 def test_the_group_needs_class_weights_and_beat_classes(physionet: Path, tmp_path: Path) -> None:
+    from runcontract.records import read_exit
     from tests.data.conftest import copy_records
-    from trainer import rundir
     from trainer.cli import main
 
     message = check_train({"steps": 10, "af_group": True, "class_weights": "none"})
@@ -80,4 +80,4 @@ def test_the_group_needs_class_weights_and_beat_classes(physionet: Path, tmp_pat
                  "--tokenizer", "samples", "--af-group", "--task", "rhythm", "--mode", "finetune", "--window", "32",
                  "--layers", "1", "--d-model", "16", "--heads", "2", "--steps", "1", "--device", "cpu", "--no-eval"])
     assert code != 0
-    assert "train.af_group" in str(rundir.read_exit(run_dir)) and "task = 'rhythm'" in str(rundir.read_exit(run_dir))
+    assert "train.af_group" in str(read_exit(run_dir)) and "task = 'rhythm'" in str(read_exit(run_dir))

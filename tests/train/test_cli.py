@@ -12,6 +12,16 @@ from pathlib import Path
 
 import torch
 
+from runcontract.contract import (
+    EXIT_BAD_INPUT,
+    EXIT_CHECKPOINTED,
+    EXIT_NONFINITE_LOSS,
+    EXIT_USAGE,
+    GPU_FILE,
+    METRICS_FILE,
+)
+from runcontract.files import read_jsonl
+from runcontract.records import read_config, read_exit, read_result
 from tests.train.conftest import write_run_config
 from tests.train.test_ddp import weights
 from trainer import rundir
@@ -48,7 +58,7 @@ def test_result_json_follows_the_contract(tmp_path: Path, token_cache: Path) -> 
     run_dir = tmp_path / "run"
     write_run_config(run_dir, token_cache)
     assert main(["train", "--run-dir", str(run_dir)]) == 0
-    r = rundir.read_result(run_dir)
+    r = read_result(run_dir)
     for key in ("status", "config_id", "group_id", "study", "config", "world_size", "nodes", "gpus_per_node",
                 "hostnames", "device", "backend", "versions", "git_sha", "synthetic", "timing", "breakdown_s",
                 "throughput", "peak_memory_bytes", "final_loss", "eval", "started_at", "finished_at"):
@@ -64,12 +74,12 @@ def test_result_json_follows_the_contract(tmp_path: Path, token_cache: Path) -> 
     assert r["throughput"]["tokens_per_s"] == t["tokens"] / t["train_time_s"]
     assert r["peak_memory_bytes"] > 0 and math.isfinite(r["final_loss"])
     assert r["eval"]["masked_tokens"] > 0
-    metrics = rundir.read_jsonl(run_dir / rundir.METRICS_FILE, final=True)
+    metrics = read_jsonl(run_dir / METRICS_FILE, final=True)
     assert metrics.bad_lines == 0 and metrics.records[-1]["final"] is True
     assert metrics.records[-1]["train_time_s"] == t["train_time_s"]
-    gpu = rundir.read_jsonl(run_dir / rundir.GPU_FILE).records
+    gpu = read_jsonl(run_dir / GPU_FILE).records
     assert len(gpu) == 1 and gpu[0]["nvml"] == "unavailable" and gpu[0]["reason"]
-    assert rundir.read_exit(run_dir)["code"] == 0
+    assert read_exit(run_dir)["code"] == 0
 
 
 def test_sigterm_mid_epoch_then_resume_reaches_the_uninterrupted_state(tmp_path: Path, token_cache: Path) -> None:
@@ -80,8 +90,8 @@ def test_sigterm_mid_epoch_then_resume_reaches_the_uninterrupted_state(tmp_path:
     wait_for_training(run_dir, proc)
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=120)
-    assert proc.returncode == rundir.EXIT_CHECKPOINTED, out
-    first = rundir.read_exit(run_dir)
+    assert proc.returncode == EXIT_CHECKPOINTED, out
+    first = read_exit(run_dir)
     assert first["code"] == 75 and 1 <= first["step"] < 300 and first["signal"] == "SIGTERM"
 
     proc = launch([sys.executable, "-m", "trainer", "train", "--run-dir", str(run_dir)])
@@ -90,7 +100,7 @@ def test_sigterm_mid_epoch_then_resume_reaches_the_uninterrupted_state(tmp_path:
     assert main(["train", "--run-dir", str(ref)]) == 0
     a, b = weights(ref), weights(run_dir)
     assert all(torch.equal(a[k], b[k]) for k in a), "resumed run ended in a different state"
-    r = rundir.read_result(run_dir)
+    r = read_result(run_dir)
     assert r["timing"]["resumes"] == 1 and r["timing"]["steps"] == 300
     assert r["timing"]["train_time_s"] > first["train_time_s"]
 
@@ -105,10 +115,10 @@ def test_sigterm_to_the_launchers_process_group_with_loader_workers_checkpoints(
     wait_for_training(run_dir, proc)
     os.killpg(proc.pid, signal.SIGTERM)  # the launcher, its rank and the rank's loader worker, as Slurm does
     out, _ = proc.communicate(timeout=120)
-    first = rundir.read_exit(run_dir)
-    assert first is not None and first["code"] == rundir.EXIT_CHECKPOINTED, (first, out)
+    first = read_exit(run_dir)
+    assert first is not None and first["code"] == EXIT_CHECKPOINTED, (first, out)
     assert (run_dir / rundir.CHECKPOINT_FILE).exists()
-    assert rundir.read_config(run_dir)["cpus_per_task"] == 2 and "1 loader workers" in (run_dir / rundir.LOG_FILE).read_text()
+    assert read_config(run_dir)["cpus_per_task"] == 2 and "1 loader workers" in (run_dir / rundir.LOG_FILE).read_text()
 
 
 def test_torchrun_two_ranks_sigterm_checkpoint_and_resume(tmp_path: Path, token_cache: Path) -> None:
@@ -119,7 +129,7 @@ def test_torchrun_two_ranks_sigterm_checkpoint_and_resume(tmp_path: Path, token_
     wait_for_training(run_dir, proc)
     proc.send_signal(signal.SIGTERM)  # torchrun forwards it to both workers
     out, _ = proc.communicate(timeout=120)
-    first = rundir.read_exit(run_dir)
+    first = read_exit(run_dir)
     assert first is not None and first["code"] == 75 and first["world_size"] == 2, out
     assert (run_dir / rundir.CHECKPOINT_FILE).exists()
     log = (run_dir / rundir.LOG_FILE).read_text()
@@ -128,21 +138,21 @@ def test_torchrun_two_ranks_sigterm_checkpoint_and_resume(tmp_path: Path, token_
     proc = launch(cmd)
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode == 0, out
-    r = rundir.read_result(run_dir)
+    r = read_result(run_dir)
     assert r["world_size"] == 2 and r["backend"] == "gloo" and r["timing"]["resumes"] == 1
     assert r["timing"]["samples"] == 400 * 4 * 2 and r["breakdown_s"]["comm"] > 0
-    ranks = {m["rank"] for m in rundir.read_jsonl(run_dir / rundir.METRICS_FILE).records if m.get("final")}
+    ranks = {m["rank"] for m in read_jsonl(run_dir / METRICS_FILE).records if m.get("final")}
     assert ranks == {0, 1}
 
 
 def test_non_finite_loss_stops_with_exit_4(tmp_path: Path, token_cache: Path, capsys) -> None:
     run_dir = tmp_path / "run"
     write_run_config(run_dir, token_cache, train={"lr": 1e300})
-    assert main(["train", "--run-dir", str(run_dir)]) == rundir.EXIT_NONFINITE_LOSS
-    info = rundir.read_exit(run_dir)
+    assert main(["train", "--run-dir", str(run_dir)]) == EXIT_NONFINITE_LOSS
+    info = read_exit(run_dir)
     assert info["code"] == 4 and "non-finite loss" in info["message"] and "train.lr" in info["message"]
     assert "non-finite loss" in capsys.readouterr().err
-    assert rundir.read_result(run_dir) is None and not (run_dir / rundir.CHECKPOINT_FILE).exists()
+    assert read_result(run_dir) is None and not (run_dir / rundir.CHECKPOINT_FILE).exists()
 
 
 def test_bad_config_names_the_key_and_exits_2(tmp_path: Path, token_cache: Path, capsys) -> None:
@@ -157,16 +167,16 @@ def test_bad_config_names_the_key_and_exits_2(tmp_path: Path, token_cache: Path,
     for name, (overrides, expected) in cases.items():
         run_dir = tmp_path / name
         write_run_config(run_dir, token_cache, **overrides)
-        assert main(["train", "--run-dir", str(run_dir)]) == rundir.EXIT_USAGE, name
-        info = rundir.read_exit(run_dir)
+        assert main(["train", "--run-dir", str(run_dir)]) == EXIT_USAGE, name
+        info = read_exit(run_dir)
         assert info["code"] == 2 and expected in info["message"], (name, info["message"])
 
 
 def test_window_longer_than_every_record_is_bad_input(tmp_path: Path, token_cache: Path) -> None:
     run_dir = tmp_path / "run"
     write_run_config(run_dir, token_cache, window=10**6)
-    assert main(["train", "--run-dir", str(run_dir)]) == rundir.EXIT_BAD_INPUT
-    assert "longer than every record" in rundir.read_exit(run_dir)["message"]
+    assert main(["train", "--run-dir", str(run_dir)]) == EXIT_BAD_INPUT
+    assert "longer than every record" in read_exit(run_dir)["message"]
 
 
 def test_a_corrected_retry_leaves_config_json_saying_what_ran(tmp_path: Path, token_cache: Path) -> None:
@@ -174,9 +184,9 @@ def test_a_corrected_retry_leaves_config_json_saying_what_ran(tmp_path: Path, to
     then holds the flag's value, as result.json does; a finished run's config.json stays as it ran."""
     run_dir = tmp_path / "run"
     write_run_config(run_dir, token_cache)
-    assert main(["train", "--run-dir", str(run_dir), "--window", str(10**6)]) == rundir.EXIT_BAD_INPUT
-    assert rundir.read_config(run_dir)["window"] == 10**6
+    assert main(["train", "--run-dir", str(run_dir), "--window", str(10**6)]) == EXIT_BAD_INPUT
+    assert read_config(run_dir)["window"] == 10**6
     assert main(["train", "--run-dir", str(run_dir), "--window", "16"]) == 0
-    assert rundir.read_config(run_dir)["window"] == 16 == rundir.read_result(run_dir)["config"]["window"]
+    assert read_config(run_dir)["window"] == 16 == read_result(run_dir)["config"]["window"]
     assert main(["train", "--run-dir", str(run_dir), "--window", "24"]) == 0  # finished: kept as it ran
-    assert rundir.read_config(run_dir)["window"] == 16
+    assert read_config(run_dir)["window"] == 16

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from trainer import rundir
+from runcontract.contract import EXIT_DISK_FULL, EXIT_USAGE
 from trainer.cli import TRAIN_GROUPS, TRAIN_KEYS, main, parser
 from trainer.config_keys import TOKENIZER_KEYS
 
 
 def refused(capsys, *argv: str) -> str:
     """The one line a refused command printed (exit code 2, no traceback)."""
-    assert main(list(argv)) == rundir.EXIT_USAGE, argv
+    assert main(list(argv)) == EXIT_USAGE, argv
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("hlm-train: ") and "Traceback" not in err, err
     return err.strip()
@@ -43,7 +43,7 @@ def test_a_run_dir_on_a_full_disk_is_exit_5_in_one_line(small_fs, capsys):
     fs = small_fs("64k")
     fs.fill()
     run_dir = fs.path / "run"
-    assert main(["train", "--run-dir", str(run_dir), "--steps", "1"]) == rundir.EXIT_DISK_FULL
+    assert main(["train", "--run-dir", str(run_dir), "--steps", "1"]) == EXIT_DISK_FULL
     err = capsys.readouterr().err
     assert err.startswith(f"hlm-train: work directory full: {run_dir / 'config.json'} needed ") and err.count("\n") == 1
     assert "Traceback" not in err

@@ -58,17 +58,18 @@ def fine_tune(physionet: Path, tmp_path: Path, *flags: str) -> Path:
 
 
 def test_a_fine_tune_records_what_it_hid(physionet: Path, tmp_path: Path):
+    from runcontract.records import read_result
     from trainer import rundir
     from trainer.data.rr_context import context_length
 
     run_dir = fine_tune(physionet, tmp_path, "--context", "rr", "--context-dropout", "0.5")
-    assert rundir.read_result(run_dir)["data"]["context_dropout"] == {"share": 0.5, "tokens": context_length("rr")}
+    assert read_result(run_dir)["data"]["context_dropout"] == {"share": 0.5, "tokens": context_length("rr")}
     assert "context dropout: 50% of the training windows" in (run_dir / rundir.LOG_FILE).read_text()
 
 
 def test_without_context_tokens_it_is_refused_by_name(physionet: Path, tmp_path: Path):
-    from trainer import rundir
+    from runcontract.records import read_exit
 
     run_dir = fine_tune(physionet, tmp_path, "--context-dropout", "0.5")
-    message = str(rundir.read_exit(run_dir))
+    message = str(read_exit(run_dir))
     assert "train.context_dropout = 0.5" in message and "found context = 'none'" in message

@@ -8,6 +8,9 @@ import torch
 
 from cockpit.forecast.prediction import Overlap, measured_links, overlap_setting
 from runcontract import probe
+from runcontract.contract import EXIT_OK, METRICS_FILE
+from runcontract.files import read_jsonl
+from runcontract.records import read_result
 from tests.train.tiny import VOCAB, spawn_world, tiny_data, tiny_settings
 from trainer import checkpoint, ddp_buckets, rundir
 from trainer.model import HeartLanguageModel, ModelConfig
@@ -22,7 +25,7 @@ def weights(run_dir: Path) -> dict[str, torch.Tensor]:
 def test_two_process_steps_equal_one_process_on_doubled_batch(tmp_path: Path) -> None:
     one, two = tmp_path / "one", tmp_path / "two"
     s = tiny_settings(one, batch_size=8, steps=3)
-    assert run(s, tiny_data(s)) == rundir.EXIT_OK
+    assert run(s, tiny_data(s)) == EXIT_OK
     spawn_world(2, two, {"batch_size": 4, "steps": 3})
 
     w1, w2 = weights(one), weights(two)
@@ -34,13 +37,13 @@ def test_two_process_steps_equal_one_process_on_doubled_batch(tmp_path: Path) ->
     changed = [k for k, v in initial.state_dict().items() if not torch.equal(v, w1[k])]
     assert len(changed) > len(w1) // 2, "training left most parameters at their initial values"
 
-    r1, r2 = rundir.read_result(one), rundir.read_result(two)
+    r1, r2 = read_result(one), read_result(two)
     assert r1["world_size"] == 1 and r2["world_size"] == 2
     assert r1["timing"]["samples"] == r2["timing"]["samples"] == 24
     assert r1["breakdown_s"]["comm"] == 0.0
     assert r2["breakdown_s"]["comm"] > 0.0
     assert r2["backend"] == "gloo" and r1["backend"] == "none"
-    ranks = {rec["rank"] for rec in rundir.read_jsonl(two / rundir.METRICS_FILE).records}
+    ranks = {rec["rank"] for rec in read_jsonl(two / METRICS_FILE).records}
     assert ranks == {0, 1}
 
 
@@ -51,14 +54,14 @@ def test_a_slowed_rank_is_named_the_straggler_with_its_excess(tmp_path: Path) ->
 
     one, two = tmp_path / "one", tmp_path / "two"
     s = tiny_settings(one, steps=8)
-    assert run(s, tiny_data(s)) == rundir.EXIT_OK
+    assert run(s, tiny_data(s)) == EXIT_OK
     spawn_world(2, two, {"steps": 8, "gpus_per_node": 2, "test_slow_rank": 1, "test_slow_step_s": 0.1})
-    r2 = rundir.read_result(two)
+    r2 = read_result(two)
     by_rank = {r["rank"]: r for r in r2["breakdown_by_rank"]}
     assert set(by_rank) == {0, 1}
     assert by_rank[1]["compute"] >= 8 * 0.1  # the sleep is in rank 1's compute ...
     assert by_rank[0]["comm"] > by_rank[1]["comm"] + 0.4  # ... and rank 0 waits for it in all-reduce
-    row = next(r for r in analyse([rundir.read_result(one), r2]) if r["workers"] == 2)
+    row = next(r for r in analyse([read_result(one), r2]) if r["workers"] == 2)
     assert row["straggler_rank"] == 1
     assert row["straggler_excess_s"] == by_rank[0]["comm"] - by_rank[1]["comm"]
     assert "Straggler: rank 1" in row["explanation"]
@@ -69,7 +72,7 @@ def test_a_slowed_rank_is_named_the_straggler_with_its_excess(tmp_path: Path) ->
 def test_result_records_what_a_prediction_needs(tmp_path: Path) -> None:
     """Gradient bytes, DDP's bucket count and an all-reduce probe per link kind, all outside T."""
     spawn_world(2, tmp_path / "two", {"steps": 3, "gpus_per_node": 2})
-    r = rundir.read_result(tmp_path / "two")
+    r = read_result(tmp_path / "two")
     comm = r["comm"]
     params = r["model"]["parameters"]
     assert comm["grad_bytes"] == 4 * params  # fp32 gradients

@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from runcontract.contract import EXIT_CHECKPOINTED, EXIT_DISK_FULL, EXIT_OK, EXIT_REASONS, METRICS_FILE
+from runcontract.files import append_jsonl, read_jsonl
+from runcontract.modes import make_dirs
+from runcontract.records import read_exit, read_result, write_exit
 from tests.train.tiny import tiny_data, tiny_settings
 from trainer import checkpoint, disk_space, rundir
 from trainer.train import run
@@ -25,16 +29,16 @@ def test_a_full_disk_exits_5_keeps_the_checkpoint_and_the_run_resumes_once_freed
     fs = small_fs("1m")
     run_dir = fs.path / "run"
     s = tiny_settings(run_dir, **OPTS)
-    assert run(s, tiny_data(s, n=24, signal_at=4 * 3 + 2)) == rundir.EXIT_CHECKPOINTED
+    assert run(s, tiny_data(s, n=24, signal_at=4 * 3 + 2)) == EXIT_CHECKPOINTED
     good = (run_dir / rundir.CHECKPOINT_FILE).read_bytes()
     model_bytes = checkpoint.tensor_bytes(checkpoint.load(run_dir / rundir.CHECKPOINT_FILE)["model"])
 
     # room for exit.json's reserve and a few metrics lines, not for model.pt
     fs.fill(leave=disk_space.ROOM_BYTES + 8192)
     s = tiny_settings(run_dir, **OPTS)
-    assert run(s, tiny_data(s, n=24)) == rundir.EXIT_DISK_FULL
-    info = rundir.read_exit(run_dir)
-    assert info["code"] == 5 and info["reason"] == rundir.EXIT_REASONS[5]
+    assert run(s, tiny_data(s, n=24)) == EXIT_DISK_FULL
+    info = read_exit(run_dir)
+    assert info["code"] == 5 and info["reason"] == EXIT_REASONS[5]
     assert info["path"] == str(run_dir / rundir.MODEL_FILE) and info["needed_bytes"] >= model_bytes
     assert isinstance(info["free_bytes"], int) and info["free_bytes"] < info["needed_bytes"]
     assert f"work directory full: {run_dir / rundir.MODEL_FILE} needed {info['needed_bytes']} bytes" in info["message"]
@@ -42,28 +46,28 @@ def test_a_full_disk_exits_5_keeps_the_checkpoint_and_the_run_resumes_once_freed
     # nothing half-written: the old checkpoint as it was, no model.pt, no result, whole metrics lines
     assert (run_dir / rundir.CHECKPOINT_FILE).read_bytes() == good
     checkpoint.load(run_dir / rundir.CHECKPOINT_FILE)
-    assert not (run_dir / rundir.MODEL_FILE).exists() and rundir.read_result(run_dir) is None
+    assert not (run_dir / rundir.MODEL_FILE).exists() and read_result(run_dir) is None
     assert _leftovers(run_dir) == [] and not (run_dir / disk_space.ROOM_FILE).exists()
-    assert rundir.read_jsonl(run_dir / rundir.METRICS_FILE, final=True).bad_lines == 0
+    assert read_jsonl(run_dir / METRICS_FILE, final=True).bad_lines == 0
 
     fs.free()
     s = tiny_settings(run_dir, **OPTS)
-    assert run(s, tiny_data(s, n=24)) == rundir.EXIT_OK
-    result = rundir.read_result(run_dir)
+    assert run(s, tiny_data(s, n=24)) == EXIT_OK
+    result = read_result(run_dir)
     assert result["status"] == "completed" and result["timing"]["steps"] == 10 and result["timing"]["resumes"] == 1
     checkpoint.load(run_dir / rundir.MODEL_FILE)
-    assert _leftovers(run_dir) == [] and rundir.read_exit(run_dir)["code"] == 0
+    assert _leftovers(run_dir) == [] and read_exit(run_dir)["code"] == 0
 
 
 def test_a_metrics_line_cut_by_a_full_disk_is_removed_whole(small_fs) -> None:
     fs = small_fs("64k")
-    path = fs.path / rundir.METRICS_FILE
-    rundir.append_jsonl(path, {"v": 1, "step": 0})
+    path = fs.path / METRICS_FILE
+    append_jsonl(path, {"v": 1, "step": 0})
     fs.fill(leave=0)
     size = path.stat().st_size
     with pytest.raises(disk_space.DiskFull) as caught:
         for step in range(1, 10_000):  # the page the file has fills first
-            rundir.append_jsonl(path, {"v": 1, "step": step, "pad": "x" * 200})
+            append_jsonl(path, {"v": 1, "step": step, "pad": "x" * 200})
     assert caught.value.path == str(path) and caught.value.needed_bytes > 200
     assert path.stat().st_size >= size
     lines = path.read_bytes().split(b"\n")
@@ -73,8 +77,8 @@ def test_a_metrics_line_cut_by_a_full_disk_is_removed_whole(small_fs) -> None:
 def test_exit_json_is_written_from_the_room_kept_for_it(small_fs) -> None:
     fs = small_fs("256k")
     run_dir = fs.path / "run"
-    rundir.make_dirs(run_dir)
+    make_dirs(run_dir)
     disk_space.keep_room(run_dir)
     fs.fill(leave=0)
-    rundir.write_exit(run_dir, rundir.EXIT_DISK_FULL, "work directory full", path="x", needed_bytes=1)
-    assert rundir.read_exit(run_dir)["code"] == 5 and not (run_dir / disk_space.ROOM_FILE).exists()
+    write_exit(run_dir, EXIT_DISK_FULL, "work directory full", path="x", needed_bytes=1)
+    assert read_exit(run_dir)["code"] == 5 and not (run_dir / disk_space.ROOM_FILE).exists()

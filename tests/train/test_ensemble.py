@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from runcontract.contract import CONFIG_FILE, RESULT_FILE
+from runcontract.records import read_exit, read_result
 from trainer import rundir
 from trainer.cli import main
 from trainer.rundir import ENSEMBLE_FILE
@@ -28,7 +30,7 @@ def members(physionet: Path, tmp_path_factory: pytest.TempPathFactory) -> list[P
                      "finetune", "--window", "64", "--batch-size", "8", "--layers", "1", "--d-model", "16",
                      "--heads", "2", "--steps", "4", "--lr", "1e-2", "--device", "cpu", "--cpus-per-task", "1",
                      "--num-workers", "0", "--seed", str(seed)])
-        assert code == 0, rundir.read_exit(run_dir)
+        assert code == 0, read_exit(run_dir)
         runs.append(run_dir)
     return runs
 
@@ -42,7 +44,7 @@ def _ensemble(out: Path, *members: Path) -> tuple[int, dict | None]:
 def test_a_run_with_itself_scores_exactly_as_the_run(members: list[Path], tmp_path: Path) -> None:
     code, summary = _ensemble(tmp_path / "same", members[0], members[0])
     assert code == 0
-    own = rundir.read_result(members[0])["eval"]
+    own = read_result(members[0])["eval"]
     assert summary["eval"]["confusion"] == own["confusion"] and summary["eval"]["by_record"] == own["by_record"]
     assert summary["eval"]["macro_f1_nsvf"] == own["macro_f1_nsvf"]
 
@@ -52,7 +54,7 @@ def test_two_seeds_average_into_one_scored_classifier(members: list[Path], tmp_p
     code, summary = _ensemble(tmp_path / "two", *members)
     assert code == 0
     ev = summary["eval"]
-    results = [rundir.read_result(m) for m in members]
+    results = [read_result(m) for m in members]
     assert ev["samples"] == results[0]["eval"]["samples"] > 2000  # every beat of record 200
     assert sum(map(sum, ev["by_record"]["200"])) == ev["samples"] and ev["windows_per_s"] > 0
     assert [m["seed"] for m in summary["members"]] == [0, 1]
@@ -63,9 +65,9 @@ def test_two_seeds_average_into_one_scored_classifier(members: list[Path], tmp_p
 
 def _copy(src: Path, dst: Path, **config_changes: object) -> Path:
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns("tokens"))
-    config = json.loads((dst / rundir.CONFIG_FILE).read_text())
+    config = json.loads((dst / CONFIG_FILE).read_text())
     config.update(config_changes)
-    (dst / rundir.CONFIG_FILE).write_text(json.dumps(config))
+    (dst / CONFIG_FILE).write_text(json.dumps(config))
     return dst
 
 
@@ -97,12 +99,12 @@ def test_cockpit_scores_prints_the_ensemble_and_each_member_as_the_trainer_score
     code, summary = _ensemble(tmp_path / "ens", *members)
     assert code == 0
     capsys.readouterr()
-    assert cockpit(["scores", str(tmp_path / "ens"), str(members[0] / rundir.RESULT_FILE)]) == 0
+    assert cockpit(["scores", str(tmp_path / "ens"), str(members[0] / RESULT_FILE)]) == 0
     out = capsys.readouterr().out
-    ev, own = summary["eval"], rundir.read_result(members[0])["eval"]
+    ev, own = summary["eval"], read_result(members[0])["eval"]
     figure = "macro-F1 (N,S,V,F)" if ev["macro_f1_nsvf"] is not None else "macro-F1"
     key = "macro_f1_nsvf" if ev["macro_f1_nsvf"] is not None else "macro_f1"
-    ensemble_part, member_part = out.split(f"\n\n{members[0] / rundir.RESULT_FILE}\n")
+    ensemble_part, member_part = out.split(f"\n\n{members[0] / RESULT_FILE}\n")
     assert ensemble_part.startswith(f"{tmp_path / 'ens' / ENSEMBLE_FILE}\nModel quality: {figure} {ev[key]:.3f} = ")
     assert f"; accuracy {ev['accuracy']:.3f})" in ensemble_part
     for name, row in zip(ev["classes"], ev["confusion"], strict=True):  # the matrix, row by row
@@ -128,7 +130,7 @@ def test_cockpit_scores_names_what_it_cannot_read(members: list[Path], tmp_path:
     assert err[1] == (f"cockpit: {tmp_path}: expected result.json (a run), ensemble.json (an ensemble) or "
                       "evaluation.json (a database scored by `hlm-train evaluate`), found none")
     assert err[2] == f"cockpit: {unscored}: no `eval` (the run was not scored: train.eval = false)"
-    assert captured.out.startswith(f"{members[1] / rundir.RESULT_FILE}\nModel quality: ")  # the good one still printed
+    assert captured.out.startswith(f"{members[1] / RESULT_FILE}\nModel quality: ")  # the good one still printed
 
     # an ensemble whose member has moved: the ensemble is printed, the member's line says what is missing
     code, summary = _ensemble(tmp_path / "ens", *members)
@@ -136,4 +138,4 @@ def test_cockpit_scores_names_what_it_cannot_read(members: list[Path], tmp_path:
     summary["members"][1]["run_dir"] = str(moved)
     (tmp_path / "ens" / ENSEMBLE_FILE).write_text(json.dumps(summary))
     assert code == 0 and cockpit(["scores", str(tmp_path / "ens")]) == 0
-    assert f"    seed 1   {moved / rundir.RESULT_FILE}: missing" in capsys.readouterr().out.splitlines()
+    assert f"    seed 1   {moved / RESULT_FILE}: missing" in capsys.readouterr().out.splitlines()

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from cockpit.commands.scores import scores_lines
+from runcontract.records import read_exit
 from tests.data.conftest import copy_records
-from trainer import rundir
 from trainer.cli import main
 from trainer.rundir import EVALUATION_FILE
 from trainer.scores import class_scores, false_alarms_per_hour
@@ -28,7 +28,7 @@ def model(physionet: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
                  "--mode", "finetune", "--window", "64", "--batch-size", "8", "--layers", "1", "--d-model", "16",
                  "--heads", "2", "--steps", "4", "--lr", "1e-2", "--device", "cpu", "--cpus-per-task", "1",
                  "--num-workers", "0"])
-    assert code == 0, rundir.read_exit(run_dir)
+    assert code == 0, read_exit(run_dir)
     return run_dir
 
 

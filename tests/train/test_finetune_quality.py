@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from runcontract.records import read_exit, read_result
 from tests.data.conftest import copy_records
 from tests.train.tiny import RandomWindows, tiny_data, tiny_settings
 from trainer import calibration, checkpoint, rundir, scores
@@ -66,8 +67,8 @@ def test_a_fine_tune_on_a_share_of_the_labels_trains_on_those_patients_and_says_
                  "centre", "--window", "32", "--batch-size", "8", "--layers", "1", "--d-model", "16", "--heads", "2",
                  "--steps", "2", "--val-fraction", "0.2", "--label-fraction", "0.5", "--device", "cpu",
                  "--cpus-per-task", "1", "--num-workers", "0"])
-    assert code == 0, rundir.read_exit(tmp_path / "run")
-    info = rundir.read_result(tmp_path / "run")["data"]
+    assert code == 0, read_exit(tmp_path / "run")
+    info = read_result(tmp_path / "run")["data"]
     assert info["val_records"] == ["108"] and info["labelled_records"] == ["106", "112"]
     assert sum(info["train_class_counts"].values()) == info["train_windows"] < 2 * 2600  # two half-hour records
 
@@ -107,7 +108,7 @@ def test_validation_runs_outside_t_keeps_the_best_weights_and_stops_early(tmp_pa
     data = tiny_data(s)
     data.val = LabelledWindows(RandomWindows(24, s.axes.window, 3))
     assert run(s, data) == 0
-    r = rundir.read_result(tmp_path)
+    r = read_result(tmp_path)
     v = r["validation"]
     assert v["scored_windows"] == 24  # what each check scored, beside the part's own count (`windows`)
     steps = [h["step"] for h in v["history"]]
@@ -220,7 +221,7 @@ def test_a_calibrated_run_records_the_choice_beside_validation_outside_t(tmp_pat
     data.val = LabelledWindows(RandomWindows(24, s.axes.window, 3))
     data.class_weights = [1.0, 4.0]
     assert run(s, data) == 0
-    r = rundir.read_result(tmp_path)
+    r = read_result(tmp_path)
     chosen = r["validation"]["calibration"]
     assert chosen["share"] in calibration.SHARES and chosen["class_weight"] == [1.0, 4.0]
     assert chosen["bias_shift"] == pytest.approx([0.0, -chosen["share"] * math.log(4.0)])

@@ -17,7 +17,7 @@ from gate_oracle import GATE_SWEEP, meets  # noqa: E402  (a bench script)
 from quality import GOAL  # noqa: E402
 from validation_parts import rows  # noqa: E402
 
-from trainer import rundir  # noqa: E402
+from runcontract.records import read_result  # noqa: E402
 from trainer.calibration import GATE_BINS, SHARES, choose  # noqa: E402
 
 SCRIPT = REPO / "bench" / "gate_oracle.py"
@@ -41,7 +41,7 @@ def run(physionet: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_named_validation_patient_is_the_validation_part(run: Path) -> None:
-    data = rundir.read_result(run)["data"]
+    data = read_result(run)["data"]
     assert data["val_records"] == ["201"] and data["test_records"] == ["222"] and data["labelled_records"] == ["209"]
 
 
@@ -50,7 +50,7 @@ def test_validations_choice_recomputed_is_what_the_run_scored(run: Path, tmp_pat
     printed = subprocess.run([sys.executable, str(SCRIPT), str(run), "--out", str(out)], capture_output=True,
                              text=True, timeout=300, check=True).stdout.splitlines()
     got = json.loads(out.read_text())[0]
-    ev = rundir.read_result(run)["eval"]
+    ev = read_result(run)["eval"]
     chosen = got["chosen"]
     assert chosen["accuracy"] == pytest.approx(ev["accuracy"])
     assert (chosen["S Se"], chosen["S +P"]) == (pytest.approx(ev["sensitivity"]["S"]), pytest.approx(ev["ppv"]["S"]))
@@ -65,7 +65,7 @@ def test_validations_choice_recomputed_is_what_the_run_scored(run: Path, tmp_pat
 def test_the_floors_choose_the_decision_the_run_kept(run: Path) -> None:
     """train.calibrate_min_sensitivity through the CLI: recorded, and the decision kept is choose()'s over the
     candidates the run recorded, said in train.log either way."""
-    calibration = rundir.read_result(run)["validation"]["calibration"]
+    calibration = read_result(run)["validation"]["calibration"]
     best, met = choose(calibration["tried"], {"S": 0.5, "V": 0.5})
     assert calibration["floors"] == {"min_sensitivity": {"S": 0.5, "V": 0.5}, "met": met}
     assert (calibration["share"], (calibration["gate"] or {}).get("bin")) == (best["share"], best["gate_bin"])
@@ -81,7 +81,7 @@ def test_a_decision_meets_the_goal_only_with_every_figure() -> None:
 def test_the_validation_part_scored_again_gives_what_the_calibration_recorded(run: Path) -> None:
     """bench/validation_parts.py's whole-part row of each decision equals the calibration's own judged macro-F1
     for it (the part is small enough to be scored whole), and a database's rows hold its beats."""
-    tried = rundir.read_result(run)["validation"]["calibration"]["tried"]
+    tried = read_result(run)["validation"]["calibration"]["tried"]
     got = {(r["share"], r["gate_bin"], r["group"]): r for r in rows(run, None, list(SHARES))}
     assert {g for _, _, g in got} == {"all", "mitdb"}
     for t in tried:

@@ -39,8 +39,8 @@ def test_a_share_of_the_windows_comes_from_each_noisy_version_with_its_clean_lab
 
 
 def test_a_finetune_with_noise_augmentation_says_what_it_trained_on(physionet: Path, tmp_path: Path) -> None:
+    from runcontract.records import read_exit, read_result
     from tests.data.conftest import copy_records
-    from trainer import rundir
     from trainer.cli import main
 
     data = copy_records(physionet / "mitdb", tmp_path / "db", ["119", "100"], ("hea", "atr", "dat"))
@@ -50,8 +50,8 @@ def test_a_finetune_with_noise_augmentation_says_what_it_trained_on(physionet: P
                  "--mode", "finetune", "--pool", "centre", "--window", "32", "--batch-size", "8", "--layers", "1",
                  "--d-model", "16", "--heads", "2", "--steps", "3", "--device", "cpu", "--cpus-per-task", "1",
                  "--num-workers", "0"])
-    assert code == 0, rundir.read_exit(run_dir)
-    result = rundir.read_result(run_dir)
+    assert code == 0, read_exit(run_dir)
+    result = read_result(run_dir)
     augment = result["data"]["augment"]
     assert augment["noise_snr_db"] == [12.0, 6.0] and augment["share"] == 0.5
     assert augment["noise_seed"] == AUGMENT_NOISE_SEED

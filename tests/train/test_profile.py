@@ -17,9 +17,11 @@ import pytest
 from cockpit.cli import main as cockpit
 from cockpit.figures.traces import load, summarise, torch_view
 from cockpit.study.spec import SpecError, parse_study
+from runcontract.contract import EXIT_OK, METRICS_FILE, TRACE_INDEX_FILE, trace_file
+from runcontract.files import read_json, read_jsonl
+from runcontract.records import read_result
 from tests.studies import study_raw, write_study
 from tests.train.tiny import spawn_world
-from trainer import rundir
 from trainer.settings import ConfigError, from_config
 
 PROFILE = {"steps": 6, "gpus_per_node": 2, "profile_wait": 1, "profile_warmup": 1, "profile_active": 2,
@@ -35,9 +37,9 @@ def profiled(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_each_rank_writes_a_trace_and_result_json_says_which_steps_are_in_it(profiled: Path) -> None:
-    r = rundir.read_result(profiled)
+    r = read_result(profiled)
     assert r is not None
-    files = [rundir.trace_file(rank, 3, 4) for rank in (0, 1)]
+    files = [trace_file(rank, 3, 4) for rank in (0, 1)]
     assert r["profile"]["steps"] == RECORDED and r["profile"]["warmup_steps"] == [2]
     assert r["profile"]["traces"] == files
     assert r["profile"]["schedule"] == {"wait": 1, "warmup": 1, "active": 2, "repeat": 1}
@@ -45,12 +47,12 @@ def test_each_rank_writes_a_trace_and_result_json_says_which_steps_are_in_it(pro
     assert 0 < r["profile"]["traced_s"] < r["timing"]["train_time_s"]
     assert r["timing"]["profile_s"] > 0  # starting, stepping and exporting: outside T
     assert abs(sum(r["breakdown_s"].values()) - r["timing"]["train_time_s"]) < 1e-6  # still adds up to T
-    index = rundir.read_json(profiled / rundir.TRACE_INDEX_FILE)
+    index = read_json(profiled / TRACE_INDEX_FILE)
     assert index is not None and index["cycles"] == [{"first_step": 3, "last_step": 4, "files": files}]
     for rank, rel in enumerate(files):
         summary = summarise(load((profiled / rel).read_bytes(), rel), rel)
         assert summary.rank == rank and summary.steps == RECORDED  # ProfilerStep#N is the run's step N
-        steps = {m["step"]: m for m in rundir.read_jsonl(profiled / rundir.METRICS_FILE).records
+        steps = {m["step"]: m for m in read_jsonl(profiled / METRICS_FILE).records
                  if m["rank"] == rank and not m.get("final")}
         envelopes = {int(e.name.removeprefix("ProfilerStep#")): e for e in summary.events
                      if e.name.startswith("ProfilerStep#") and e.tid == summary.main_tid}
@@ -81,7 +83,7 @@ def test_cockpit_trace_prints_top_operations_and_all_reduce_spans_per_rank(profi
     assert cockpit(["trace", str(profiled), "--top", "5"]) == 0
     out = capsys.readouterr().out
     for rank in (0, 1):
-        assert f"rank {rank}: {(profiled / rundir.trace_file(rank, 3, 4)).resolve()} (steps 3-4)" in out
+        assert f"rank {rank}: {(profiled / trace_file(rank, 3, 4)).resolve()} (steps 3-4)" in out
     assert out.count("top 5 operations by self time:") == 2
     assert "aten::" in out or "autograd::" in out
     assert out.count("all-reduce spans over 2 steps: ") == 2 and "launched during backward (gradient buckets)" in out
@@ -94,7 +96,7 @@ def test_cockpit_trace_prints_top_operations_and_all_reduce_spans_per_rank(profi
 def test_the_comm_range_has_a_track_of_its_own(profiled: Path) -> None:
     """hlm:comm starts in the last bucket's hook (inside autograd's range of that gradient) and ends after
     backward: moved beside the thread, so that every track nests as trace viewers need."""
-    trace = json.loads((profiled / rundir.trace_file(0, 3, 4)).read_text())
+    trace = json.loads((profiled / trace_file(0, 3, 4)).read_text())
     events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
     comm = [e for e in events if e["name"] == "hlm:comm"]
     compute = [e for e in events if e["name"] == "hlm:compute"]
@@ -145,8 +147,8 @@ def test_cockpit_trace_reads_a_slurm_studys_run_over_ssh(profiled: Path, sshd_se
         out = capsys.readouterr().out
         assert f"2 traces of {run_dir} (on " in out and out.count("all-reduce spans over 2 steps: ") == 2
         for rank in (0, 1):  # fetched whole over SFTP and copied for a local viewer
-            name = Path(rundir.trace_file(rank, 3, 4)).name
-            assert (out_dir / name).read_bytes() == (run_dir / rundir.trace_file(rank, 3, 4)).read_bytes()
+            name = Path(trace_file(rank, 3, 4)).name
+            assert (out_dir / name).read_bytes() == (run_dir / trace_file(rank, 3, 4)).read_bytes()
             assert str((out_dir / name).resolve()) in out
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -158,11 +160,11 @@ def test_a_run_that_ends_inside_a_cycle_writes_what_it_recorded(tmp_path: Path) 
     from trainer.train import run
 
     s = tiny_settings(tmp_path / "one", steps=4, profile_active=5, profile_wait=0, profile_warmup=0)
-    assert run(s, tiny_data(s)) == rundir.EXIT_OK
-    r = rundir.read_result(s.run_dir)
+    assert run(s, tiny_data(s)) == EXIT_OK
+    r = read_result(s.run_dir)
     assert r is not None and r["profile"]["steps"] == [2, 3, 4]  # the first step is never profiled
-    assert r["profile"]["traces"] == [rundir.trace_file(0, 2, 4)] and r["timing"]["profiled_steps"] == 3
-    summary = summarise(load((s.run_dir / rundir.trace_file(0, 2, 4)).read_bytes(), "t"), "t")
+    assert r["profile"]["traces"] == [trace_file(0, 2, 4)] and r["timing"]["profiled_steps"] == 3
+    summary = summarise(load((s.run_dir / trace_file(0, 2, 4)).read_bytes(), "t"), "t")
     assert summary.steps == [2, 3, 4] and summary.all_reduce == []
     assert all(parts["comm"] == 0 and parts["compute"] > 0 for parts in summary.parts_s.values())
 

@@ -14,8 +14,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
 from s_runs import PLACES, places, record_rows  # noqa: E402  (a bench script)
 
+from runcontract.records import read_result  # noqa: E402
 from tests.data.test_rr_context import _beats  # noqa: E402
-from trainer import rundir  # noqa: E402
 
 
 def test_places_read_the_neighbours_labels() -> None:
@@ -44,7 +44,7 @@ def test_every_s_beat_is_placed_once_and_counted_by_the_runs_decision(run: Path,
     assert rows["inside a run"]["beats"] > 0 and rows["alone"]["beats"] > 0
     assert all(0 <= r["called S"] <= r["beats"] for r in rows.values())
     # the run scored 222 as its test split: the S beats it found there are the places' sum
-    ev = rundir.read_result(run)["eval"]
+    ev = read_result(run)["eval"]
     assert sum(rows[p]["called S"] for p in PLACES) == ev["by_record"]["222"][1][1]
     assert rows["N beats"]["pre_sinus"] > rows["inside a run"]["pre_sinus"]
 

@@ -15,6 +15,9 @@ import torch.multiprocessing as mp
 
 from cockpit.forecast.prediction import Links, Prediction, measured_links, predict
 from cockpit.forecast.prediction_words import memory_flag
+from runcontract.contract import EXIT_CHECKPOINTED, EXIT_OK, METRICS_FILE
+from runcontract.files import read_jsonl
+from runcontract.records import read_result
 from tests.train.test_ddp import weights
 from tests.train.tiny import free_port, tiny_data, tiny_settings
 from trainer import checkpoint, rundir
@@ -37,7 +40,7 @@ def _ranks(rank: int, world: int, ports: list[int], base: str, signal_rank: int)
         os.environ["MASTER_PORT"] = str(ports[i])
         s = tiny_settings(Path(base) / strategy, strategy=strategy, **PAIR)
         code = run(s, tiny_data(s, signal_at=SIGNAL_FETCH if interrupted and rank == signal_rank else 0))
-        expect = rundir.EXIT_CHECKPOINTED if interrupted else rundir.EXIT_OK
+        expect = EXIT_CHECKPOINTED if interrupted else EXIT_OK
         if code != expect:
             raise SystemExit(f"rank {rank}, {strategy}: exited with {code}, expected {expect}")
         if interrupted and rank == 0:  # what the stop left for the resume to read
@@ -59,12 +62,12 @@ def single(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One process on the doubled batch, configured as fsdp: with one worker every strategy is the plain model."""
     run_dir = tmp_path_factory.mktemp("single")
     s = tiny_settings(run_dir, strategy="fsdp", **{**PAIR, "batch_size": 8, "grad_accum": 1})
-    assert run(s, tiny_data(s)) == rundir.EXIT_OK
+    assert run(s, tiny_data(s)) == EXIT_OK
     return run_dir
 
 
 def _result(run_dir: Path) -> dict[str, Any]:
-    result = rundir.read_result(run_dir)
+    result = read_result(run_dir)
     assert result is not None, f"{run_dir}: no result.json"
     return result
 
@@ -82,7 +85,7 @@ def test_each_strategy_resumes_after_sigterm_and_ends_where_one_process_ends(pai
     for key in a:
         torch.testing.assert_close(b[key], a[key], rtol=1e-4, atol=1e-5, msg=f"{strategy}: parameter {key} differs")
     # the loss curve continues: the resumed segment's records start after the step the first one stopped at
-    records = [r for r in rundir.read_jsonl(run_dir / rundir.METRICS_FILE).records if r["rank"] == 0]
+    records = [r for r in read_jsonl(run_dir / METRICS_FILE).records if r["rank"] == 0]
     steps = [r["step"] for r in records if r["steps_in_interval"]]
     assert steps == sorted(steps) and steps[-1] == 6 and len(set(steps)) == len(steps)
 

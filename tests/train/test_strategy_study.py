@@ -18,8 +18,8 @@ from cockpit.cli import main as cli
 from cockpit.forecast import prediction
 from cockpit.notebook import open_study
 from cockpit.study.spec import Study, load_study
+from runcontract.records import read_result
 from tests.report.test_report import markdown_rows
-from trainer.rundir import read_result
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "strategy.toml"
 

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 import torch
 
+from runcontract.contract import EXIT_CHECKPOINTED
+from runcontract.records import read_exit, read_result
 from tests.train.tiny import MASK_ID, RandomWindows, tiny_data, tiny_settings
 from trainer import checkpoint, rundir
 from trainer.batches import MaskedWindows, ResumableSampler
@@ -99,7 +101,7 @@ def test_finetune_starts_from_the_foundation_checkpoint_or_says_why_not(tmp_path
     model_pt = tmp_path / "found" / rundir.MODEL_FILE
     s = tiny_settings(tmp_path / "fine", mode="finetune", steps=3, init_checkpoint=str(model_pt))
     assert run(s, tiny_data(s)) == 0
-    r = rundir.read_result(tmp_path / "fine")
+    r = read_result(tmp_path / "fine")
     assert r["init"] == str(model_pt)
     assert set(r["eval"]) >= {"sensitivity", "ppv", "f1", "macro_f1", "confusion", "accuracy"}
     assert sum(map(sum, r["eval"]["confusion"])) == 16
@@ -108,7 +110,7 @@ def test_finetune_starts_from_the_foundation_checkpoint_or_says_why_not(tmp_path
                            encoder)  # trained further, from there
     s = tiny_settings(tmp_path / "rand", mode="finetune", steps=1, init_checkpoint=str(tmp_path / "none.pt"))
     assert run(s, tiny_data(s)) == 0
-    assert rundir.read_result(tmp_path / "rand")["init"] == f"random: {tmp_path / 'none.pt'} does not exist"
+    assert read_result(tmp_path / "rand")["init"] == f"random: {tmp_path / 'none.pt'} does not exist"
 
 
 def test_grad_accumulation_equals_the_big_batch(tmp_path: Path) -> None:
@@ -149,14 +151,14 @@ def test_loader_workers_feed_the_same_batches(tmp_path: Path) -> None:
     assert run(a, tiny_data(a, n=24)) == 0 and run(b, tiny_data(b, n=24)) == 0  # crosses 3 epochs
     wa, wb = (checkpoint.load(p / rundir.MODEL_FILE)["model"] for p in (tmp_path / "a", tmp_path / "b"))
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
-    assert rundir.read_result(tmp_path / "b")["loader"]["workers"] == 1
+    assert read_result(tmp_path / "b")["loader"]["workers"] == 1
 
 
 def test_reduced_precision_runs_train_and_report_it(tmp_path: Path) -> None:
     for precision in ("bf16", "fp16"):
         s = tiny_settings(tmp_path / precision, steps=3, precision=precision)
         assert run(s, tiny_data(s)) == 0
-        r = rundir.read_result(tmp_path / precision)
+        r = read_result(tmp_path / precision)
         assert r["optimizer"]["precision"] == precision and math.isfinite(r["final_loss"])
 
 
@@ -168,8 +170,8 @@ def test_sigusr1_checkpoints_like_sigterm(tmp_path: Path) -> None:
     s = tiny_settings(tmp_path, steps=6)
     data = tiny_data(s)
     data.train = SignalAt(data.train, 6, signal.SIGUSR1)
-    assert run(s, data) == rundir.EXIT_CHECKPOINTED
-    info = rundir.read_exit(tmp_path)
+    assert run(s, data) == EXIT_CHECKPOINTED
+    info = read_exit(tmp_path)
     assert info["signal"] == "SIGUSR1" and info["step"] == 2
 
 
@@ -179,7 +181,7 @@ def test_epochs_and_launch_time_accounting(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("HLM_LAUNCH_TIME", str(time.time() - 100.0))
     s = tiny_settings(tmp_path, steps=None, epochs=1.5)
     assert run(s, tiny_data(s, n=24)) == 0  # 6 steps per epoch
-    t = rundir.read_result(tmp_path)["timing"]
+    t = read_result(tmp_path)["timing"]
     assert t["steps"] == 9 and t["epochs"] == 1.5 and t["samples"] == 36
     assert t["launch_time_source"] == "HLM_LAUNCH_TIME" and t["startup_s"] >= 100.0 and t["wall_s"] >= 100.0
     assert 0 < t["first_step_s"] <= t["train_time_s"]

@@ -12,7 +12,7 @@ import torch
 import torch.multiprocessing as mp
 from torch.utils.data import Dataset
 
-from trainer import rundir
+from runcontract.records import read_exit
 from trainer.batches import LabelledWindows, MaskedWindows
 from trainer.settings import Settings, validate
 from trainer.sources import Data
@@ -104,6 +104,6 @@ def spawn_world(world: int, run_dir: Path, overrides: dict[str, Any], signal_at:
                      nprocs=world, join=True)
             return
         except mp.ProcessExitedException:
-            info = rundir.read_exit(run_dir) or {}
+            info = read_exit(run_dir) or {}
             if "EADDRINUSE" not in str(info.get("message")) or attempt == 2:
                 raise

@@ -14,8 +14,8 @@ from cockpit.tui.controller import store_controller
 from cockpit.tui.detail import RunDetailScreen
 from cockpit.tui.filter import matches
 from cockpit.tui.scaling import ScalingView
+from runcontract.records import read_result
 from tests.tui.conftest import LARGE
-from trainer import rundir
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "h200-runs"
 SHOWN = ("fp32-w256", "bf16-w256", "bf16-w256-finetune")  # one run of each configuration
@@ -27,7 +27,7 @@ def h200_store(tmp_path: Path):
     store does): what the cockpit collected, read back as every view reads it."""
     store = StudyStore(tmp_path / "cockpit.sqlite")
     key = store.ensure_study("gpu-path", "h200")
-    results = {run: rundir.read_result(RUNS / run) for run in SHOWN}
+    results = {run: read_result(RUNS / run) for run in SHOWN}
     store.upsert_configs(key, [{"config_id": run, "group_id": run, "is_baseline": True, "workers": 1, "nodes": 1,
                                 "values": {a: r["config"][a] for a in ("dataset", "mode", "window", "precision",
                                                                        "batch_size", "cpus_per_task", "gpus_per_node",
@@ -71,7 +71,7 @@ async def test_the_scaling_table_shows_mfu_and_energy_and_the_detail_names_host_
             await pilot.press("escape")
             await pilot.pause()
             await pilot.press("home")
-    assert {r["config_id"] for r in analyse([rundir.read_result(RUNS / k) for k in SHOWN])} == set(SHOWN)
+    assert {r["config_id"] for r in analyse([read_result(RUNS / k) for k in SHOWN])} == set(SHOWN)
     # the filter knows them too: the fp32 run alone is above 10% MFU, and it drew the most energy
     assert [r.config_id for r in snap.configs if matches(r, ["mfu>0.1"])] == ["fp32-w256"]
     assert [r.config_id for r in snap.configs if matches(r, ["energy>0.001"])] == ["fp32-w256"]

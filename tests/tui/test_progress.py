@@ -13,8 +13,9 @@ from cockpit.store import StudyStore
 from cockpit.tui.app import CockpitApp
 from cockpit.tui.controller import RecordedController
 from cockpit.tui.scaling import ScalingView
+from runcontract.contract import METRICS_FILE
+from runcontract.files import read_jsonl
 from tests.tui.conftest import SMALL
-from trainer import rundir
 
 pytest.importorskip("torch")
 
@@ -28,7 +29,7 @@ def metrics(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     run_dir = tmp_path_factory.mktemp("epochs-run")
     s = tiny_settings(run_dir, steps=None, epochs=1.5, metrics_interval_s=1e-6, eval=False)
     assert run(s, tiny_data(s, n=24)) == 0
-    chunk = rundir.read_jsonl(run_dir / rundir.METRICS_FILE)
+    chunk = read_jsonl(run_dir / METRICS_FILE)
     assert not chunk.bad_lines
     return [r for r in chunk.records if r.get("rank", 0) == 0]
 
@@ -60,7 +61,7 @@ def test_an_epochs_study_shows_progress_and_eta_from_the_trainers_metrics(metric
         assert store.snapshot("epochs").configs[0].progress is None  # nothing known yet
         upto = next(i for i, r in enumerate(metrics) if r["step"] >= 4)
         seen = metrics[: upto + 1]
-        store.ingest(key, "c1", rundir.METRICS_FILE, seen, next_offset=1, bad_lines=0)
+        store.ingest(key, "c1", METRICS_FILE, seen, next_offset=1, bad_lines=0)
         store.upsert_configs(key, [config])  # the runner registers again: the trainer's count stays
         row = store.snapshot("epochs").configs[0]
         last = seen[-1]
@@ -75,7 +76,7 @@ async def test_the_running_row_says_how_far_it_is(metrics, tmp_path):
     store, key, _ = running_store(tmp_path / "store.sqlite")
     try:
         seen = [r for r in metrics if r["step"] <= 3]
-        store.ingest(key, "c1", rundir.METRICS_FILE, seen, next_offset=1, bad_lines=0)
+        store.ingest(key, "c1", METRICS_FILE, seen, next_offset=1, bad_lines=0)
         controller = RecordedController(lambda: store.snapshot("epochs"), live=True)
         app = CockpitApp(controller, poll_interval=None, offer_plan=False)
         async with app.run_test(size=SMALL):

@@ -24,13 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from trainer import rundir
+from runcontract.files import write_json
+from runcontract.modes import make_dirs
 from trainer.data import records as rec_io
 from trainer.data import shards
 from trainer.data.errors import DataError
 from trainer.data.splits import manifest_split
 from trainer.data.tokenizer_keys import canonical
-from trainer.rundir import write_json
 
 MIXED_VERSION = 1  # bump when the combined manifest's layout changes: the folder name changes with it
 
@@ -89,7 +89,7 @@ def combine(first: Path, parts: list[Path], split: dict[str, Any] | None) -> Pat
                 "totals": _totals(records, skipped),
                 "timing": _timing([base, *others])}
     manifest["split"] = {**manifest_split(manifest, split).as_dict(), "options": split or {}}
-    rundir.make_dirs(out)
+    make_dirs(out)
     write_json(out / shards.MANIFEST, manifest)
     return out
 

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from trainer import rundir
+from runcontract.files import write_json
+from runcontract.modes import make_dirs
 from trainer.data import mixed, shards, synthetic
 from trainer.data import records as rec_io
 from trainer.data.errors import DataError
@@ -34,7 +35,6 @@ from trainer.data.labels import BEAT_CLASSES, RHYTHM_CLASSES, TOKEN_CLASS_NAMES
 from trainer.data.splits import check_leaves_training, check_options, plan_split
 from trainer.data.summary import SKIP_HINT
 from trainer.data.tokenizers import SPECIAL_TOKENS, canonical, tokenize, vocab_size
-from trainer.rundir import write_json
 
 # Bump when the tokenizers' output changes for the same inputs: every shard is then rebuilt.
 TOKENS_VERSION = 3  # 3: a one-sample lead kept at its value; beats near a gap counted at the lead's own rate
@@ -119,7 +119,7 @@ def prepare_dataset(
     if _up_to_date(current, jobs, rejected, skip_bad_records, split_options):
         return shard  # the manifest is written last and atomically, no lock needed to read it
     with shards.prepare_lock(shard):
-        rundir.make_dirs(shard / shards.RECORDS_DIR)
+        make_dirs(shard / shards.RECORDS_DIR)
         shards.clean_temp_files(shard)
         current = _read_manifest(shard / shards.MANIFEST)  # another prepare may have finished meanwhile
         if _up_to_date(current, jobs, rejected, skip_bad_records, split_options):

@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from trainer import rundir
+from runcontract.files import write_json
+from runcontract.modes import make_dirs, open_new, sharing
 from trainer.data.errors import DataError
-from trainer.rundir import write_json
 
 MANIFEST = "manifest.json"
 RECORDS_DIR = "records"
@@ -54,7 +54,7 @@ def save_array(path: Path, array: np.ndarray) -> None:
     """np.save to a hidden temp name in the same folder, then rename: the final name is always whole."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        with rundir.open_new(tmp, "wb") as fh:  # private (or the study's group) from the first byte
+        with open_new(tmp, "wb") as fh:  # private (or the study's group) from the first byte
             np.save(fh, array, allow_pickle=False)
         os.replace(tmp, path)
     except BaseException:
@@ -115,9 +115,9 @@ def _lock(shard: Path) -> int:
     """The flocked descriptor of the shard's lock file. A lock file removed (by a failed prepare that
     created the folder) while this one waited is locked no more: the folder and its lock are made again."""
     while True:
-        rundir.make_dirs(shard)
+        make_dirs(shard)
         try:
-            fd = os.open(shard / LOCK, os.O_RDWR | os.O_CREAT, rundir.sharing().file_mode)
+            fd = os.open(shard / LOCK, os.O_RDWR | os.O_CREAT, sharing().file_mode)
         except FileNotFoundError:
             continue  # the folder was removed between make_dirs and open
         except OSError as exc:

@@ -25,8 +25,10 @@ from cockpit.launch.slurm.quoting import (
     shell_quote,
 )
 from cockpit.study.sites import Site, SiteError, check_cluster, site_for
-from trainer import disk_space, rundir
-from trainer.rundir import SCHEMA_VERSION, SLURM_STDERR_FILE, SLURM_STDOUT_FILE, Sharing
+from runcontract import disk_space
+from runcontract.contract import EXIT_DISK_FULL, SCHEMA_VERSION, SLURM_STDERR_FILE, SLURM_STDOUT_FILE
+from runcontract.modes import Sharing
+from trainer import rundir
 
 if TYPE_CHECKING:
     from cockpit.preflight.jobs import PreflightJob
@@ -116,7 +118,7 @@ def submit_command(study: Study, cfg: Configuration, script_path: str) -> str:
 def dirs_command(study: Study, run_dir: str, *extra: str, study_dir: str | None = None, script: str = "") -> str:
     """The shell line that makes a run directory and the study's directories above it (plus ``extra``, shell
     words such as "$TOKEN_CACHE") with the study's file modes, whatever the login shell's umask: 0700 and
-    umask 077, or with [cluster].share_group 2750, that group and umask 027 (trainer.rundir.Sharing; the
+    umask 077, or with [cluster].share_group 2750, that group and umask 027 (trainer.Sharing; the
     batch script keeps the umask for everything the job writes). ``study_dir``: the study's directory as
     run_dir spells it (the backend's, with the work directory expanded), by default the study file's.
     ``script``: a batch script already uploaded there, given the study's group too."""
@@ -191,7 +193,7 @@ def study_context(study: Study) -> dict[str, Any]:
         "python": path_expr("[cluster].python", cluster.python),
         "rdzv_port": int(cluster.rdzv_port),
         "max_requeues": int(site.max_requeues),
-        "disk_full_code": rundir.EXIT_DISK_FULL,
+        "disk_full_code": EXIT_DISK_FULL,
         "room_bytes": disk_space.ROOM_BYTES,
         "requeue": True,
     }
