@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-__all__ = ["TEXT_COLUMNS", "NotebookStudy", "open_study"]
+__all__ = ["TEXT_COLUMNS", "NotebookStudy", "full_run", "open_study"]
 
 # scaling.csv's columns that are text whatever they look like (a config id "1234567890", a dataset "2017"):
 # read_csv(path, dtype=TEXT_COLUMNS) reads the report's file as scaling() returns it
@@ -222,3 +222,29 @@ def _frame(items: list[Any], kind: type) -> pd.DataFrame:
 
     columns = [f.name for f in fields(kind)]
     return pd.DataFrame([[getattr(i, c) for c in columns] for i in items], columns=columns)
+
+
+def full_run(study_file: str | Path, run: str, *, deadline: str | None = None, price_node_hour: float | None = None,
+             price_kwh: float | None = None, queue: bool = True) -> pd.DataFrame:
+    """The production run `run` (`steps=20000`, `epochs=3`, `tokens=2e9`, `samples=1e6`) on every configuration of
+    the study file, as `cockpit plan STUDY --full-run RUN` prints it (docs/full-run.md; the same function,
+    cockpit.run.full_run.time_to_result): one row per configuration with T, jobs, the queue's start, finish,
+    node-hours, kWh and cost, each predicted figure with its 90% interval's ends (`_low`, `_high`; instants in
+    epoch seconds), and `first`, `cheapest` (by `deadline`: `2026-12-24T18:00`) and `pareto` marking what the
+    plan names. `.attrs["lines"]` holds the lines the command prints under its table. `queue`: ask the study's
+    scheduler for its start estimates (`sbatch --test-only` over SSH; a local study has no queue). Raises
+    ValueError naming a bad argument, BackendError where the cluster cannot be reached."""
+    import pandas as pd
+
+    from cockpit.forecast.full_run import Prices, parse_deadline, parse_production
+    from cockpit.forecast.full_run_words import records, summary_lines
+    from cockpit.run.full_run import time_to_result
+    from cockpit.study.spec import load_study
+
+    production = parse_production(run)
+    outcome = time_to_result(load_study(study_file), production, deadline=parse_deadline(deadline) if deadline else None,
+                             prices=Prices(price_node_hour, price_kwh), queue=queue)
+    frame = pd.DataFrame(records(outcome))
+    frame.attrs.update(lines=summary_lines(outcome), run=production.words())
+    return frame
+

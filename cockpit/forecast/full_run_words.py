@@ -121,3 +121,22 @@ def summary_lines(plan: FullRunPlan) -> list[str]:
               if r.reason == "" and r.queue.start is None]
     lines += plan.left_out
     return lines
+
+
+def records(plan: FullRunPlan) -> list[dict[str, Any]]:
+    """One record per configuration, every figure with its 90% interval's ends (`_low`, `_high`), instants in
+    epoch seconds: the notebook's `full_run` DataFrame. `first`, `cheapest` and `pareto` mark what the lines name."""
+    first, cheapest, pareto = plan.first, plan.cheapest, {r.config_id for r in plan.pareto}
+    out = []
+    for r in plan.rows:
+        rec: dict[str, Any] = {"config_id": r.config_id, "label": r.label, "nodes": r.nodes, "workers": r.workers,
+                               "basis": r.basis, "step_s": r.step_s, "steps": r.steps,
+                               "jobs": r.segments.count if r.segments else None, "startup_s": r.startup_s,
+                               "queue_start": r.queue.start, "queue": r.queue.words}
+        for name in ("t_s", "wall_s", "node_hours", "kwh", "cost", "finish"):
+            span = getattr(r, name)
+            rec.update({name: span.value if span else None, f"{name}_low": span.low if span else None,
+                        f"{name}_high": span.high if span else None})
+        rec.update(first=first is r, cheapest=cheapest is r, pareto=r.config_id in pareto, reason=r.reason)
+        out.append(rec)
+    return out
