@@ -1,6 +1,6 @@
-"""A plain Accelerate script with gradient accumulation that knows nothing of runcontract (the tests study it
-unmodified through `python -m runcontract.attach`): STEPS optimizer steps of ACCUMULATE micro-batches of 32 per
-process, from a loader with more batches than that, stopped by counting the optimizer's steps.
+"""A plain Accelerate script with gradient accumulation that knows nothing of runcontract, studied unmodified
+through `python -m runcontract.attach` (docs/workloads.md, "Accelerate"): STEPS optimizer steps of ACCUMULATE
+micro-batches of 32 per process, from a loader with more batches than that, stopped by counting the steps.
 
     python accelerate_accumulate.py [STEPS] [ACCUMULATE]     (under torchrun: one process per worker)
 """

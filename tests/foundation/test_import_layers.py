@@ -23,8 +23,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 ]
 TRAINER = "trainer"  # the cluster side: may import the shared contract and itself, nothing of the cockpit
 # The run-directory contract any training script imports (docs/workloads.md): itself and the standard library;
-# torch only where it hooks torch, transformers only in its callback, pynvml (optional) in its sampler.
+# torch only where it hooks torch, transformers and Lightning only in their callbacks, pynvml (optional) in its sampler.
 RUNCONTRACT_THIRD_PARTY = {"runcontract.hooks": {"torch"}, "runcontract.probe": {"torch"}, "runcontract.hf": {"torch", "transformers"},
+                           "runcontract.lightning": {"torch", "pytorch_lightning", "lightning"},
                            "runcontract.nvml": {"pynvml"}}
 
 
