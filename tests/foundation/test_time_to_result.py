@@ -5,6 +5,9 @@ The Slurm queue's own start estimates are tested on the test Slurm (tests/contro
 from __future__ import annotations
 
 import math
+import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -148,3 +151,25 @@ def test_a_bad_full_run_argument_is_one_line_naming_it(arguments: list[str], sai
 def test_the_parsers_take_what_the_flags_name() -> None:
     assert parse_production("Tokens=2e9") == ProductionRun("tokens", 2e9)
     assert parse_deadline("2026-12-24T18:00+01:00") == 1798131600.0
+
+
+def test_the_pages_examples_run_and_print_what_the_page_shows() -> None:
+    page = (REPO / "docs" / "full-run.md").read_text()
+    command = re.search(r"<!-- example: run -->\n```bash\n(.*?)\n```", page, flags=re.S)
+    assert command is not None
+    done = subprocess.run(shlex.split(command.group(1)), capture_output=True, text=True, timeout=120, cwd=REPO,
+                          env={**os.environ, "COLUMNS": "300"})
+    assert done.returncode == 0, done.stderr
+    shown = [line.strip() for line in page.split("these lines under it")[1].split("## The flags")[0].splitlines()
+             if line.startswith("    ")]
+    assert len(shown) == 5
+    for line in shown:  # each line as printed, up to the part the clock changes ("...")
+        assert line.split(" ...")[0] in done.stdout, (line, done.stdout)
+    notebook = re.search(r"```python\n(.*?)```", page.split("## In a notebook")[1], flags=re.S)
+    assert notebook is not None
+    scope: dict[str, object] = {}
+    exec(compile(notebook.group(1).replace('"tests/', f'"{REPO}/tests/'), "docs/full-run.md", "exec"), scope)
+    runs = scope["runs"]
+    assert list(runs["config_id"]) == [r.config_id for r in  # type: ignore[index]
+                                       recorded(load_study(DEMO))[0].lines]
+    assert runs.attrs["lines"][2] == shown[0]  # type: ignore[attr-defined]  # the queue's line
