@@ -95,9 +95,11 @@ class ScriptWorkload(Workload):
                 if not path.startswith(("/", "~", "$")):
                     raise WorkloadError(f"{where}: [workload].{what}: {path!r} is relative; a study on a cluster "
                                         "names its files by absolute path (or ~/..., $VAR/...) there")
-        else:  # on this machine: the files are checked now, and found from any directory
-            command = (_here(where, "command[0]", command[0], study_dir), *command[1:])
-            files = tuple(_here(where, "files", f, study_dir) for f in files)
+        else:  # on this machine: the files are checked now, and found from any directory (the run directory too:
+            # an element of command that names one of files exactly becomes its whole path)
+            found = {f: _here(where, "files", f, study_dir) for f in files}
+            command = (_here(where, "command[0]", command[0], study_dir), *(found.get(a, a) for a in command[1:]))
+            files = tuple(found.values())
         env = table.get("env", {})
         if not isinstance(env, dict):
             raise WorkloadError(f"{where}: [workload].env: expected a table of NAME = \"value\", got {env!r}")
