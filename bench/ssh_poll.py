@@ -27,7 +27,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from cockpit.launch.slurm.client import SQUEUE_FORMAT, SlurmClient, parse_squeue  # noqa: E402
+from cockpit.launch.slurm.client import SlurmClient  # noqa: E402
+from cockpit.launch.slurm.parse import SQUEUE_FORMAT, parse_squeue  # noqa: E402
 from cockpit.launch.ssh import SshConnection, SshTarget  # noqa: E402
 from cockpit.store import StudyStore  # noqa: E402
 

@@ -101,9 +101,9 @@ def markdown() -> str:
     out = [
         "# Study keys",
         "",
-        f"<!-- Generated from trainer/config_keys.py by `{COMMAND}`; do not edit by hand. -->",
+        f"<!-- Generated from trainer/config_keys/ by `{COMMAND}`; do not edit by hand. -->",
         "",
-        "Every key a study file can say, table by table, as the key registry (`trainer/config_keys.py`) holds",
+        "Every key a study file can say, table by table, as the key registry (`trainer/config_keys/`) holds",
         "it. *allowed* is what a value must be, in the words a refusal uses (`expected an integer >= 1, got 0`);",
         "*unset* means the key is optional or worked out (the meaning says how). An unknown key, or a value",
         "outside its bounds, stops `cockpit plan` with one line naming the file and the key.",

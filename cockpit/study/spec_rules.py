@@ -1,4 +1,4 @@
-"""What a study file may say: the key registry's rules (trainer/config_keys.py) applied to a parsed TOML
+"""What a study file may say: the key registry's rules (trainer/config_keys/) applied to a parsed TOML
 document, table by table, so the study refuses what the trainer would refuse, in the trainer's words, before
 a node-hour is spent. The checked values go to cockpit.study.spec, which builds the Study from them.
 

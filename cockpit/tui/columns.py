@@ -30,7 +30,7 @@ class Column:
 
 
 # every column the scaling table can show, by key; labels carry the unit where the cells do not. The axes'
-# headers are the key registry's (trainer/config_keys.py); the scale column is nodes × workers per node
+# headers are the key registry's (trainer/config_keys/); the scale column is nodes × workers per node
 SCALING_COLUMN = {
     "mark": Column("mark", " ", 1),
     **{a: Column(a, "nodes×GPUs" if a == "scale" else AXIS[a].header) for a in LABEL_ORDER},

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from cockpit.launch.backend import AdaptiveInterval, JobState
-from cockpit.launch.slurm.client import (
+from cockpit.launch.slurm.parse import (
     SQUEUE_FIELDS,
     SubmitRefused,
     parse_duration,

@@ -19,7 +19,7 @@ from cockpit.launch.maintenance import (
     pending_words,
     waiting_for_maintenance,
 )
-from cockpit.launch.slurm.client import SubmitLater, controller_unreachable, parse_reservations, parse_sbatch
+from cockpit.launch.slurm.parse import SubmitLater, controller_unreachable, parse_reservations, parse_sbatch
 from cockpit.launch.ssh import CommandResult
 
 STOPPED = "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"

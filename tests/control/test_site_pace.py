@@ -10,7 +10,7 @@ import pytest
 
 from cockpit.commands.plan import plan_summary
 from cockpit.launch.backend import UserLimits
-from cockpit.launch.slurm.client import SubmitLater, SubmitRefused, parse_limits, parse_sbatch
+from cockpit.launch.slurm.parse import SubmitLater, SubmitRefused, parse_limits, parse_sbatch
 from cockpit.launch.ssh import CommandResult
 from cockpit.run.submission import pace
 from cockpit.store.recorded import study_plan

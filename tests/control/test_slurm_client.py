@@ -9,7 +9,8 @@ import uuid
 import pytest
 
 from cockpit.launch.backend import JobState
-from cockpit.launch.slurm.client import SlurmClient, SlurmError, SubmitRefused
+from cockpit.launch.slurm.client import SlurmClient
+from cockpit.launch.slurm.parse import SlurmError, SubmitRefused
 from cockpit.launch.ssh import SshConnection
 
 

@@ -1,5 +1,5 @@
 """One place for the launch and scheduler variables (trainer/environment.py) and one place for the model's
-defaults (trainer/config_keys.py)."""
+defaults (trainer/config_keys/)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What a key does to the prediction is declared on the key (trainer/config_keys.py, `effect=`): every config.json
+"""What a key does to the prediction is declared on the key (trainer/config_keys/, `effect=`): every config.json
 key declares one, the prediction's table is derived from them, and a config.json the cockpit writes has no key
 whose effect is unknown (a misspelt or left-out key would silently read "not predicted")."""
 
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.parametrize("key", TRAINER_KEYS, ids=lambda k: k.dest)
 def test_every_config_json_key_declares_its_effect(key: ConfigKey) -> None:
-    assert key.effect is not None, f"{key.dest}: no effect= declared in trainer/config_keys.py"
+    assert key.effect is not None, f"{key.dest}: no effect= declared in trainer/config_keys/"
     assert key.effect.model in EFFECT_MODELS
     assert set(key.effect.terms) <= set(PARTS), f"{key.dest}: terms {key.effect.terms} not among {PARTS}"
     if key.effect.model == "formula":

@@ -1,4 +1,4 @@
-"""One set of validators: for every key of the registry (trainer/config_keys.py) a study can set, values drawn
+"""One set of validators: for every key of the registry (trainer/config_keys/) a study can set, values drawn
 across its domain (each bound and either side of it, every choice and a wrong one, wrong types) are accepted
 by the study spec exactly when the trainer accepts them, and refused in the same words: [model] and [train]
 keys against config.json's reader, sweep axes against the trainer's axes, tokenizer keys against the

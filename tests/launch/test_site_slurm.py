@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cockpit.launch.slurm.client import SubmitRefused, parse_sbatch
+from cockpit.launch.slurm.parse import SubmitRefused, parse_sbatch
 from cockpit.launch.slurm.render import render_script, submit_command
 from cockpit.launch.ssh import CommandResult
 from cockpit.study.sites import SiteError, site_for

@@ -1,6 +1,6 @@
 """The study keys the prediction model prices, and a configuration read as keys.
 
-:data:`EFFECTS` is each config.json key's modelled effect as the key declares it in trainer/config_keys.py
+:data:`EFFECTS` is each config.json key's modelled effect as the key declares it in trainer/config_keys/
 (names as config.json spells them: `batch_size`, `train.bucket_cap_mb`); docs/prediction.md states each formula. The
 rest reads a result's config.json as dotted keys, lists the keys two configurations set differently and
 writes a key and its value as a study file and `--what-if` do, so that every view names a key one way.

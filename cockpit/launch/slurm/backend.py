@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from cockpit.launch.backend import JOB_ACTIONS, Backend, JobInfo, StartEstimate, UserLimits
 from cockpit.launch.follow import RemoteFollower
 from cockpit.launch.maintenance import Reservation
-from cockpit.launch.slurm.client import ParseProblem, SlurmClient, SlurmError
+from cockpit.launch.slurm.client import SlurmClient
+from cockpit.launch.slurm.parse import ParseProblem, SlurmError
 from cockpit.launch.slurm.quoting import path_expr
 from cockpit.launch.slurm.render import (
     check_scripts,

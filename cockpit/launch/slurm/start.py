@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING
 
 from cockpit.launch.backend import StartEstimate
-from cockpit.launch.slurm.client import SlurmError, SubmitRefused
+from cockpit.launch.slurm.parse import SlurmError, SubmitRefused
 
 if TYPE_CHECKING:
     from cockpit.launch.slurm.client import CommandRunner

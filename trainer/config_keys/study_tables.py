@@ -1,0 +1,149 @@
+"""The study file's other tables, which the cockpit reads and the trainer never does: [study], [cluster], a
+site profile's [site], [data] and a dataset's table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trainer.config_keys.key import ConfigKey, key, keys_of
+from trainer.config_keys.sections import _folders, is_group_name
+
+# --- the study file's other tables (the cockpit reads them; the trainer never does) -----------------------------
+
+STUDY_KEYS = (
+    ConfigKey("study", "name", (str,), required=True, help="1-64 letters, digits, '_', '.', '-'"),
+    ConfigKey("study", "description", (str,), "", help="free text about the study"),
+)
+@dataclass(frozen=True)
+class ClusterKeys:
+    """[cluster]: where and how jobs run; cockpit.study.spec.Cluster is this table resolved (local defaults filled in)."""
+
+    kind: str = key("local", "local: this machine's cores (no scheduler); slurm: a cluster over SSH",
+                    choices=("local", "slurm"))
+    site: str = key("generic", "site profile: a built-in one of sbatch_templates/sites/ (generic, meluxina) or "
+                    "the path of a .toml profile, relative to the study file")
+    ssh_host: str | None = key(None, "an ~/.ssh/config alias")
+    host: str | None = key(None, "the login node's address, when there is no ssh_host alias")
+    port: int | None = key(None, "the login node's SSH port (unset: from ~/.ssh/config, else 22)", minimum=1)
+    user: str | None = key(None, "the cluster user (default: from ~/.ssh/config)")
+    known_hosts: str | None = key(None, "the file host keys are checked against (default ~/.ssh/known_hosts)")
+    identity_file: str | None = key(None, "the SSH private key (default: from ~/.ssh/config)")
+    account: str | None = key(None, "Slurm account (-A; required where the site profile says so)")
+    qos: str | None = key(None, "Slurm QOS (-q; its wall-time limit is checked before submitting)")
+    partition: str | None = key(None, "Slurm partition (-p; default: the site profile's)")
+    time_limit: str | int = key("01:00:00", "a Slurm time or whole minutes")
+    expected_minutes: float | None = key(None, "expected wall time of one run: the node-hour estimate uses it "
+                                         "instead of time_limit", minimum=0, unit="min")
+    modules: list = key([], "environment modules each job loads (`module load`) before it starts")
+    workdir: str | None = key(None, "where run directories go (slurm: required, absolute on the cluster; local: "
+                              "default ~/.local/share/hlm-cockpit)")
+    container: str = key("", "an Apptainer image the trainer runs in (containers/README.md)")
+    container_binds: list = key([], "further host paths bound into the container")
+    gpus_per_node: int = key(1, "GPUs a node has: the largest [sweep].gpus_per_node", minimum=1)
+    cores_per_node: int | None = key(None, "CPUs Slurm gives a node, which gpus_per_node x cpus_per_task must fit "
+                                     "(slurm: unset, the site profile's cores_per_node x threads_per_core, or its "
+                                     "cores with hint_nomultithread; local: this machine's)", minimum=1, unit="cores")
+    max_concurrent_jobs: int | None = key(None, "jobs queued or running at once (unset: what the site's submit "
+                                          "limit leaves beside the user's other jobs, else 4)", minimum=1)
+    node_hour_budget: float | None = key(None, "nothing is submitted past it (--force to override); unset: no limit",
+                                         minimum=0, unit="node-hours")
+    hint_nomultithread: bool = key(False, "#SBATCH --hint=nomultithread (one task per core)")
+    signal_seconds: int = key(120, "USR1 this long before the time limit: checkpoint and requeue", minimum=0,
+                              unit="s")
+    gres_style: str = key("gpus-per-node", "GPUs asked as --gpus-per-node=G or --gres=gpu:G",
+                          choices=("gpus-per-node", "gres"))
+    rdzv_port: int = key(29500, "multi-node rendezvous port; a job adds its id mod 1000, so at most 64536 "
+                         "(65535 - 999)", minimum=1024, maximum=64536)
+    python: str = key("python3", "the interpreter jobs run, with torch and this project")
+    env: dict = key({}, "environment variables of every job (over the site profile's)")
+    share_group: str | None = key(None, "a Unix group (a project's, e.g. p200000) that may read the study's "
+                                  "directories and files: 2750 / 0640 and that group; unset: private, 0700 / 0600, "
+                                  "whatever the umask", rule=is_group_name, expected_words="a Unix group name")
+
+
+CLUSTER_KEYS = keys_of("cluster", ClusterKeys)
+
+
+def _strings(value: Any) -> bool:
+    return all(isinstance(v, str) for v in value)
+
+
+def _minutes(value: Any) -> bool:
+    return all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value.values())
+
+
+def _env_values(value: Any) -> bool:
+    return all(isinstance(v, str | int | float) and not isinstance(v, bool) for v in value.values())
+
+
+@dataclass(frozen=True)
+class SiteKeys:
+    """[site] of a site profile (sbatch_templates/sites/*.toml, or a study's own file named by [cluster].site):
+    what a batch script must know about one Slurm installation; cockpit.study.sites.Site is this table
+    read. 0 or "" means unknown where a figure has no default."""
+
+    name: str = key(None, "the site's name", required=True)
+    description: str = key("", "free text about the site")
+    login_host: str = key("", "the login node's address")
+    login_port: int = key(22, "the login node's SSH port", minimum=1)
+    require_account: bool = key(False, "every job must name [cluster].account (-A)")
+    require_qos: bool = key(False, "every job must name [cluster].qos (-q)")
+    partitions: list = key([], "the partitions a study may name", rule=_strings, expected_words="a list of strings")
+    gpu_partitions: list = key([], "the partitions with GPUs", rule=_strings, expected_words="a list of strings")
+    default_partition: str = key("", "the partition used when [cluster].partition is unset")
+    gpus_per_node: int = key(0, "GPUs a node has (0: unknown)", minimum=0)
+    cores_per_node: int = key(0, "physical cores a node of the default partition has (0: unknown)", minimum=0,
+                              unit="cores")
+    threads_per_core: int = key(1, "hardware threads per core: Slurm counts each as a CPU unless a job asks "
+                                "--hint=nomultithread", minimum=1)
+    numa_nodes: int = key(0, "NUMA domains per node (0: unknown)", minimum=0)
+    container_runtime: str = key("apptainer", "the container runtime's command")
+    container_modules: list = key([], "environment modules a job loads before the container runtime",
+                                  rule=_strings, expected_words="a list of strings")
+    max_requeues: int = key(5, "requeues after the time limit's signal before a run is given up", minimum=0)
+    storage_tool: str = key("df", "how the work directory's free space and quota are read: df (the file system's "
+                            "free space), lfs (Lustre's `lfs quota` of the user, and df), quota (the `quota` "
+                            "of the user, and df) or none", choices=("df", "lfs", "quota", "none"))
+    qos_max_minutes: dict = key({}, "each QOS's wall-time limit in minutes, checked before submitting",
+                                rule=_minutes, expected_words="a table of QOS = positive whole minutes")
+    env: dict = key({}, "environment variables of every job on the site", rule=_env_values,
+                    expected_words="a table of NAME = string or number")
+    # link figures for the scaling prediction (docs/prediction.md)
+    intra_node_busbw_gbs: float = key(0.0, "all-reduce bus bandwidth within a node (0: unknown)", minimum=0,
+                                      unit="GB/s")
+    inter_node_busbw_gbs: float = key(0.0, "all-reduce bus bandwidth across nodes (0: unknown)", minimum=0,
+                                      unit="GB/s")
+    allreduce_latency_us: float = key(0.0, "all-reduce latency per ring step (0: unknown)", minimum=0, unit="us")
+    gpu_memory_gb: float = key(0.0, "one GPU's memory: the plan flags a configuration predicted above it "
+                               "(0: unknown)", minimum=0, unit="GB")
+
+
+SITE_KEYS = keys_of("site", SiteKeys)
+_SPLIT = (
+    ConfigKey("data", "test_records", (list,), help="the test split, explicitly"),
+    ConfigKey("data", "patient_pattern", (str,), help="regular expression extracting the patient id"),
+)
+SPLIT_KEYS = tuple(k.name for k in _SPLIT)  # a split is one of them (trainer.data.splits.check_options)
+DATA_KEYS = (
+    ConfigKey("data", "datasets", (dict,), {}, help="one table per dataset (see [data.datasets.NAME])"),
+    ConfigKey("data", "tokenizer", (dict,), {}, help="the tokenizer of every dataset (see [data.tokenizer])"),
+    ConfigKey("data", "token_cache", (str,), help="token shard root (default: <workdir>/<study>/tokens)"),
+    ConfigKey("data", "prepare_workers", (int,), 1, minimum=1, help="processes tokenizing, one record each"),
+    ConfigKey("data", "skip_bad_records", (bool,), False, help="leave bad records out (listed with the reason)"),
+    *_SPLIT,
+)
+DATASET_KEYS = (  # a table of [data.datasets]
+    ConfigKey("dataset", "path", (str,), help="a PhysioNet-style folder (RECORDS or *.hea) where the jobs run"),
+    ConfigKey("dataset", "synthetic", (bool,), False, help="the built-in synthetic ECG generator instead of path"),
+    ConfigKey("dataset", "tokenizer", (dict,), {}, help="this dataset's tokenizer keys over [data.tokenizer]"),
+    ConfigKey("dataset", "records", (int,), 8, minimum=1, help="synthetic: records generated"),
+    ConfigKey("dataset", "seconds", (float,), 300, minimum=1, unit="s", help="synthetic: seconds per record"),
+    ConfigKey("dataset", "seed", (int,), 0, help="synthetic: generator seed"),
+    ConfigKey("dataset", "skip_bad_records", (bool,), help="over [data].skip_bad_records for this dataset"),
+    ConfigKey("dataset", "train_data", (list,), help="further PhysioNet-style folders (as path: where the jobs "
+              "run) whose every record trains, never tests; mixed at one rate, the tokenizer's fs "
+              "(docs/training.md)", rule=_folders, expected_words="a non-empty list of folder paths"),
+    *(ConfigKey("dataset", k.name, k.kind, help=k.help) for k in _SPLIT),
+)
+
