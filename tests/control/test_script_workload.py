@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import hashlib
 import math
 import shutil
 import tomllib
@@ -123,8 +124,10 @@ def test_the_script_gets_its_values_and_the_run_directory(tmp_path: Path):
     cfg = next(c for c in study.matrix() if c.workers == 1)
     config = study.run_config(cfg)
     assert config["keys"] == {"lr": 0.1, "steps": 20, "pin_memory": False}
+    script = str(tmp_path / "tiny_loop.py")
+    digest = hashlib.sha256((tmp_path / "tiny_loop.py").read_bytes()).hexdigest()
     assert config["workload"] == {"kind": "script", "mode": "explicit", "command": list(study.workload.command),
-                                  "work": "per_worker"}
+                                  "work": "per_worker", "env": {}, "digests": {script: digest}}
     assert study.workload.worker_args(cfg.all_values(), "/r") == [
         str(tmp_path / "tiny_loop.py"), "--lr", "0.1", "--batch", "8", "--steps", "20", "--pin-memory", "false"]
 
