@@ -78,10 +78,11 @@ def main(study: Study, args: argparse.Namespace, console: Console, plan: Plan, b
 def full_run_table(study: Study, outcome: FullRunPlan) -> TextTable:
     from cockpit.forecast.full_run_words import HEADERS, table_rows
 
-    shown = [i for i, h in enumerate(HEADERS) if h not in ("kWh", "cost")
-             or any(getattr(r, h.lower()) is not None for r in outcome.rows)]
+    interval = any(r.t_s is not None and r.t_s.low != r.t_s.high for r in outcome.rows)
+    shown = [i for i, h in enumerate(HEADERS) if (h not in ("kWh", "cost") or any(
+        getattr(r, h.lower()) is not None for r in outcome.rows)) and ("90%" not in h or interval)]
     rows = [Row(tuple(cells[i] for i in shown)) for cells in table_rows(outcome)]
     columns = [Column(HEADERS[i], justify="left" if i < 2 else "right", overflow="fold") for i in shown]
-    caption = ("T, finish, node-h, kWh, cost: the figure (its 90% interval where predicted); jobs: the time "
-               "limit's segments (at T and at its 90% upper end); start: the scheduler's estimate (wait)")
+    caption = ("90%: the predicted figure's 90% interval (- where measured); jobs: the time limit's jobs (at T's "
+               "90% upper end in brackets); start: the scheduler's estimate (the wait)")
     return TextTable(f"{study.name}: full run of {outcome.run.words()}", caption, columns, rows)

@@ -8,7 +8,8 @@ from typing import Any
 
 from cockpit.forecast.full_run import FullRunPlan, FullRunRow, Span
 
-HEADERS = ("config", "NxG", "s/step", "steps", "T", "jobs", "start (wait)", "finish", "node-h", "kWh", "cost")
+HEADERS = ("config", "NxG", "s/step", "steps", "T", "T 90%", "jobs", "start (wait)", "finish", "finish 90%", "node-h",
+           "kWh", "cost")
 
 
 def clock(epoch: float, day: bool = True) -> str:
@@ -45,22 +46,38 @@ def wait_words(plan: FullRunPlan, row: FullRunRow) -> str:
     if start is None:
         return "-"
     wait = max(0.0, start - plan.now)
-    return f"{clock(start, day=False)} ({duration(wait)})" if wait >= 60 else "now"
+    return f"{_short(plan, start)} ({duration(wait)})" if wait >= 60 else "now"
 
 
 def table_rows(plan: FullRunPlan) -> list[tuple[str, ...]]:
-    """One row of HEADERS' cells per configuration with figures."""
+    """One row of HEADERS' cells per configuration with figures: T's and the finish's 90% interval in their own
+    columns (`-` where measured); those of node-hours, kWh and cost are in the named configurations' lines and the
+    notebook's records. An instant on another day than now carries its date."""
     out: list[tuple[str, ...]] = []
     for r in plan.rows:
-        if r.t_s is None or r.segments is None:
+        if r.t_s is None or r.segments is None or r.node_hours is None:
             continue
-        jobs = str(r.segments.count) + (f"-{r.segments_high.count}" if r.segments_high and
+        jobs = str(r.segments.count) + (f" ({r.segments_high.count})" if r.segments_high and
                                         r.segments_high.count != r.segments.count else "")
+        finish = r.finish
+        when = (lambda t: _short(plan, t))  # noqa: E731 - one rule for every instant of the table
         out.append((r.config_id, f"{r.nodes}x{r.workers // max(1, r.nodes)}", f"{r.step_s:.3g}", f"{r.steps:.0f}",
-                    span_words(r.t_s, duration), jobs, wait_words(plan, r),
-                    span_words(r.finish, lambda t: clock(t, day=False)), span_words(r.node_hours),
-                    span_words(r.kwh), span_words(r.cost)))
+                    duration(r.t_s.value), _ends(r.t_s, duration), jobs, wait_words(plan, r),
+                    when(finish.value) if finish else "-", _ends(finish, when) if finish else "-",
+                    figure(r.node_hours.value), figure(r.kwh.value) if r.kwh else "-",
+                    figure(r.cost.value) if r.cost else "-"))
     return out
+
+
+def _short(plan: FullRunPlan, epoch: float) -> str:
+    """`14:14` today, `11-30 14:14` on another day."""
+    same = time.localtime(epoch)[:3] == time.localtime(plan.now)[:3]
+    return time.strftime("%H:%M" if same else "%m-%d %H:%M", time.localtime(epoch))
+
+
+def _ends(span: Span, show: Any) -> str:
+    """`3.6 h-7.0 h`: a predicted figure's 90% interval; `-` for a measured one."""
+    return "-" if span.low == span.high else f"{show(span.low)}-{show(span.high)}"
 
 
 def basis_lines(plan: FullRunPlan) -> list[str]:

@@ -18,7 +18,7 @@ import pytest
 
 from cockpit.commands.plan import baseline_results
 from cockpit.forecast.full_run import ProductionRun
-from cockpit.forecast.full_run_words import clock, summary_lines
+from cockpit.forecast.full_run_words import clock, summary_lines, wait_words
 from cockpit.run.full_run import time_to_result
 from cockpit.study.spec import load_study
 from tests.control.conftest import slurm_cluster_table
@@ -116,7 +116,7 @@ def test_full_run_names_the_first_to_finish_from_the_queues_start_estimates_and_
     assert planned.returncode == 0, planned.stderr
     said = " ".join(planned.stdout.split())
     assert f"first to finish: {first.label} ({first.config_id}): finishes {clock(first.finish.value)}" in said, said
-    assert f"starts {clock(first.queue.start, day=False)} (" in said and "sbatch --test-only: mel2002 in gpu" in said
+    assert f"starts {wait_words(queued, first)} (" in said and "sbatch --test-only: mel2002 in gpu" in said
     assert f"cheapest (cost, finishing by {when.replace('T', ' ')}): {first.label}" in said, said
     assert "Pareto set (finish vs cost, soonest first): " in said
     assert "time limit 20 min: jobs of at most 20 min" in said
