@@ -17,6 +17,7 @@ from cockpit.forecast import interval, prediction, prediction_words
 from cockpit.forecast.advice.effects import axes_of
 from cockpit.forecast.analysis import analyse
 from cockpit.study.changes import NO_CONFIG, Change, changes_words
+from cockpit.study.cluster_kinds import KINDS
 from cockpit.study.spec import AXES, Configuration
 
 if TYPE_CHECKING:
@@ -310,7 +311,7 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
         recommendations={**_recommendations(lines, baselines, device), **over_memory},
         spread=spread,
         device=device,
-        local=c.kind == "local",
+        local=KINDS[c.kind].on_this_machine,
         upper_bound=upper_bound,
     )
 

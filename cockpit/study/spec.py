@@ -1,6 +1,6 @@
 """Study spec: one TOML file -> a validated Study and its configuration matrix.
 
-What a study may say, with each key's type, default and bounds, is the key registry (trainer/config_keys.py);
+What a study may say, with each key's type, default and bounds, is the key registry (trainer/config_keys/);
 cockpit.study.spec_rules applies it table by table. Anything else is an error naming the file, the section and the
 key, because a misspelt key silently ignored costs a researcher a day of node-hours.
 """
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cockpit.study import spec_rules
+from cockpit.study.cluster_kinds import KINDS
 from cockpit.study.spec_rules import SYNTHETIC, WORKLOAD_SECTION, SpecError
 from cockpit.workloads import Workload, WorkloadError, workload_of
 from cockpit.workloads.base import key_words, value_word
@@ -247,7 +248,7 @@ def parse_study(raw: dict[str, Any], path: Path) -> Study:
     cluster = Cluster(**spec_rules.cluster_values(where, sec["cluster"], path))
     datasets = {d["name"]: Dataset(**d) for d in spec_rules.dataset_values(where, sec["data"], path, cluster.kind)}
     token_cache = sec["data"]["token_cache"] or f"{cluster.workdir.rstrip('/')}/{sec['study']['name']}/tokens"
-    if cluster.kind == "local" and not token_cache.startswith("/"):
+    if KINDS[cluster.kind].on_this_machine and not token_cache.startswith("/"):
         token_cache = str((path.parent / os.path.expanduser(token_cache)).resolve())
     sweep = spec_rules.sweep_values(where, sec["sweep"], sec["train"], list(datasets), vars(cluster),
                                     workload.keys(), workload.axes, workload.kind)
@@ -270,7 +271,8 @@ def parse_study(raw: dict[str, Any], path: Path) -> Study:
 def _workload(where: str, raw: dict[str, Any], path: Path) -> Workload:
     """[workload] (the HLM trainer when absent). A study run on this machine has its files checked now."""
     cluster = raw.get("cluster")
-    here = not isinstance(cluster, dict) or cluster.get("kind", "local") == "local"
+    kind = KINDS.get(str(cluster.get("kind", "local"))) if isinstance(cluster, dict) else KINDS["local"]
+    here = kind is not None and kind.on_this_machine  # an unknown kind is refused with [cluster]'s other keys
     try:
         return workload_of(where, raw.get(WORKLOAD_SECTION, {}), path.parent if here else None)
     except WorkloadError as exc:

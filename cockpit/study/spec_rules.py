@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from cockpit.study.cluster_kinds import KINDS, kind_of
 from cockpit.study.sites import Site, SiteError, load_site
 from trainer.config_keys import (
     AXIS_KEYS,
@@ -119,16 +120,20 @@ def parse_time_limit(where: str, value: str | int) -> int:
 
 def cluster_values(where: str, c: dict[str, Any], path: Path) -> dict[str, Any]:
     """[cluster] checked across its keys, with the local defaults resolved (workdir, cores)."""
-    kind = c["kind"]
-    if kind == "slurm":
+    try:
+        facts = kind_of(where, c["kind"])
+    except ValueError as exc:
+        raise SpecError(str(exc)) from None
+    kind = facts.name
+    if facts.over_ssh:
         if not c["workdir"]:  # account and qos: required where the site profile says so (require_account)
-            raise SpecError(f"{where}: [cluster].workdir is required when kind = \"slurm\"")
+            raise SpecError(f"{where}: [cluster].workdir is required when kind = \"{kind}\"")
         if not (c["ssh_host"] or c["host"]):
-            raise SpecError(f"{where}: [cluster] needs ssh_host (an ~/.ssh/config alias) or host when kind = \"slurm\"")
+            raise SpecError(f"{where}: [cluster] needs ssh_host (an ~/.ssh/config alias) or host when kind = \"{kind}\"")
         if not c["workdir"].startswith(("/", "~", "$")):
             raise SpecError(f"{where}: [cluster].workdir {c['workdir']!r} must be an absolute path on the cluster")
     workdir = c["workdir"]
-    if kind == "local":
+    if facts.on_this_machine:
         base = workdir or os.path.join(os.environ.get("XDG_DATA_HOME", "~/.local/share"), "hlm-cockpit")
         workdir = str((path.parent / os.path.expanduser(base)).resolve())
     for key in ("modules", "container_binds"):
@@ -143,14 +148,14 @@ def cluster_values(where: str, c: dict[str, Any], path: Path) -> dict[str, Any]:
             raise SpecError(f"{where}: [cluster.env].{name} must be a string or number, found {value!r}")
     site = site_of(where, c["site"], path)
     cores = c["cores_per_node"]
-    if cores is None and kind == "local":
+    if cores is None and facts.on_this_machine:
         cores = os.cpu_count() or 1
     if cores is None:  # the profile's cores; Slurm counts each hardware thread as a CPU unless told otherwise
         cores = site.cores_per_node * (1 if c["hint_nomultithread"] else site.threads_per_core) or None
     if cores is None:
-        raise SpecError(f"{where}: [cluster].cores_per_node is required when kind = \"slurm\" and the site profile "
+        raise SpecError(f"{where}: [cluster].cores_per_node is required when kind = \"{kind}\" and the site profile "
                         f"({site.source}) does not give cores_per_node")
-    if kind == "local" and c["share_group"]:
+    if facts.on_this_machine and c["share_group"]:
         _local_group(where, c["share_group"])
     return {**c, "workdir": workdir, "cores_per_node": cores, "time_limit": str(c["time_limit"]),
             "time_limit_minutes": parse_time_limit(where, c["time_limit"]), "env": {k: str(v) for k, v in env.items()}}
@@ -225,12 +230,12 @@ def dataset_values(where: str, data: dict[str, Any], path: Path, kind: str) -> l
         data_path = d["path"]
         if not synthetic and not data_path:
             raise SpecError(f"{where}: {prefix} needs a path (or synthetic = true for the built-in generator)")
-        if data_path and kind == "local":
+        if data_path and KINDS[kind].on_this_machine:
             data_path = str((path.parent / os.path.expanduser(data_path)).resolve())
         train_data = list(d["train_data"] or [])
         if train_data and synthetic:
             raise SpecError(f"{where}: {prefix}.train_data goes with a path, not with the synthetic generator")
-        if kind == "local":
+        if KINDS[kind].on_this_machine:
             train_data = [str((path.parent / os.path.expanduser(p)).resolve()) for p in train_data]
         out.append({
             "name": name, "path": None if synthetic else data_path, "tokenizer": tok, "synthetic": synthetic,
@@ -285,8 +290,9 @@ def _against_cluster(where: str, axes: dict[str, list[Any]], datasets: list[str]
         if value > cluster["cores_per_node"]:
             raise SpecError(f"{where}: [sweep].cpus_per_task contains {value} but [cluster].cores_per_node is "
                             f"{cluster['cores_per_node']}")
-    if cluster["kind"] == "local" and any(n > 1 for n in axes["nodes"]):
-        raise SpecError(f"{where}: [sweep].nodes asks for several nodes but [cluster].kind is \"local\" (one machine)")
+    if KINDS[cluster["kind"]].on_this_machine and any(n > 1 for n in axes["nodes"]):
+        raise SpecError(f"{where}: [sweep].nodes asks for several nodes but [cluster].kind is \"{cluster['kind']}\" "
+                        "(one machine)")
     for value in axes["dataset"]:
         if value not in datasets:
             raise SpecError(f"{where}: [sweep].dataset contains {value!r}, which is not in [data.datasets] "

@@ -1,11 +1,12 @@
-"""What a study runs: workload kinds by their `[workload].kind`. A third kind is one package under
-cockpit/workloads/ and one line of WORKLOADS."""
+"""What a study runs: workload kinds by their `[workload].kind`. A third kind is one package and one register()
+call, under cockpit/workloads/ or in a plug-in (cockpit.plugins)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from cockpit.plugins import load_plugins
 from cockpit.workloads.base import Workload, WorkloadError
 from cockpit.workloads.hlm import HlmWorkload
 from cockpit.workloads.script import ScriptWorkload
@@ -16,11 +17,17 @@ WORKLOADS: dict[str, type[Workload]] = {
 }
 DEFAULT = "hlm"
 
-__all__ = ["DEFAULT", "WORKLOADS", "Workload", "WorkloadError", "workload_of"]
+__all__ = ["DEFAULT", "WORKLOADS", "Workload", "WorkloadError", "register", "workload_of"]
+
+
+def register(workload: type[Workload]) -> None:
+    """Add a workload kind (its `kind` class attribute names it in `[workload].kind`)."""
+    WORKLOADS[workload.kind] = workload
 
 
 def workload_of(where: str, table: Any, study_dir: Path | None) -> Workload:
     """The workload a study's [workload] table names (the HLM trainer when there is none)."""
+    load_plugins()
     if not isinstance(table, dict):
         raise WorkloadError(f"{where}: [workload] must be a table, found {type(table).__name__}")
     kind = table.get("kind", DEFAULT)

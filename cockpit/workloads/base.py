@@ -149,7 +149,8 @@ class Workload(ABC):
         it takes and the measurement keys every run directory's writer reads (MEASUREMENT_KEYS)."""
         values = cfg.values()
         train = {k: study.train[k] for k in MEASUREMENT_KEYS if study.train.get(k) is not None}
-        return {**{a: values[a] for a in self.axes}, **({"train": train} if train else {})}
+        return {**{a: values[a] for a in self.axes}, **({"train": train} if train else {}),
+                "workload": {"kind": self.kind}, "keys": dict(cfg.key_values)}
 
     @classmethod
     def counted_keys(cls, config: Mapping[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("shared contract", ("runcontract", "trainer.rundir", "trainer.config_keys", "trainer.ddp_buckets", "trainer.scores", "trainer.data.errors",
                          "trainer.data.tokenizer_keys", "trainer.environment", "sbatch_templates")),
-    ("study, backends and figures", ("cockpit.workloads", "cockpit.study", "cockpit.preflight", "cockpit.figures",
+    ("study, backends and figures", ("cockpit.plugins", "cockpit.workloads", "cockpit.study", "cockpit.preflight", "cockpit.figures",
                                      "cockpit.launch")),
     ("forecast and state", ("cockpit.forecast", "cockpit.store")),
     ("orchestration", ("cockpit.run",)),

@@ -19,8 +19,8 @@ STUDY_KEYS = (
 class ClusterKeys:
     """[cluster]: where and how jobs run; cockpit.study.spec.Cluster is this table resolved (local defaults filled in)."""
 
-    kind: str = key("local", "local: this machine's cores (no scheduler); slurm: a cluster over SSH",
-                    choices=("local", "slurm"))
+    kind: str = key("local", "where jobs run: local (this machine's cores, no scheduler), slurm (a cluster over SSH), "
+                    "or a kind a plug-in adds (docs/workloads.md, \"Plug-ins\")")
     site: str = key("generic", "site profile: a built-in one of sbatch_templates/sites/ (generic, meluxina) or "
                     "the path of a .toml profile, relative to the study file")
     ssh_host: str | None = key(None, "an ~/.ssh/config alias")

@@ -135,7 +135,7 @@ class ScriptWorkload(Workload):
     def run_config(self, study: StudyParts, cfg: ConfigurationParts) -> dict[str, Any]:
         workload = {"kind": self.kind, "mode": self.mode, "command": list(self.command), "work": self.work,
                     "env": dict(self.environment), "digests": self.digests()}
-        return {**super().run_config(study, cfg), "workload": workload, "keys": dict(cfg.key_values)}
+        return {**super().run_config(study, cfg), "workload": workload}
 
     def digests(self) -> dict[str, str]:
         """The SHA-256 of the script's and its files' content where they are on this machine (a study run here;
