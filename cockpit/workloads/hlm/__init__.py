@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cockpit.workloads.base import ConfigurationParts, StudyParts, Workload, WorkloadError, flatten
-from trainer.config_keys import AXES, BY_NAME
+from trainer.config_keys import AXES, BY_NAME, tokenizer_defaults
 from trainer.rundir import MODEL_FILE
 
 # config.json's entries that decide what the trainer reads and builds (the token cache's place and the prepare
@@ -68,7 +68,11 @@ class HlmWorkload(Workload):
 
     @classmethod
     def counted_keys(cls, config: Mapping[str, Any]) -> dict[str, Any]:
-        out = {**DEFAULTS, **flatten({k: config[k] for k in RUN_KEYS if k in config})}
+        tables = {k: config[k] for k in RUN_KEYS if k in config}
+        tokenizer = tables.get("tokenizer")
+        if isinstance(tokenizer, dict):  # a key the trainer fills in: a run of an earlier release left it out
+            tables["tokenizer"] = {**tokenizer_defaults(str(tokenizer.get("name") or "samples")), **tokenizer}
+        out = {**DEFAULTS, **flatten(tables)}
         start = out.get("train.init_checkpoint")
         if isinstance(start, str) and (match := RUN_PATH.match(start)):
             out["train.init_checkpoint"] = match.group(1)
