@@ -33,7 +33,7 @@ from cockpit.tui.files import CopyRunDir, ExportCsv, OpenPager, RunFiles
 from cockpit.tui.gpus import GpuView
 from cockpit.tui.header import StatusBar
 from cockpit.tui.help import HelpScreen
-from cockpit.tui.plan import PlanScreen
+from cockpit.tui.plan import RERUN, PlanScreen
 from cockpit.tui.preflight import PreflightScreen
 from cockpit.tui.queue import QueueView
 from cockpit.tui.scaling import ScalingView
@@ -346,7 +346,7 @@ class CockpitApp(App):
 
     def _offer_plan(self) -> None:
         plan = self.controller.plan()
-        if plan is not None and plan.to_submit:
+        if plan is not None and (plan.to_submit or plan.count("changed")):  # changed: shown, run only when asked
             self._push_plan(plan)
 
     def _push_plan(self, plan: Plan) -> None:
@@ -363,8 +363,10 @@ class CockpitApp(App):
             return
         self._push_plan(plan)
 
-    def _plan_answered(self, yes: bool | None) -> None:
-        if yes:
+    def _plan_answered(self, answer: bool | str | None) -> None:
+        if answer == RERUN:
+            self.controller.rerun_changed()
+        if answer:
             self._submit()
 
     @work(group="submit", exclusive=True)

@@ -50,6 +50,10 @@ class Controller(Protocol):
         """What a submit runs first (the preflight and what it may cost), one line for the plan dialog; None
         when nothing runs before it."""
 
+    def rerun_changed(self) -> None:
+        """From now on, submit the configurations whose settings changed since they ran too (their earlier
+        runs are kept as history: cockpit.run.submission.keep_old_run); asked in the plan dialog."""
+
     def preflight_pending(self, listener: Callable[[str], None]) -> bool:
         """Whether submit() will run a preflight first; if so its lines go to ``listener``."""
 
@@ -109,6 +113,9 @@ class RecordedController:
         return self.plan_value
 
     def preflight_words(self) -> str | None:
+        return None
+
+    def rerun_changed(self) -> None:
         return None
 
     def preflight_pending(self, listener: Callable[[str], None]) -> bool:

@@ -70,6 +70,9 @@ class LiveController:
                           rerun_changed=runner.rerun_changed,
                           cluster=self.session.backend.label, cores=self.session.backend.cores_per_node)
 
+    def rerun_changed(self) -> None:
+        self.session.runner.rerun_changed = True
+
     def preflight_words(self) -> str | None:
         """What a confirmed submit runs first, in one line: the preflight's jobs and what they may cost, or
         that the study file's passed one is kept; None when no preflight runs (--skip-preflight)."""

@@ -23,7 +23,8 @@ from cockpit.tui.paged_table import PagedTable
 if TYPE_CHECKING:
     from cockpit.forecast.whatif import Outcome
 
-STATUS_STYLE = {"submit": "bold", "done": "green", "too big": "red"}
+STATUS_STYLE = {"submit": "bold", "done": "green", "changed": "yellow", "too big": "red"}
+RERUN = "rerun"  # the dialog's answer that submits the changed configurations too
 WHAT_IF_EXAMPLE = "train.bucket_cap_mb=0.5 sweep.gpus_per_node=[1, 2]"  # run by tests/tui/test_plan_what_if.py
 PLAN_COLUMNS = ("configuration", "status", "node-hours", "T s", "S", "T 90%")
 WHAT_IF_PLACEHOLDER = f"w: what if KEY=VALUE ..., e.g. {WHAT_IF_EXAMPLE} (enter; empty: the plan)"
@@ -52,6 +53,8 @@ def plan_summary(plan: Plan, preflight: str | None = None) -> Text:
         parts.append(f"\n{plan.energy_words()}")
     for group, text in plan.recommendations.items():
         parts.append(f"\n{group}: {text}")
+    for line in plan.changed_words():  # never run again unless asked: `r`
+        parts += ["\n", (line, "yellow")]
     return Text.assemble(*parts)
 
 
@@ -72,8 +75,8 @@ def shared_words(labels: list[str]) -> str:
     return " ".join(words[0][i] for i in range(len(words[0])) if len({w[i] for w in words}) == 1)
 
 
-class PlanScreen(ModalScreen[bool], HelpContext):
-    """Answers True when the user confirms the submit. `what_if` (the controller's): a line of KEY=VALUE
+class PlanScreen(ModalScreen[bool | str], HelpContext):
+    """Answers True when the user confirms the submit, RERUN when the changed configurations are to run again too. `what_if` (the controller's): a line of KEY=VALUE
     arguments -> cockpit.forecast.whatif.Outcome, or None where there is no study file to change."""
 
     HELP_CONTEXT = "plan"
@@ -110,6 +113,9 @@ class PlanScreen(ModalScreen[bool], HelpContext):
                     f"Submit {len(self.plan.to_submit)} jobs (y)", variant="warning", id="yes",
                     disabled=not self.plan.to_submit,
                 )
+                if self.plan.count("changed"):
+                    yield Button(f"Run {self.plan.count('changed')} changed again (r)", variant="warning",
+                                 id="rerun")
                 yield Button("Not now (n)", variant="primary", id="no")
 
     def on_mount(self) -> None:
@@ -137,8 +143,13 @@ class PlanScreen(ModalScreen[bool], HelpContext):
         self.query_one("#no", Button).focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """`w` only where there is a study file to change."""
+        """`w` only where there is a study file to change; `r` only where a configuration changed."""
+        if action == "rerun":
+            return bool(self.plan.count("changed"))
         return self._what_if is not None if action == "what_if" else True
+
+    def action_rerun(self) -> None:
+        self.dismiss(RERUN)
 
     def action_answer(self, value: bool) -> None:
         if not value and isinstance(self.focused, Input):  # escape while typing leaves the line, not the dialog
@@ -150,7 +161,7 @@ class PlanScreen(ModalScreen[bool], HelpContext):
         self.query_one("#whatif-input", Input).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
+        self.dismiss(RERUN if event.button.id == "rerun" else event.button.id == "yes")
 
     # -- the what-if ---------------------------------------------------------------------------------
 
