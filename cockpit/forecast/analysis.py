@@ -24,7 +24,7 @@ from cockpit.figures import devices, explain, labels
 from cockpit.figures.energy import energy_figures
 from cockpit.figures.host_bound import host_bound
 from cockpit.figures.quality import quality_of
-from cockpit.forecast import advice, prediction
+from cockpit.forecast import advice, interval, prediction
 from cockpit.forecast.advice.host_bound import advise_host_bound
 from cockpit.study.spec import AXES, SCALE_AXES, Configuration
 from cockpit.workloads import WORKLOADS
@@ -157,10 +157,27 @@ def analyse(results: Iterable[dict[str, Any]], links: prediction.Links | None = 
     chosen = {key: _median_run(runs) | {"runs": len(runs)} for key, runs in done.items()}
     baselines = {_same_group(r): r for r in chosen.values() if r["nodes"] == 1 and r["gpus_per_node"] == 1}
     out = [_analysed(r, baselines.get(_same_group(r)), links, recorded) for r in chosen.values()]
+    with_intervals(out, [[r["train_time_s"] for r in runs] for runs in done.values() if len(runs) > 1])
     out += [_failed(r) for r in failed if _same_config(r) not in done]
     out.sort(key=lambda r: (*(_sortable(r[a]) for a in GROUP_AXES), _sortable(r["nodes"]),
                             _sortable(r["gpus_per_node"])))
     return out
+
+
+def with_intervals(rows: list[dict[str, Any]], repeats: list[list[float]]) -> None:
+    """Each predicted figure's 90% interval beside it (`predicted_t_same_work_s_low`/`_high`,
+    `predicted_speedup_low`/`_high`, and `prediction_interval`: what it rests on), from the study's own spread:
+    these rows' misses and the repeats' spread, through the plan's one error model (cockpit.forecast.interval)."""
+    misses = [math.log1p(r["prediction_error"]) for r in rows
+              if isinstance(r.get("prediction_error"), float) and math.isfinite(r["prediction_error"])]
+    spread = interval.error_model(misses, repeats)
+    for r in rows:
+        t, s = r.get("predicted_t_same_work_s"), r.get("predicted_speedup")
+        if not (isinstance(t, float) and math.isfinite(t) and isinstance(s, float) and math.isfinite(s)):
+            continue
+        t_iv, s_iv = interval.interval(t, spread), interval.interval(s, spread, inverse=True)
+        r.update(predicted_t_same_work_s_low=t_iv.low, predicted_t_same_work_s_high=t_iv.high,
+                 predicted_speedup_low=s_iv.low, predicted_speedup_high=s_iv.high, prediction_interval=spread.basis)
 
 
 def _same_config(row: dict[str, Any]) -> tuple:

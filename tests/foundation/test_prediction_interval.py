@@ -5,12 +5,15 @@ where there are fewer than three, widened by the spread of repeated runs; said i
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
 from cockpit.forecast import interval
 from cockpit.forecast.prediction import Prediction
 from cockpit.forecast.prediction_words import moved_term
+
+DEMO_STORE = Path(__file__).resolve().parents[1] / "fixtures" / "demo-store" / "local-demo" / "cockpit.sqlite"
 
 
 def test_too_few_finished_predictions_give_the_documented_prior() -> None:
@@ -57,3 +60,31 @@ def test_the_term_that_moved_between_first_and_refit_is_named_in_seconds() -> No
     refit = Prediction(2, 1, 1.0, 2.97, 2.97, 1.7, 0.85, 0.01, parts={"compute": 2.0, "comm": 0.71}, link="probe")
     assert moved_term(first, refit) == "comm +0.21 s (link: site -> probe)"
     assert moved_term(first, first) == "" and moved_term(None, refit) == ""
+
+
+def test_scaling_csv_carries_each_predicted_figures_interval(tmp_path):
+    """scaling.csv: beside every predicted T and speedup, its 90% interval from the study's own misses (the
+    demo store's 2-worker runs), containing the prediction, and the basis named."""
+    import csv as csv_module
+
+    from cockpit.forecast.analysis import analyse, write_scaling_csv
+    from cockpit.forecast.interval import error_model
+    from cockpit.forecast.interval import interval as interval_of
+    from cockpit.report.source import from_store
+
+    rows = analyse(from_store(DEMO_STORE).results)
+    predicted = [r for r in rows if r.get("predicted_t_same_work_s", float("nan")) == r.get("predicted_t_same_work_s")
+                 and "predicted_t_same_work_s_low" in r]
+    assert predicted, "the demo store's 2-worker runs have predictions"
+    spread = error_model([math.log1p(r["prediction_error"]) for r in predicted])
+    for r in predicted:
+        assert r["predicted_t_same_work_s_low"] < r["predicted_t_same_work_s"] < r["predicted_t_same_work_s_high"]
+        assert r["predicted_speedup_low"] < r["predicted_speedup"] < r["predicted_speedup_high"]
+        assert r["predicted_t_same_work_s_high"] == pytest.approx(interval_of(r["predicted_t_same_work_s"], spread).high)
+        assert r["prediction_interval"] == spread.basis
+    with (tmp_path / "scaling.csv").open("w", newline="") as f:
+        write_scaling_csv(rows, f)
+    table = list(csv_module.DictReader((tmp_path / "scaling.csv").open()))
+    for r in predicted:
+        (line,) = [row for row in table if row["config_id"] == r["config_id"]]
+        assert float(line["predicted_speedup_low"]) == pytest.approx(r["predicted_speedup_low"])
