@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, TextIO
 
+from cockpit.figures import units
 from cockpit.figures.quality import quality_words
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def explained_line(label: str, a: dict) -> str:
         line += f" for {a['work_ratio']:g}x the baseline's work = {a['t_same_work_s']:.2f} s"
     advice = f"; advice: {a['advice']}" if a.get("advice") else ""  # cockpit.forecast.advice.advice_text, as every view
     return (f"{line}; S = {a['t1_s']:.2f}/{a['t_same_work_s']:.2f} = {a['speedup']:.2f}x on N = {a['workers']}, "
-            f"E = {a['efficiency']:.0%}; {a['verdict']}{tail}{advice}")
+            f"E = {units.percent(a['efficiency'])}; {a['verdict']}{tail}{advice}")
 
 
 def _label(values: dict) -> str:

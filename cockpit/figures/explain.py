@@ -204,7 +204,9 @@ def short_terms(terms: list[tuple[str, float]], shown: int = 2,
 
 
 def ranks_of(result: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """Each rank's breakdown (`breakdown_by_rank` of result.json), with its total; None if not recorded."""
+    """Each rank's breakdown (`breakdown_by_rank` of result.json, or as the store read it from each rank's
+    metrics: cockpit.store.telemetry.followed_ranks), with its total and its host ("" if not known); None if
+    not recorded."""
     raw = result.get("breakdown_by_rank")
     if not isinstance(raw, list) or not raw:
         return None
@@ -213,7 +215,7 @@ def ranks_of(result: dict[str, Any]) -> list[dict[str, Any]] | None:
         if not isinstance(r, dict):
             return None
         parts = {p: _num(r.get(p)) for p in PARTS}
-        out.append({"rank": r.get("rank"), "host": r.get("host", ""), **parts, "total": sum(parts.values())})
+        out.append({"rank": r.get("rank"), "host": str(r.get("host") or ""), **parts, "total": sum(parts.values())})
     return sorted(out, key=lambda r: r["rank"] if isinstance(r["rank"], int) else 0)
 
 

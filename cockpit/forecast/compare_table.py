@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from cockpit.figures import explain
+from cockpit.figures import explain, units
 from cockpit.forecast import advice, prediction
 
 if TYPE_CHECKING:
@@ -50,7 +50,8 @@ def figure_rows(pair: Pair) -> list[tuple[str, str, str, str]]:
         ("T1 s (the group's baseline)", _f(num(a, "t1_s")), _f(num(b, "t1_s")), change("t1_s")),
         ("N", _f(a.get("workers"), "d") if a.get("workers") else "-", _f(b.get("workers"), "d") if b.get("workers") else "-", ""),
         ("S = T1/(T/work)", _f(num(a, "speedup"), ".3f"), _f(num(b, "speedup"), ".3f"), change("speedup", "+.3f")),
-        ("E = S/N", _f(num(a, "efficiency"), ".3f"), _f(num(b, "efficiency"), ".3f"), change("efficiency", "+.3f")),
+        ("E = S/N", units.percent(num(a, "efficiency")), units.percent(num(b, "efficiency")),
+         units.points(num(b, "efficiency") - num(a, "efficiency"))),
     ]
     if not a.get("baseline"):
         shown_a, shown_b = _shown(a), _shown(b)
@@ -85,8 +86,8 @@ def prediction_line(pair: Pair) -> str:
     t_a, t_b = a.get("train_time_s", NAN), b.get("train_time_s", NAN)
     gain_p, gain_m = t_a - p.t_s, t_a - t_b
     ratio = gain_m / gain_p if abs(gain_p) > 1e-9 else NAN
-    text = (f"B predicted from A: T {p.t_s:.2f} s (work {p.work:g}, T1 {p.t1_s:.2f} s, E {p.efficiency:.3f}), "
-            f"measured T {t_b:.2f} s (E {_f(b.get('efficiency'), '.3f')}): error {t_b / p.t_s - 1:+.1%}; "
+    text = (f"B predicted from A: T {p.t_s:.2f} s (work {p.work:g}, T1 {p.t1_s:.2f} s, E {units.percent(p.efficiency)}), "
+            f"measured T {t_b:.2f} s (E {units.percent(b.get('efficiency'))}): error {t_b / p.t_s - 1:+.1%}; "
             f"gain T_A - T_B: predicted {gain_p:+.2f} s, measured {gain_m:+.2f} s"
             + (f" ({ratio:.2f}x the predicted)" if ratio == ratio else ""))
     text += f". From: {p.basis}" + (f"; link {p.link}" if p.link else "")

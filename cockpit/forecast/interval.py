@@ -10,7 +10,7 @@ docs/prediction.md ("How sure a prediction is") states the rule and the prior.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 LEVEL = 0.90
@@ -43,10 +43,13 @@ class Interval:
     spread: Spread
     level: float = LEVEL
 
-    def words(self, unit: str = "", spec: str = ".2f") -> str:
-        """`3.30 s, 90% between 3.05 and 3.60` (each number in the format `spec`)."""
+    def words(self, unit: str = "", spec: str = ".2f", show: Callable[[float], str] | None = None) -> str:
+        """`3.30 s, 90% between 3.05 and 3.60` (each number in the format `spec`, or as `show` prints it:
+        cockpit.figures.units.percent for an efficiency)."""
         u = f" {unit}" if unit else ""
-        return f"{self.value:{spec}}{u}, {self.level:.0%} between {self.low:{spec}} and {self.high:{spec}}"
+        def f(v: float) -> str:
+            return show(v) if show is not None else f"{v:{spec}}"
+        return f"{f(self.value)}{u}, {self.level:.0%} between {f(self.low)} and {f(self.high)}"
 
     def contains(self, measured: float) -> bool:
         return self.low <= measured <= self.high

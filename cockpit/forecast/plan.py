@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from cockpit.figures import labels
+from cockpit.figures import labels, units
 from cockpit.figures.energy import J_PER_KWH
 from cockpit.forecast import interval, prediction, prediction_words
 from cockpit.forecast.advice.effects import axes_of
@@ -212,7 +212,7 @@ def prediction_lines(plan: Plan) -> list[str]:
             first = (f"; first predicted {line.first.t_s:.2f} s, refit moved {moved}" if line.first and moved else "")
             kwh = f"; kWh {iv['kwh'].words(spec='.3g')}" if "kwh" in iv else ""
             out.append(f"  {line.label}: T {iv['t_s'].words('s')}; node-hours {iv['node_hours'].words()}; "
-                       f"S {iv['speedup'].words()}; E {iv['efficiency'].words()}{kwh}{first}")
+                       f"S {iv['speedup'].words()}; E {iv['efficiency'].words(show=units.percent)}{kwh}{first}")
     done = [line for line in plan.lines if line.measured is not None and line.first is not None]
     if done:
         out.append("finished configurations, predicted before they ran:")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from cockpit.figures import units
 from cockpit.figures.labels import device_of
 from cockpit.forecast import advice, prediction, prediction_words
 from cockpit.forecast.plan import hours, study_gpu_memory_gb
@@ -69,12 +70,12 @@ def table_rows(o: Outcome) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for line in o.what_if.lines:
         r, p = line.recorded, line.predicted
-        was = (_f(r.t_s, ".2f") + ("*" if r.how != "measured" else ""), _f(r.efficiency, ".2f")) if r else ("-", "-")
+        was = (_f(r.t_s, ".2f") + ("*" if r.how != "measured" else ""), units.percent(r.efficiency)) if r else ("-", "-")
         if not line.fits:
             now, delta = ("-", "-", "-", "-", "-", "-"), "-"
             label = f"{_short(line.words, keep)} too big"
         elif isinstance(p, advice.Forecast):
-            now = (_f(p.work, "g"), _f(p.t_s, ".2f"), _f(p.t1_s, ".2f"), _f(p.speedup, ".2f"), _f(p.efficiency, ".2f"),
+            now = (_f(p.work, "g"), _f(p.t_s, ".2f"), _f(p.t1_s, ".2f"), _f(p.speedup, ".2f"), units.percent(p.efficiency),
                    hours(p.node_hours))
             delta = _f(p.t_s - r.t_s, "+.2f") if r else "-"
             label = f"{_short(line.words, keep)} {_basis_word(p)}"

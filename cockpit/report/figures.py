@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cockpit.figures import explain, labels, series
+from cockpit.figures import explain, labels, series, units
 from cockpit.report import tables
 from trainer.config_keys import label_words
 
@@ -211,17 +211,20 @@ def _time_bars(ax, rows, pending) -> str:  # noqa: ANN001
 
 
 def _efficiency(ax, rows, pending) -> str:  # noqa: ANN001
+    from matplotlib.ticker import FuncFormatter
+
     device = labels.device_of_rows(rows)
     s = series.efficiency(rows, pending)
     ax.plot(s.x, s.y, marker="o", label="measured")
-    ax.axhline(1.0, color="grey", linestyle="--", label="ideal")
+    ax.axhline(1.0, color="grey", linestyle="--", label="ideal (100%)")
     written = _printed_by_n("efficiency", rows, pending)
     for x, y in zip(s.x, s.y, strict=True):
         ax.annotate(written.get(x, "-"), (x, y), textcoords="offset points", xytext=(0, -12), ha="center",
                     fontsize=8)
     ax.set_ylim(0, max([1.0, *s.y]) * 1.1)
     _worker_axis(ax, s.x, device)
-    ax.set_ylabel(f"efficiency E = speedup / {labels.worker_word(device)}")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: units.percent(v)))  # as every view prints E
+    ax.set_ylabel(f"efficiency E = speedup / {labels.worker_word(device)} (%)")
     ax.legend(loc="lower left")
     return s.note
 

@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from cockpit.figures import explain, labels
+from cockpit.figures import explain, labels, units
 from cockpit.forecast import gpu_fit, key_effects
 from cockpit.forecast.analysis import comm_words
 from cockpit.forecast.prediction import Prediction
@@ -51,7 +51,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("t_same_work_s", "T/work (s)", ".2f"),
     ("t1_s", "T1 (s)", ".2f"),
     ("speedup", "S = T1/(T/work)", ".3f"),
-    ("efficiency", "E = S/N", ".3f"),
+    ("efficiency", "E = S/N", "%"),
     ("overhead_s", "O = T/work - T1/N (s)", ".2f"),
     ("karp_flatt", "Karp-Flatt", ".3f"),
     ("tokens_per_s", "tokens/s", ".0f"),
@@ -81,6 +81,8 @@ def cell(value: Any, spec: str) -> str:
         return str(int(value))
     if spec == "MiB":
         return f"{float(value) / 2**20:.3g}"
+    if spec == "%":  # an efficiency, as every view prints it
+        return units.percent(float(value))
     return format(float(value), spec)
 
 
@@ -354,7 +356,7 @@ def ranks_body(rows: list[dict[str, Any]]) -> Body:
             mark = ""
             if rank["rank"] == r.get("straggler_rank"):
                 mark = f"straggler: the others waited {r['straggler_excess_s']:.2f} s more"
-            body.append([*_ident(r, axes), str(rank["rank"]), str(rank["host"]),
+            body.append([*_ident(r, axes), str(rank["rank"]), rank["host"] or "-",
                          *[cell(rank[p], ".2f") for p in explain.PARTS], cell(rank["total"], ".2f"), mark])
     return headers, body
 
@@ -374,7 +376,7 @@ def headline_cells(rows: list[dict[str, Any]], pending: list[dict[str, Any]] | N
     return [
         dict(zip((n, *HEADLINE), (
             str(s["workers"]), f"{s['groups']} of {s['of_groups']}", cell(s["speedup"], ".3f"),
-            cell(s["efficiency"], ".3f"), cell(s["overhead_s"], ".2f"),
+            cell(s["efficiency"], "%"), cell(s["overhead_s"], ".2f"),
             ", ".join(cell(v, ".3f") for v in s["speedups"]), ", ".join(cell(v, ".2f") for v in s["overheads_s"])),
             strict=True))
         for s in summary_by_workers(rows, pending or [])

@@ -162,8 +162,10 @@ def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[s
         ),
         (
             "Per rank",
-            "Each rank's breakdown of the multi-worker runs. The rank that waits least in all-reduce is the "
-            "one the others wait for (the straggler).",
+            "Each rank's breakdown of the multi-worker runs: result.json's breakdown_by_rank, or where that lacks "
+            "ranks, the intervals each rank wrote to metrics.jsonl summed (used only when rank 0's sums are its "
+            "result.json breakdown). host: '-' where not known (a run on several hosts that did not name each "
+            "rank's). The rank that waits least in all-reduce is the one the others wait for (the straggler).",
             *tables.ranks_body(rows),
         ),
     ]

@@ -5,7 +5,8 @@ callers use. Each part has one job and keeps its own transactions:
 - browse.py     reading a store without ever writing it (immutable, a live writer's WAL, a private copy)
 - ledger.py     studies, configurations, jobs and their state history, node-hours, problems
 - telemetry.py  metrics, GPU samples, log lines and follow offsets (`ingest`), downsampled curves
-- results.py    collected result.json files
+- results.py    collected result.json files; a run's `breakdown_by_rank` from the metrics each rank wrote
+                where its result.json lacks ranks (telemetry.followed_ranks)
 The snapshot the screens draw is built by store/snapshot_build.py; the analysis over the results is cached
 by cockpit.forecast.analysis.AnalysisCache: nothing derived is stored.
 """
@@ -13,6 +14,7 @@ by cockpit.forecast.analysis.AnalysisCache: nothing derived is stored.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from cockpit.store.browse import SIDE_FILES, writer_live
 from cockpit.store.database import (
@@ -29,7 +31,7 @@ from cockpit.store.ledger import JobRecord, LiveStatus
 from cockpit.store.results import Results
 from cockpit.store.snapshot import StudySnapshot
 from cockpit.store.snapshot_build import SnapshotBuilder
-from cockpit.store.telemetry import LOG_LINES_KEPT, Telemetry
+from cockpit.store.telemetry import LOG_LINES_KEPT, Telemetry, finite, followed_ranks
 
 __all__ = [
     "LOG_LINES_KEPT", "MIGRATIONS", "READABLE_SCHEMA", "SCHEMA_VERSION", "SIDE_FILES", "STORE_FILE", "JobRecord",
@@ -53,6 +55,16 @@ class StudyStore(Results, Telemetry):
         self.live: dict[str, LiveStatus] = {}
         self._snapshots: SnapshotBuilder | None = None
         super().__init__(path, read_only=read_only)
+
+    def _as_read(self, study: int, config_id: str, result: dict[str, Any]) -> dict[str, Any]:
+        """result.json with `breakdown_by_rank` from the metrics each rank wrote where it holds fewer ranks than
+        the run had (telemetry.followed_ranks), so the TUI, the report and the CSV read the same ranks."""
+        world = result.get("world_size")
+        own = result.get("breakdown_by_rank")
+        if not isinstance(world, int) or world < 2 or (isinstance(own, list) and len(own) >= world):
+            return result
+        ranks = followed_ranks(result, self.rank_sums(study, config_id, finite(result.get("started_at"))))
+        return result if ranks is None else {**result, "breakdown_by_rank": ranks}
 
     def snapshot(self, study_name: str, *, metrics_points: int = 200, gpu_window_s: float = 300.0,
                  now: float | None = None) -> StudySnapshot:

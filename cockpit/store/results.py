@@ -78,12 +78,17 @@ class Results(Ledger):
                     bad[cid] = str(exc)
                     continue
                 if isinstance(value, dict):
-                    parsed[cid] = value
+                    parsed[cid] = self._as_read(study, cid, value)
                 else:
                     bad[cid] = f"expected a JSON object, found {type(value).__name__}"
             cached = self._results[study] = (stamp, parsed)
             self._bad_results[study] = bad
         return dict(cached[1])
+
+    def _as_read(self, study: int, config_id: str, result: dict[str, Any]) -> dict[str, Any]:
+        """A result as every view reads it: result.json itself here; StudyStore adds each rank's breakdown
+        from the metrics table where result.json lacks ranks (cockpit.store.telemetry.followed_ranks)."""
+        return result
 
     def unreadable_results(self, study: int) -> dict[str, str]:
         """Configuration id -> why its result row does not parse (left out of results())."""

@@ -178,6 +178,16 @@ class Telemetry(Database):
         self._curves[(study, config_id, limit)] = (version, points)
         return points
 
+    def rank_sums(self, study: int, config_id: str, since: float | None = None) -> dict[int, dict[str, float]]:
+        """Each rank's parts of T summed over the metrics records it wrote since `since` (the run's start), with
+        its last train_time_s as `train_time_s`: the trainer's intervals add up to its breakdown."""
+        rows = self.db.execute(
+            "SELECT rank, SUM(data_wait_s), SUM(compute_s), SUM(comm_s), SUM(optimizer_s), MAX(train_time_s) "
+            "FROM metrics WHERE study=? AND config_id=? AND t >= ? GROUP BY rank ORDER BY rank",
+            (study, config_id, -math.inf if since is None else since)).fetchall()
+        return {rank: {"data_wait": d or 0.0, "compute": c or 0.0, "comm": m or 0.0, "optimizer": o or 0.0,
+                       "train_time_s": t} for rank, d, c, m, o, t in rows if t is not None}
+
     def metric_count(self, study: int, config_id: str | None = None) -> int:
         if config_id is None:
             return int(self.db.execute("SELECT COUNT(*) FROM metrics WHERE study=?", (study,)).fetchone()[0])
@@ -193,3 +203,36 @@ class Telemetry(Database):
         for r in rows:
             series.setdefault((r[1], r[2]), []).append(GpuSample(*r))
         return [GpuSeries(config_id, h, g, tuple(s)) for (h, g), s in sorted(series.items())]
+
+
+SUMMED_PARTS = ("data_wait", "compute", "comm", "optimizer")
+
+
+def followed_ranks(result: dict[str, Any], sums: dict[int, dict[str, float]]) -> list[dict[str, Any]] | None:
+    """`breakdown_by_rank` of a result.json that holds fewer ranks than its run had (an earlier trainer wrote
+    none, a script's ranks may not all report in time), from each rank's metrics records summed (`sums`,
+    Telemetry.rank_sums): `other` is what is left of the rank's train_time_s. Only where every rank wrote
+    records and rank 0's sums are its result.json breakdown (to the microsecond), else None: records of an
+    earlier attempt or a lost chunk would give other figures. The host is the rank's own where result.json
+    names it, the run's one host where it ran on one, else empty (not known)."""
+    world = result.get("world_size")
+    own = result.get("breakdown_by_rank")
+    own = own if isinstance(own, list) else []
+    breakdown = result.get("breakdown_s")
+    if (not isinstance(world, int) or world < 2 or len(own) >= world or sorted(sums) != list(range(world))
+            or not isinstance(breakdown, dict)):
+        return None
+    ranks = []
+    for rank, s in sorted(sums.items()):
+        parts: dict[str, float] = {p: s[p] for p in SUMMED_PARTS}
+        parts["other"] = max(0.0, s["train_time_s"] - sum(parts.values()))
+        ranks.append({"rank": rank, **parts, "train_time_s": s["train_time_s"]})
+    for part, value in ranks[0].items():
+        if part in (*SUMMED_PARTS, "other"):
+            recorded = finite(breakdown.get(part))
+            if recorded is None or abs(recorded - value) > 1e-6:
+                return None
+    hosts = {r.get("rank"): r.get("host") for r in own if isinstance(r, dict)}
+    names = result.get("hostnames")
+    single = names[0] if isinstance(names, list) and len(names) == 1 and isinstance(names[0], str) else ""
+    return [{**r, "host": hosts.get(r["rank"]) or single} for r in ranks]

@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.text import Text
 
-from cockpit.figures import explain
+from cockpit.figures import explain, units
 from cockpit.figures.devices import mfu_words
 from cockpit.figures.energy import energy_words
 
@@ -61,7 +61,7 @@ def waterfall(a: dict[str, Any]) -> Text:
         out.append_text(_bar(running, v, scale, STYLES[term]))
         out.append("\n")
         running += v
-    out.append(f"  {'= T/work':<20} {tsame:8.2f} s  overhead {shown_o:+.2f} s, efficiency {a['efficiency']:.0%}\n",
+    out.append(f"  {'= T/work':<20} {tsame:8.2f} s  overhead {shown_o:+.2f} s, efficiency {units.percent(a['efficiency'])}\n",
                style="bold")
     ps = _num(a.get("predicted_speedup"))
     if ps is not None:
@@ -132,13 +132,14 @@ def ranks_table(a: dict[str, Any]) -> Text:
     ranks = a.get("ranks") or []
     if len(ranks) < 2:
         if (a.get("workers") or 1) > 1:
-            return Text("Per rank: not recorded (this result.json has no breakdown_by_rank)\n", style="dim")
+            return Text("Per rank: not recorded (neither result.json nor the metrics "
+                        "each rank wrote hold every rank's parts)\n", style="dim")
         return Text("")
     out = Text("  rank host          " + " ".join(f"{explain.SHORT_LABELS[p][:10]:>10}" for p in explain.PARTS)
                + "      total\n", style="bold")
     for r in ranks:
         slow = r["rank"] == a.get("straggler_rank")
-        line = (f"  {r['rank']:>4} {str(r['host'])[:13]:<13} " + " ".join(f"{r[p]:10.2f}" for p in explain.PARTS)
+        line = (f"  {r['rank']:>4} {(r['host'] or '-')[:13]:<13} " + " ".join(f"{r[p]:10.2f}" for p in explain.PARTS)
                 + f" {r['total']:10.2f}")
         if slow:
             line += f"  ← straggler: the others waited {a['straggler_excess_s']:.2f} s more"

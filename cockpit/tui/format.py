@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import math
 
+from cockpit.figures.units import percent, points
+
+__all__ = ["percent", "points"]  # an efficiency and its change as every view prints them (cockpit.figures.units)
+
 SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
 
 
@@ -33,8 +37,6 @@ def ratio(value: float | None, suffix: str = "x") -> str:
     return "-" if missing(value) else f"{value:.2f}{suffix}"
 
 
-def percent(value: float | None) -> str:
-    return "-" if value is None or missing(value) else f"{value * 100:.0f}%"
 
 
 def rate(value: float | None) -> str:

@@ -13,7 +13,7 @@ from textual.containers import Grid, Vertical
 from textual.widgets import Static
 from textual_plotext import Plot, PlotextPlot
 
-from cockpit.figures import labels, series
+from cockpit.figures import labels, series, units
 from cockpit.store.snapshot import StudySnapshot
 from cockpit.tui import model
 from cockpit.tui.channel import SnapshotView
@@ -104,15 +104,17 @@ def draw_efficiency(plot: PlotextPlot, snapshot: StudySnapshot) -> Text:
     device = _device(rows)
     plt = _start(plot, series.short_titles(device)["efficiency"])
     plt.xlabel(labels.worker_word(device))
+    plt.ylabel("%")  # the axis in percent of the ideal, as every view prints E
     s = series.efficiency(rows, pending)
     if s.x:
-        plt.plot(s.x, [1.0] * len(s.x), marker=MARKER, color=IDEAL)
-        plt.plot(s.x, s.y, marker=MARKER, color=COLORS[0])
+        pct = [y * 100 for y in s.y]
+        plt.plot(s.x, [100.0] * len(s.x), marker=MARKER, color=IDEAL)
+        plt.plot(s.x, pct, marker=MARKER, color=COLORS[0])
         plt.xticks(s.x, [str(int(x)) for x in s.x])
-        plt.ylim(*separated_limits(s.y, 1.0))
+        plt.ylim(*separated_limits(pct, 100.0))
         _note(plt, s.note)
     plot.refresh()
-    return legend([(f"measured {_values(s.y)}".strip(), COLORS[0]), ("ideal 1", IDEAL)])
+    return legend([(f"measured {', '.join(units.percent(y) for y in s.y)}".strip(), COLORS[0]), ("ideal 100%", IDEAL)])
 
 
 def draw_overhead(plot: PlotextPlot, snapshot: StudySnapshot) -> Text:

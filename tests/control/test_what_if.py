@@ -177,7 +177,7 @@ def test_advice_names_a_key_and_a_figure_for_every_loss_the_model_covers(results
             assert item.keys, item
             if item.term in covered:
                 assert item.predicted is not None and item.gain_s == item.gain_s, item.text()
-                assert "→ predicted T" in item.text() and f"E {row['efficiency']:.2f} → " in item.text()
+                assert "→ predicted T" in item.text() and f"E {row['efficiency'] * 100:.0f}% → " in item.text()
             else:  # CPU workers: cores per task, which the model cannot price without a baseline at that value
                 assert item.predicted is None and "not predicted" in item.text()
         assert row["advice"] == advice.advice_text(row["advice_items"])

@@ -54,6 +54,10 @@ def test_every_figure_of_both_with_its_change_and_b_predicted_from_a(studies):
     assert rows["T s"][:2] == (f"{two.a['train_time_s']:.2f}", f"{two.b['train_time_s']:.2f}")
     assert rows["T1 s (the group's baseline)"][0] == f"{two.a['t1_s']:.2f}" and rows["N"][:2] == ("2", "2")
     assert rows["S = T1/(T/work)"][1] == f"{two.b['speedup']:.3f}"
+    # E in percent, its change in percentage points (the CSV keeps the fraction)
+    ea, eb = two.a["efficiency"], two.b["efficiency"]
+    assert rows["E = S/N"] == (f"{ea * 100:.0f}%", f"{eb * 100:.0f}%", f"{round((eb - ea) * 100):+d} pp"
+                               if round((eb - ea) * 100) else "0 pp")
     terms = [k for k in rows if k.endswith(" s") and k not in ("T s", "T/work s", "O = T/work - T1/N s")
              and not k.startswith("T1")]
     assert {"exposed all-reduce s", "compute s", "data wait s"} <= set(terms)

@@ -49,7 +49,7 @@ def test_headless_run_then_report_over_ssh_and_slurm(make_study, tmp_path: Path)
         assert [r[3] for r in rows] == ["1×1", "1×2"]
         assert [r[8] for r in rows] == [f"{t:.2f}" for t in expected["train_time_s"]]
         assert [r[12] for r in rows] == [f"{s:.3f}" for s in expected["speedup"]]
-        assert [r[13] for r in rows] == [f"{e:.3f}" for e in expected["efficiency"]]
+        assert [r[13] for r in rows] == [f"{e * 100:.0f}%" for e in expected["efficiency"]]
         assert [r[14] for r in rows] == [f"{o:.2f}" for o in expected["overhead_s"]]
         # the verdict as the analysis gives it; two processes on a loaded machine can also come out at no loss
         assert rows[1][17] == expected["verdict"].iloc[1] and rows[1][17].startswith(("lost ", "no loss: "))

@@ -141,6 +141,17 @@ def test_nothing_is_cut_off(recorded):
         assert right < ax.get_xlim()[1] * 0.9
 
 
+def test_the_efficiency_axis_is_in_percent(recorded):
+    """E is printed as a percent everywhere, the efficiency figure's axis too: its ticks `0%` .. `100%`, the
+    ideal line at 100%."""
+    rows, pending, _ = recorded
+    fig, ax = _drawn("efficiency", rows, pending)
+    ticks = [t.get_text() for t in ax.get_yticklabels()]
+    assert ticks and all(re.fullmatch(r"\d+%", t) for t in ticks), ticks
+    assert "100%" in ticks and ax.get_ylabel().endswith("(%)")
+    assert "ideal (100%)" in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
 def test_efficiency_above_one_stays_on_the_figure(recorded):
     rows, pending, _ = recorded
     rows = [dict(r, efficiency=1.4) if r["workers"] == 2 else r for r in rows]  # superlinear

@@ -46,6 +46,11 @@ def fmt(value: float, spec: str) -> str:
     return "-" if value != value else format(value, spec)
 
 
+def pct(value: float) -> str:
+    """An efficiency as the report prints it: a whole percent."""
+    return "-" if value != value else f"{value * 100:.0f}%"
+
+
 def test_report_from_store_matches_analysis(store_copy: Path, results: list[dict], tmp_path: Path):
     out = tmp_path / "report"
     files = write_report(load_input(store_copy), out)
@@ -67,7 +72,7 @@ def test_report_from_store_matches_analysis(store_copy: Path, results: list[dict
         assert row[7] == str(exp["workers"])
         assert row[8] == f"{exp['train_time_s']:.2f}" and row[10] == fmt(exp["t_same_work_s"], ".2f")
         assert row[11] == fmt(exp["t1_s"], ".2f")
-        assert row[12] == fmt(exp["speedup"], ".3f") and row[13] == fmt(exp["efficiency"], ".3f")
+        assert row[12] == fmt(exp["speedup"], ".3f") and row[13] == pct(exp["efficiency"])
         assert row[14] == fmt(exp["overhead_s"], ".2f") and row[15] == fmt(exp["karp_flatt"], ".3f")
         assert row[17].startswith(exp["verdict"])
         if exp["speedup"] == exp["speedup"]:  # S = T1 / (T/work), checkable from the printed inputs
@@ -81,7 +86,7 @@ def test_report_from_store_matches_analysis(store_copy: Path, results: list[dict
         assert sorted(each_s.split(", ")) == table_s and sorted(each_o.split(", ")) == table_o
         assert groups.startswith(f"{len(table_s)} of ")
         assert float(s) == pytest.approx(statistics.median(map(float, table_s)), abs=1e-3)
-        assert float(e) == pytest.approx(float(s) / int(n), abs=1e-3)
+        assert e.endswith("%") and int(e[:-1]) == pytest.approx(float(s) / int(n) * 100, abs=0.51)
         assert float(o) == pytest.approx(statistics.median(map(float, table_o)), abs=1e-2)
     attribution = markdown_rows(md, "Where the efficiency went")
     explained = [e for e in expected if not e["baseline"] and e["overhead_s"] == e["overhead_s"]]
@@ -110,7 +115,7 @@ def test_report_from_store_matches_analysis(store_copy: Path, results: list[dict
         assert f"({fig.path.name})" in md
     assert html.count("data:image/png;base64,") == len(files.figures)
     assert not re.search(r'src="(?!data:)', html)
-    assert f"{expected[1]['speedup']:.3f}" in html
+    assert f"{expected[1]['speedup']:.3f}" in html and f">{pct(expected[1]['efficiency'])}</td>" in html
 
 
 def test_report_from_local_run_directories(results: list[dict], tmp_path: Path):

@@ -272,7 +272,7 @@ def test_plan_dialog_marks_configurations_this_machine_cannot_run_too_big():
     study = load_study(FIXTURE / "study.toml")  # cores_per_node = 4
     backend = LocalExecutor(study, max_cores=2)
     session = SimpleNamespace(study=study, backend=backend, store=None,
-                              runner=SimpleNamespace(resubmit_failed=False))
+                              runner=SimpleNamespace(resubmit_failed=False, rerun_changed=False))
     plan = LiveController(session).plan()
     cores = {cfg.config_id: cfg.gpus_per_node * cfg.cpus_per_task for cfg in study.matrix()}
     for line in plan.lines:
@@ -415,7 +415,7 @@ async def test_plots_at_80x24_keep_measured_and_ideal_apart_and_give_the_numbers
         await pilot.press("4")
         await pilot.pause()
         await pilot.pause()
-        for fig, values in (("fig-efficiency", "measured 1.00, 0.86"), ("fig-overhead", "overhead 0.00, 0.38 s")):
+        for fig, values in (("fig-efficiency", "measured 100%, 86%"), ("fig-overhead", "overhead 0.00, 0.38 s")):
             rows = _plot_rows(app.query_one(f"#{fig}", PlotextPlot))
             assert 2 <= len(rows) <= 6  # a quarter of 80x24
             # at 2 workers (the right edge) the measured line and the ideal are on two different rows

@@ -220,6 +220,6 @@ def test_tui_and_report_show_the_same_numbers_on_a_store_with_stale_analysis(rec
     assert shown == 6
     report = write_report(load_input(recorded.store.path), tmp_path / "report").markdown.read_text()
     for a in truth.values():
-        assert f"| {a['speedup']:.3f} | {a['efficiency']:.3f} | {a['overhead_s']:.2f} |" in report
+        assert f"| {a['speedup']:.3f} | {a['efficiency'] * 100:.0f}% | {a['overhead_s']:.2f} |" in report
     tui_bars = series.time_bars(*model.analysis_rows(snap))
     assert tui_bars.speedup[1] == pytest.approx(1.712, abs=1e-3)  # the report's PNG labels the same value

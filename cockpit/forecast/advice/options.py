@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from cockpit.figures import explain
+from cockpit.figures import explain, units
 from cockpit.forecast import prediction
 from cockpit.forecast.advice.effects import (
     BUCKET_LADDER_MB,
@@ -63,7 +63,7 @@ class Advice:
 
     def text(self, head: bool = True) -> str:
         """The advice in one line, e.g. `exposed all-reduce 0.94 s: set [train] bucket_cap_mb = 1.0 →
-        predicted T 4.31 s → 3.72 s, E 0.66 → 0.77`: every view prints this (``head``: the loss first)."""
+        predicted T 4.31 s → 3.72 s, E 66% → 77%`: every view prints this (``head``: the loss first)."""
         lead = f"{self.label or explain.TERM_LABELS[self.term]} {self.loss_s:.2f} s: " if head else ""
         if not self.keys:
             return f"{lead}{self.reason}"
@@ -71,7 +71,7 @@ class Advice:
         if p is None:
             return f"{lead}try {self.setting}: {self.reason if self.unadvised else f'not predicted ({self.reason})'}"
         text = (f"{lead}set {self.setting} → predicted T {self.t_s:.2f} s → {p.t_s:.2f} s, "
-                f"E {self.efficiency:.2f} → {p.efficiency:.2f}")
+                f"E {units.percent(self.efficiency)} → {units.percent(p.efficiency)}")
         return text + " (extrapolated)" if p.extrapolated else text
 
 
