@@ -42,6 +42,7 @@ class ResultTiming(TypedDict, total=False):
     launch_time_source: str
     steps_per_epoch: int
     first_step_s: float
+    step_time_sd_s: float | None  # sd of a step's wall less its comm, the last segment's steps after its first
     val_s: float
     profiled_steps: int  # steps inside T that ran under torch.profiler (warm-up and recorded); 0 without
     profile_s: float  # starting, stopping and exporting the profiler: outside T

@@ -57,6 +57,7 @@ class LoopEnd:
     stop_reason: str | None
     stopped_early: bool
     final_loss: float | None  # mean training loss of the last metrics interval
+    step_time_sd_s: float | None = None  # this segment's per-step spread (Breakdown.step_sd)
 
 
 def train_loop(t: Trainer, stop: StopSignal, launch: float) -> LoopEnd:
@@ -141,4 +142,4 @@ def train_loop(t: Trainer, stop: StopSignal, launch: float) -> LoopEnd:
     prog.comm = t.comm.by_kind(prog.comm)
     meter.emit(step=prog.step, epoch=prog.epoch, lr=lr_at(prog.step - 1, total, s),
                train_time_s=prog.train_time_s, final=stop_reason is None)
-    return LoopEnd(stop_reason, stop_early, meter.last_interval_loss)
+    return LoopEnd(stop_reason, stop_early, meter.last_interval_loss, breakdown.step_sd())

@@ -88,7 +88,7 @@ def record(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: 
         "steps": prog.step, "epochs": prog.step / t.steps_per_epoch, "samples": prog.samples,
         "tokens": tokens, "resumes": prog.resumes, "launch_time_source": launch_source,
         "steps_per_epoch": t.steps_per_epoch, "first_step_s": prog.first_step_s,
-        "val_s": prog.val_s,
+        "val_s": prog.val_s, "step_time_sd_s": end.step_time_sd_s,
         "profiled_steps": len(profiled["steps"]) + len(profiled["warmup_steps"]) if profiled else 0,
         "profile_s": float(prog.profile.get("profile_s", 0.0)),
     }

@@ -1,7 +1,7 @@
 """The largest model (layers x d_model) that fits one GPU, per strategy and worker count, at a study's batch
 and window: how much larger an HLM sharding allows before a GPU's memory runs out.
 
-Per rank, a model of Ψ parameters holds its model states as cockpit.forecast.prediction.model_states shards them
+Per rank, a model of Ψ parameters holds its model states as cockpit.forecast.rank_memory.model_states shards them
 (fp32 parameters 4Ψ, gradients 4Ψ, AdamW's two moments 8Ψ: `BYTES_PER_PARAM`, the ZeRO paper's 16Ψ), what
 the strategy gathers for a while, and the activations of its batch (`activation_bytes`). A model *fits* when
 that sum is at most the GPU's memory (the site profile's gpu_memory_gb, as the plan's memory flag judges a
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cockpit.forecast.prediction import model_states
+from cockpit.forecast.rank_memory import model_states
 from cockpit.study.sites import SiteError, builtin_sites, load_site
 
 BYTES_PER_PARAM = {"params": 4, "grads": 4, "optimizer": 8}  # fp32 weights and gradients, AdamW's 2 fp32 moments

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cockpit.figures.explain import FIXED_COSTS, PARTS
+from cockpit.forecast import batch_fit, straggler
+from cockpit.forecast.rank_memory import memory_per_rank
 from trainer import ddp_buckets
 from trainer.config_keys import STRATEGY_SHARDS
 
@@ -50,7 +52,6 @@ STRATEGY_COMM: dict[str, tuple[tuple[str, float], ...]] = {
     "fsdp": (("all_gather", 2.0), ("reduce_scatter", 1.0)),
     "fsdp_noreshard": (("all_gather", 1.0), ("reduce_scatter", 1.0)),
 }
-MEMORY_PARTS = ("params_bytes", "grads_bytes", "optimizer_bytes")
 
 
 DEFAULT_LATENCY_S = 20e-6  # per ring step, where neither a probe nor the site profile gives one (docs/prediction.md)
@@ -149,7 +150,8 @@ class Prediction:
     node_hours: float
     parts: dict[str, float] = field(default_factory=dict)
     link: str = ""
-    comm_by_kind: dict[str, float] = field(default_factory=dict)  # exposed seconds per collective kind, over T
+    # exposed seconds per collective kind over T, and the wait for the slower rank (straggler.TERM)
+    comm_by_kind: dict[str, float] = field(default_factory=dict)
     memory: dict[str, float] | None = None  # memory_per_rank; None when the baseline recorded no memory
 
 
@@ -270,14 +272,18 @@ def samples_per_step(result: Mapping[str, Any]) -> tuple[Any, Any]:
     return cfg.get("batch_size"), (cfg.get("train") or {}).get("grad_accum") or 1
 
 
-def per_step_parts(base: Mapping[str, Any], batch_factor: float, slowdown: float) -> dict[str, float]:
-    """The model's parts of one step from the baseline's: data wait and compute x the batch factor, compute x the
-    node's contention slowdown; comm 0 (priced by strategy_comm)."""
+def per_step_parts(base: Mapping[str, Any], batch_factor: float, slowdown: float,
+                   compute_factor: float | None = None) -> dict[str, float]:
+    """The model's parts of one step from the baseline's: data wait and compute x the batch factor (compute x
+    `compute_factor` instead where given: cockpit.forecast.batch_fit), compute x the node's contention slowdown;
+    comm 0 (priced by strategy_comm)."""
     timing, parts_1 = base.get("timing") or {}, base.get("breakdown_s") or {}
     steps_1 = float(timing.get("steps") or 0)
     per_step = {p: float(parts_1.get(p, 0.0)) / steps_1 if steps_1 else 0.0 for p in PARTS}
     for scaled in BATCH_PARTS:
         per_step[scaled] *= batch_factor
+    if compute_factor is not None:
+        per_step["compute"] *= compute_factor / batch_factor if batch_factor else 0.0
     per_step["compute"] *= slowdown  # the node's workers slowing each other, as the start-up probe measured it
     per_step["comm"] = 0.0
     return per_step
@@ -317,40 +323,6 @@ def merge(first: Links, fallback: Links) -> Links:
     return Links(one(first.intra_node, fallback.intra_node), one(first.inter_node, fallback.inter_node),
                  {**fallback.contention, **first.contention}, {**fallback.overlap, **first.overlap},
                  first.residuals or fallback.residuals)
-
-
-def model_states(params: float, grads: float, optimizer: float, workers: int, strategy: str,
-                 layers: int) -> dict[str, float]:
-    """Bytes per rank of parameters, gradients and optimizer state, each divided by N where the strategy shards
-    it (the ZeRO paper's accounting), their sum `model_states_bytes`, and `gathered_bytes`: what the strategy
-    holds whole for a while besides (fsdp: one block's parameters of `layers` + 1 groups; fsdp_noreshard: all
-    of them, from forward to backward). The one formula of memory per rank: the prediction of a measured
-    baseline's (memory_per_rank) and the largest model that fits one GPU (largest_fitting) both use it."""
-    shards = STRATEGY_SHARDS.get(strategy, ()) if workers > 1 else ()
-    held = {"params_bytes": params, "grads_bytes": grads, "optimizer_bytes": optimizer}
-    out = {k: v / (workers if k.removesuffix("_bytes") in shards else 1) for k, v in held.items()}
-    out["model_states_bytes"] = sum(out.values())
-    gathered = 0.0
-    if workers > 1 and strategy == "fsdp":
-        gathered = params / (layers + 1)
-    elif workers > 1 and strategy == "fsdp_noreshard":
-        gathered = params * (workers - 1) / workers
-    out["gathered_bytes"] = gathered
-    return out
-
-
-def memory_per_rank(base: dict[str, Any], workers: int, strategy: str = "ddp") -> dict[str, float] | None:
-    """Bytes per rank of parameters, gradients and optimizer state (the baseline's, as `model_states`
-    shards them) and the peak: the baseline's peak with its model states replaced by these, plus what the
-    strategy gathers for a while. None when the baseline's result.json has no memory figures."""
-    mem = base.get("memory") or {}
-    if not all(isinstance(mem.get(k), int | float) for k in (*MEMORY_PARTS, "peak_bytes")):
-        return None
-    out = model_states(float(mem["params_bytes"]), float(mem["grads_bytes"]), float(mem["optimizer_bytes"]),
-                       workers, strategy, int((base.get("model") or {}).get("layers") or 1))
-    held = sum(float(mem[k]) for k in MEMORY_PARTS)
-    out["peak_bytes"] = float(mem["peak_bytes"]) - held + out["model_states_bytes"] + out["gathered_bytes"]
-    return out
 
 
 def strategy_comm(strategy: str, n: int, grad: float, link: Link, *, buckets: int, groups: int, compute: float,
@@ -413,7 +385,8 @@ def exposed_all_reduce(t: float, buckets: int, compute: float, *, on_cpu: bool, 
 
 def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, links: Links, *,
             batch_factor: float = 1.0, buckets: int | None = None, strategy: str = "ddp",
-            micro_batches: float = 1.0, config_id: str = "") -> Prediction | NoPrediction:
+            micro_batches: float = 1.0, config_id: str = "",
+            compute_line: batch_fit.ComputeLine | None = None) -> Prediction | NoPrediction:
     """T of the configuration with `nodes` x `gpus_per_node` workers doing `work` x the baseline's samples.
 
     ``batch_factor``: samples per worker and optimizer step over the baseline's (batch_size x grad_accum):
@@ -422,7 +395,9 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
     baseline's (a what-if of bucket_cap_mb; cockpit.forecast.advice.buckets_for). ``strategy``: the configuration's
     (its baseline, one worker, ran the plain model whatever the strategy). ``micro_batches``: its grad_accum
     (FSDP gathers the parameters for each micro-batch). ``config_id``: the configuration predicted, whose own runs
-    then do not refit its per-step parts (its miss against the refit stays a miss, not its own measurement)."""
+    then do not refit its per-step parts (its miss against the refit stays a miss, not its own measurement).
+    ``compute_line``: compute per step against samples per step over the study's baselines at several batch sizes
+    (batch_fit.fit), pricing compute at another batch than the baseline's; without it compute per sample is constant."""
     timing = base.get("timing") or {}
     steps_1 = timing.get("steps")
     parts_1 = base.get("breakdown_s") or {}
@@ -432,7 +407,8 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
     n = nodes * gpus_per_node
     steps_n = steps_1 * work / (n * batch_factor)
     slowdown = links.contention.get(gpus_per_node, 1.0) if gpus_per_node > 1 else 1.0
-    per_step = per_step_parts(base, batch_factor, slowdown)
+    compute_f, batch_words = batch_fit.compute_factor(compute_line, base, batch_factor)
+    per_step = per_step_parts(base, batch_factor, slowdown, compute_f)
     factors, refit_runs = (links.part_factors(strategy, overlap_setting(base) or "", nodes > 1, config_id)
                            if n > 1 else ({}, 0))
     for part, factor in factors.items():
@@ -458,12 +434,16 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
                                 groups=int((base.get("model") or {}).get("layers") or 1) + 1,
                                 compute=per_step["compute"], on_cpu=base.get("device") == "cpu",
                                 micro_batches=micro_batches, cores=cores_per_worker(base), overlap=overlap)
+        sd = straggler.step_sd(base)
+        if sd:  # rank 0 waits in the collective for the slowest rank (cockpit.forecast.straggler)
+            by_kind[straggler.TERM] = straggler.wait_per_step(sd, n)
         by_kind = {k: v * factors.get("comm", 1.0) for k, v in by_kind.items()}  # as the finished runs measured
         per_step["comm"] = sum(by_kind.values())
         fitted = f"; alpha-beta per call measured on {n} ranks" if link.fits.get(n) else ""
         shared = f"; compute x{slowdown:.2f} for {gpus_per_node} ranks on a node (contention probe)" \
             if slowdown != 1.0 else ""
         hidden = f"; {overlap.words()}" if overlap is not None and "all_reduce" in by_kind else ""
+        hidden += (f"; {straggler.words(sd, n)}" if sd else "") + (f"; {batch_words}" if batch_words else "")
         refit = (f"; per-step parts x the {refit_runs} finished run(s) sharding "
                  f"{', '.join(STRATEGY_SHARDS.get(strategy, ())) or 'nothing'} measured: "
                  + ", ".join(f"{p} x{f:.2f}" for p, f in factors.items())) if factors else ""

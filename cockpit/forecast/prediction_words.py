@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cockpit.figures import labels
+from cockpit.forecast import straggler
 
 if TYPE_CHECKING:
     from cockpit.forecast.prediction import Prediction
@@ -62,4 +63,16 @@ def moved_term(first: Prediction | None, refit: Prediction | None) -> str:
     if abs(delta) < 0.005:
         return ""
     link = f" (link: {first.link or 'none'} -> {refit.link or 'none'})" if first.link != refit.link else ""
-    return f"{term} {delta:+.2f} s{link}"
+    return f"{term} {delta:+.2f} s{comm_term(first, refit) if term == 'comm' else ''}{link}"
+
+
+def comm_term(first: Prediction, refit: Prediction) -> str:
+    """Which of the comm part's terms (each collective kind, the wait for the slower rank) moved most, in words:
+    ` (wait for the slower rank +0.28 s)`; "" where neither prediction splits its comm."""
+    kinds = set(first.comm_by_kind) | set(refit.comm_by_kind)
+    deltas = {k: refit.comm_by_kind.get(k, 0.0) - first.comm_by_kind.get(k, 0.0) for k in kinds}
+    if not deltas:
+        return ""
+    kind, delta = max(deltas.items(), key=lambda kv: abs(kv[1]))
+    name = straggler.WORDS if kind == straggler.TERM else kind.replace("_", "-")
+    return f" ({name} {delta:+.2f} s)"

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cockpit.figures import explain
-from cockpit.forecast import prediction
+from cockpit.forecast import batch_fit, prediction
 from cockpit.forecast.advice.effects import (
     GROUP_AXES,
     axes_of,
@@ -144,6 +144,8 @@ def forecast(target: dict[str, Any], recorded: Recorded | Iterable[dict[str, Any
     if not timing.get("steps"):
         return prediction.NoPrediction("the baseline's result.json has no steps")
     src_cfg = config_of(src)
+    # compute per step against the batch over the baselines differing only in batch size (None: one batch size)
+    line = batch_fit.fit(rec.by_batch.get(_without_batch(group_of(src_ax)), {}).values())
     grad = (src.get("comm") or {}).get("grad_bytes")
     extrapolated = [how] if how else []
     for axis in ("gpus_per_node", "nodes"):
@@ -156,7 +158,7 @@ def forecast(target: dict[str, Any], recorded: Recorded | Iterable[dict[str, Any
         if w is None:
             raise _Unpredicted("neither steps nor epochs to count the samples by")
         p = prediction.predict(src, nodes, gpus, w, with_links, batch_factor=_batch_factor(cfg, src_cfg), buckets=buckets,
-                               strategy=axes_of(cfg)["strategy"], micro_batches=_accum(cfg))
+                               strategy=axes_of(cfg)["strategy"], micro_batches=_accum(cfg), compute_line=line)
         if isinstance(p, prediction.NoPrediction):
             raise _Unpredicted(p.reason)
         return p, w
