@@ -2,12 +2,19 @@
 
 Installed by `python -m runcontract.attach` before the script starts (docs/workloads.md, "No edit"):
 
-- a step is one optimizer step: `torch.optim.optimizer.register_optimizer_step_pre_hook`/`_post_hook`; the
-  step's end is the end of `optimizer.step()`, and `optimizer` is the time inside it, less the closure's: a
-  closure passed to `step(closure)` (Lightning's training_step, backward and zero_grad; LBFGS's evaluations)
-  is timed as the rest of a step is (its forward and backward in compute, the rest in other);
+- a step is one training iteration, ended by an optimizer step (`register_optimizer_step_pre_hook`/
+  `_post_hook`): with one optimizer, each of its steps; with several (a GAN's generator and discriminator), the
+  end of the `optimizer.step()` by which every optimizer the run has stepped has stepped once since the previous
+  step's end, or, where one steps again first, the end of the optimizer step before that (known once it steps
+  again: the step is ended then, at that earlier instant, `Ledger.mark`). `measured.optimizers` counts each
+  optimizer's own steps. `optimizer` is the time inside `step()`, less the closure's: a closure passed to
+  `step(closure)` (Lightning's training_step, backward and zero_grad; LBFGS's evaluations) is timed as the rest
+  of a step is (its forward and backward in compute, the rest in other);
 - `compute` is the outermost module's forward (`register_module_forward_pre_hook`/`forward_hook`) and the
-  backward pass (`torch.autograd.backward`, which `Tensor.backward` calls) minus its exposed communication;
+  backward pass (`torch.autograd.backward`, which `Tensor.backward` calls) minus its exposed communication; a
+  wrapper's forward that Lightning redirects to `training_step` (under DDP) is not a forward: the modules
+  called inside it are. A module under `torch.compile` is called as one (its compiled code calls no hook, so
+  the hooks break no graph);
 - `data_wait` is the DataLoader's iterator starting and each `next()` on it; the batches' samples (the first
   tensor's leading dimension) handed to the script between two step ends are the step's samples, as work is
   counted. A loader that fetches ahead (Accelerate's prepared loader, Lightning's prefetcher) draws k batches
@@ -45,6 +52,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from torch.utils.data import DataLoader
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
+from runcontract.ledger import Mark
 from runcontract.run import Run
 
 # torch.distributed's collectives a script may call itself: counted inside T, named in not_separated
@@ -106,6 +114,16 @@ class Feed:
 FEED_ATTR = "_runcontract_feed"
 
 
+def redirected(module: torch.nn.Module) -> bool:
+    """Whether this forward is Lightning's redirection of another method (`training_step`) through a wrapper
+    (DDP): the LightningModule's `forward` replaced on the instance by `_ForwardRedirection`'s function."""
+    for inner in (module, getattr(module, "module", None)):
+        forward = vars(inner).get("forward") if isinstance(inner, torch.nn.Module) else None
+        if getattr(forward, "__qualname__", "").startswith("_ForwardRedirection."):
+            return True
+    return False
+
+
 class TorchHooks:
     """Install with `install()`, remove with `remove()`; `notes()` says what the run could not separate."""
 
@@ -114,10 +132,16 @@ class TorchHooks:
         self.ledger = run.ledger
         self.main = threading.main_thread().ident
         self.depth = 0  # nesting of module forwards on the main thread: the outermost one is charged
+        self.passed: Counter[int] = Counter()  # the open forwards that are no forward (`redirected`)
         self.comm: list[CommState] = []
         self.seen = {"forward": 0, "backward": 0, "batches": 0, "optimizer_steps": 0, "ddp": 0, "uncounted_batches": 0,
                      "closure_calls": 0}
         self.pending_samples = 0  # the samples of the batches handed to the script since the last step's end
+        self.optimizers: dict[int, list[Any]] = {}  # id -> [class name, its steps], in the order of first step
+        self.stepped: set[int] = set()  # the optimizers stepped since the last step's end
+        self.settled = False  # an optimizer stepped again: every optimizer of an iteration has been seen
+        self.pending: tuple[Mark, int] | None = None  # the last optimizer step's end, samples then: a step's end?
+        self.param_bytes: dict[int, int] = {}  # what the optimizers step (no DDP): parameter id -> gradient bytes
         self.undecided: list[Feed] = []  # iterators whose look-ahead the next forward tells
         self.feeds: list[Feed] = []  # the iterators' Feeds that may still hold a batch (fetched ahead, never used)
         self.collectives: list[tuple[str, int]] = []  # the script's own: (name, steps ended before it) inside T
@@ -166,8 +190,12 @@ class TorchHooks:
     def _optimizer_pre(self, optimizer: Any, args: Any, kwargs: Any) -> tuple[Any, dict[str, Any]] | None:
         if not self._on_main():
             return None
-        if self.run.grad_bytes is None:  # no DDP seen: the parameters the optimizer steps
-            self.run.gradients((p for group in optimizer.param_groups for p in group["params"]), probe=False)
+        if id(optimizer) in self.stepped:  # it steps again: the iteration ended at the previous optimizer step
+            self.settled = True
+            self._end_pending()
+        if id(optimizer) not in self.optimizers:
+            self.optimizers[id(optimizer)] = [type(optimizer).__name__, 0]
+            self._optimizer_gradients(optimizer)
         self.ledger.enter("optimizer", self._now())
         if callable(kwargs.get("closure")):
             return args, {**kwargs, "closure": self._step_closure(kwargs["closure"])}
@@ -195,13 +223,45 @@ class TorchHooks:
         now = self._now()
         self.ledger.leave("optimizer", now)
         self.seen["optimizer_steps"] += 1
+        self.optimizers[id(optimizer)][1] += 1
         self._decide(lambda held: 0)  # no forward since it began: every batch drawn was handed over
-        self.run.step(samples=self.pending_samples)
-        self.pending_samples = 0
+        self.stepped.add(id(optimizer))
+        if self.settled and self.stepped >= self.optimizers.keys():  # every optimizer has stepped: the step ends
+            self.pending = None
+            self.stepped = set()
+            self.run.step(samples=self.pending_samples)
+            self.pending_samples = 0
+        else:  # another optimizer may step in this iteration yet
+            self.pending = (self.ledger.mark(now), self.pending_samples)
+
+    def _end_pending(self) -> None:
+        """End the step at the last optimizer step's end, with the samples handed over by then."""
+        if self.pending is not None:
+            mark, samples = self.pending
+            self.run.step(samples=samples, at=mark)
+            self.pending_samples -= samples
+        self.pending = None
+        self.stepped = set()
+
+    def flush(self) -> None:
+        """End the step the last optimizer step may have ended (the run's end, or a known iteration boundary)."""
+        self._end_pending()
+
+    def _optimizer_gradients(self, optimizer: Any) -> None:
+        """With no DDP and no model given (`run.gradients`): the parameters every optimizer steps."""
+        if self.seen["ddp"] or (self.run.grad_bytes is not None and not self.param_bytes):
+            return
+        params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
+        self.param_bytes.update({id(p): p.numel() * p.element_size() for p in params})
+        self.run.gradients(params, probe=False)
+        self.run.grad_bytes = sum(self.param_bytes.values())
 
     # --- forward and backward: compute (and comm) --------------------------------------------------------------
     def _forward_pre(self, module: torch.nn.Module, args: Any) -> None:
-        if not self._on_main():
+        if torch.compiler.is_compiling() or not self._on_main():  # a module inside a compiled one: no graph break
+            return
+        if self.depth == 0 and redirected(module):
+            self.passed[id(module)] += 1
             return
         self.depth += 1
         if self.depth == 1:
@@ -210,7 +270,12 @@ class TorchHooks:
             self.ledger.enter("compute", self._now())
 
     def _forward_post(self, module: torch.nn.Module, args: Any, output: Any) -> None:
-        if not self._on_main() or self.depth == 0:
+        if torch.compiler.is_compiling() or not self._on_main():
+            return
+        if self.depth == 0 and self.passed[id(module)]:
+            self.passed[id(module)] -= 1
+            return
+        if self.depth == 0:
             return
         self.depth -= 1
         if self.depth == 0:
@@ -311,13 +376,16 @@ class TorchHooks:
 
     # --- what the run showed -----------------------------------------------------------------------------------
     def notes(self) -> None:
-        """Fill the run's `not_separated` and `measured` from what the hooks saw."""
+        """End the last step, and fill the run's `not_separated` and `measured` from what the hooks saw."""
+        self.flush()
         run, seen = self.run, self.seen
         unused = [len(feed.held) for feed in self.feeds if feed.ahead]
         run.measured.update(seen, comm_buckets=sum(s.buckets for s in self.comm),
-                            comm_bytes=sum(s.bytes for s in self.comm), batches_fetched_ahead=sum(unused))
-        if self.comm and seen["optimizer_steps"]:  # DDP's buckets per step, as the comm hook counted them
-            run.buckets = max(1, round(run.measured["comm_buckets"] / seen["optimizer_steps"]))
+                            comm_bytes=sum(s.bytes for s in self.comm), batches_fetched_ahead=sum(unused),
+                            optimizers=[{"optimizer": name, "steps": steps}
+                                        for name, steps in self.optimizers.values()])
+        if self.comm and self.ledger.steps:  # DDP's buckets per step, as the comm hook counted them
+            run.buckets = max(1, round(run.measured["comm_buckets"] / self.ledger.steps))
         if not seen["ddp"] and run.world_size > 1:
             run.not_separated.append("comm: communication not separated: no DDP found (any collective is inside "
                                      "compute, optimizer or other)")

@@ -4,7 +4,8 @@ A step runs from the end of the previous step (for the first step: its first eve
 asked for) to the call that ends it. Inside a step the innermost open part is charged; time in no part is
 `other`. So the five parts of every step add up to its wall time, and the steps' walls to
 T = end of the last step - start of the first. Time after the last step's end (evaluation, saving, tear-down)
-is outside T. Standard library only.
+is outside T. A step may also end at an earlier instant of it, marked then (`mark()`, `end_step(at=)`), once
+it is known to have ended there; what was charged after the mark is the next step's. Standard library only.
 """
 
 from __future__ import annotations
@@ -27,6 +28,15 @@ class StepRecord:
     """One finished step: its wall time and its five parts (adding up to the wall)."""
 
     wall_s: float
+    parts: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Mark:
+    """An instant inside a step and the parts charged up to it: where a step is ended later, once it is known
+    that the step ended there (`Ledger.end_step(at=mark)`)."""
+
+    at: float
     parts: dict[str, float]
 
 
@@ -90,11 +100,30 @@ class Ledger:
                 return
         raise ValueError(f"part {part!r} closed but not open (open: {', '.join(self.stack) or 'none'})")
 
-    def end_step(self, now: float | None = None) -> StepRecord:
-        """End the current step here (starting the first one too if nothing did)."""
+    def mark(self, now: float | None = None) -> Mark:
+        """The present instant and the step's parts up to it, for `end_step(at=...)`."""
         now = self.now() if now is None else now
         self.begin(now)
         self._charge(now)
+        return Mark(now, dict(self.step_parts))
+
+    def end_step(self, now: float | None = None, *, at: Mark | None = None) -> StepRecord:
+        """End the current step here (starting the first one too if nothing did), or at the earlier `at`, a mark
+        taken in this step: what was charged after it becomes the next step's."""
+        if at is not None:
+            if not self.started or at.at < self._step_start:
+                raise ValueError("the mark is not inside the current step")
+            carried = {part: self.step_parts[part] - at.parts[part] for part in BREAKDOWN_PARTS}
+            self.step_parts = dict(at.parts)
+            record = self._close(at.at)
+            self.step_parts = carried
+            return record
+        now = self.now() if now is None else now
+        self.begin(now)
+        self._charge(now)
+        return self._close(now)
+
+    def _close(self, now: float) -> StepRecord:
         record = StepRecord(now - self._step_start, self.step_parts)
         for part, seconds in record.parts.items():
             self.totals[part] += seconds

@@ -6,14 +6,14 @@
     trainer.fit(model, loader, ckpt_path=callback.ckpt_path)   # None, or the checkpoint a stop signal left
 
 It writes the run directory for the Trainer's fit (result.json `attribution.mode` = "callback"). The parts, the
-steps and the samples are measured by the no-edit mode's torch hooks (runcontract.hooks: a step is one optimizer
-step, Lightning's closure timed as the step's, the batches the loader hands over, DDP's all-reduce wait),
-installed when the callback is made, before the Trainer builds DDP; the callback adds the loss of each training
-batch and checkpoint-on-signal: on SIGTERM/SIGUSR1 the workers agree, at the end of a training batch, to stop;
-Lightning's own `trainer.save_checkpoint` writes `lightning-stop.ckpt` in the run directory, the fit ends, the
-run ends with exit.json code 75 and the process exits 75. Run the same directory again: `callback.ckpt_path`
-names that checkpoint, and T and the parts go on. Works with `lightning.pytorch` or `pytorch_lightning`, the
-one the script imported (the `workloads` extra pins `pytorch-lightning`).
+steps and the samples are measured by the no-edit mode's torch hooks (runcontract.hooks: a step is an iteration
+ended by an optimizer step, Lightning's closure timed as the step's, the batches the loader hands over, DDP's
+all-reduce wait), installed when the callback is made, before the Trainer builds DDP; the callback adds the loss of
+each training batch and checkpoint-on-signal: on SIGTERM/SIGUSR1 the workers agree, at the end of a training batch,
+to stop; Lightning's own `trainer.save_checkpoint` writes `lightning-stop.ckpt` in the run directory, the fit ends,
+the run ends with exit.json code 75 and the process exits 75. Run the same directory again: `callback.ckpt_path`
+names that checkpoint, and T and the parts go on. Works with `lightning.pytorch` or `pytorch_lightning`, the one the
+script imported (the `workloads` extra pins `pytorch-lightning`).
 """
 
 from __future__ import annotations
@@ -97,6 +97,7 @@ class RunContractCallback(Callback):
         if stop and not self._saved:
             if not self.run.should_stop:
                 self.run.request_stop("SIGTERM")  # another worker's signal
+            self.hooks.flush()  # the batch's end ends the step its last optimizer step ended
             trainer.save_checkpoint(self.checkpoint)
             self.run.checkpointed(path=CHECKPOINT_FILE)
             self._saved = True

@@ -43,7 +43,7 @@ from runcontract.contract import (
     SCHEMA_VERSION,
 )
 from runcontract.files import ContractError, append_jsonl, check_version, read_json, write_json
-from runcontract.ledger import Ledger, StepRecord
+from runcontract.ledger import Ledger, Mark, StepRecord
 from runcontract.nvml import NvmlSampler
 
 DEFAULT_METRICS_INTERVAL_S = 10.0
@@ -209,9 +209,11 @@ class Run:
         finally:
             self.ledger.leave(name)
 
-    def step(self, samples: int = 0, tokens: int = 0, loss: float | None = None) -> StepRecord:
-        """End a step: its wall time since the previous step's end, its parts, and the work it did on this rank."""
-        record = self.ledger.end_step()
+    def step(self, samples: int = 0, tokens: int = 0, loss: float | None = None, *,
+             at: Mark | None = None) -> StepRecord:
+        """End a step: its wall time since the previous step's end, its parts, and the work it did on this rank.
+        `at`: the step ended at that earlier instant of it (`self.ledger.mark()`), not now."""
+        record = self.ledger.end_step(at=at)
         self.samples += int(samples)
         self.tokens += int(tokens)
         if loss is not None:

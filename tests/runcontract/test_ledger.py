@@ -81,3 +81,37 @@ def test_unknown_part_and_unbalanced_close_are_refused():
         ledger.enter("other")
     with pytest.raises(ValueError, match="part 'compute' closed but not open"):
         ledger.leave("compute")
+
+
+def test_a_step_ended_at_an_earlier_mark_hands_what_came_after_to_the_next():
+    """Two optimizers: the first one's step ends at 101.0, and only when it steps again (at 103.0) is it known
+    that the second one's end, at 102.0, ended the step."""
+    clock = Ticks()
+    ledger = Ledger(clock=clock)
+    ledger.enter("optimizer")
+    clock.t = 101.0
+    ledger.leave("optimizer")
+    ledger.mark()  # a step's end, perhaps; it was not
+    ledger.enter("optimizer")
+    clock.t = 102.0
+    ledger.leave("optimizer")
+    mark = ledger.mark()
+    clock.t = 102.25
+    ledger.enter("data_wait")  # the next iteration's batch
+    clock.t = 102.75
+    ledger.leave("data_wait")
+    ledger.enter("compute")
+    clock.t = 103.0
+    ledger.leave("compute")
+    record = ledger.end_step(at=mark)
+    assert record.wall_s == pytest.approx(2.0)
+    assert record.parts == pytest.approx({"data_wait": 0.0, "compute": 0.0, "comm": 0.0, "optimizer": 2.0,
+                                          "other": 0.0})
+    assert ledger.steps == 1 and ledger.train_time_s == pytest.approx(2.0)
+    clock.t = 104.0
+    ledger.end_step()  # the second step: from 102.0, with the batch and the forward charged after the mark
+    assert ledger.breakdown() == pytest.approx({"data_wait": 0.5, "compute": 0.25, "comm": 0.0, "optimizer": 2.0,
+                                                "other": 1.25})
+    assert ledger.train_time_s == pytest.approx(4.0)
+    with pytest.raises(ValueError, match="not inside the current step"):
+        ledger.end_step(at=mark)

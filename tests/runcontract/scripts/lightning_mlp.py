@@ -1,7 +1,9 @@
 """A plain PyTorch Lightning script (automatic optimization, an MLP on random data) that knows nothing of
 runcontract: the tests study it unmodified through `python -m runcontract.attach`.
 
-    python lightning_mlp.py [STEPS] [adam|lbfgs]     (under torchrun: one process per worker)
+    python lightning_mlp.py [STEPS] [adam|lbfgs] [ACCUMULATE]     (under torchrun: one process per worker)
+
+ACCUMULATE: Lightning's `accumulate_grad_batches` (1: an optimizer step per batch).
 """
 
 import os
@@ -12,6 +14,7 @@ import torch
 
 steps = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 optimizer = sys.argv[2] if len(sys.argv) > 2 else "adam"
+accumulate = int(sys.argv[3]) if len(sys.argv) > 3 else 1
 WIDTH, BATCH = 256, 256
 
 
@@ -38,5 +41,6 @@ data = torch.utils.data.TensorDataset(torch.randn(4096, 64), torch.randint(0, 2,
 loader = torch.utils.data.DataLoader(data, batch_size=BATCH, shuffle=True)
 workers = int(os.environ.get("WORLD_SIZE", "1"))
 trainer = pl.Trainer(max_steps=steps, accelerator="cpu", devices=workers, strategy="ddp" if workers > 1 else "auto",
-                     logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+                     accumulate_grad_batches=accumulate, logger=False, enable_checkpointing=False,
+                     enable_progress_bar=False, enable_model_summary=False)
 trainer.fit(MLP(), loader)
