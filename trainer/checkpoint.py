@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 FORMAT = "hlm-checkpoint-1"
 
 # Settings a checkpoint can only be resumed with (they fix the data order, the model or the schedule).
-RESUME_KEYS = tuple(k.name for k in TRAINER_KEYS if k.resume)  # the registry marks them (trainer/config_keys.py)
+RESUME_KEYS = tuple(k.name for k in TRAINER_KEYS if k.resume)  # the registry marks them (trainer/config_keys/)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Command-line flags built from the key registry (trainer/config_keys.py): one flag per key, its type,
+"""Command-line flags built from the key registry (trainer/config_keys/): one flag per key, its type,
 choices, default and help taken from the key, so `hlm-train train` and `hlm-train prepare` name a tokenizer,
 split or training key the same way and a new key gets its flag by being declared."""
 

@@ -27,7 +27,7 @@ class ModelConfig:
 
     vocab_size: int
     max_len: int
-    # the architecture keys, their defaults and their rules are the [model] table's (trainer/config_keys.py)
+    # the architecture keys, their defaults and their rules are the [model] table's (trainer/config_keys/)
     layers: int = _M.layers
     d_model: int = _M.d_model
     heads: int = _M.heads

@@ -1,6 +1,6 @@
 """Training settings: config.json (plus command-line overrides) validated into one typed, nested object.
 
-Its sections are the key registry's dataclasses (trainer/config_keys.py): `s.axes.window`, `s.model.d_model`,
+Its sections are the key registry's dataclasses (trainer/config_keys/): `s.axes.window`, `s.model.d_model`,
 `s.train.lr`, `s.data.tokenizer`, `s.run.config_id`. Every optional key has the registry's default so that an
 older or hand-written config still runs; every present key is judged by the registry's rule, and a bad one is
 reported with its dotted path and what was expected (exit code 2), in the words the study spec uses.
@@ -58,7 +58,7 @@ class Settings:
         changes: dict[str, dict[str, Any]] = {}
         for name, value in values.items():
             if name not in SECTION_OF:
-                raise ConfigError(f"{name}: not a key the trainer knows (see trainer/config_keys.py)")
+                raise ConfigError(f"{name}: not a key the trainer knows (see trainer/config_keys/)")
             changes.setdefault(SECTION_OF[name], {})[name] = value
         return dataclasses.replace(self, **{sec: dataclasses.replace(getattr(self, sec), **c)
                                             for sec, c in changes.items()})

@@ -74,8 +74,12 @@ def test_cockpit_report_and_open_show_every_configuration_of_an_earlier_store(ol
     done = cockpit("report", "study.toml", "--out", "report", cwd=old)
     assert done.returncode == 0, done.stderr
     rows = list(csv.DictReader((old / "report" / "scaling.csv").open()))
-    assert sorted(r["status"] for r in rows) == ["completed", "completed"]
-    assert float(rows[0]["train_time_s"]) > 0
+    if old.name == "store1-rundir1":  # the first release left [data.tokenizer] vocab out of config.json: its runs
+        # ran the trainer's default, 256, not the 64 the study file asks, and are shown as changed, never as done
+        assert rows == [] and done.stdout.count("changed since it ran: tokenizer.vocab 256 -> 64; left out") == 2
+    else:
+        assert sorted(r["status"] for r in rows) == ["completed", "completed"]
+        assert float(rows[0]["train_time_s"]) > 0
     assert (old / "upgrade" / "cockpit.sqlite").read_bytes() == before  # browsing never migrates nor writes it
 
 

@@ -66,13 +66,16 @@ def test_scaling_csv_carries_each_predicted_figures_interval(tmp_path):
     """scaling.csv: beside every predicted T and speedup, its 90% interval from the study's own misses (the
     demo store's 2-worker runs), containing the prediction, and the basis named."""
     import csv as csv_module
+    import shutil
 
     from cockpit.forecast.analysis import analyse, write_scaling_csv
     from cockpit.forecast.interval import error_model
     from cockpit.forecast.interval import interval as interval_of
     from cockpit.report.source import from_store
 
-    rows = analyse(from_store(DEMO_STORE).results)
+    copy = tmp_path / "cockpit.sqlite"  # a copy: opening a WAL store leaves its -shm beside it
+    shutil.copyfile(DEMO_STORE, copy)
+    rows = analyse(from_store(copy).results)
     predicted = [r for r in rows if r.get("predicted_t_same_work_s", float("nan")) == r.get("predicted_t_same_work_s")
                  and "predicted_t_same_work_s_low" in r]
     assert predicted, "the demo store's 2-worker runs have predictions"

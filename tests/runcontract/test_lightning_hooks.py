@@ -85,11 +85,12 @@ def test_a_lightning_adam_step_charges_only_the_update_to_optimizer(tmp_path, wo
         assert measured["ddp"] == 1 and parts["comm"] > 0
     else:
         assert parts["comm"] == 0
-    # the optimizer part per step is Adam's own update, timed apart on the same model: within a factor 4 of
-    # it, with 2 ms per step for the hooks and a loaded machine
+    # the optimizer part per step is Adam's own update, timed apart on the same model: at most 4 times it, with
+    # 2 ms per step for the hooks (a closure charged to it would be far above), and not a tenth of it (an update
+    # charged elsewhere); wide both ways because the two timings run at different moments of a loaded machine
     apart = own_update_s("adam")
     per_step = parts["optimizer"] / steps
-    assert apart / 4 <= per_step <= 4 * apart + 0.002, (per_step, apart)
+    assert apart / 10 <= per_step <= 4 * apart + 0.002, (per_step, apart)
 
 
 def test_lbfgs_evaluates_its_closure_several_times_per_step_outside_optimizer(tmp_path):
@@ -101,6 +102,8 @@ def test_lbfgs_evaluates_its_closure_several_times_per_step_outside_optimizer(tm
     assert steps < measured["closure_calls"] <= 4 * steps
     assert measured["forward"] == measured["backward"] == measured["closure_calls"]
     assert measured["optimizer_steps"] == steps
+    # LBFGS's own work per step (its two-loop recursion and line search, less the closure) varies with the calls
+    # it makes, so the bounds are those of Adam's above
     apart = own_update_s("lbfgs")
     per_step = parts["optimizer"] / steps
-    assert apart / 4 <= per_step <= 4 * apart + 0.002, (per_step, apart)
+    assert apart / 10 <= per_step <= 4 * apart + 0.002, (per_step, apart)

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from runcontract import disk_space
 from runcontract.contract import EXIT_CHECKPOINTED, EXIT_DISK_FULL, EXIT_OK, EXIT_REASONS, METRICS_FILE
 from runcontract.files import append_jsonl, read_jsonl
 from runcontract.modes import make_dirs
 from runcontract.records import read_exit, read_result, write_exit
 from tests.train.tiny import tiny_data, tiny_settings
-from trainer import checkpoint, disk_space, rundir
+from trainer import checkpoint, rundir
 from trainer.train import run
 
 OPTS = {"steps": 10, "dropout": 0.1}

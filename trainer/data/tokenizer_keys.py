@@ -1,4 +1,4 @@
-"""A tokenizer table validated by the key registry's rules (trainer/config_keys.py), in pure Python.
+"""A tokenizer table validated by the key registry's rules (trainer/config_keys/), in pure Python.
 
 Prepare, the preflight and the study spec (cockpit/study/spec.py, on the laptop, which has no numpy-heavy data
 stack to spare) all validate a tokenizer table here, so a value is refused in the same words everywhere.

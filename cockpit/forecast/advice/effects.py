@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from cockpit.study.spec import AXES, SCALE_AXES
+from cockpit.workloads import WORKLOADS
 from cockpit.workloads.script import command_keys
 from trainer.config_keys import AXIS_KEYS, BY_NAME, NOT_PREDICTED, TRAINER_KEYS, Effect, toml_value
 from trainer.config_keys import EFFECTS as KEY_EFFECTS
@@ -46,10 +47,15 @@ def effect_of(key: str) -> Effect:
 
 def axes_of(result: dict[str, Any]) -> dict[str, Any]:
     """A result's (or a config.json's) axis values; one written before a later axis existed ran at that axis's
-    default (trainer.config_keys.shows)."""
+    default (trainer.config_keys.shows), and so does an axis its workload does not take (a script's config.json
+    holds no dataset, mode or window: its matrix fills them with their defaults)."""
     inner = result.get("config")
     cfg: dict[str, Any] = inner if isinstance(inner, dict) else result
-    return {k.name: cfg.get(k.name, result.get(k.name, None if k.axis and k.axis.core else k.default))
+    workload = cfg.get("workload")
+    taker = WORKLOADS.get(str(workload.get("kind", "hlm")) if isinstance(workload, dict) else "hlm")
+    taken = set(taker.axes) if taker is not None else set(AXES)
+    return {k.name: cfg.get(k.name, result.get(k.name, None if k.axis and k.axis.core and k.name in taken
+                                               else k.default))
             for k in AXIS_KEYS}
 
 
