@@ -2,7 +2,7 @@
 records alone (no model, nothing trained).
 
 The recipe's S false alarms sit inside DS2's atrial fibrillation, where every N beat comes early against its
-neighbours. The rhythm gate (trainer.calibration) may stop S calls where the beat's irregularity that no repeating
+neighbours. The rhythm gate (trainer.scoring.calibration) may stop S calls where the beat's irregularity that no repeating
 pattern explains (rr_context's `af_irregularity`) is high, but validation never chooses it. This measures why, per
 beat, for three kinds of beat in three groups of records (DS1 as training, svdb, DS2 as test):
   - irregularity: `af_irregularity` exactly as the model's context token holds it;

@@ -1,6 +1,6 @@
 """How far can the class decision alone go on the test split? A ceiling, never a choice.
 
-A finished fine-tune's calibration (trainer.calibration) chose, on its validation patients, how much of the class
+A finished fine-tune's calibration (trainer.scoring.calibration) chose, on its validation patients, how much of the class
 weights' tilt to undo (a) and where the rhythm gate stops S calls. This asks the test split the question
 validation could not: over every a of the calibration's SHARES and every gate bin of the context's gate feature
 (and no gate), which decisions meet the DS2 goal (bench/quality.py's GOAL), and what is the best S +P at S Se >= the
@@ -8,7 +8,7 @@ goal's? If no decision of one trained model meets the goal, a better validation 
 itself must change. If some do, the question is why validation did not pick one. The run's own choice is shown
 beside the ceiling, recomputed here from the same logits, so the two are comparable, and so is the choice the
 same validation figures give under the goal's sensitivity floors (`train.calibrate_min_sensitivity` S=0.8 V=0.9,
-trainer.calibration.choose over the run's recorded candidates).
+trainer.scoring.calibration.choose over the run's recorded candidates).
 
 Nothing here feeds back into a run: the test split chooses nothing the recipe uses.
 
@@ -36,14 +36,14 @@ sys.path.insert(0, str(REPO / "bench"))
 from quality import GOAL  # noqa: E402  (the bench's one goal)
 
 from runcontract.contract import RESULT_FILE  # noqa: E402
-from trainer.calibration import GATE_CLASS, SHARES, choose, tilt  # noqa: E402
+from trainer.commands.ensemble import load_member, member_settings  # noqa: E402
+from trainer.commands.score_database import confusion_matrix  # noqa: E402
 from trainer.data import rr_context  # noqa: E402
 from trainer.data.dataset import WindowDataset  # noqa: E402
-from trainer.ensemble import load_member, member_settings  # noqa: E402
-from trainer.evaluate import EVAL_BATCH  # noqa: E402
 from trainer.model import GATED_LOGIT  # noqa: E402
-from trainer.score_database import confusion_matrix  # noqa: E402
-from trainer.scores import class_scores  # noqa: E402
+from trainer.scoring.calibration import GATE_CLASS, SHARES, choose, tilt  # noqa: E402
+from trainer.scoring.evaluate import EVAL_BATCH  # noqa: E402
+from trainer.scoring.scores import class_scores  # noqa: E402
 
 FIGURES = ("accuracy", "S Se", "S +P", "V Se", "macro-F1 NSVF")  # the goal's, in the table's order (None: "-")
 FLOORS = {"S": GOAL["S Se"], "V": GOAL["V Se"]}  # the goal's sensitivities, as train.calibrate_min_sensitivity takes them
@@ -87,7 +87,7 @@ def raw_logits(run: Path, records: list[str] | str = "test") -> tuple[np.ndarray
 def predictions(logits: np.ndarray, bins: np.ndarray | None, calibration: dict[str, Any], shares: Iterable[float],
                 gates: Iterable[int]) -> Iterator[tuple[float, int | None, np.ndarray]]:
     """(a, gate bin or None, each window's class) for every a of `shares` with no gate and with each of `gates`
-    (none without a gate feature): the calibration's decision, as trainer.calibration applies it."""
+    (none without a gate feature): the calibration's decision, as trainer.scoring.calibration applies it."""
     classes = calibration["classes"]
     log_w = tilt(torch.tensor(calibration["class_weight"]), classes, calibration["judged_classes"]).double().numpy()
     for gate in (None, *(gates if bins is not None else ())):

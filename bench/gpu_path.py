@@ -81,7 +81,8 @@ def train_in_group_of_one(run_dir: str) -> int:
 
     import torch.distributed as dist
 
-    from trainer import cli, distributed
+    from trainer.commands import cli
+    from trainer.parallelism import distributed
 
     def setup(requested_device: str, timeout_s: float = 1800.0) -> distributed.Dist:
         device = distributed.pick_device(requested_device, 0)

@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     m = load_manifest(shard)
     print(f"shards: {shard} ({m['dataset']}, {m['totals']['beats']:,} beats, vocab {m.vocab_size})")
     try:
-        from trainer.batches import MaskedWindows
+        from trainer.data.batches import MaskedWindows
     except ImportError:
         MaskedWindows = None  # noqa: N806
     models = {"small (2x64)": (2, 64, 4), "default (4x256)": (4, 256, 4)}

@@ -29,8 +29,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from trainer.data.dataset import WindowDataset, load_manifest, manifest_split  # noqa: E402
 from trainer.data.tokenizers import N_SPECIAL  # noqa: E402
-from trainer.scores import class_scores  # noqa: E402
-from trainer.sources import validation_split  # noqa: E402
+from trainer.run.sources import validation_split  # noqa: E402
+from trainer.scoring.scores import class_scores  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "physionet"
 CLASSES = ["N", "S", "V", "F"]

@@ -64,7 +64,7 @@ from runcontract.contract import RESULT_FILE  # noqa: E402
 from trainer.config_keys import CONTEXTS  # noqa: E402
 from trainer.data.splits import DS2  # noqa: E402
 from trainer.rundir import ENSEMBLE_FILE, EVALUATION_FILE  # noqa: E402
-from trainer.scores import class_scores  # noqa: E402
+from trainer.scoring.scores import class_scores  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "physionet"
 CLASSES = ("N", "S", "V", "F")

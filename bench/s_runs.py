@@ -28,11 +28,11 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 from quality import S_OUTLIER  # noqa: E402  (the bench's record 232)
 
+from trainer.commands.ensemble import load_member, member_settings  # noqa: E402
 from trainer.data.dataset import WindowDataset  # noqa: E402
 from trainer.data.labels import BEAT_CLASSES  # noqa: E402
 from trainer.data.rr_context import SINUS_FEATURE, features_of, rr_features  # noqa: E402
-from trainer.ensemble import load_member, member_settings  # noqa: E402
-from trainer.evaluate import EVAL_BATCH  # noqa: E402
+from trainer.scoring.evaluate import EVAL_BATCH  # noqa: E402
 
 N, S = BEAT_CLASSES.index("N"), BEAT_CLASSES.index("S")
 PLACES = ("alone", "first of a run", "inside a run", "last of a run")

@@ -1,6 +1,6 @@
 """Which patients decide the class decision? A finished fine-tune's validation part, scored per database.
 
-The calibration (trainer.calibration) picks a and the rhythm gate on the whole validation part. When that part
+The calibration (trainer.scoring.calibration) picks a and the rhythm gate on the whole validation part. When that part
 mixes databases (DS1's patients and svdb's), one of them can decide for the other. This scores the run's own
 validation records (or --records) from the logits before calibration, for each a and gate bin, and prints the
 macro-F1 over the classes the calibration judged and S Se / +P, for the whole part and for each database (a
@@ -22,9 +22,9 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 from gate_oracle import predictions, raw_logits  # noqa: E402  (the logits and decisions: one reader)
 
-from trainer.calibration import GATE_BINS, GATE_CLASS, SHARES  # noqa: E402
-from trainer.score_database import confusion_matrix  # noqa: E402
-from trainer.scores import class_scores, judged_macro_f1  # noqa: E402
+from trainer.commands.score_database import confusion_matrix  # noqa: E402
+from trainer.scoring.calibration import GATE_BINS, GATE_CLASS, SHARES  # noqa: E402
+from trainer.scoring.scores import class_scores, judged_macro_f1  # noqa: E402
 
 
 def database(record: str) -> str:

@@ -97,7 +97,7 @@ class ContractError(ValueError):
 JOB_SCRIPT_FILE = "job.sh"  # the batch script as submitted to Slurm
 
 
-# The kinds of collective result.json `comm.by_kind` attributes the comm part to (trainer.timing.CommMeter).
+# The kinds of collective result.json `comm.by_kind` attributes the comm part to (trainer.measure.timing.CommMeter).
 COMM_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
 # result.json `memory`'s figures per rank, in bytes (ResultMemory)
 MEMORY_FIGURES = ("params_bytes", "grads_bytes", "optimizer_bytes", "model_states_bytes", "peak_bytes")

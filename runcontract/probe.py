@@ -52,7 +52,7 @@ CONTENTION_ROUNDS = 5
 
 
 class Place(Protocol):
-    """Where this process sits (the HLM trainer's trainer.distributed.Dist, or `Here` for a script's run)."""
+    """Where this process sits (the HLM trainer's trainer.parallelism.distributed.Dist, or `Here` for a script's run)."""
 
     @property
     def enabled(self) -> bool: ...

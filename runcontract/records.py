@@ -60,7 +60,7 @@ class ResultProfile(TypedDict):
 
 
 class ResultParallel(TypedDict):
-    """result.json `parallel`: the data-parallel strategy (trainer/parallel.py, docs/strategies.md)."""
+    """result.json `parallel`: the data-parallel strategy (trainer/parallelism/parallel.py, docs/strategies.md)."""
 
     strategy: str  # as configured: ddp, zero1, fsdp, fsdp_noreshard
     applied: str  # what ran: the strategy, or "none" with one process (no process group)

@@ -4,7 +4,7 @@ import logging
 import os
 import sys
 
-from trainer.cli import main
+from trainer.commands.cli import main
 from trainer.environment import layout
 
 code = main()

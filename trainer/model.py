@@ -36,7 +36,7 @@ class ModelConfig:
     pool: str = _M.pool  # what feeds the class head: "mean" of every position, or "centre" (one position)
     centre: int = 0  # the position "centre" pooling reads: the classified beat's own token
     # the rhythm gate train.calibrate may choose: [position, first token id, class] - where the token at
-    # `position` is at least that id, the class is never called (trainer.calibration); None: no gate
+    # `position` is at least that id, the class is never called (trainer.scoring.calibration); None: no gate
     gate: list[int] | None = None
 
     def __post_init__(self) -> None:

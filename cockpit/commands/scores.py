@@ -18,7 +18,7 @@ from cockpit.study.spec import SQLITE_HEADER
 from runcontract.contract import RESULT_FILE, ContractError
 from runcontract.files import read_json
 from trainer.rundir import ENSEMBLE_FILE, EVALUATION_FILE
-from trainer.scores import false_alarms_per_hour
+from trainer.scoring.scores import false_alarms_per_hour
 
 if TYPE_CHECKING:
     from cockpit.figures.quality import Quality

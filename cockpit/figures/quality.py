@@ -3,7 +3,7 @@
 A speedup that costs accuracy is not a speedup: the same fine-tune on N workers takes fewer, larger steps
 when the epochs are fixed, and may learn less. So each analysed run carries its quality beside its T, and
 the run detail shows what the figure is made of. Every classification figure is recomputed from the
-confusion matrix with `trainer.scores` (the trainer's own formula), so the per-class scores, the
+confusion matrix with `trainer.scoring.scores` (the trainer's own formula), so the per-class scores, the
 macro-F1 and the matrix on one screen always agree and can be checked against each other by hand.
 """
 
@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.scores import MAIN_CLASSES, class_scores
+from trainer.scoring.scores import MAIN_CLASSES, class_scores
 
 MACRO_F1_NSVF = "macro-F1 (N,S,V,F)"  # the published inter-patient figure: Q has a handful of beats
 MACRO_F1 = "macro-F1"

@@ -3,7 +3,7 @@ own step parts (`hlm:<part>` ranges), the operations by self time and the all-re
 
 A trace is what `torch.profiler.profile.export_chrome_trace` writes: {"traceEvents": [...]} with complete
 events ("ph": "X", microseconds `ts` and `dur`) per process and thread. `ProfilerStep#N` is the run's step
-N (trainer/profiling.py). Ranges on one thread nest; an event's self time is its duration minus that of
+N (trainer/run/profiling.py). Ranges on one thread nest; an event's self time is its duration minus that of
 the events directly inside it. Parts per step, from the trainer's ranges inside `ProfilerStep#N`:
 
     data_wait = hlm:data_wait     compute = hlm:compute - hlm:comm (nested in it)     comm = hlm:comm
@@ -164,7 +164,7 @@ def summarise(trace: dict[str, Any], name: str, top: int = 10) -> TraceSummary:
     parts_s: dict[int, dict[str, float]] = {}
     compute_ranges: list[Event] = []
     for step, env in steps:
-        # the trainer's ranges of this step: hlm:comm has a track of its own (trainer/profiling.py)
+        # the trainer's ranges of this step: hlm:comm has a track of its own (trainer/run/profiling.py)
         inside = [e for e in evs if e.ts >= env.ts and e.end <= env.end + 1e-3 and e.name in ranges]
         sums = dict.fromkeys(BREAKDOWN_PARTS, 0.0)
         for e in inside:

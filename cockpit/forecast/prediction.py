@@ -35,8 +35,8 @@ from typing import Any
 from cockpit.figures.explain import FIXED_COSTS, PARTS
 from cockpit.forecast import batch_fit, straggler
 from cockpit.forecast.rank_memory import memory_per_rank
-from trainer import ddp_buckets
 from trainer.config_keys import STRATEGY_SHARDS
+from trainer.measure import ddp_buckets
 
 BACKWARD_SHARE = 2.0 / 3.0  # backward is ~2x the forward's FLOPs
 BATCH_PARTS = ("data_wait", "compute")  # the parts of a step that grow with the samples in it
@@ -426,7 +426,7 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
             return NoPrediction("the baseline's result.json has no comm.grad_bytes (an older trainer)")
         # a run that records none (a script without DDP): DDP's own count at its default cap
         buckets = max(1, int(buckets or comm.get("buckets") or ddp_buckets.expected_buckets(float(grad), None)))
-        # FSDP on a GPU in bf16 gathers and reduces bf16 (trainer.parallel's MixedPrecisionPolicy)
+        # FSDP on a GPU in bf16 gathers and reduces bf16 (trainer.parallelism.parallel's MixedPrecisionPolicy)
         half = strategy in ("fsdp", "fsdp_noreshard") and base.get("device") == "cuda" and \
             (base.get("config") or {}).get("precision") == "bf16"
         overlap = links.overlap.get(overlap_setting(base) or "")

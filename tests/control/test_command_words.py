@@ -20,7 +20,7 @@ from cockpit.cli import main as cli
 from cockpit.forecast.analysis import analyse
 from cockpit.report.source import from_store, study_or_store
 from tests.studies import REPO
-from trainer.cli import parser as trainer_parser
+from trainer.commands.cli import parser as trainer_parser
 
 FIXTURE = REPO / "tests" / "fixtures" / "demo-store"
 STORE = Path("local-demo") / "cockpit.sqlite"

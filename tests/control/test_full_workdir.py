@@ -27,7 +27,8 @@ from runcontract.contract import EXIT_DISK_FULL
 from runcontract.records import read_result
 from tests.control.conftest import slurm_cluster_table
 from tests.studies import REPO, mitdb_data, study_toml
-from trainer import checkpoint, rundir
+from trainer import rundir
+from trainer.run import checkpoint
 
 pytestmark = [pytest.mark.slurm, pytest.mark.sshd]
 FAST = AdaptiveInterval(fast_s=0.3, running_s=0.6, slow_s=1.0)

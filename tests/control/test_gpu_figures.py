@@ -217,7 +217,7 @@ def test_the_plan_of_the_h200_example_predicts_kwh_beside_node_hours(capsys, mon
 def test_a_cpu_run_says_its_energy_was_not_measured_or_gives_raplss_figure(tmp_path: Path) -> None:
     """A real local run on this machine: the RAPL package counters where readable, else the reason."""
     from tests.train.tiny import tiny_data, tiny_settings
-    from trainer.train import run
+    from trainer.run.train import run
 
     s = tiny_settings(tmp_path / "cpu", steps=3)
     assert run(s, tiny_data(s)) == EXIT_OK

@@ -94,7 +94,7 @@ def test_a_finetune_on_template_differences_runs_from_the_cli_and_records_its_ch
     template-difference windows; the result says what the windows were."""
     from runcontract.records import read_exit, read_result
     from tests.data.conftest import copy_records
-    from trainer.cli import main
+    from trainer.commands.cli import main
 
     data = copy_records(physionet / "mitdb", tmp_path / "db", ["119", "200"], ("hea", "atr", "dat"))
     run_dir = tmp_path / "run"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from trainer.commands.prepare_command import add_arguments, run
 from trainer.data.dataset import WindowDataset, load_manifest
 from trainer.data.errors import DataError
 from trainer.data.prepare import prepare_dataset
-from trainer.prepare_command import add_arguments, run
 
 SAMPLES = {"name": "samples"}
 

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from tests.data.conftest import copy_records
-from trainer import download
-from trainer.cli import main
+from trainer.commands import download
+from trainer.commands.cli import main
+from trainer.commands.download import Progress
 from trainer.data.records import resolve_annotator
-from trainer.download import Progress
 
 RECORDS = ["800", "801", "802"]
 

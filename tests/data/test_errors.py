@@ -11,12 +11,12 @@ import wfdb
 
 from runcontract.records import write_config
 from tests.data.conftest import copy_records
+from trainer.commands.prepare_command import add_arguments, run
 from trainer.config_keys import ANNOTATOR_PREFERENCE, TOKENIZER
 from trainer.data.dataset import WindowDataset
 from trainer.data.errors import DataError
 from trainer.data.prepare import prepare_dataset
 from trainer.data.records import auto_annotators
-from trainer.prepare_command import add_arguments, run
 
 SAMPLES = {"name": "samples"}
 

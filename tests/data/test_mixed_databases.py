@@ -12,11 +12,11 @@ import pytest
 
 from runcontract.records import write_config
 from tests.data.conftest import copy_records
-from trainer.cli import main
+from trainer.commands.cli import main
 from trainer.data.dataset import WindowDataset, load_manifest, manifest_split
 from trainer.data.errors import DataError
 from trainer.data.prepare import prepare_data
-from trainer.sources import validation_split
+from trainer.run.sources import validation_split
 
 DATA_DOC = Path(__file__).resolve().parents[2] / "docs" / "data.md"
 TOKENIZER = {"name": "samples", "fs": 180, "highpass_hz": 0.5}

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import wfdb
 
+from trainer.commands.preflight import dataset_facts
 from trainer.data.headers import lead_names
 from trainer.data.records import lead_rate
-from trainer.preflight import dataset_facts
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared/data/wfdb-sample-data"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from runcontract.contract import EXIT_BAD_INPUT
-from trainer.cli import main
+from trainer.commands.cli import main
 from trainer.config_flags import record_names
 
 
@@ -39,7 +39,7 @@ def test_hlm_train_train_and_cockpit_demo_read_records_alike(tmp_path: Path, phy
 
     from cockpit.cli import build_parser
     from cockpit.commands import demo
-    from trainer.cli import build_config, parser
+    from trainer.commands.cli import build_config, parser
 
     args = parser().parse_args(["train", "--run-dir", str(tmp_path / "run"), "--steps", "1",
                                 "--records", "100,101", "103", "--test-records", "101, 103"])
@@ -54,7 +54,7 @@ def test_hlm_train_train_and_cockpit_demo_read_records_alike(tmp_path: Path, phy
 
 
 def test_an_empty_records_flag_is_a_usage_error(tmp_path: Path, capsys):
-    from trainer.cli import main
+    from trainer.commands.cli import main
 
     assert main(["prepare", "--synthetic", "--out", str(tmp_path), "--records", ","]) == 2
     assert "--records: no record names in ','" in capsys.readouterr().err

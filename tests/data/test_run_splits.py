@@ -12,7 +12,7 @@ from runcontract.contract import EXIT_BAD_INPUT, METRICS_FILE
 from runcontract.records import read_exit, read_result
 from tests.data.conftest import copy_records
 from trainer import rundir
-from trainer.cli import main
+from trainer.commands.cli import main
 
 TINY = ["--tokenizer", "beats", "--window", "16", "--batch-size", "4", "--layers", "1", "--d-model", "16",
         "--heads", "2", "--steps", "2", "--device", "cpu", "--cpus-per-task", "1", "--num-workers", "0"]

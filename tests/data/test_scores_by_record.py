@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from trainer.batches import LabelledWindows
+from trainer.data.batches import LabelledWindows
 from trainer.data.dataset import WindowDataset
 from trainer.data.prepare import prepare_dataset
-from trainer.distributed import Dist
-from trainer.evaluate import classify
 from trainer.model import HeartLanguageModel, ModelConfig
+from trainer.parallelism.distributed import Dist
+from trainer.scoring.evaluate import classify
 
 CLASSES = ["N", "S", "V", "F", "Q"]
 

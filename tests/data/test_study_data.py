@@ -11,9 +11,9 @@ import pytest
 from cockpit.commands import demo
 from cockpit.study.spec import SpecError, load_study, parse_study
 from runcontract.records import write_config
-from trainer import cli as trainer_cli
+from trainer.commands import cli as trainer_cli
+from trainer.commands.prepare_command import add_arguments, run
 from trainer.data.dataset import load_manifest
-from trainer.prepare_command import add_arguments, run
 from trainer.settings import from_config
 
 REPO = Path(__file__).resolve().parents[2]

@@ -324,7 +324,7 @@ def test_rr_context_honours_the_annotations_time_resolution(tokenizer: str, tmp_
 
 
 def test_the_cli_refuses_in_one_line_with_exit_3(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "trainer.cli", "prepare", "--data", str(CORPUS), "--records",
+    out = subprocess.run([sys.executable, "-m", "trainer.commands.cli", "prepare", "--data", str(CORPUS), "--records",
                           "12726", "--tokenizer", "beats", "--annotator", "anI", "--out", str(tmp_path)],
                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert out.returncode == 3, out.stderr

@@ -11,7 +11,7 @@ import pytest
 from cockpit.study.spec import SpecError, parse_study
 from cockpit.study.spec_rules import SECTIONS
 from tests.studies import study_raw
-from trainer.cli import TRAIN_KEYS, build_config, parser
+from trainer.commands.cli import TRAIN_KEYS, build_config, parser
 from trainer.config_keys import KEYS, ConfigKey
 from trainer.settings import SECTION_OF, Settings, from_config
 

@@ -26,7 +26,7 @@ import pytest
 from cockpit.cli import build_parser
 from tests.data.conftest import copy_records
 from tests.data.test_download import Mirror, write_sums
-from trainer.cli import parser as trainer_parser
+from trainer.commands.cli import parser as trainer_parser
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import trainer.config_keys as registry
-from trainer.config_doc import COMMAND, TABLES, markdown, toml_value
+from trainer.commands.config_doc import COMMAND, TABLES, markdown, toml_value
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "study-keys.md"
 

@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 # Lowest first. A module may import its own layer and the ones below; the first prefix that matches wins.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("shared contract", ("runcontract", "trainer.rundir", "trainer.config_keys", "trainer.ddp_buckets", "trainer.scores", "trainer.data.errors",
+    ("shared contract", ("runcontract", "trainer.rundir", "trainer.config_keys", "trainer.measure.ddp_buckets", "trainer.scoring.scores", "trainer.data.errors",
                          "trainer.data.tokenizer_keys", "trainer.environment", "sbatch_templates")),
     ("study, backends and figures", ("cockpit.plugins", "cockpit.workloads", "cockpit.study", "cockpit.preflight", "cockpit.figures",
                                      "cockpit.launch")),

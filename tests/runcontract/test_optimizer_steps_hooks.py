@@ -5,6 +5,8 @@ under `torch.compile`. On 2 gloo workers DDP's all-reduce wait is `comm`; the pa
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from runcontract.contract import BREAKDOWN_PARTS
@@ -119,3 +121,49 @@ def test_a_compiled_model_is_counted_and_charged_to_compute(tmp_path, monkeypatc
     assert parts["compute"] > parts["other"] and parts["compute"] > parts["data_wait"]
     comm_separated(result, workers)
     assert result["attribution"]["not_separated"] == []
+
+
+def test_a_two_optimizer_step_ends_at_the_end_of_the_iterations_last_optimizer_step(tmp_path):
+    """In process, a plain torch GAN loop: the first iteration's end is known when the discriminator steps again
+    (the step is then ended at the generator's step's end, before the second batch was drawn); from then on each
+    iteration's step ends at the generator's step, and T ends there."""
+    from runcontract.hooks import TorchHooks
+    from runcontract.run import Run
+
+    torch.manual_seed(0)
+    gen, disc = torch.nn.Linear(4, 8), torch.nn.Linear(8, 1)
+    opt_d, opt_g = torch.optim.Adam(disc.parameters()), torch.optim.Adam(gen.parameters())
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(40, 8)), batch_size=8)
+    mid, ends, drawn = [], [], []  # the ledger's steps between the two optimizer steps and after them; the
+    # instant each batch was drawn
+    with Run(tmp_path, mode="hooks", stop_signals=False) as run:
+        hooks = TorchHooks(run).install()
+        try:
+            for (real,) in loader:
+                drawn.append(time.perf_counter())
+                fake = gen(torch.randn(8, 4))
+                d_loss = disc(real).mean() - disc(fake.detach()).mean()
+                opt_d.zero_grad()
+                d_loss.backward()
+                opt_d.step()
+                mid.append(run.ledger.steps)
+                g_loss = disc(fake).mean()
+                opt_g.zero_grad()
+                g_loss.backward()
+                opt_g.step()
+                ends.append(run.ledger.steps)
+                last_g_end = time.perf_counter()
+        finally:
+            hooks.remove()
+        # the discriminator's step ends no step; the generator's does, from the second iteration on, and the
+        # first iteration's step is ended once the discriminator steps again
+        assert mid == [0, 1, 2, 3, 4] and ends == [0, 2, 3, 4, 5]
+        hooks.notes()
+        assert run.ledger.steps == 5 and run.samples == 40
+        # T: from the loader's start to the end of the last generator step (after the last batch was drawn)
+        assert run.ledger.first_start <= drawn[0] and drawn[-1] < run.ledger.last_end <= last_g_end
+        assert run.measured["optimizers"] == [{"optimizer": "Adam", "steps": 5}] * 2
+        assert run.grad_bytes == 4 * (4 * 8 + 8 + 8 + 1)  # both optimizers' parameters
+        parts = run.ledger.breakdown()
+        assert sum(parts.values()) == pytest.approx(run.ledger.train_time_s, rel=1e-9)
+        run.finish()

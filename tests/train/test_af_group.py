@@ -29,7 +29,7 @@ def n_beats_inside_af(folder: Path, record: str) -> int:
 def test_a_finetune_weighs_the_n_beats_inside_fibrillation_apart(physionet: Path, tmp_path: Path) -> None:
     from runcontract.records import read_exit, read_result
     from tests.data.conftest import copy_records
-    from trainer.cli import main
+    from trainer.commands.cli import main
 
     data = copy_records(physionet / "mitdb", tmp_path / "db", ["101", "203", "100"], ("hea", "atr", "dat"))
     run_dir = tmp_path / "run"
@@ -69,7 +69,7 @@ def test_the_loss_weighs_each_item_by_its_group() -> None:
 def test_the_group_needs_class_weights_and_beat_classes(physionet: Path, tmp_path: Path) -> None:
     from runcontract.records import read_exit
     from tests.data.conftest import copy_records
-    from trainer.cli import main
+    from trainer.commands.cli import main
 
     message = check_train({"steps": 10, "af_group": True, "class_weights": "none"})
     assert message and "train.af_group" in message and "class_weights = 'none'" in message

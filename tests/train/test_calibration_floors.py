@@ -1,12 +1,12 @@
 """train.calibrate_min_sensitivity: the key's words, its rule across keys, and the choice it makes among the
-candidates a calibration tried (trainer.calibration.choose)."""
+candidates a calibration tried (trainer.scoring.calibration.choose)."""
 
 from __future__ import annotations
 
 import pytest
 
-from trainer.calibration import GATE_BINS, check_floors, choose
 from trainer.config_keys import check_train, sensitivity_floors
+from trainer.scoring.calibration import GATE_BINS, check_floors, choose
 
 
 def candidate(share: float, gate: int | None, f1: float, s_se: float, v_se: float = 0.95) -> dict:

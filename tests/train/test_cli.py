@@ -25,7 +25,7 @@ from runcontract.records import read_config, read_exit, read_result
 from tests.train.conftest import write_run_config
 from tests.train.test_ddp import weights
 from trainer import rundir
-from trainer.cli import main
+from trainer.commands.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 

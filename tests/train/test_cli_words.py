@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from runcontract.contract import EXIT_DISK_FULL, EXIT_USAGE
-from trainer.cli import TRAIN_GROUPS, TRAIN_KEYS, main, parser
+from trainer.commands.cli import TRAIN_GROUPS, TRAIN_KEYS, main, parser
 from trainer.config_keys import TOKENIZER_KEYS
 
 

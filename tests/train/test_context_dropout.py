@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from trainer.batches import HiddenContext, LabelledWindows
+from trainer.data.batches import HiddenContext, LabelledWindows
 
 CONTEXT, MASK = 3, 99
 
@@ -46,7 +46,7 @@ def test_the_draw_depends_on_seed_epoch_and_index_only():
 
 def fine_tune(physionet: Path, tmp_path: Path, *flags: str) -> Path:
     from tests.data.conftest import copy_records
-    from trainer.cli import main
+    from trainer.commands.cli import main
 
     data = copy_records(physionet / "mitdb", tmp_path / "db", ["101", "100"], ("hea", "atr", "dat"))
     run_dir = tmp_path / "run"

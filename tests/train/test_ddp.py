@@ -12,10 +12,12 @@ from runcontract.contract import EXIT_OK, METRICS_FILE
 from runcontract.files import read_jsonl
 from runcontract.records import read_result
 from tests.train.tiny import VOCAB, spawn_world, tiny_data, tiny_settings
-from trainer import checkpoint, ddp_buckets, rundir
+from trainer import rundir
+from trainer.measure import ddp_buckets
+from trainer.measure.timing import union_s
 from trainer.model import HeartLanguageModel, ModelConfig
-from trainer.timing import union_s
-from trainer.train import run
+from trainer.run import checkpoint
+from trainer.run.train import run
 
 
 def weights(run_dir: Path) -> dict[str, torch.Tensor]:

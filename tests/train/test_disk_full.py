@@ -15,8 +15,9 @@ from runcontract.files import append_jsonl, read_jsonl
 from runcontract.modes import make_dirs
 from runcontract.records import read_exit, read_result, write_exit
 from tests.train.tiny import tiny_data, tiny_settings
-from trainer import checkpoint, rundir
-from trainer.train import run
+from trainer import rundir
+from trainer.run import checkpoint
+from trainer.run.train import run
 
 OPTS = {"steps": 10, "dropout": 0.1}
 

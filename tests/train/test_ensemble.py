@@ -12,7 +12,7 @@ import pytest
 from runcontract.contract import CONFIG_FILE, RESULT_FILE
 from runcontract.records import read_exit, read_result
 from trainer import rundir
-from trainer.cli import main
+from trainer.commands.cli import main
 from trainer.rundir import ENSEMBLE_FILE
 
 

@@ -13,9 +13,9 @@ import pytest
 from cockpit.commands.scores import scores_lines
 from runcontract.records import read_exit
 from tests.data.conftest import copy_records
-from trainer.cli import main
+from trainer.commands.cli import main
 from trainer.rundir import EVALUATION_FILE
-from trainer.scores import class_scores, false_alarms_per_hour
+from trainer.scoring.scores import class_scores, false_alarms_per_hour
 
 
 @pytest.fixture(scope="module")

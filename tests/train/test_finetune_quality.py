@@ -12,17 +12,19 @@ import torch
 from runcontract.records import read_exit, read_result
 from tests.data.conftest import copy_records
 from tests.train.tiny import RandomWindows, tiny_data, tiny_settings
-from trainer import calibration, checkpoint, rundir, scores
-from trainer.batches import LabelledWindows
-from trainer.cli import main
+from trainer import rundir
+from trainer.commands.cli import main
 from trainer.data import DataError
-from trainer.distributed import Dist
-from trainer.evaluate import classify
+from trainer.data.batches import LabelledWindows
 from trainer.model import HeartLanguageModel, ModelConfig
-from trainer.scores import class_scores, judged_macro_f1
+from trainer.parallelism.distributed import Dist
+from trainer.run import checkpoint
+from trainer.run.sources import balanced_weights, labelled_part, named_validation, validation_split
+from trainer.run.train import run
+from trainer.scoring import calibration, scores
+from trainer.scoring.evaluate import classify
+from trainer.scoring.scores import class_scores, judged_macro_f1
 from trainer.settings import ConfigError, from_config
-from trainer.sources import balanced_weights, labelled_part, named_validation, validation_split
-from trainer.train import run
 
 
 def test_validation_split_holds_out_whole_patients_evenly() -> None:

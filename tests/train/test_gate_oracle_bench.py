@@ -18,7 +18,7 @@ from quality import GOAL  # noqa: E402
 from validation_parts import rows  # noqa: E402
 
 from runcontract.records import read_result  # noqa: E402
-from trainer.calibration import GATE_BINS, SHARES, choose  # noqa: E402
+from trainer.scoring.calibration import GATE_BINS, SHARES, choose  # noqa: E402
 
 SCRIPT = REPO / "bench" / "gate_oracle.py"
 FLOORS = ["S=0.5", "V=0.5"]  # train.calibrate_min_sensitivity, as the command line gives it

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trainer.batches import LabelledWindows
 from trainer.config_keys import KEYS
+from trainer.data.batches import LabelledWindows
 from trainer.data.dataset import WindowDataset
 from trainer.data.prepare import prepare_dataset
-from trainer.sources import AUGMENT_NOISE_SEED
+from trainer.run.sources import AUGMENT_NOISE_SEED
 
 
 def test_a_share_of_the_windows_comes_from_each_noisy_version_with_its_clean_label(physionet: Path,
@@ -41,7 +41,7 @@ def test_a_share_of_the_windows_comes_from_each_noisy_version_with_its_clean_lab
 def test_a_finetune_with_noise_augmentation_says_what_it_trained_on(physionet: Path, tmp_path: Path) -> None:
     from runcontract.records import read_exit, read_result
     from tests.data.conftest import copy_records
-    from trainer.cli import main
+    from trainer.commands.cli import main
 
     data = copy_records(physionet / "mitdb", tmp_path / "db", ["119", "100"], ("hea", "atr", "dat"))
     run_dir = tmp_path / "run"
@@ -63,7 +63,7 @@ def test_a_finetune_with_noise_augmentation_says_what_it_trained_on(physionet: P
 
 
 def test_the_levels_must_be_numbers(tmp_path: Path) -> None:
-    from trainer.cli import main
+    from trainer.commands.cli import main
 
     key = next(k for k in KEYS if k.name == "augment_noise_db")
     assert key.problem([12, 6.5]) is None and key.problem([]) is None

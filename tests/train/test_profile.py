@@ -157,7 +157,7 @@ def test_cockpit_trace_reads_a_slurm_studys_run_over_ssh(profiled: Path, sshd_se
 def test_a_run_that_ends_inside_a_cycle_writes_what_it_recorded(tmp_path: Path) -> None:
     """One process, no DDP: the trace is written when the profiler stops with the run; no comm range."""
     from tests.train.tiny import tiny_data, tiny_settings
-    from trainer.train import run
+    from trainer.run.train import run
 
     s = tiny_settings(tmp_path / "one", steps=4, profile_active=5, profile_wait=0, profile_warmup=0)
     assert run(s, tiny_data(s)) == EXIT_OK

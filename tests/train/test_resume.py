@@ -11,7 +11,7 @@ from runcontract.records import read_exit, read_result
 from tests.train.test_ddp import weights
 from tests.train.tiny import spawn_world, tiny_data, tiny_settings
 from trainer import rundir
-from trainer.train import run
+from trainer.run.train import run
 
 # 24 windows / batch 4 = 6 steps per epoch: 10 steps cross an epoch boundary; dropout exercises the RNG state.
 OPTS = {"steps": 10, "dropout": 0.1}

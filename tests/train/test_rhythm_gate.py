@@ -1,4 +1,4 @@
-"""The S decision's rhythm gate and the bootstrap over validation records (trainer.calibration), on real mitdb
+"""The S decision's rhythm gate and the bootstrap over validation records (trainer.scoring.calibration), on real mitdb
 records with atrial fibrillation (221) and with S beats in sinus rhythm and its runs (209), tokenized by the product's own prepare."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-from trainer import calibration
 from trainer.data.dataset import WindowDataset
 from trainer.data.prepare import prepare_dataset
 from trainer.data.rr_context import CONTEXT_FEATURES, RR_BINS, bin_floor, feature_site, gate_feature
-from trainer.distributed import Dist
-from trainer.evaluate import classify
 from trainer.model import GATED_LOGIT, HeartLanguageModel, ModelConfig, gated
-from trainer.scores import class_scores, judged_macro_f1
+from trainer.parallelism.distributed import Dist
+from trainer.scoring import calibration
+from trainer.scoring.evaluate import classify
+from trainer.scoring.scores import class_scores, judged_macro_f1
 
 PRE_LOCAL = list(CONTEXT_FEATURES).index("pre_local")
 

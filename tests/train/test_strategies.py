@@ -20,9 +20,10 @@ from runcontract.files import read_jsonl
 from runcontract.records import read_result
 from tests.train.test_ddp import weights
 from tests.train.tiny import free_port, tiny_data, tiny_settings
-from trainer import checkpoint, rundir
+from trainer import rundir
 from trainer.config_keys import STRATEGIES
-from trainer.train import run
+from trainer.run import checkpoint
+from trainer.run.train import run
 
 # The pair accumulates 2 micro-batches of 2 (the first without gradient synchronisation), so its global batch is
 # the single process's 8 windows; rank 1 gets SIGTERM during step 5 (its 9th fetch).

@@ -12,13 +12,14 @@ import torch
 from runcontract.contract import EXIT_CHECKPOINTED
 from runcontract.records import read_exit, read_result
 from tests.train.tiny import MASK_ID, RandomWindows, tiny_data, tiny_settings
-from trainer import checkpoint, rundir
-from trainer.batches import MaskedWindows, ResumableSampler
+from trainer import rundir
+from trainer.data.batches import MaskedWindows, ResumableSampler
 from trainer.model import IGNORE_INDEX, HeartLanguageModel, ModelConfig, load_encoder, mask_blocks
-from trainer.scores import class_scores
+from trainer.run import checkpoint
+from trainer.run.sources import balanced_weights
+from trainer.run.train import lr_at, run
+from trainer.scoring.scores import class_scores
 from trainer.settings import ConfigError, from_config
-from trainer.sources import balanced_weights
-from trainer.train import lr_at, run
 
 
 def test_mask_blocks_masks_exact_spans_deterministically() -> None:

@@ -13,9 +13,9 @@ import torch.multiprocessing as mp
 from torch.utils.data import Dataset
 
 from runcontract.records import read_exit
-from trainer.batches import LabelledWindows, MaskedWindows
+from trainer.data.batches import LabelledWindows, MaskedWindows
+from trainer.run.sources import Data
 from trainer.settings import Settings, validate
-from trainer.sources import Data
 
 VOCAB = 32
 MASK_ID = VOCAB - 1
@@ -81,7 +81,7 @@ def spawn_rank(rank: int, world: int, port: int, run_dir: str, overrides: dict[s
     """
     os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
                        "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
-    from trainer.train import run
+    from trainer.run.train import run
 
     s = tiny_settings(Path(run_dir), **overrides)
     code = run(s, tiny_data(s, signal_at=(signal_at or {}).get(rank, 0)))

@@ -24,7 +24,7 @@ pytest.importorskip("torch")
 def metrics(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     """Rank 0's records of a real 1.5-epoch training (6 steps per epoch: 9 steps, a record per step)."""
     from tests.train.tiny import tiny_data, tiny_settings
-    from trainer.train import run
+    from trainer.run.train import run
 
     run_dir = tmp_path_factory.mktemp("epochs-run")
     s = tiny_settings(run_dir, steps=None, epochs=1.5, metrics_interval_s=1e-6, eval=False)

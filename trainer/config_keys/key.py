@@ -20,7 +20,7 @@ CONTEXTS = ("none", "rr", "rr_rhythm", "rr_af", "rr_af_lock", "rr_af_lock_sinus"
 WAVEFORMS = ("raw", "diff", "both")  # what a samples window holds: trainer.data.beat_template
 POOLS = ("mean", "centre")  # trainer.model
 CLASS_WEIGHTS = ("balanced", "sqrt", "none")
-STRATEGIES = ("ddp", "zero1", "fsdp", "fsdp_noreshard")  # data parallelism: trainer.parallel, docs/strategies.md
+STRATEGIES = ("ddp", "zero1", "fsdp", "fsdp_noreshard")  # data parallelism: trainer.parallelism.parallel, docs/strategies.md
 # what each strategy keeps only a 1/N share of on a worker (the trainer's result.json and the cockpit's prediction)
 STRATEGY_SHARDS: dict[str, tuple[str, ...]] = {"ddp": (), "zero1": ("optimizer",),
                                                "fsdp": ("params", "grads", "optimizer"),
@@ -104,8 +104,8 @@ class ConfigKey:
     tokenizers: tuple[str, ...] = ()  # a tokenizer key: the tokenizers that read it
     rule: Callable[[Any], bool] | None = None  # a rule the bounds cannot say; `expected` words it
     expected_words: str = ""
-    resume: bool = False  # a checkpoint written under another value is not resumed (trainer.checkpoint)
-    windows: bool = False  # decides the test windows: an ensemble's members must agree (trainer.ensemble)
+    resume: bool = False  # a checkpoint written under another value is not resumed (trainer.run.checkpoint)
+    windows: bool = False  # decides the test windows: an ensemble's members must agree (trainer.commands.ensemble)
     effect: Effect | None = None  # a config.json key: what the prediction does with it (every one declares it)
 
     @property

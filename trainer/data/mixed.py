@@ -3,7 +3,7 @@
 `data_path` is the first database: its own split decides the test records (mitdb: AAMI DS2), so a model
 trained on more databases is still scored on the test split every published figure uses. `train_data`
 names further folders whose every record trains (the fine-tune's validation patients are drawn from all
-of them, trainer.sources.validation_split) and never tests.
+of them, trainer.run.sources.validation_split) and never tests.
 
 One rule brings every database to the model's rate: the samples tokenizer resamples each record from its
 header's rate to `tokenizer.fs` (polyphase, anti-aliased; svdb's 128 Hz to 180 Hz is 45/32) before the

@@ -15,7 +15,7 @@ N beats all look premature against their neighbours, moves it a lot (docs/traini
 `rr_af` adds instead the irregularity no short repeating pattern explains: for each lag k of AF_LAGS, the
 median of |RR_i - RR_(i-k)| / RR_(i-k) over the RHYTHM_BEATS intervals centred on the beat, and the least of
 them. A bigeminy repeats at lag 2 and a trigeminy at lag 3, so their least is small; atrial fibrillation
-repeats at no lag. It is the feature the S decision's rhythm gate reads (trainer.calibration).
+repeats at no lag. It is the feature the S decision's rhythm gate reads (trainer.scoring.calibration).
 
 `rr_af_lock` adds to `rr_af`'s tokens one more: the AF evidence, that irregularity x (1 - lock)^2, where the
 lock (trainer.data.atrial_lock) says whether a P wave keeps time with the QRS around the beat. It is high only

@@ -126,7 +126,7 @@ def plan_split(names: Iterable[str], options: dict[str, Any] | None = None, wher
 def with_train_only(split: Split, names: list[str], databases: list[str]) -> Split:
     """`split` plus records that only ever train: another database's (`hlm-train --train-data`), each its own
     patient. The test split stays the first database's alone, so its figure stays comparable with every
-    published one; validation draws from all training patients (trainer.sources.validation_split)."""
+    published one; validation draws from all training patients (trainer.run.sources.validation_split)."""
     if not names:
         return split
     clash = sorted(set(names) & set(split.train + split.test + split.excluded))

@@ -16,7 +16,7 @@ from cockpit.workloads import WORKLOADS
 from cockpit.workloads.script import command_keys
 from trainer.config_keys import AXIS_KEYS, BY_NAME, NOT_PREDICTED, TRAINER_KEYS, Effect, toml_value
 from trainer.config_keys import EFFECTS as KEY_EFFECTS
-from trainer.ddp_buckets import expected_buckets
+from trainer.measure.ddp_buckets import expected_buckets
 
 BY_DEST = {k.dest: k for k in TRAINER_KEYS}
 GROUP_AXES = tuple(a for a in AXES if a not in SCALE_AXES)
@@ -30,7 +30,7 @@ EFFECTS: dict[str, Effect] = KEY_EFFECTS
 # config.json keys that name the run rather than describe it (never a difference between two runs)
 IDENTITY = frozenset(k for k, e in EFFECTS.items() if e.model == "identity")
 
-buckets_for = expected_buckets  # DDP's bucket count, the trainer's formula (trainer/ddp_buckets.py)
+buckets_for = expected_buckets  # DDP's bucket count, the trainer's formula (trainer/measure/ddp_buckets.py)
 
 
 def effect_of(key: str) -> Effect:

@@ -251,7 +251,7 @@ def _source(rec: Recorded, ax: dict[str, Any]) -> tuple[dict[str, Any] | None, s
     if not rec.baselines:
         return None, "no finished 1x1 baseline recorded"
     same_model = [key for key in rec.baselines if _without_strategy(key) == _without_strategy(group)]
-    if same_model:  # one worker runs the plain model whatever its strategy (trainer.parallel)
+    if same_model:  # one worker runs the plain model whatever its strategy (trainer.parallelism.parallel)
         other = rec.baselines[same_model[0]]
         return other, f"strategy {ax['strategy']} from the {axes_of(other)['strategy']} baseline (one worker runs " \
                       "every strategy the same way)"

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from trainer import parallel
+from trainer.measure.timing import Mark
+from trainer.parallelism import parallel
 from trainer.settings import Settings
-from trainer.timing import Mark
 
 if TYPE_CHECKING:
-    from trainer.build import Trainer
-    from trainer.checkpoint import Progress
+    from trainer.run.build import Trainer
+    from trainer.run.checkpoint import Progress
 
 
 class NonFiniteLoss(RuntimeError):

@@ -1,5 +1,5 @@
 """docs/study-keys.md, written from the key registry (trainer.config_keys) so that the page cannot drift from
-what the study file, config.json and `hlm-train` accept: `python -m trainer.config_doc > docs/study-keys.md`.
+what the study file, config.json and `hlm-train` accept: `python -m trainer.commands.config_doc > docs/study-keys.md`.
 tests/foundation/test_docs_study_keys.py fails when the file in the repository differs from this output."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from trainer.config_keys import (
     toml_value,
 )
 
-COMMAND = "python -m trainer.config_doc > docs/study-keys.md"
+COMMAND = "python -m trainer.commands.config_doc > docs/study-keys.md"
 _TYPES = {int: "integer", float: "number", str: "string", bool: "boolean", list: "list", dict: "table"}
 
 

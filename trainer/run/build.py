@@ -1,4 +1,4 @@
-"""Building one rank's training: threads, data, model, its strategy (trainer/parallel.py: DDP, ZeRO-1 or FSDP)
+"""Building one rank's training: threads, data, model, its strategy (trainer/parallelism/parallel.py: DDP, ZeRO-1 or FSDP)
 with the optimizer, the loader, the resumed position.
 
 Everything here happens before T starts (it is in `timing.startup_s`). `build` returns a `Trainer`, the
@@ -22,14 +22,16 @@ import torch
 from torch.utils.data import DataLoader
 
 from runcontract import probe
-from trainer import checkpoint, distributed, parallel, profiling, rundir, sources
-from trainer.batches import ResumableSampler, worker_init
-from trainer.checkpoint import Progress
-from trainer.distributed import Dist
+from trainer import rundir
+from trainer.data.batches import ResumableSampler, worker_init
+from trainer.measure.timing import Clock, CommMeter, PartRanges
 from trainer.model import HeartLanguageModel, ModelConfig, load_encoder
+from trainer.parallelism import distributed, parallel
+from trainer.parallelism.distributed import Dist
+from trainer.run import checkpoint, profiling, sources
+from trainer.run.checkpoint import Progress
+from trainer.scoring.validation import Validator
 from trainer.settings import ConfigError, Settings
-from trainer.timing import Clock, CommMeter, PartRanges
-from trainer.validation import Validator
 
 log = logging.getLogger("hlm.train")
 
@@ -47,7 +49,7 @@ class Trainer:
     params: list[torch.nn.Parameter]  # trainable parameters (gradient clipping)
     optimizer: torch.optim.Optimizer
     opt_kind: str  # "fused" or "foreach"
-    par: parallel.Parallel  # the strategy as applied (trainer/parallel.py)
+    par: parallel.Parallel  # the strategy as applied (trainer/parallelism/parallel.py)
     scaler: torch.amp.GradScaler
     autocast: Callable[[], Any]
     loader: DataLoader

@@ -6,8 +6,8 @@ model's own tokenizer (the samples tokenizer resamples every record to the model
 says why that is the one rule), cuts the model's windows (window, RR context, template difference) around
 every annotated beat of every record (no split: the database is the test), and scores them: the confusion
 matrix, per-class Se / +P / F1, one matrix per record and per rhythm, and the false alarms per class per
-hour, which a database whose beats are all one class still gives (trainer.scores.false_alarms_per_hour).
-Several MODELs are scored as an ensemble (the mean of their probabilities, trainer.ensemble).
+hour, which a database whose beats are all one class still gives (trainer.scoring.scores.false_alarms_per_hour).
+Several MODELs are scored as an ensemble (the mean of their probabilities, trainer.commands.ensemble).
 
 The result goes to OUT/evaluation.json (default MODEL/evaluate-<dataset>) in result.json's `eval` layout,
 so `cockpit scores` reads it like a run.
@@ -26,16 +26,18 @@ import torch
 from runcontract.contract import CONFIG_FILE, EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, SCHEMA_VERSION
 from runcontract.files import write_json
 from runcontract.modes import make_dirs
-from trainer import ensemble, evaluate, rundir
+from trainer import rundir
+from trainer.commands import ensemble
 from trainer.config_flags import UsageError, record_names
 from trainer.config_keys import NOISE_KEYS
 from trainer.data import DataError
 from trainer.data.dataset import WindowDataset, load_manifest
 from trainer.data.labels import RHYTHM_CLASSES
 from trainer.data.prepare import prepare_data
-from trainer.distributed import pick_device
 from trainer.model import ModelConfig
-from trainer.scores import class_scores, false_alarms_per_hour
+from trainer.parallelism.distributed import pick_device
+from trainer.scoring import evaluate
+from trainer.scoring.scores import class_scores, false_alarms_per_hour
 from trainer.settings import ConfigError, Settings
 
 

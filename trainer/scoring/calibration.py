@@ -43,10 +43,10 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 
 from trainer.data import rr_context
-from trainer.distributed import Dist, all_reduce_sum
-from trainer.evaluate import EVAL_BATCH, shard
 from trainer.model import GATED_LOGIT
-from trainer.scores import class_scores, judged_macro_f1
+from trainer.parallelism.distributed import Dist, all_reduce_sum
+from trainer.scoring.evaluate import EVAL_BATCH, shard
+from trainer.scoring.scores import class_scores, judged_macro_f1
 
 log = logging.getLogger("hlm.train")
 

@@ -14,10 +14,13 @@ from typing import Any, cast
 
 from runcontract import energy
 from runcontract.records import Result, ResultEnergy, ResultGpuUse, ResultMemory, ResultTiming, write_result
-from trainer import checkpoint, ddp_buckets, distributed, parallel, profiling, provenance, rundir
-from trainer.build import Trainer
-from trainer.loop import LoopEnd
-from trainer.timing import peak_memory_bytes, peak_source
+from trainer import rundir
+from trainer.measure import ddp_buckets, provenance
+from trainer.measure.timing import peak_memory_bytes, peak_source
+from trainer.parallelism import distributed, parallel
+from trainer.run import checkpoint, profiling
+from trainer.run.build import Trainer
+from trainer.run.loop import LoopEnd
 
 COMM_METHOD = ("exposed waits: DDP's all-reduce from the last gradient bucket ready to the end of backward; "
                "collectives the strategy issues itself (FSDP's all-gather and reduce-scatter, ZeRO-1's broadcast) "
@@ -39,7 +42,7 @@ def save_model(t: Trainer) -> float:
 
 def evaluate(t: Trainer) -> tuple[dict[str, Any] | None, float]:
     """Test-split scores (classification for fine-tune, masked-token loss for foundation) and their seconds."""
-    from trainer.evaluate import classify, masked_lm
+    from trainer.scoring.evaluate import classify, masked_lm
 
     s, data, d = t.s, t.data, t.d
     t0 = time.perf_counter()

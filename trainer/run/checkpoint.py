@@ -24,12 +24,13 @@ import torch
 from runcontract.files import atomic_write
 from runcontract.modes import make_dirs, protect
 from runcontract.records import read_exit
-from trainer import parallel, rundir
+from trainer import rundir
 from trainer.config_keys import TRAINER_KEYS
+from trainer.parallelism import parallel
 
 if TYPE_CHECKING:
-    from trainer.distributed import Dist
     from trainer.model import HeartLanguageModel
+    from trainer.parallelism.distributed import Dist
     from trainer.settings import Settings
 
 FORMAT = "hlm-checkpoint-1"
@@ -58,7 +59,7 @@ class Progress:
     started_at: float = field(default_factory=time.time)
     breakdown: dict[str, float] = field(default_factory=dict)
     comm: dict[str, dict[str, Any]] = field(default_factory=dict)  # collectives by kind (timing.CommMeter.by_kind)
-    profile: dict[str, Any] = field(default_factory=dict)  # profiled steps and traces (trainer.profiling)
+    profile: dict[str, Any] = field(default_factory=dict)  # profiled steps and traces (trainer.run.profiling)
 
 
 def rng_state() -> dict[str, Any]:
@@ -115,7 +116,7 @@ def save_resumable(path: Path, d: Dist, raw: HeartLanguageModel, optimizer: torc
                    best_model: dict[str, torch.Tensor] | None) -> float:
     """After a stop signal: every rank's RNG state to rank 0, which writes checkpoint.pt; all ranks then meet.
     Returns the seconds it took (exit.json `checkpoint_save_s`)."""
-    from trainer import distributed
+    from trainer.parallelism import distributed
 
     t0 = time.perf_counter()
     rngs = distributed.gather_objects(d, rng_state())

@@ -29,8 +29,9 @@ from runcontract.files import write_json
 from runcontract.modes import make_dirs, share_with
 from runcontract.nvml import sample_all
 from runcontract.records import read_config
-from trainer import distributed, environment, rundir
+from trainer import environment, rundir
 from trainer.config_keys import check_preflight_config
+from trainer.parallelism import distributed
 
 PREFLIGHT_FILE = rundir.PREFLIGHT_FILE
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import torch
 
-from trainer import calibration
 from trainer.config_keys import sensitivity_floors
-from trainer.distributed import Dist
-from trainer.evaluate import classify
-from trainer.scores import judged_macro_f1
+from trainer.parallelism.distributed import Dist
+from trainer.scoring import calibration
+from trainer.scoring.evaluate import classify
+from trainer.scoring.scores import judged_macro_f1
 
 log = logging.getLogger("hlm.train")
 
@@ -82,7 +82,7 @@ class Validator:
 
     def calibrate(self, model: torch.nn.Module, prog: Any) -> None:
         """train.calibrate: after the best weights are back, choose on the validation part how much of the
-        class weights' tilt the class head keeps (trainer.calibration); its seconds count in val_s."""
+        class weights' tilt the class head keeps (trainer.scoring.calibration); its seconds count in val_s."""
         if not (self.enabled and self.s.train.calibrate):
             return
         t0 = time.perf_counter()

@@ -31,7 +31,7 @@ from runcontract.contract import (
 from runcontract.files import atomic_write, read_json, write_json
 from runcontract.modes import make_dirs, protect
 from runcontract.records import ResultProfile
-from trainer.distributed import Dist
+from trainer.parallelism.distributed import Dist
 from trainer.settings import Settings
 
 log = logging.getLogger("hlm.train")

@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 from torch.utils.data import Dataset, Subset
 
-from trainer.batches import HiddenContext, LabelledWindows, MaskedWindows
+from trainer.data.batches import HiddenContext, LabelledWindows, MaskedWindows
 from trainer.data.errors import DataError
 from trainer.data.labels import AF_GROUP
 from trainer.data.splits import natural_key
-from trainer.distributed import Dist, barrier
+from trainer.parallelism.distributed import Dist, barrier
 from trainer.settings import Settings
 
 log = logging.getLogger("hlm.data")

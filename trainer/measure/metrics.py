@@ -13,7 +13,7 @@ import torch
 
 from runcontract.contract import SCHEMA_VERSION
 from runcontract.files import append_jsonl
-from trainer.timing import peak_memory_bytes
+from trainer.measure.timing import peak_memory_bytes
 
 
 class IntervalMeter:

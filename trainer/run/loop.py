@@ -18,12 +18,13 @@ from typing import Any
 from runcontract.contract import GPU_FILE, METRICS_FILE, RAPL_FILE
 from runcontract.nvml import NvmlSampler
 from runcontract.rapl import RaplSampler
-from trainer import environment, profiling
-from trainer.build import Trainer
-from trainer.distributed import StopVote
-from trainer.metrics import IntervalMeter
-from trainer.step import Batches, lr_at, train_step
-from trainer.timing import Breakdown, peak_memory_bytes
+from trainer import environment
+from trainer.measure.metrics import IntervalMeter
+from trainer.measure.timing import Breakdown, peak_memory_bytes
+from trainer.parallelism.distributed import StopVote
+from trainer.run import profiling
+from trainer.run.build import Trainer
+from trainer.run.step import Batches, lr_at, train_step
 
 log = logging.getLogger("hlm.train")
 

@@ -34,10 +34,13 @@ from runcontract.contract import (
 from runcontract.files import write_json
 from runcontract.modes import make_dirs
 from runcontract.records import read_config, read_result
-from trainer import checkpoint, distributed, evaluate, rundir, sources
+from trainer import rundir
 from trainer.config_keys import TRAINER_KEYS
 from trainer.data import DataError
 from trainer.model import HeartLanguageModel, ModelConfig
+from trainer.parallelism import distributed
+from trainer.run import checkpoint, sources
+from trainer.scoring import evaluate
 from trainer.settings import ConfigError, Settings, from_config
 
 # what makes two runs' test windows the same windows; anything else (seed, steps, lr, ...) may differ

@@ -3,12 +3,12 @@
 `run(settings)` is the whole life of one rank; `_train` reads as the pieces it is made of, as torchtitan
 splits its trainer:
 
-- build (trainer/build.py): threads, data, model, DDP, optimizer, loader, a resumed position;
-- train_step (trainer/step.py): one optimizer step, `forward_backward_step` per micro-batch, timed;
-- the loop (trainer/loop.py): steps until the total or an agreed stop, T and its parts, validation,
-  the profiler (trainer/profiling.py);
+- build (trainer/run/build.py): threads, data, model, DDP, optimizer, loader, a resumed position;
+- train_step (trainer/run/step.py): one optimizer step, `forward_backward_step` per micro-batch, timed;
+- the loop (trainer/run/loop.py): steps until the total or an agreed stop, T and its parts, validation,
+  the profiler (trainer/run/profiling.py);
 - checkpoint on signal (checkpoint.save_resumable): exit 75, run again to resume;
-- the result record (trainer/result.py; its schema in trainer/rundir.py): model.pt, evaluation, result.json.
+- the result record (trainer/run/result.py; its schema in trainer/rundir.py): model.pt, evaluation, result.json.
 
 T (the study's metric) runs from the start of the first step to the end of the last one; see
 docs/training.md for what is in it and what is recorded beside it.
@@ -36,12 +36,15 @@ from runcontract.contract import (
 )
 from runcontract.modes import make_dirs, protect
 from runcontract.records import write_exit
-from trainer import checkpoint, distributed, environment, provenance, result, rundir, sources
-from trainer.build import build
-from trainer.distributed import Dist
-from trainer.loop import StopSignal, train_loop
+from trainer import environment, rundir
+from trainer.measure import provenance
+from trainer.parallelism import distributed
+from trainer.parallelism.distributed import Dist
+from trainer.run import checkpoint, result, sources
+from trainer.run.build import build
+from trainer.run.loop import StopSignal, train_loop
+from trainer.run.step import NonFiniteLoss, lr_at
 from trainer.settings import ConfigError, Settings
-from trainer.step import NonFiniteLoss, lr_at
 
 __all__ = ["ConfigError", "Interrupted", "NonFiniteLoss", "lr_at", "run"]  # lr_at: tests and notebooks import it here
 

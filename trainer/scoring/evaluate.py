@@ -14,10 +14,10 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Subset
 
-from trainer.batches import worker_init
-from trainer.distributed import Dist, all_reduce_sum
+from trainer.data.batches import worker_init
 from trainer.model import IGNORE_INDEX
-from trainer.scores import class_scores
+from trainer.parallelism.distributed import Dist, all_reduce_sum
+from trainer.scoring.scores import class_scores
 
 EVAL_BATCH = 512  # windows per forward pass: no activations are kept for a backward pass, so it can be large
 

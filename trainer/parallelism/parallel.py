@@ -41,10 +41,10 @@ from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from trainer.config_keys import STRATEGY_SHARDS
-from trainer.distributed import Dist
+from trainer.measure.timing import CommMeter, comm_hook
 from trainer.model import HeartLanguageModel
+from trainer.parallelism.distributed import Dist
 from trainer.settings import ConfigError, Settings
-from trainer.timing import CommMeter, comm_hook
 
 FSDP_STRATEGIES = ("fsdp", "fsdp_noreshard")
 

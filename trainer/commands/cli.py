@@ -25,7 +25,8 @@ from runcontract.contract import (
 from runcontract.disk_space import DiskFull
 from runcontract.modes import share_with, writable_dir
 from runcontract.records import read_config, write_config, write_exit
-from trainer import CommandParser, VersionAction, download, rundir
+from trainer import CommandParser, VersionAction, rundir
+from trainer.commands import download
 from trainer.config_flags import (
     UsageError,
     add_data_flags,
@@ -125,7 +126,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         except DiskFull as exc:  # no room for config.json: nor for exit.json, so the line is all there is
             error(exc.strerror or str(exc))
             return EXIT_DISK_FULL
-    from trainer.train import run
+    from trainer.run.train import run
 
     return run(settings)
 
@@ -136,7 +137,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     import json
 
     from runcontract import probe
-    from trainer import distributed
+    from trainer.parallelism import distributed
 
     if args.bytes < 4:
         error(f"--bytes must be at least 4, got {args.bytes}")
@@ -156,7 +157,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 def cmd_preflight(args: argparse.Namespace) -> int:
     """One rank of a preflight job (run it as the study's jobs run: torchrun, srun across nodes)."""
-    from trainer import preflight
+    from trainer.commands import preflight
 
     try:
         return preflight.run(args.run_dir)
@@ -166,19 +167,21 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 
 
 def cmd_ensemble(args: argparse.Namespace) -> int:
-    from trainer import ensemble
+    from trainer.commands import ensemble
 
     return ensemble.run(args)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from trainer import score_database
+    from trainer.commands import score_database
 
     return score_database.run(args)
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:
-    from trainer import prepare_command  # numpy, scipy: the training extra; `download` runs without them
+    from trainer.commands import (
+        prepare_command,  # numpy, scipy: the training extra; `download` runs without them
+    )
 
     try:
         return int(prepare_command.run(args) or 0)
@@ -209,7 +212,9 @@ def parser() -> argparse.ArgumentParser:
                           description="Tokenize ECG records (a PhysioNet-style folder, or the synthetic generator) "
                                       "into token shards under --out; a second call with the same inputs reuses them.")
     try:
-        from trainer import prepare_command  # numpy, scipy: the training extra; `download` runs without them
+        from trainer.commands import (
+            prepare_command,  # numpy, scipy: the training extra; `download` runs without them
+        )
 
         prepare_command.add_arguments(prep)
     except ImportError:  # a trainer without its data dependencies can still download and train from shards
