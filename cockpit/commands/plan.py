@@ -374,6 +374,8 @@ def plan_summary(study, plan: Plan | None = None, store_path: Path | None = None
     if store_path is not None:
         lines.append(f"statuses from the study's store {store_path}")
     lines += plan.changed_words()
+    if plan.startup:
+        lines.append(plan.startup)
     lines += [f"{group}: {text}" for group, text in plan.recommendations.items()]
     lines += prediction_lines(plan)
     if study.synthetic_default and study.workload.reads_study_data:

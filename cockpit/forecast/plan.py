@@ -19,6 +19,7 @@ from cockpit.forecast.analysis import analyse
 from cockpit.study.changes import NO_CONFIG, Change, changes_words
 from cockpit.study.cluster_kinds import KINDS
 from cockpit.study.spec import AXES, Configuration
+from runcontract.judge import STARTUP_SHARE, startup_note
 
 if TYPE_CHECKING:
     from cockpit.study.spec import Study
@@ -107,6 +108,7 @@ class Plan:
     upper_bound: bool = False  # some run's hours rest on the time limit alone: the estimate is a ceiling
     spread: interval.Spread | None = None  # what every prediction's interval rests on (cockpit.forecast.interval)
     unknown: tuple[str, ...] = ()  # done configurations whose result kept no config (changes.NO_CONFIG)
+    startup: str = ""  # the finished runs that measured start-up more than training (startup_words)
 
     @property
     def to_submit(self) -> list[PlanLine]:
@@ -305,6 +307,7 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
         hours_per_run=study.hours_per_run(),
         budget=c.node_hour_budget,
         unknown=tuple(unknown),
+        startup=startup_words(results, {line.config_id: line.label for line in lines if line.status == "done"}),
         used=used,
         basis=basis,
         node_cores=min(c.cores_per_node, cores) if cores is not None else c.cores_per_node,
@@ -314,6 +317,18 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
         local=KINDS[c.kind].on_this_machine,
         upper_bound=upper_bound,
     )
+
+
+def startup_words(results: Iterable[dict[str, Any]], done: Mapping[str, str]) -> str:
+    """One line for the done configurations whose run's T is under a tenth of its wall time
+    (runcontract.judge.startup_note): the study measured start-up more than training; "" when none did."""
+    notes = [(label, note) for r in results if (label := done.get(str(r.get("config_id")))) is not None
+             and r.get("status", "completed") == "completed" and (note := startup_note(r))]
+    if not notes:
+        return ""
+    label, note = notes[0]
+    return (f"{len(notes)} of {len(done)} finished runs measured start-up more than training (T under "
+            f"{STARTUP_SHARE:.0%} of the wall time; {label}: {note.split(': ', 1)[1]})")
 
 
 def study_spread(study: Study, results: Iterable[dict[str, Any]]) -> interval.Spread:

@@ -55,6 +55,8 @@ def plan_summary(plan: Plan, preflight: str | None = None) -> Text:
         parts.append(f"\n{group}: {text}")
     for line in plan.changed_words():  # never run again unless asked: `r`
         parts += ["\n", (line, "yellow")]
+    if plan.startup:
+        parts += ["\n", (plan.startup, "yellow")]
     return Text.assemble(*parts)
 
 

@@ -132,4 +132,8 @@ def test_a_script_given_one_more_argument_is_changed_and_runs_again_only_when_as
     with sqlite3.connect(study_dir / "cockpit.sqlite") as db:
         assert db.execute("SELECT config_id, run_dir FROM result_history").fetchall() == [(run.name, str(kept))]
     assert cli(["plan", str(path)]) == 0
-    assert "0 jobs to submit; 1 done" in words(capsys.readouterr().out)
+    out = words(capsys.readouterr().out)
+    assert "0 jobs to submit; 1 done" in out
+    # 10 steps of a tiny loop: T is a few ms of seconds of start-up, and the plan says what was measured
+    assert "1 of 1 finished runs measured start-up more than training (T under 10% of the wall time; 1x1 c1 fp32 b8: " \
+           "T is 0.0" in out and "; run more steps)" in out
