@@ -15,6 +15,7 @@ import torch.multiprocessing as mp
 
 from cockpit.forecast.prediction import Links, Prediction, measured_links, predict
 from cockpit.forecast.prediction_words import memory_flag
+from cockpit.forecast.straggler import TERM as WAIT
 from runcontract.contract import EXIT_CHECKPOINTED, EXIT_OK, METRICS_FILE
 from runcontract.files import read_jsonl
 from runcontract.records import read_result
@@ -159,8 +160,10 @@ def test_prediction_prices_each_strategy_and_shards_memory_as_measured(pair_runs
     predicted = {s: predict(base, 1, 2, 1.0, links, strategy=s) for s in STRATEGIES}
     p = {s: v for s, v in predicted.items() if isinstance(v, Prediction)}
     assert set(p) == set(STRATEGIES), predicted
-    assert set(p["zero1"].comm_by_kind) == {"all_reduce", "broadcast"}
-    assert set(p["fsdp"].comm_by_kind) == {"all_gather", "reduce_scatter"}
+    # each strategy's collectives, beside the wait for the slower rank the baseline's per-step spread prices
+    # (cockpit/forecast/straggler.py, tested there)
+    assert set(p["zero1"].comm_by_kind) - {WAIT} == {"all_reduce", "broadcast"}
+    assert set(p["fsdp"].comm_by_kind) - {WAIT} == {"all_gather", "reduce_scatter"}
     # per step on 2 workers, G the model's bytes over the probed bus bandwidth, alpha the probed latency per ring
     # step, 3 FSDP groups (2 blocks and the root); one DDP bucket leaves nothing to overlap on this tiny model
     link = links.intra_node
@@ -169,7 +172,7 @@ def test_prediction_prices_each_strategy_and_shards_memory_as_measured(pair_runs
     expected = {"ddp": g + 2 * alpha, "zero1": g + 2 * alpha + 0.5 * g + alpha,
                 "fsdp": 1.5 * g + 2 * 3 * alpha + 3 * alpha, "fsdp_noreshard": g + 3 * alpha + 3 * alpha}
     for s in STRATEGIES:
-        assert p[s].parts["comm"] == pytest.approx(steps * expected[s]), s
+        assert p[s].parts["comm"] == pytest.approx(steps * expected[s] + p[s].comm_by_kind.get(WAIT, 0.0)), s
     # with the sweep: each call kind the probe fitted on 2 ranks is priced calls x alpha + G / beta per round
     # (exposed by the rule: the pair runs' measured overlap is tests/foundation/test_overlap.py's)
     grad, buckets = base["comm"]["grad_bytes"], max(1, int(base["comm"]["buckets"]))
