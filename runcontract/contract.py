@@ -1,6 +1,6 @@
 """The run-directory contract's fixed names and numbers: file names, exit codes, the parts of T, versions.
 
-Standard library only. The HLM trainer (trainer/rundir.py) and any training script (the rest of runcontract)
+Standard library only. The HLM trainer and any training script (the rest of runcontract)
 take these from here, so a run directory reads the same whoever wrote it; docs/run-directory.md documents
 every file and docs/workloads.md the library.
 """
@@ -53,7 +53,7 @@ EXIT_REASONS = {
 }
 
 RESULT_STATUSES = ("completed", "failed")
-RESULT_KIND = "hlm-run-result"  # the project's trainer (trainer/rundir.write_result)
+RESULT_KIND = "hlm-run-result"  # the project's trainer (runcontract.records.write_result)
 SCRIPT_RESULT_KIND = "script-run-result"  # any other script, through this library (runcontract.Run)
 
 # The parts of T, in the order every table shows them: result.json breakdown_s, metrics.jsonl `<part>_s`, the

@@ -181,7 +181,7 @@ def summary(run_dir: str | Path, device: str) -> dict[str, Any]:
 
 def records(path: Path) -> list[dict[str, Any]]:
     """A JSON-lines file's objects; a missing file reads as none, a line that does not parse (a writer killed
-    mid-line) is left out, as trainer.rundir.read_jsonl leaves it."""
+    mid-line) is left out, as runcontract.files.read_jsonl leaves it."""
     try:
         lines = path.read_bytes().splitlines()
     except FileNotFoundError:

@@ -63,7 +63,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 
 def parse_jsonl_fast(data: bytes) -> JsonlChunk:
-    """Same result as trainer.rundir.parse_jsonl_bytes (complete lines only), faster: with orjson one
+    """Same result as runcontract.files.parse_jsonl_bytes (complete lines only), faster: with orjson one
     line at a time (a line orjson refuses, e.g. a NaN, gets a second chance with the standard parser);
     without it the complete lines are parsed as ONE JSON array, falling back to line by line on any doubt.
     (One known difference: orjson reads integers beyond 64 bits as floats; no metrics field holds one.)"""

@@ -13,7 +13,7 @@ log = logging.getLogger("cockpit.run.runner")  # the runner's logger: its warnin
 
 
 def parse_result(data: bytes, where: str) -> dict[str, Any] | None:
-    """A result.json read from a backend, validated like trainer.rundir.read_result (None if unusable)."""
+    """A result.json read from a backend, validated like runcontract.records.read_result (None if unusable)."""
     try:
         res = json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError):

@@ -176,7 +176,7 @@ def is_group_name(v: Any) -> bool:
 class RunKeys:
     """The run's identity in config.json, written by the cockpit (not a study key)."""
 
-    schema_version: int | None = key(None, "the run directory's schema version (trainer.rundir.SCHEMA_VERSION)",
+    schema_version: int | None = key(None, "the run directory's schema version (runcontract.contract.SCHEMA_VERSION)",
                                      study=False, flag="", effect=NAMES_RUN)
     study: str = key("", "the study's name", study=False, flag="", effect=NAMES_RUN)
     study_id: str | None = key(None, "the study name's digest (Slurm job names and comments carry it)",

@@ -21,7 +21,7 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
 from runcontract.contract import BREAKDOWN_PARTS, COMM_KINDS, trace_range
 
-PHASES = BREAKDOWN_PARTS  # the one table of part names (trainer/rundir.py), also the profiler ranges' names
+PHASES = BREAKDOWN_PARTS  # the one table of part names (runcontract/contract.py), also the profiler ranges' names
 Mark = torch.cuda.Event | float  # what Clock.mark() returns: a recorded CUDA event, or perf_counter()
 _NO_RANGE = contextlib.nullcontext()
 

@@ -1,6 +1,6 @@
 """The end of a completed run: final weights, test-split scores and the result record (result.json).
 
-The record's fields are declared in trainer/rundir.py (`Result`, `ResultTiming`, `ResultProfile`) and
+The record's fields are declared in runcontract/records.py (`Result`, `ResultTiming`, `ResultProfile`) and
 documented in docs/run-directory.md; rank 0 writes it once, atomically, after every rank has gathered its
 breakdown. Evaluation and saving are outside T and recorded beside it.
 """

@@ -8,7 +8,7 @@ splits its trainer:
 - the loop (trainer/run/loop.py): steps until the total or an agreed stop, T and its parts, validation,
   the profiler (trainer/run/profiling.py);
 - checkpoint on signal (checkpoint.save_resumable): exit 75, run again to resume;
-- the result record (trainer/run/result.py; its schema in trainer/rundir.py): model.pt, evaluation, result.json.
+- the result record (trainer/run/result.py; its schema in runcontract/records.py): model.pt, evaluation, result.json.
 
 T (the study's metric) runs from the start of the first step to the end of the last one; see
 docs/training.md for what is in it and what is recorded beside it.
