@@ -7,6 +7,7 @@ agree on which configurations are still to run and what they cost.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -225,7 +226,34 @@ def prediction_lines(plan: Plan) -> list[str]:
         out.append(f"  {line.label}: first predicted T {line.first.t_s:.2f} s{refit}, measured "
                    f"{line.measured.t_s:.2f} s ({line.measured.t_s / line.first.t_s - 1:+.1%} on the first)"
                    + (f"; moved: {moved}" if moved else ""))
+    narrow = narrowing_words(plan)
+    if narrow:
+        out.append(narrow)
     return out
+
+
+WIDE = 0.25  # an interval wider than +-25% (the strategies' and advice's target) is too wide to decide with
+
+
+def narrowing_words(plan: Plan) -> str:
+    """Where the intervals are wide, the run that would narrow them most: among the configurations to submit with
+    a prediction, one of a scale (nodes x workers) no finished run has measured (its miss tests a term nothing
+    has tested yet), the cheapest in predicted node-hours, then in T; "" where they are narrow or none is left."""
+    spread = plan.spread
+    if spread is None or math.expm1(spread.half) <= WIDE:
+        return ""
+    measured = {(line.nodes, line.measured.workers) for line in plan.lines if line.measured is not None}
+    todo = [line for line in plan.to_submit if line.predicted is not None]
+    if not todo:
+        return ""
+    best = min(todo, key=lambda line: ((line.nodes, line.predicted.workers) in measured,  # type: ignore[union-attr]
+                                       line.node_hours, line.predicted.t_s))  # type: ignore[union-attr]
+    assert best.predicted is not None
+    new = (best.nodes, best.predicted.workers) not in measured
+    return (f"the intervals are wide (+-{math.expm1(spread.half):.0%}: {spread.basis}); the run that narrows them "
+            f"most: {best.label} (predicted T {best.predicted.t_s:.2f} s, {hours(best.node_hours)} node-hours"
+            + (", a scale no finished run has measured" if new else ", the cheapest to measure")
+            + "): each finished prediction is a miss the intervals are built from")
 
 
 def hours(value: float | None) -> str:

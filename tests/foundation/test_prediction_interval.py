@@ -91,3 +91,39 @@ def test_scaling_csv_carries_each_predicted_figures_interval(tmp_path):
     for r in predicted:
         (line,) = [row for row in table if row["config_id"] == r["config_id"]]
         assert float(line["predicted_speedup_low"]) == pytest.approx(r["predicted_speedup_low"])
+
+
+def test_a_wide_interval_names_the_run_that_narrows_it_most(tmp_path):
+    """The recorded demo store with 4 workers more to sweep (on a 4-core node): those runs are predicted from the
+    finished baselines with the prior's width (too few finished predictions), so the plan names the run to make;
+    with nothing left to run it names none."""
+    import shutil
+
+    from cockpit.forecast.plan import narrowing_words, prediction_lines
+    from cockpit.store import StudyStore
+    from cockpit.store.recorded import study_plan
+    from cockpit.study.spec import load_study
+
+    demo = DEMO_STORE.parents[1]
+    (tmp_path / "local-demo").mkdir()
+    shutil.copyfile(DEMO_STORE, tmp_path / "local-demo" / "cockpit.sqlite")
+    text = (demo / "study.toml").read_text()
+    (tmp_path / "study.toml").write_text(text)
+    wider_text = text.replace("gpus_per_node = [1, 2]", "gpus_per_node = [1, 2, 4]").replace(
+        "gpus_per_node = 2 ", "cores_per_node = 4\ngpus_per_node = 4 ")
+    assert wider_text.count("4") > text.count("4")
+    (tmp_path / "wider.toml").write_text(wider_text)
+    store = StudyStore(tmp_path / "local-demo" / "cockpit.sqlite", read_only=True)
+    try:
+        done = study_plan(load_study(tmp_path / "study.toml"), store, cluster="local")
+        wider = study_plan(load_study(tmp_path / "wider.toml"), store, cluster="local")
+    finally:
+        store.close()
+    assert narrowing_words(done) == ""  # every configuration is done: nothing to run
+    words = narrowing_words(wider)
+    assert wider.spread is not None and math.expm1(wider.spread.half) > 0.25
+    todo = [line for line in wider.to_submit if line.predicted is not None]
+    assert todo and words.startswith(f"the intervals are wide (+-{math.expm1(wider.spread.half):.0%}: ")
+    cheapest = min(todo, key=lambda line: (line.node_hours, line.predicted.t_s))
+    assert f"the run that narrows them most: {cheapest.label} (predicted T {cheapest.predicted.t_s:.2f} s" in words
+    assert words in prediction_lines(wider)  # printed by cockpit plan and the plan dialog
