@@ -9,7 +9,7 @@ from typing import Any
 from cockpit.figures.run_files import unreadable as unreadable_dirs
 from cockpit.figures.run_files import unreadable_words, with_local_run_files, with_run_files
 from cockpit.forecast.prediction import Prediction
-from cockpit.study.changes import changes_words, run_changes
+from cockpit.study.changes import changes_words, study_changes
 from cockpit.study.spec import SQLITE_HEADER, Study
 
 
@@ -113,20 +113,16 @@ def _from_study(path: Path) -> ReportInput:
 def without_changed(inp: ReportInput, study: Study) -> ReportInput:
     """The input with each result whose run ran other settings than `study` now asks moved to the configurations
     without a result, and one line naming its keys (a report never shows such a run as the study's)."""
-    by_id = {cfg.config_id: cfg for cfg in study.matrix()}
-    kept = []
-    for result in inp.results:
-        cfg = by_id.get(str(result.get("config_id")))
-        found = run_changes(study, cfg, result) if cfg is not None else None
-        if cfg is None or not found:
-            kept.append(result)
+    changed = study_changes(study, {str(r.get("config_id")): r for r in inp.results})
+    for cfg in study.matrix():
+        if cfg.config_id not in changed:
             continue
-        words = changes_words(found)
+        words = changes_words(changed[cfg.config_id])
         inp.pending.append({"config_id": cfg.config_id, "group_id": cfg.group_id, "workers": cfg.workers,
                             "cpus_per_task": cfg.cpus_per_task, "status": f"changed: {words}"})
         inp.changed.append(f"{cfg.label} ({cfg.config_id}): changed since it ran: {words}; left out "
                            "(`cockpit run --rerun-changed` runs it again)")
-    inp.results = kept
+    inp.results = [r for r in inp.results if str(r.get("config_id")) not in changed]
     return inp
 
 

@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cockpit.workloads import WORKLOADS
+from cockpit.workloads.base import flatten
 
 if TYPE_CHECKING:
     from cockpit.study.spec import Configuration, Study
 
-# config.json's launch table (Study.run_config): the keys of [cluster] that decide what a job runs
-LAUNCH_KEYS = ("container", "python", "modules", "env")
 # prefixes a run written before they were recorded lacks: absent there means "not kept", not "changed"
 RECORDED_LATER = ("launch.", "workload.digests.")
 NO_CONFIG = "the run kept no config: whether it ran these settings is unknown"
@@ -53,9 +52,9 @@ def counted(config: Mapping[str, Any]) -> dict[str, Any]:
     kind = workload.get("kind", "hlm") if isinstance(workload, dict) else "hlm"
     cls = WORKLOADS.get(str(kind))
     own = cls.counted_keys(config) if cls is not None else {}
-    launch = config.get("launch")
+    launch = config.get("launch")  # how the job starts (Study.launch_config), key by key
     if isinstance(launch, dict):
-        own.update({f"launch.{k}": launch.get(k) for k in LAUNCH_KEYS if k in launch})
+        own.update(flatten({"launch": launch}))
     return own
 
 
