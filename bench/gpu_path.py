@@ -32,11 +32,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from runcontract.contract import GPU_FILE, METRICS_FILE, RESULT_FILE  # noqa: E402
+from runcontract.axes import STRATEGIES  # noqa: E402
+from runcontract.contract import GPU_FILE, METRICS_FILE, PREFLIGHT_FILE, RESULT_FILE  # noqa: E402
 from runcontract.files import read_jsonl  # noqa: E402
 from runcontract.records import read_exit, read_result, write_config  # noqa: E402
 from trainer import rundir  # noqa: E402
-from trainer.config_keys import STRATEGIES  # noqa: E402
 
 MIB = 2**20
 PHASES = ("data_wait", "compute", "comm", "optimizer", "other")
@@ -191,7 +191,7 @@ def preflight(workdir: Path, args: argparse.Namespace, config: dict[str, Any]) -
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1",
            "-m", "trainer", "preflight", "--run-dir", str(run_dir)]
     rc = finish(launch(cmd, workdir / "preflight.log"), 120)
-    path = run_dir / rundir.PREFLIGHT_FILE
+    path = run_dir / PREFLIGHT_FILE
     facts = json.loads(path.read_text()) if path.exists() else {}
     ranks = facts.get("ranks") or []
     nvml = facts.get("nvml") or []

@@ -26,8 +26,8 @@ sys.path.insert(0, str(REPO / "bench"))
 from ddp_scaling import add_run_arguments, bench_config, count_train_windows, run_one  # noqa: E402
 
 from cockpit.forecast.prediction import NoPrediction, measured_links, predict  # noqa: E402
+from runcontract.axes import STRATEGIES  # noqa: E402
 from runcontract.contract import COMM_KINDS  # noqa: E402
-from trainer.config_keys import STRATEGIES  # noqa: E402
 
 MIB = 2**20
 

@@ -9,7 +9,7 @@ import argparse
 import importlib
 import sys
 
-from trainer import CommandParser, VersionAction
+from runcontract.commands import CommandParser, VersionAction
 
 COMMANDS = {
     "plan": "print a study's configuration matrix, job count and node-hour estimate",

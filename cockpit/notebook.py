@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cockpit.report.study_data import StudyData, label, load_study_data
+from runcontract.axes import AXIS_KEYS
 from runcontract.contract import MEMORY_FIGURES
-from trainer.config_keys import AXIS_KEYS
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -34,6 +34,10 @@ SLURM_STDOUT_FILE = "slurm-%j.out"  # Slurm's --output/--error; %j is the job id
 SLURM_STDERR_FILE = "slurm-%j.err"
 LOCAL_STDOUT_FILE = "stdout.log"  # the local executor's capture of the launcher's output
 LOCAL_STDERR_FILE = "stderr.log"
+# A preflight job's directory (docs/run-directory.md, "The preflight's directory"): the launchers' probe writes the
+# environment before torch loads, the preflight program what it found.
+PREFLIGHT_FILE = "preflight.json"
+PREFLIGHT_ENV_FILE = "preflight-env.json"  # the job's python, torch and project versions (before torch loads)
 
 # Exit codes (exit.json `code`, and the process's own where the library ends it).
 EXIT_OK = 0

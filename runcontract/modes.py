@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import grp
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,12 @@ class Sharing:
 
 
 _sharing = Sharing()
+
+
+def is_group_name(v: Any) -> bool:
+    """A Unix group name as sites make them (it reaches chgrp in the batch script): letters, digits, '_', '-',
+    '.', not starting with '-', at most 32 characters."""
+    return isinstance(v, str) and re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}", v) is not None
 
 
 def share_with(group: str | None) -> Sharing:

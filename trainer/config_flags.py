@@ -10,7 +10,8 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from trainer.config_keys import TOKENIZER_KEYS, ConfigKey
+from runcontract.keys import ConfigKey
+from trainer.config_keys import TOKENIZER_KEYS
 from trainer.data.errors import DataError
 from trainer.data.tokenizer_keys import canonical
 

@@ -9,7 +9,5 @@ LOG_FILE = "train.log"
 CHECKPOINT_FILE = "checkpoint.pt"
 SHARDS_DIR = "checkpoint.shards"  # a sharded strategy's state beside checkpoint.pt: one folder per save, step-NNNNNNNN
 MODEL_FILE = "model.pt"
-PREFLIGHT_FILE = "preflight.json"  # `hlm-train preflight`: what one short job of the study found
-PREFLIGHT_ENV_FILE = "preflight-env.json"  # the job's python, torch and project versions (before torch loads)
 ENSEMBLE_FILE = "ensemble.json"  # `hlm-train ensemble --out DIR`: DIR/ensemble.json, beside the run directories
 EVALUATION_FILE = "evaluation.json"  # `hlm-train evaluate MODEL --data DIR`: a database scored by a trained model

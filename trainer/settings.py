@@ -13,18 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainer.config_keys import (
-    AxisKeys,
-    ConfigKey,
-    DataKeys,
-    ModelKeys,
-    RunKeys,
-    TrainKeys,
-    check_model,
-    check_train,
-    keys_of,
-    nearest,
-)
+from runcontract.axes import AxisKeys
+from runcontract.keys import ConfigKey, keys_of, nearest
+from trainer.config_keys import DataKeys, ModelKeys, RunKeys, TrainKeys, check_model, check_train
 from trainer.environment import slurm_cpus_per_task
 
 

@@ -11,8 +11,8 @@ from cockpit.commands._text_table import Column, Row, TextTable
 from cockpit.figures import labels
 from cockpit.forecast.plan import figures_words, prediction_lines
 from cockpit.workloads.base import value_word
+from runcontract.axes import AXIS, AXIS_KEYS
 from runcontract.contract import RESULT_FILE
-from trainer.config_keys import AXIS, AXIS_KEYS
 
 if TYPE_CHECKING:
     from rich.table import Table

@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING, TextIO
 
 from cockpit.figures import units
-from cockpit.figures.quality import quality_words
+from cockpit.workloads.hlm.quality import quality_words
 
 if TYPE_CHECKING:
     from cockpit.preflight.checks import PreflightReport

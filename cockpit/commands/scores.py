@@ -2,7 +2,7 @@
 
 A fine-tune's figure lives in its result.json, the beat recipe's in the ensemble.json that `hlm-train
 ensemble` writes beside its members: neither belongs to a study's store, yet both should read the same as
-every other quality figure. So this prints them through cockpit.figures.quality and the run detail's tables: the
+every other quality figure. So this prints them through cockpit.workloads.hlm.quality and the run detail's tables: the
 metric with the per-class F1 it is the mean of, the confusion matrix, per-class Se/+P/F1 and the records
 with the most errors; for an ensemble also each member's own figure, recomputed from its result.json.
 """
@@ -21,7 +21,7 @@ from trainer.rundir import ENSEMBLE_FILE, EVALUATION_FILE
 from trainer.scoring.scores import false_alarms_per_hour
 
 if TYPE_CHECKING:
-    from cockpit.figures.quality import Quality
+    from cockpit.workloads.hlm.quality import Quality
 
 
 class ScoresError(Exception):
@@ -85,7 +85,7 @@ def _scores_file(path: Path) -> Path:
 
 def _quality(file: Path) -> tuple[dict[str, Any], Quality]:
     """The file's JSON and its readable quality; ScoresError naming the file otherwise."""
-    from cockpit.figures.quality import quality_of
+    from cockpit.workloads.hlm.quality import quality_of
 
     try:
         data = read_json(file)

@@ -23,15 +23,15 @@ from typing import IO, TYPE_CHECKING, Any
 from cockpit.figures import devices, explain, labels
 from cockpit.figures.energy import energy_figures
 from cockpit.figures.host_bound import host_bound
-from cockpit.figures.quality import quality_of
 from cockpit.forecast import advice, interval, prediction
 from cockpit.forecast.advice.host_bound import advise_host_bound
 from cockpit.study.spec import AXES, SCALE_AXES, Configuration
 from cockpit.workloads import WORKLOADS
 from cockpit.workloads.base import key_words
+from cockpit.workloads.hlm.quality import quality_of
+from runcontract.axes import AXIS_KEYS
 from runcontract.contract import COMM_KINDS, MEMORY_FIGURES
 from runcontract.judge import startup_note
-from trainer.config_keys import AXIS_KEYS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -73,7 +73,7 @@ def run_row(result: dict[str, Any]) -> dict[str, Any]:
     timing = result.get("timing") or {}
     parts = result.get("breakdown_s") or {}
     throughput = result.get("throughput") or {}
-    # a result written before a later axis existed ran at that axis's default (config_keys.shows)
+    # a result written before a later axis existed ran at that axis's default (runcontract.axes.shows)
     row: dict[str, Any] = {k.name: _plain(cfg.get(k.name, result.get(k.name, None if k.axis and k.axis.core
                                                                      else k.default))) for k in AXIS_KEYS}
     row["keys"] = key_words(cfg.get("keys") or {})  # a script workload's own keys: part of its identity
@@ -135,7 +135,7 @@ def gpu_figures(result: dict[str, Any], compute_s: float) -> dict[str, Any]:
 def analyse(results: Iterable[dict[str, Any]], links: prediction.Links | None = None) -> list[dict[str, Any]]:
     """Per configuration, from result.json dicts: T, T at the baseline's work, speedup, efficiency,
     overhead, Karp-Flatt, the overhead's split into seconds, fixed costs, the straggler, the verdict, and
-    the model's quality beside the baseline's (cockpit.figures.quality).
+    the model's quality beside the baseline's (cockpit.workloads.hlm.quality).
 
     Repeats of a configuration are represented by the run with the median T (the lower middle one for
     an even count), so every figure of a row comes from one real run and adds up. Failed runs are listed

@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from cockpit.figures.sizes import size_words
-from cockpit.forecast.gpu_fit import parameters
-from trainer.config_keys import N_SPECIAL, TOKENIZER
 
 if TYPE_CHECKING:
     from cockpit.study.spec import Configuration, Study
@@ -62,15 +60,9 @@ class Footprint:
 
 
 def run_parameters(study: Study, cfg: Configuration) -> int:
-    """The configuration's parameter count (cockpit.forecast.gpu_fit.parameters: the trainer's model); 0 for a
-    workload whose model the cockpit does not know (a script: its checkpoints are its own, not sized)."""
-    if not study.workload.reads_study_data:
-        return 0
-    m = study.model
-    # [model] has no vocab: the tokenizer's bins (samples) and its specials are the embedding's rows
-    vocab = N_SPECIAL + int(study.datasets[cfg.dataset].tokenizer.get("vocab") or TOKENIZER["vocab"].default)
-    classes = 5 if cfg.mode == "finetune" else 0
-    return parameters(int(m.get("layers") or 4), int(m.get("d_model") or 128), vocab, cfg.window, classes)
+    """The configuration's parameter count, as its workload knows it (`Workload.parameters`); 0 for a workload
+    whose model the cockpit does not know (a script: its checkpoints are its own, not sized)."""
+    return study.workload.parameters(study, cfg)
 
 
 def run_bytes(study: Study, cfg: Configuration) -> tuple[int, int]:

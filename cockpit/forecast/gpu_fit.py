@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from cockpit.forecast.rank_memory import model_states
 from cockpit.study.sites import SiteError, builtin_sites, load_site
+from cockpit.workloads.hlm.model_size import parameters
 
 BYTES_PER_PARAM = {"params": 4, "grads": 4, "optimizer": 8}  # fp32 weights and gradients, AdamW's 2 fp32 moments
 HEAD_DIM = 64  # d_model / heads of the ladder's shapes
@@ -24,14 +25,6 @@ LADDER: tuple[tuple[int, int], ...] = (
     (32, 2560), (32, 4096), (40, 5120), (48, 6144), (64, 8192), (96, 12288))
 REFERENCE_SITE = "meluxina"  # a study whose site has no gpu_memory_gb is judged on MeluXina's A100-40GB
 ACTIVATION_FACTORS = (34, 5)  # Korthikanti et al. 2022: a layer keeps s b h (34 + 5 a s / h) bytes at 16 bits
-
-
-def parameters(layers: int, d_model: int, vocab: int, max_len: int, classes: int = 0) -> int:
-    """trainer.model.HeartLanguageModel's parameter count: token and position embeddings, per block
-    12 d^2 + 10 d (attention's qkv and projection, the 4d MLP, two LayerNorms), the final LayerNorm, and the
-    class head (or the LM head's bias: its weights are the token embedding's)."""
-    head = classes * d_model + classes if classes else vocab
-    return (vocab + max_len) * d_model + layers * (12 * d_model**2 + 10 * d_model) + 2 * d_model + head
 
 
 def activation_bytes(batch: int, window: int, layers: int, d_model: int, heads: int, vocab: int,

@@ -19,7 +19,7 @@ from cockpit.figures.explain import PARTS
 from cockpit.forecast.advice.options import UNREPEATED_NOISE
 from cockpit.study.spec import AXES, SCALE_AXES
 from cockpit.workloads.base import value_word, workload_keys
-from trainer.config_keys import BY_NAME
+from runcontract.axes import AXIS_KEY
 
 PART_WORDS = dict(zip(PARTS, ("data wait", "compute", "communication", "optimizer", "other"), strict=True))
 
@@ -99,7 +99,7 @@ def _identity(row: dict[str, Any]) -> dict[str, Any]:
 
 def _order(key: str, value: Any) -> tuple[int, int, str]:
     """An axis's default first (fp32 before bf16), then false before true, numbers by size, words as written."""
-    default = 0 if key in BY_NAME and value == BY_NAME[key].default else 1
+    default = 0 if key in AXIS_KEY and value == AXIS_KEY[key].default else 1
     if isinstance(value, bool):
         return (default, 0, str(int(value)))
     if isinstance(value, int | float):

@@ -35,8 +35,8 @@ from typing import Any
 from cockpit.figures.explain import FIXED_COSTS, PARTS
 from cockpit.forecast import batch_fit, straggler
 from cockpit.forecast.rank_memory import memory_per_rank
-from trainer.config_keys import STRATEGY_SHARDS
-from trainer.measure import ddp_buckets
+from runcontract import ddp_buckets
+from runcontract.axes import STRATEGY_SHARDS
 
 BACKWARD_SHARE = 2.0 / 3.0  # backward is ~2x the forward's FLOPs
 BATCH_PARTS = ("data_wait", "compute")  # the parts of a step that grow with the samples in it
@@ -130,7 +130,7 @@ class Residual:
     (measured / modelled): the per-step parts a prediction refits (docs/prediction.md, "A prediction that learns")."""
 
     config_id: str
-    shards: tuple[str, ...]  # what its strategy shards (trainer.config_keys.STRATEGY_SHARDS): () for DDP
+    shards: tuple[str, ...]  # what its strategy shards (runcontract.axes.STRATEGY_SHARDS): () for DDP
     setting: str  # overlap_setting: a CPU's ratios never stand in for a GPU's
     ratios: dict[str, float]
     across_nodes: bool = False  # its collectives crossed nodes: its comm ratio stands for such runs only

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainer.config_keys import STRATEGY_SHARDS
+from runcontract.axes import STRATEGY_SHARDS
 
 MEMORY_PARTS = ("params_bytes", "grads_bytes", "optimizer_bytes")
 

@@ -26,10 +26,16 @@ import sbatch_templates
 from cockpit.launch.backend import Backend, JobInfo, JobState
 from cockpit.launch.slurm.render import job_comment, job_name, render_study_scripts
 from cockpit.preflight.jobs import preflight_dir
-from runcontract.contract import EXIT_FILE, EXIT_OK, LOCAL_STDERR_FILE, LOCAL_STDOUT_FILE, ContractError
+from runcontract.contract import (
+    EXIT_FILE,
+    EXIT_OK,
+    LOCAL_STDERR_FILE,
+    LOCAL_STDOUT_FILE,
+    PREFLIGHT_ENV_FILE,
+    ContractError,
+)
 from runcontract.modes import Sharing, make_dirs, open_new
 from runcontract.records import read_exit, write_config
-from trainer import rundir
 
 if TYPE_CHECKING:
     from cockpit.preflight.jobs import PreflightJob
@@ -279,7 +285,7 @@ class LocalExecutor(Backend):
                 open_new(job.run_dir / LOCAL_STDERR_FILE, "ab", self.sharing) as err:
             if job.preflight:  # as the batch script does: the Python first, then every worker
                 with resources.as_file(resources.files("sbatch_templates") / sbatch_templates.ENV_PROBE) as probe:
-                    await self._step(job, [self._python, str(probe), rundir.PREFLIGHT_ENV_FILE], env, out, err, deadline)
+                    await self._step(job, [self._python, str(probe), PREFLIGHT_ENV_FILE], env, out, err, deadline)
                 return await self._step(job, [*launcher, "-m", "trainer", "preflight", "--run-dir", run], env, out, err,
                                         deadline)
             prepare = workload.prepare_args(run)

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from cockpit.figures import explain, labels, series, units
 from cockpit.report import tables
-from trainer.config_keys import label_words
+from runcontract.axes import label_words
 
 FIGURES = series.TITLES  # the figure names (and a GPU study's titles); write_figures titles by the study's device
 COLORS = {"data_wait": "#8064a2", "compute": "#c0504d", "comm": "#f79646", "optimizer": "#4bacc6",

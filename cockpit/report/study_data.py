@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from cockpit.report.source import ReportInput, load_input
 from cockpit.study.spec import AXES, config_label
 from cockpit.workloads.base import workload_keys
-from trainer.config_keys import BY_NAME, unread
+from runcontract.axes import AXIS_KEY, unread
 
 if TYPE_CHECKING:
     from cockpit.store import StudyStore
@@ -144,7 +144,7 @@ def run_name(row: dict[str, Any]) -> str:
 def hparams(row: dict[str, Any]) -> dict[str, Any]:
     """The configuration's axes and worker count (those it has; not the HLM's own axes in a script's
     configuration), then a script workload's own keys, each by its name."""
-    axes = {k: row[k] for k in HPARAMS if row.get(k) is not None and not (k in BY_NAME and unread(BY_NAME[k], row))}
+    axes = {k: row[k] for k in HPARAMS if row.get(k) is not None and not (k in AXIS_KEY and unread(AXIS_KEY[k], row))}
     return {**axes, **{k: v for k, v in workload_keys(row).items() if k not in axes}}
 
 

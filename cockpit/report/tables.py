@@ -15,7 +15,7 @@ from cockpit.forecast import gpu_fit, key_effects
 from cockpit.forecast.analysis import comm_words
 from cockpit.forecast.prediction import Prediction
 from cockpit.workloads.base import value_word
-from trainer.config_keys import AXIS, AXIS_KEYS, BY_NAME, LABEL_ORDER, labelled
+from runcontract.axes import AXIS, AXIS_KEY, AXIS_KEYS, LABEL_ORDER, labelled
 
 Body = tuple[list[str], list[list[str]]]
 
@@ -36,10 +36,10 @@ WORKLOAD_KEYS = "keys"  # cockpit.forecast.analysis.run_row: a script workload's
 
 def shown_axes(rows: list[dict[str, Any]]) -> list[str]:
     """The identity columns of a table over `rows`: LABEL_ORDER's, an axis added later only where some row
-    sets it away from its default (trainer.config_keys.shows, as the configuration label shows it), so a study
+    sets it away from its default (runcontract.axes.shows, as the configuration label shows it), so a study
     that never names it keeps its tables. A script workload's own keys (the analysis' `keys` words) follow
     where some row has any, so its configurations that differ only there (pinned memory) tell apart."""
-    axes = [a for a in LABEL_ORDER if a == "scale" or any(labelled(BY_NAME[a], r) for r in rows)]
+    axes = [a for a in LABEL_ORDER if a == "scale" or any(labelled(AXIS_KEY[a], r) for r in rows)]
     return [*axes, WORKLOAD_KEYS] if any(r.get(WORKLOAD_KEYS) for r in rows) else axes
 
 

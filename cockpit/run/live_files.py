@@ -1,5 +1,5 @@
-"""The running jobs' live files (metrics.jsonl, gpu.jsonl, train.log and the scheduler's logs) followed
-into the store, each from the byte offset the store committed, so a restart neither loses nor repeats a line."""
+"""The running jobs' live files (metrics.jsonl, gpu.jsonl, the workload's own logs such as the HLM trainer's
+train.log, and the scheduler's logs) followed into the store, each from the byte offset the store committed, so a restart neither loses nor repeats a line."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 from cockpit.launch.follow import Chunk, FileCursor, Follower, FollowSpec
 from runcontract.contract import GPU_FILE, METRICS_FILE
-from trainer import rundir
 
 if TYPE_CHECKING:
     from cockpit.run.scope import RunScope
@@ -22,7 +21,7 @@ class LiveFiles:
         self._follower: Follower | None = None
 
     def _files_of(self, job_id: str) -> list[str]:
-        return [METRICS_FILE, GPU_FILE, rundir.LOG_FILE, *self.scope.backend.log_files(job_id)]
+        return [METRICS_FILE, GPU_FILE, *self.scope.study.workload.log_files, *self.scope.backend.log_files(job_id)]
 
     def _cursor(self, cid: str, name: str) -> FileCursor:
         key = f"{cid}/{name}"

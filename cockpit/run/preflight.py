@@ -21,7 +21,7 @@ from cockpit.preflight.checks import JobFindings, JobOutcome, PreflightReport
 from cockpit.run.submission import pace, running_at_once
 from cockpit.store.recorded import study_plan
 from cockpit.study.sites import site_for
-from trainer import rundir
+from runcontract.contract import PREFLIGHT_ENV_FILE, PREFLIGHT_FILE
 
 if TYPE_CHECKING:
     from cockpit.launch.backend import Backend, JobInfo
@@ -143,8 +143,8 @@ async def _wait(backend: Backend, wanted: list[jobs.PreflightJob], found: dict[i
 
 async def _collect(backend: Backend, f: JobFindings) -> None:
     """The job's env and preflight files, and the last lines of its error log for a failure's message."""
-    f.env, _ = checks.parse_json(await backend.read_file(f"{f.directory}/{rundir.PREFLIGHT_ENV_FILE}"), "env")
-    f.facts, _ = checks.parse_json(await backend.read_file(f"{f.directory}/{rundir.PREFLIGHT_FILE}"), "facts")
+    f.env, _ = checks.parse_json(await backend.read_file(f"{f.directory}/{PREFLIGHT_ENV_FILE}"), "env")
+    f.facts, _ = checks.parse_json(await backend.read_file(f"{f.directory}/{PREFLIGHT_FILE}"), "facts")
     tails = []
     for path in f.log_paths:
         text = (await backend.read_file(path)).decode("utf-8", "replace")

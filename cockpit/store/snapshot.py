@@ -61,7 +61,7 @@ class ConfigRow:
     t_same_work_s: float | None = None  # T at the baseline's work: what the speedup divides
     verdict: str = ""  # short form: the largest losses in seconds
     explanation: str = ""  # the full sentence with the advice
-    quality_metric: str | None = None  # cockpit.figures.quality: "macro-F1 (N,S,V,F)", "masked loss", ... (None: not scored)
+    quality_metric: str | None = None  # cockpit.workloads.hlm.quality: "macro-F1 (N,S,V,F)", "masked loss", ... (None: not scored)
     quality: float | None = None
     quality_change: float | None = None  # minus the group's 1x1 run's
     progress: float | None = None  # 0..1 from the latest metrics record while running

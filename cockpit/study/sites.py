@@ -14,7 +14,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from trainer.config_keys import SITE_KEYS, SiteKeys, judge_table
+from cockpit.study.tables import SITE_KEYS, SiteKeys
+from runcontract.keys import judge_table
 
 _BY_NAME = {k.name: k for k in SITE_KEYS}
 
@@ -25,7 +26,7 @@ class SiteError(ValueError):
 
 @dataclass(frozen=True)
 class Site(SiteKeys):
-    """One Slurm site's facts and defaults: the registry's [site] table (trainer.config_keys.SiteKeys) as read
+    """One Slurm site's facts and defaults: the registry's [site] table (cockpit.study.tables.SiteKeys) as read
     from a profile (its lists as tuples, its env values as strings, its figures as floats) and the file it came
     from."""
 

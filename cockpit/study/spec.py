@@ -1,6 +1,6 @@
 """Study spec: one TOML file -> a validated Study and its configuration matrix.
 
-What a study may say, with each key's type, default and bounds, is the key registry (trainer/config_keys/);
+What a study may say, with each key's type, default and bounds, is the key tables' (docs/study-keys.md);
 cockpit.study.spec_rules applies it table by table. Anything else is an error naming the file, the section and the
 key, because a misspelt key silently ignored costs a researcher a day of node-hours.
 """
@@ -20,10 +20,11 @@ from typing import Any
 from cockpit.study import spec_rules
 from cockpit.study.cluster_kinds import KINDS
 from cockpit.study.spec_rules import SYNTHETIC, WORKLOAD_SECTION, SpecError
+from cockpit.study.tables import ClusterKeys
 from cockpit.workloads import Workload, WorkloadError, workload_of
 from cockpit.workloads.base import key_words, value_word
 from cockpit.workloads.hlm import HlmWorkload
-from trainer.config_keys import AXES, SCALE_AXES, AxisKeys, ClusterKeys, config_label, id_values, label_words
+from runcontract.axes import AXES, SCALE_AXES, AxisKeys, config_label, id_values, label_words
 
 __all__ = ["AXES", "SCALE_AXES", "SYNTHETIC", "Cluster", "Configuration", "Dataset", "SpecError", "Study",
            "config_label", "load_study", "parse_study"]
@@ -51,7 +52,7 @@ class Configuration(AxisKeys):
     # the workload's own keys (cockpit.workloads: a script's [workload.keys]), name and value in declared order;
     # none for the HLM trainer, whose ids are the axes' alone
     keys: tuple[tuple[str, Any], ...] = ()
-    # the workload's kind (cockpit.workloads): a script's label leaves out the HLM's own axes (config_keys.labelled);
+    # the workload's kind (cockpit.workloads): a script's label leaves out the HLM's own axes (runcontract.axes.labelled);
     # not part of the id, which the axes and keys alone make
     workload: str = "hlm"
 
@@ -102,7 +103,7 @@ class Configuration(AxisKeys):
         return {**self.values(), "keys": key_words(self.key_values), "workload": self.workload}
 
     def label_words(self) -> dict[str, str]:
-        """The label's words by what each stands for: the axes' (config_keys.label_words, LABEL_ORDER) and each
+        """The label's words by what each stands for: the axes' (runcontract.axes.label_words, LABEL_ORDER) and each
         workload key's `name=value`, so a view that folds what every configuration shares keeps the rest."""
         words = label_words(self.label_values())
         return {**words, **{name: f"{name}={value_word(v)}" for name, v in sorted(self.key_values.items())}}

@@ -1,5 +1,5 @@
-"""What a study file may say: the key registry's rules (trainer/config_keys/) applied to a parsed TOML
-document, table by table, so the study refuses what the trainer would refuse, in the trainer's words, before
+"""What a study file may say: the key tables' rules (cockpit.study.tables, runcontract.axes, and the HLM trainer's
+trainer/config_keys/ for [data], [model] and [train]) applied to a parsed TOML document, table by table, so the study refuses what the trainer would refuse, in the trainer's words, before
 a node-hour is spent. The checked values go to cockpit.study.spec, which builds the Study from them.
 
 Every message names the file, the table and the key, and says what was expected and what was found.
@@ -15,18 +15,16 @@ from typing import Any
 
 from cockpit.study.cluster_kinds import KINDS, kind_of
 from cockpit.study.sites import Site, SiteError, load_site
+from cockpit.study.tables import CLUSTER_KEYS, STUDY_KEYS
+from runcontract.axes import AXIS_KEYS
+from runcontract.keys import ConfigKey, judge_table
 from trainer.config_keys import (
-    AXIS_KEYS,
-    CLUSTER_KEYS,
     DATA_KEYS,
     DATASET_KEYS,
     SPLIT_KEYS,
-    STUDY_KEYS,
     TOKENIZER_KEYS,
-    ConfigKey,
     check_model,
     check_train,
-    judge_table,
     section_keys,
 )
 from trainer.data.errors import DataError

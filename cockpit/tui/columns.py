@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cockpit.store.snapshot import ConfigRow
-from trainer.config_keys import AXIS, LABEL_ORDER
+from runcontract.axes import AXIS, LABEL_ORDER
 
 RUNNING = ("running", "completing")
 STATE_WORDS = {"completed": "done", "not_submitted": "not submitted", "changed": "changed"}
@@ -30,7 +30,7 @@ class Column:
 
 
 # every column the scaling table can show, by key; labels carry the unit where the cells do not. The axes'
-# headers are the key registry's (trainer/config_keys/); the scale column is nodes × workers per node
+# headers are the axes table's (runcontract/axes.py); the scale column is nodes × workers per node
 SCALING_COLUMN = {
     "mark": Column("mark", " ", 1),
     **{a: Column(a, "nodes×GPUs" if a == "scale" else AXIS[a].header) for a in LABEL_ORDER},

@@ -14,10 +14,10 @@ from cockpit.figures import explain
 from cockpit.store.snapshot import DONE_STATES, FAILED_STATES, ConfigRow
 from cockpit.study.spec import config_label
 from cockpit.tui.columns import RUNNING, field_value, state_word
-from trainer.config_keys import AXIS, AXIS_KEYS, LABEL_ORDER, SCALE_AXES
+from runcontract.axes import AXIS, AXIS_KEYS, LABEL_ORDER, SCALE_AXES
 
 # the names the filter accepts for each field: the screen's own words first (headers, the header bar's states);
-# an axis's names are the key registry's (trainer/config_keys/)
+# an axis's names are the axes table's (runcontract/axes.py)
 FILTER_FIELDS: dict[str, tuple[str, ...]] = {
     **{name: AXIS[name].names for name in (*LABEL_ORDER, *reversed(SCALE_AXES)) if name != "scale"},
     "workers": ("workers", "N"),

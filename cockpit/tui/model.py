@@ -27,7 +27,7 @@ from cockpit.tui.columns import (
     state_word,
 )
 from cockpit.tui.filter import Filter, matches, parse_filter
-from trainer.config_keys import AXES, AXIS, BY_NAME, LABEL_ORDER, label_words, labelled
+from runcontract.axes import AXES, AXIS, AXIS_KEY, LABEL_ORDER, label_words, labelled
 
 GROUP_AXES = AXES
 # the axes a row is told apart by, in the order the frozen identity columns show them ("scale" = nodes x GPUs)
@@ -94,8 +94,8 @@ def scaling_layout(snapshot: StudySnapshot, device_hint: str | None = None) -> L
     device = study_device(snapshot, device_hint)
     folded = folded_axes(snapshot)
     first = snapshot.configs[0].values if snapshot.configs else {}
-    # a later axis at its default is said nowhere (config_keys.shows), as the label leaves it out
-    constant = [(a, first.get(a)) for a in IDENTITY_AXES if a in folded and labelled(BY_NAME[a], first)]
+    # a later axis at its default is said nowhere (runcontract.axes.shows), as the label leaves it out
+    constant = [(a, first.get(a)) for a in IDENTITY_AXES if a in folded and labelled(AXIS_KEY[a], first)]
     identity = [a for a in IDENTITY_AXES if a not in folded]
     columns = [SCALING_COLUMN["mark"]]
     for axis in identity:

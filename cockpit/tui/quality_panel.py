@@ -1,6 +1,6 @@
 """The run detail's quality panel: what the run learned, with the inputs of every figure on screen.
 
-It renders one row of cockpit.forecast.analysis (its cockpit.figures.quality object), so the macro-F1 here is the one the
+It renders one row of cockpit.forecast.analysis (its cockpit.workloads.hlm.quality object), so the macro-F1 here is the one the
 scaling table, the report and the headless line print, and it can be recomputed from the per-class F1 and
 those from the confusion matrix shown beneath it.
 """
@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.text import Text
 
-from cockpit.figures.quality import Quality, direction
+from cockpit.workloads.hlm.quality import Quality, direction
 
 RECORDS_SHOWN = 5  # the records with the most errors; an inter-patient table is often decided by a few
 

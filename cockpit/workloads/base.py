@@ -8,12 +8,12 @@ configuration id exactly as the axes are) and says which of the HLM's axes it ta
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from trainer.config_keys import ConfigKey
+from runcontract.keys import ConfigKey, Effect
 
 # [train] keys every run directory's writer reads (runcontract.Run: the device, how often it samples): the
 # study core's, whatever the workload
@@ -100,6 +100,8 @@ class Workload(ABC):
     reads_study_data: ClassVar[bool] = False
     #: the environment variable that names the run directory to the program ("" : it takes --run-dir)
     run_dir_env: ClassVar[str] = ""
+    #: the program's own log files in its run directory, followed live beside the contract's metrics and GPU files
+    log_files: ClassVar[tuple[str, ...]] = ()
 
     @property
     def work_per_worker(self) -> bool | None:
@@ -166,3 +168,37 @@ class Workload(ABC):
     def not_given(self) -> tuple[str, ...]:
         """The figures this workload's results cannot give, in the plan's words (none for the HLM)."""
         return ()
+
+    @classmethod
+    def key_effects(cls) -> Mapping[str, Effect]:
+        """What the prediction does with each of this workload's config.json keys, by where config.json holds
+        it (`train.lr`, `tokenizer`; cockpit.forecast.advice.effects): none known here, so not predicted."""
+        return {}
+
+    @classmethod
+    def config_defaults(cls) -> Mapping[str, Any]:
+        """The dotted config.json keys its program fills in when left out, with their values (a config.json read
+        as keys compares alike whether a key was written or defaulted)."""
+        return {}
+
+    def parameters(self, study: StudyParts, cfg: ConfigurationParts) -> int:
+        """The configuration's model parameters, for the disk footprint of its checkpoints (0: the workload's
+        model is its own and its checkpoints are not sized)."""
+        return 0
+
+    @classmethod
+    def key_tables(cls) -> tuple[KeyTable, ...]:
+        """The sections this workload adds to docs/study-keys.md (cockpit.study.key_doc)."""
+        return ()
+
+
+@dataclass(frozen=True)
+class KeyTable:
+    """One section of docs/study-keys.md: a table (or config.json) and its keys."""
+
+    title: str
+    intro: str
+    keys: tuple[ConfigKey, ...]
+    extra: tuple[str, ...] = ()  # further column headers, filled by cells(key)
+    cells: Callable[[ConfigKey], tuple[str, ...]] | None = None
+    name: Callable[[ConfigKey], str] | None = None  # how a key is named (default: its name)

@@ -167,7 +167,7 @@ def test_advice_names_a_key_and_a_figure_for_every_loss_the_model_covers(results
     monkeypatch.setattr(options, "UNREPEATED_NOISE", 0.0)  # every predicted gain given, whatever its size
     rows = [r for r in analyse(results) if not r.get("baseline")]
     assert len(rows) == 2
-    covered = {t for e in advice.EFFECTS.values() if e.model == "formula" for t in e.terms}
+    covered = {t for e in advice.key_effects().values() if e.model == "formula" for t in e.terms}
     assert covered == {"comm", "optimizer", "other"}
     for row in rows:
         _, shown = explain.shown_terms(row)

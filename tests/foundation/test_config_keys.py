@@ -10,9 +10,10 @@ import pytest
 
 from cockpit.study.spec import SpecError, parse_study
 from cockpit.study.spec_rules import SECTIONS
+from runcontract.keys import ConfigKey
 from tests.studies import study_raw
 from trainer.commands.cli import TRAIN_KEYS, build_config, parser
-from trainer.config_keys import KEYS, ConfigKey
+from trainer.config_keys import KEYS
 from trainer.settings import SECTION_OF, Settings, from_config
 
 SAMPLES: dict[str, Any] = {"d_model": 16, "heads": 2, "window": 64, "layers": 2, "init_checkpoint": "/w/model.pt",

@@ -16,7 +16,8 @@ import pytest
 
 from cockpit.launch.slurm.render import render_script
 from cockpit.study.spec import Configuration, _digest, load_study
-from trainer.config_keys import AXIS_KEYS, SCALE_AXES, Axis, ConfigKey, id_values, label_words
+from runcontract.axes import AXIS_KEYS, SCALE_AXES, id_values, label_words
+from runcontract.keys import Axis, ConfigKey
 
 ROOT = Path(__file__).resolve().parents[2]
 STORES = [ROOT / "tests/fixtures/recorded-store/store.sqlite", ROOT / "tests/fixtures/demo-store/local-demo/cockpit.sqlite"]

@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 # Lowest first. A module may import its own layer and the ones below; the first prefix that matches wins.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("shared contract", ("runcontract", "trainer.rundir", "trainer.config_keys", "trainer.measure.ddp_buckets", "trainer.scoring.scores", "trainer.data.errors",
+    ("shared contract", ("runcontract", "trainer.rundir", "trainer.config_keys", "trainer.scoring.scores", "trainer.data.errors",
                          "trainer.data.tokenizer_keys", "trainer.environment", "sbatch_templates")),
     ("study, backends and figures", ("cockpit.plugins", "cockpit.workloads", "cockpit.study", "cockpit.preflight", "cockpit.figures",
                                      "cockpit.launch")),
@@ -172,3 +172,24 @@ def test_the_run_contract_stands_alone():
                 if top not in stdlib and top != "runcontract" and top not in allowed and top != "__future__":
                     found.append(f"{module} imports {name}")
     assert found == []
+
+
+# The cockpit modules outside the HLM workload's package that still read the HLM trainer's own code: its data
+# rules for the study file, the demo's records, the scores command and the preflight program's config keys.
+TRAINER_READERS = {"cockpit.study.spec_rules", "cockpit.commands.demo", "cockpit.commands.scores",
+                   "cockpit.preflight.jobs"}
+
+
+def test_the_cockpit_reaches_the_trainer_through_the_hlm_workload():
+    """The study core belongs to no workload: outside cockpit/workloads/hlm/ at most five cockpit modules import
+    trainer/, and those named here only (a new one is a decision, not a drift)."""
+    readers = {m for m, targets in graph().items() if m.startswith("cockpit.")
+               and not m.startswith("cockpit.workloads.hlm") and any(t.startswith("trainer") for t in targets)}
+    assert readers == TRAINER_READERS and len(readers) <= 5
+
+
+def test_no_module_is_over_500_lines():
+    """Small modules with one job: a module that grows past 500 lines is split, not stretched."""
+    long = {str(p.relative_to(REPO)): n for top in ("cockpit", "trainer", "runcontract")
+            for p in (REPO / top).rglob("*.py") if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}
+    assert long == {}

@@ -7,7 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from trainer.config_keys import AXES, TOKENIZER_KEYS
+from runcontract.axes import AXES
+from trainer.config_keys import TOKENIZER_KEYS
 
 REPO = Path(__file__).resolve().parents[2]
 REGISTRY = REPO / "trainer" / "config_keys"  # the package: key.py, sections.py, study_tables.py, __init__.py

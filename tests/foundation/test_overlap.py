@@ -19,7 +19,7 @@ from cockpit.forecast.prediction import (
     recorded_overlap,
     strategy_comm,
 )
-from trainer.measure.ddp_buckets import overlap
+from runcontract.ddp_buckets import overlap
 
 
 def test_the_hidden_share_is_one_minus_exposed_over_busy_clamped_and_null_without_a_timed_all_reduce():

@@ -14,8 +14,10 @@ import pytest
 
 from cockpit.study.spec import SpecError, load_study, parse_study
 from cockpit.study.spec_rules import SECTIONS
+from runcontract.axes import AXES, AXIS_KEYS
+from runcontract.keys import ConfigKey
 from tests.studies import SYNTHETIC_DATA, TINY_MODEL, TINY_TRAIN, study_raw, write_study
-from trainer.config_keys import AXES, AXIS_KEYS, KEYS, TOKENIZER_KEYS, ConfigKey, section_keys
+from trainer.config_keys import KEYS, TOKENIZER_KEYS, section_keys
 from trainer.data.errors import DataError
 from trainer.data.tokenizer_keys import canonical
 from trainer.settings import ConfigError, from_config

@@ -1,4 +1,4 @@
-"""cockpit.figures.quality on known confusion matrices: every figure is the hand computation, and a damaged eval
+"""cockpit.workloads.hlm.quality on known confusion matrices: every figure is the hand computation, and a damaged eval
 keeps its run in the tables with a message naming the key."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from cockpit.figures.quality import MACRO_F1, MACRO_F1_NSVF, MASKED_LOSS, quality_of, quality_words
+from cockpit.workloads.hlm.quality import MACRO_F1, MACRO_F1_NSVF, MASKED_LOSS, quality_of, quality_words
 
 CLASSES = ["N", "S", "V", "F", "Q"]
 # rows: true class; N 100, S 10, V 20, F 2 beats, no Q

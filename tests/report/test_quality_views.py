@@ -13,7 +13,6 @@ import pytest
 
 from cockpit.cli import main as cli
 from cockpit.commands.progress import explained_line
-from cockpit.figures.quality import MACRO_F1_NSVF, quality_words
 from cockpit.forecast.analysis import analyse
 from cockpit.store import StudyStore, default_store_path
 from cockpit.study.spec import load_study
@@ -23,6 +22,7 @@ from cockpit.tui.app import CockpitApp
 from cockpit.tui.compare import figure_rows
 from cockpit.tui.controller import store_controller
 from cockpit.tui.detail import RunDetailScreen
+from cockpit.workloads.hlm.quality import MACRO_F1_NSVF, quality_words
 from runcontract.records import read_result
 from tests.report.test_report import markdown_rows
 from tests.studies import mitdb_data, write_study

@@ -7,13 +7,12 @@ from pathlib import Path
 import torch
 
 from cockpit.forecast.prediction import Overlap, measured_links, overlap_setting
-from runcontract import probe
+from runcontract import ddp_buckets, probe
 from runcontract.contract import EXIT_OK, METRICS_FILE
 from runcontract.files import read_jsonl
 from runcontract.records import read_result
 from tests.train.tiny import VOCAB, spawn_world, tiny_data, tiny_settings
 from trainer import rundir
-from trainer.measure import ddp_buckets
 from trainer.measure.timing import union_s
 from trainer.model import HeartLanguageModel, ModelConfig
 from trainer.run import checkpoint

@@ -1,4 +1,4 @@
-"""The one bucket formula (trainer/measure/ddp_buckets.py) against torch's own DDP: the buckets one step all-reduces
+"""The one bucket formula (runcontract/ddp_buckets.py) against torch's own DDP: the buckets one step all-reduces
 once torch has rebuilt them (counted by a comm hook, as trainer.measure.timing.CommMeter counts them), for the default
 cap and for explicit caps, on a real process group of one (gloo)."""
 
@@ -9,7 +9,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 
-from trainer.measure.ddp_buckets import MIB, expected_buckets
+from runcontract.ddp_buckets import MIB, expected_buckets
 
 
 @pytest.fixture(scope="module")

@@ -16,13 +16,13 @@ import torch.multiprocessing as mp
 from cockpit.forecast.prediction import Links, Prediction, measured_links, predict
 from cockpit.forecast.prediction_words import memory_flag
 from cockpit.forecast.straggler import TERM as WAIT
+from runcontract.axes import STRATEGIES
 from runcontract.contract import EXIT_CHECKPOINTED, EXIT_OK, METRICS_FILE
 from runcontract.files import read_jsonl
 from runcontract.records import read_result
 from tests.train.test_ddp import weights
 from tests.train.tiny import free_port, tiny_data, tiny_settings
 from trainer import rundir
-from trainer.config_keys import STRATEGIES
 from trainer.run import checkpoint
 from trainer.run.train import run
 

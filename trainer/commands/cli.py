@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from runcontract.commands import CommandParser, VersionAction
 from runcontract.contract import (
     CONFIG_FILE,
     EXIT_BAD_INPUT,
@@ -23,9 +24,10 @@ from runcontract.contract import (
     ContractError,
 )
 from runcontract.disk_space import DiskFull
+from runcontract.keys import ConfigKey
 from runcontract.modes import share_with, writable_dir
 from runcontract.records import read_config, write_config, write_exit
-from trainer import CommandParser, VersionAction, rundir
+from trainer import rundir
 from trainer.commands import download
 from trainer.config_flags import (
     UsageError,
@@ -35,7 +37,7 @@ from trainer.config_flags import (
     split_from_flags,
     tokenizer_from_flags,
 )
-from trainer.config_keys import CONFIG_DATA_KEYS, KEYS, NOISE_KEYS, TOKENIZER, ConfigKey
+from trainer.config_keys import CONFIG_DATA_KEYS, KEYS, NOISE_KEYS, TOKENIZER
 from trainer.environment import is_main_rank
 
 # every key with a flag: the data keys of config.json, then every model, axis and training key of the registry

@@ -24,16 +24,14 @@ from typing import Any
 import torch
 
 from runcontract import probe
-from runcontract.contract import SCHEMA_VERSION, ContractError
+from runcontract.contract import PREFLIGHT_FILE, SCHEMA_VERSION, ContractError
 from runcontract.files import write_json
 from runcontract.modes import make_dirs, share_with
 from runcontract.nvml import sample_all
 from runcontract.records import read_config
-from trainer import environment, rundir
+from trainer import environment
 from trainer.config_keys import check_preflight_config
 from trainer.parallelism import distributed
-
-PREFLIGHT_FILE = rundir.PREFLIGHT_FILE
 
 
 def rank_facts(d: distributed.Dist) -> dict[str, Any]:

@@ -1,35 +1,23 @@
-"""The trainer's own sections as dataclasses whose fields carry their rules (`key(...)`): [model], the sweep
-axes, [train], config.json's run identity and data keys, a preflight's config.json and a tokenizer table.
+"""The trainer's own sections as dataclasses whose fields carry their rules (`key(...)`): [model], [train], config.json's run identity and data keys, a preflight's config.json and a tokenizer table.
 `trainer.settings.Settings` nests them, typed. Long because it is a table, one entry per key."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.config_keys.key import (
+from runcontract.keys import NAMES_RUN, NEUTRAL, NOT_PREDICTED, ConfigKey, Effect, _finite_number, key
+from runcontract.modes import is_group_name
+from trainer.config_keys.choices import (
     ANNOTATOR_PREFERENCE,
     CLASS_WEIGHTS,
     CONTEXTS,
     DEVICES,
-    MODES,
     N_SPECIAL,
-    NAMES_RUN,
-    NEUTRAL,
-    NOT_PREDICTED,
     POOLS,
-    PRECISIONS,
-    RECORDED,
-    STRATEGIES,
     TASKS,
     TOKENIZERS,
     WAVEFORMS,
-    Axis,
-    ConfigKey,
-    Effect,
-    _finite_number,
-    key,
     sensitivity_floors,
 )
 
@@ -55,35 +43,6 @@ class ModelKeys:
                         choices=WAVEFORMS, resume=True, windows=True, effect=NOT_PREDICTED)
     pool: str = key("mean", "fine-tune head input: 'mean' over positions or the 'centre' beat's", choices=POOLS,
                     resume=True, effect=NOT_PREDICTED)
-
-
-@dataclass(frozen=True)
-class AxisKeys:
-    """The sweep axes: a configuration is one value of each. config.json keeps them at its top level; a study
-    sweeps them in [sweep] and sets the default of those in [train] there. The field order is the matrix's."""
-
-    dataset: str = key("synthetic", "the dataset's name in [data.datasets] (standalone: the data folder's name)",
-                       study=False,
-                       axis=Axis("dataset", ("dataset",), short="data", core=True, hlm=True), windows=True, effect=RECORDED)
-    mode: str = key("foundation", "foundation (masked-span prediction) or finetune (classification)",
-                    choices=MODES, axis=Axis("mode", ("mode",), core=True, hlm=True), resume=True, windows=True, effect=RECORDED)
-    window: int = key(256, "tokens per training window", minimum=2, unit="tokens",
-                      axis=Axis("window", ("window", "w"), "w{}", "window {}", short="w", core=True, hlm=True), resume=True, windows=True, effect=RECORDED)
-    precision: str = key("fp32", "numeric precision of the forward pass", choices=PRECISIONS,
-                         axis=Axis("precision", ("prec", "precision"), short="prec", core=True), effect=Effect("recorded", ("compute",)))
-    batch_size: int = key(32, "windows per worker per step", minimum=1, unit="windows",
-                          axis=Axis("batch", ("batch", "batch_size"), "b{}", "batch {}", short="b", core=True), resume=True, effect=Effect("formula", ("comm", "optimizer", "other"), "f = b'/b: data wait and compute per step x f, optimizer, other and all-reduce per step as the baseline's, steps / f"))
-    cpus_per_task: int | None = key(None, "CPU cores per worker (default: SLURM_CPUS_PER_TASK, else 1; a "
-                                    "study's matrix uses 1)", minimum=1, unit="cores",
-                                    axis=Axis("CPUs/task", ("cpus", "cpus/task", "cpus_per_task", "cpu"), "c{}",
-                                              "{} CPUs/task", short="c", core=True), effect=Effect("recorded", ("compute", "data_wait"), "only from a recorded baseline with that many cores per task"))
-    strategy: str = key("ddp", "data parallelism: ddp (a full replica per worker), zero1 (optimizer state "
-                        "sharded), fsdp (parameters, gradients and optimizer state sharded), fsdp_noreshard (fsdp "
-                        "keeping the gathered parameters from forward to backward)", choices=STRATEGIES,
-                        resume=True, axis=Axis("strategy", ("strategy", "strat"), short="strat"), effect=Effect("formula", ("comm", "optimizer"), "per step ddp 2(N-1)/N G all-reduced; zero1 the same plus (N-1)/N P broadcast; fsdp 3(N-1)/N P all-gathered twice and reduce-scattered (fsdp_noreshard 2); memory per rank params, grads, optimizer state / N where sharded"))
-    gpus_per_node: int = key(1, "workers (GPUs) per node", minimum=1, study=False, flag="",
-                             axis=Axis("GPUs/node", ("gpus", "gpus_per_node", "gpus/node"), scale=True, core=True), effect=Effect("formula", ("comm",), "N workers: ring all-reduce over the link the run spans"))
-    nodes: int = key(1, "nodes", minimum=1, study=False, flag="", axis=Axis("nodes", ("nodes",), scale=True, core=True), effect=Effect("formula", ("comm",), "N workers: the inter-node link once nodes > 1"))
 
 
 @dataclass(frozen=True)
@@ -164,12 +123,6 @@ class TrainKeys:
     # test hooks: make one rank slower by a host sleep inside each step's compute (a known straggler)
     test_slow_rank: int | None = key(None, "test only: the rank that sleeps", study=False, flag="", effect=NOT_PREDICTED)
     test_slow_step_s: float = key(0.0, "test only: its sleep per step", minimum=0, study=False, flag="", effect=NOT_PREDICTED)
-
-
-def is_group_name(v: Any) -> bool:
-    """A Unix group name as sites make them (it reaches chgrp in the batch script): letters, digits, '_', '-',
-    '.', not starting with '-', at most 32 characters."""
-    return isinstance(v, str) and re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}", v) is not None
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from trainer.config_keys import STRATEGY_SHARDS
+from runcontract.axes import STRATEGY_SHARDS
 from trainer.measure.timing import CommMeter, comm_hook
 from trainer.model import HeartLanguageModel
 from trainer.parallelism.distributed import Dist

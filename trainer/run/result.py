@@ -12,10 +12,10 @@ import socket
 import time
 from typing import Any, cast
 
-from runcontract import energy
+from runcontract import ddp_buckets, energy
 from runcontract.records import Result, ResultEnergy, ResultGpuUse, ResultMemory, ResultTiming, write_result
 from trainer import rundir
-from trainer.measure import ddp_buckets, provenance
+from trainer.measure import provenance
 from trainer.measure.timing import peak_memory_bytes, peak_source
 from trainer.parallelism import distributed, parallel
 from trainer.run import checkpoint, profiling

@@ -1,7 +1,8 @@
 """The study keys the prediction model prices, and a configuration read as keys.
 
-:data:`EFFECTS` is each config.json key's modelled effect as the key declares it in trainer/config_keys/
-(names as config.json spells them: `batch_size`, `train.bucket_cap_mb`); docs/prediction.md states each formula. The
+:func:`key_effects` is each config.json key's modelled effect as the key declares it (the axes in runcontract.axes,
+a workload's own keys in its package: `Workload.key_effects`; names as config.json spells them: `batch_size`,
+`train.bucket_cap_mb`); docs/prediction.md states each formula. The
 rest reads a result's config.json as dotted keys, lists the keys two configurations set differently and
 writes a key and its value as a study file and `--what-if` do, so that every view names a key one way.
 """
@@ -12,47 +13,61 @@ from collections.abc import Iterable
 from typing import Any
 
 from cockpit.study.spec import AXES, SCALE_AXES
-from cockpit.workloads import WORKLOADS
+from cockpit.workloads import WORKLOADS, Workload
 from cockpit.workloads.script import command_keys
-from trainer.config_keys import AXIS_KEYS, BY_NAME, NOT_PREDICTED, TRAINER_KEYS, Effect, toml_value
-from trainer.config_keys import EFFECTS as KEY_EFFECTS
-from trainer.measure.ddp_buckets import expected_buckets
+from runcontract.axes import AXIS_KEYS
+from runcontract.ddp_buckets import expected_buckets
+from runcontract.keys import NOT_PREDICTED, Effect, toml_value
 
-BY_DEST = {k.dest: k for k in TRAINER_KEYS}
 GROUP_AXES = tuple(a for a in AXES if a not in SCALE_AXES)
 MAX_BUCKETS = 8  # the bucket advice stays at or below this many buckets (see docs/prediction.md)
 BUCKET_LADDER_MB = (100.0, 50.0, 25.0, 10.0, 5.0, 2.0, 1.0, 0.5, 0.25, 0.1, 0.05, 0.025, 0.01)
 
 
-# what each config.json key does to the prediction, declared on the key itself (trainer.config_keys, `effect=`);
-# docs/prediction.md states each formula
-EFFECTS: dict[str, Effect] = KEY_EFFECTS
-# config.json keys that name the run rather than describe it (never a difference between two runs)
-IDENTITY = frozenset(k for k, e in EFFECTS.items() if e.model == "identity")
+buckets_for = expected_buckets  # DDP's bucket count, the trainer's formula (runcontract/ddp_buckets.py)
 
-buckets_for = expected_buckets  # DDP's bucket count, the trainer's formula (trainer/measure/ddp_buckets.py)
+
+def key_effects() -> dict[str, Effect]:
+    """What each config.json key does to the prediction, declared on the key itself (`effect=`): the axes' and
+    every workload kind's own keys' (a plug-in's included); docs/prediction.md states each formula."""
+    out = {k.dest: k.effect for k in AXIS_KEYS if k.effect is not None}
+    for workload in WORKLOADS.values():
+        out.update(workload.key_effects())
+    return out
+
+
+def identity_keys() -> frozenset[str]:
+    """config.json keys that name the run rather than describe it (never a difference between two runs)."""
+    return frozenset(k for k, e in key_effects().items() if e.model == "identity")
 
 
 def effect_of(key: str) -> Effect:
-    """A dotted config.json key's effect: its registry key's, a table's entry (`tokenizer.vocab`) its table's; a
-    key the registry does not know (a config.json of another version) is not predicted."""
-    if key in EFFECTS:
-        return EFFECTS[key]
+    """A dotted config.json key's effect: its key's, a table's entry (`tokenizer.vocab`) its table's; a key no
+    table declares (a config.json of another version) is not predicted."""
+    effects = key_effects()
+    if key in effects:
+        return effects[key]
     table, _, _ = key.rpartition(".")
-    return EFFECTS[table] if table in EFFECTS and BY_DEST[table].kind == (dict,) else NOT_PREDICTED
+    return effects.get(table, NOT_PREDICTED)
 
 
 
 # --- reading configurations --------------------------------------------------------------------------------
 
+def _workload_of(cfg: dict[str, Any]) -> type[Workload] | None:
+    """The workload kind a config.json names (absent: the HLM trainer's, as every earlier release wrote it);
+    None for a kind this cockpit does not know."""
+    workload = cfg.get("workload")
+    return WORKLOADS.get(str(workload.get("kind", "hlm")) if isinstance(workload, dict) else "hlm")
+
+
 def axes_of(result: dict[str, Any]) -> dict[str, Any]:
     """A result's (or a config.json's) axis values; one written before a later axis existed ran at that axis's
-    default (trainer.config_keys.shows), and so does an axis its workload does not take (a script's config.json
+    default (runcontract.axes.shows), and so does an axis its workload does not take (a script's config.json
     holds no dataset, mode or window: its matrix fills them with their defaults)."""
     inner = result.get("config")
     cfg: dict[str, Any] = inner if isinstance(inner, dict) else result
-    workload = cfg.get("workload")
-    taker = WORKLOADS.get(str(workload.get("kind", "hlm")) if isinstance(workload, dict) else "hlm")
+    taker = _workload_of(cfg)
     taken = set(taker.axes) if taker is not None else set(AXES)
     return {k.name: cfg.get(k.name, result.get(k.name, None if k.axis and k.axis.core and k.name in taken
                                                else k.default))
@@ -83,8 +98,8 @@ def config_of(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def flat_config(cfg: dict[str, Any]) -> dict[str, Any]:
-    """config.json as dotted keys (`train.lr`, `tokenizer.vocab`), the trainer's defaults filled in for the
-    [model] and [train] keys it leaves out, identity keys left out."""
+    """config.json as dotted keys (`train.lr`, `tokenizer.vocab`), its workload's defaults filled in for the keys
+    it leaves out (the HLM trainer's [model] and [train]), identity keys left out."""
     out: dict[str, Any] = {}
 
     def walk(prefix: str, value: Any) -> None:
@@ -94,10 +109,11 @@ def flat_config(cfg: dict[str, Any]) -> dict[str, Any]:
         else:
             out[prefix] = value
 
-    walk("", {k: v for k, v in cfg.items() if k not in IDENTITY})
-    for key in BY_NAME.values():
-        if key.study and not key.top_level:
-            out.setdefault(key.dest, key.default)
+    identity = identity_keys()
+    walk("", {k: v for k, v in cfg.items() if k not in identity})
+    taker = _workload_of(cfg)
+    for key, default in (taker.config_defaults() if taker is not None else {}).items():
+        out.setdefault(key, default)
     return {k: v for k, v in out.items() if v is not None}
 
 

@@ -29,7 +29,7 @@ from cockpit.forecast.advice.effects import (
     toml_value,
 )
 from cockpit.study.spec import AXES
-from trainer.config_keys import config_label, label_words
+from runcontract.axes import config_label, label_words
 
 # --- the recorded study --------------------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from cockpit.forecast.advice.effects import (
 from cockpit.forecast.advice.forecasting import Forecast, Recorded, forecast
 from cockpit.study.spec import AXES
 from cockpit.workloads.script import SHARED_AXES
-from trainer.measure.ddp_buckets import DDP_DEFAULT_BUCKET_MB
+from runcontract.ddp_buckets import DDP_DEFAULT_BUCKET_MB
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,14 @@ from cockpit.launch.slurm.quoting import (
 )
 from cockpit.study.sites import Site, SiteError, check_cluster, site_for
 from runcontract import disk_space
-from runcontract.contract import EXIT_DISK_FULL, SCHEMA_VERSION, SLURM_STDERR_FILE, SLURM_STDOUT_FILE
+from runcontract.contract import (
+    EXIT_DISK_FULL,
+    PREFLIGHT_ENV_FILE,
+    SCHEMA_VERSION,
+    SLURM_STDERR_FILE,
+    SLURM_STDOUT_FILE,
+)
 from runcontract.modes import Sharing
-from trainer import rundir
 
 if TYPE_CHECKING:
     from cockpit.preflight.jobs import PreflightJob
@@ -72,7 +77,7 @@ def render_preflight_script(study: Study, job: PreflightJob, config: dict[str, A
         signal_seconds=0,
         requeue=False,
         config_json=json.dumps(config, indent=2, sort_keys=True),
-        env_file=rundir.PREFLIGHT_ENV_FILE,
+        env_file=PREFLIGHT_ENV_FILE,
         env_probe=sbatch_templates.template_text(sbatch_templates.ENV_PROBE).rstrip("\n"),
     )
     return _environment().get_template(sbatch_templates.PREFLIGHT_TEMPLATE).render(context)

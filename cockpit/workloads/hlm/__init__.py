@@ -8,9 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cockpit.workloads.base import ConfigurationParts, StudyParts, Workload, WorkloadError, flatten
-from trainer.config_keys import AXES, BY_NAME, tokenizer_defaults
-from trainer.rundir import MODEL_FILE
+from cockpit.workloads.base import ConfigurationParts, KeyTable, StudyParts, Workload, WorkloadError, flatten
+from cockpit.workloads.hlm.key_tables import KEY_TABLES
+from cockpit.workloads.hlm.model_size import configuration_parameters
+from runcontract.axes import AXES
+from runcontract.keys import Effect
+from trainer.config_keys import BY_NAME, EFFECTS, tokenizer_defaults
+from trainer.rundir import LOG_FILE, MODEL_FILE
 
 # config.json's entries that decide what the trainer reads and builds (the token cache's place and the prepare
 # step's processes decide only where and how fast the shards are made)
@@ -30,6 +34,7 @@ class HlmWorkload(Workload):
     kind = "hlm"
     axes = AXES
     reads_study_data = True
+    log_files = (LOG_FILE,)
 
     @classmethod
     def from_table(cls, where: str, table: dict[str, Any], study_dir: Path | None) -> HlmWorkload:
@@ -77,3 +82,18 @@ class HlmWorkload(Workload):
         if isinstance(start, str) and (match := RUN_PATH.match(start)):
             out["train.init_checkpoint"] = match.group(1)
         return {k: v for k, v in out.items() if v is not None}
+
+    @classmethod
+    def key_effects(cls) -> Mapping[str, Effect]:
+        return EFFECTS
+
+    @classmethod
+    def config_defaults(cls) -> Mapping[str, Any]:
+        return DEFAULTS
+
+    def parameters(self, study: StudyParts, cfg: ConfigurationParts) -> int:
+        return configuration_parameters(study.model, study.datasets[cfg.dataset].tokenizer, cfg.values())
+
+    @classmethod
+    def key_tables(cls) -> tuple[KeyTable, ...]:
+        return KEY_TABLES

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from cockpit.workloads.base import ConfigurationParts, StudyParts, Workload, WorkloadError
+from runcontract.axes import AXIS_KEYS
 from runcontract.contract import MODES, RUN_DIR_ENV
-from trainer.config_keys import AXIS_KEYS, ConfigKey, nearest
+from runcontract.keys import ConfigKey, nearest
 
 ATTACH_MODULE = "runcontract.attach"  # the no-edit wrapper: torch's global hooks around an unmodified script
 

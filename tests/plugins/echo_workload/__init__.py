@@ -13,7 +13,7 @@ from cockpit.workloads import register
 from cockpit.workloads.base import Workload, WorkloadError
 from cockpit.workloads.script import SHARED_AXES
 from runcontract.contract import RUN_DIR_ENV
-from trainer.config_keys import ConfigKey
+from runcontract.keys import ConfigKey
 
 LOOP = Path(__file__).resolve().parents[2] / "fixtures" / "workloads" / "tiny_loop.py"
 

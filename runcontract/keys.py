@@ -1,34 +1,20 @@
-"""What a study key is: its type, default, bounds, unit, help and rule (`ConfigKey`, judged by one function
-in the same words on the laptop and in the trainer), how an axis shows (`Axis`), what it does to the prediction
-(`Effect`), and the vocabularies the keys choose from. Pure Python."""
+"""What a key is: its type, default, bounds, unit, help and rule (`ConfigKey`, judged by one function in the
+same words on the laptop, in the trainer and in a script's launcher), how a sweep axis shows (`Axis`), what it
+does to the prediction (`Effect`) and how a value is written back as a study file writes it (`toml_value`).
+
+Standard library only: the cockpit's study layer declares its tables ([study], [cluster], [site]) with it,
+runcontract.axes the sweep axes every run records, and each workload its own keys (the HLM trainer's
+trainer/config_keys/, a script's [workload.keys]).
+"""
 
 from __future__ import annotations
 
 import difflib
 import math
-import re
 import typing
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
-
-MODES = ("foundation", "finetune")
-PRECISIONS = ("fp32", "bf16", "fp16")
-DEVICES = ("auto", "cpu", "cuda")
-TASKS = ("beat", "rhythm")
-CONTEXTS = ("none", "rr", "rr_rhythm", "rr_af", "rr_af_lock", "rr_af_lock_sinus")  # tokens before each window: trainer.data.rr_context
-WAVEFORMS = ("raw", "diff", "both")  # what a samples window holds: trainer.data.beat_template
-POOLS = ("mean", "centre")  # trainer.model
-CLASS_WEIGHTS = ("balanced", "sqrt", "none")
-STRATEGIES = ("ddp", "zero1", "fsdp", "fsdp_noreshard")  # data parallelism: trainer.parallelism.parallel, docs/strategies.md
-# what each strategy keeps only a 1/N share of on a worker (the trainer's result.json and the cockpit's prediction)
-STRATEGY_SHARDS: dict[str, tuple[str, ...]] = {"ddp": (), "zero1": ("optimizer",),
-                                               "fsdp": ("params", "grads", "optimizer"),
-                                               "fsdp_noreshard": ("params", "grads", "optimizer")}
-TOKENIZERS = ("samples", "beats")
-# what annotator "auto" tries after a database's ANNOTATORS list, in order (trainer.data.records.auto_annotators)
-ANNOTATOR_PREFERENCE = ("atr", "ari")
-N_SPECIAL = 4  # pad, mask, cls, sep: trainer.data.tokenizer_keys.SPECIAL_TOKENS
 
 _WORDS = {int: "an integer", float: "a number", str: "a string", bool: "true or false", list: "a list",
           dict: "a table"}
@@ -193,24 +179,6 @@ def _finite_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-FLOOR = re.compile(r"^\s*([A-Za-z]\w*)\s*=\s*([0-9.]+)\s*$")
-
-
-def sensitivity_floors(entries: list[Any]) -> dict[str, float] | None:
-    """train.calibrate_min_sensitivity's entries (`S=0.8`) as {class: floor}; None when one is not CLASS=FLOOR with
-    a floor in (0, 1] or a class is named twice."""
-    floors: dict[str, float] = {}
-    for entry in entries:
-        m = FLOOR.match(str(entry))
-        try:
-            floor = float(m[2]) if m else math.nan
-        except ValueError:
-            return None
-        if not m or not 0 < floor <= 1 or m[1] in floors:
-            return None
-        floors[m[1]] = floor
-    return floors or None
-
 
 def key(default: Any = None, help: str = "", **rules: Any) -> Any:
     """A field of a section dataclass with its rules (ConfigKey's fields, minus section, name and kind); a list
@@ -239,3 +207,19 @@ def keys_of(section: str, cls: type, **common: Any) -> tuple[ConfigKey, ...]:
     return tuple(out)
 
 
+def toml_value(value: Any) -> str:
+    """A value as a study file (and `--what-if`, and docs/study-keys.md) writes it: `"fp32"`, `true`,
+    `0.0003`, `5.0`, `[1, 2]`, `{a = 1}`; "unset" for None (a key a study does not set)."""
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, float):
+        return f"{value:g}" if value == value and not value.is_integer() else f"{value:.1f}"
+    return str(value)
