@@ -26,7 +26,7 @@ from cockpit.figures.host_bound import host_bound
 from cockpit.forecast import advice, interval, prediction
 from cockpit.forecast.advice.host_bound import advise_host_bound
 from cockpit.study.spec import AXES, SCALE_AXES, Configuration
-from cockpit.workloads import WORKLOADS
+from cockpit.workloads import WORKLOADS, kind_of_config, workload_class
 from cockpit.workloads.base import key_words
 from cockpit.workloads.hlm.quality import quality_of
 from runcontract.axes import AXIS_KEYS
@@ -77,9 +77,8 @@ def run_row(result: dict[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {k.name: _plain(cfg.get(k.name, result.get(k.name, None if k.axis and k.axis.core
                                                                      else k.default))) for k in AXIS_KEYS}
     row["keys"] = key_words(cfg.get("keys") or {})  # a script workload's own keys: part of its identity
-    workload = cfg.get("workload")
-    row["workload"] = str(workload.get("kind") or "hlm") if isinstance(workload, dict) else "hlm"
-    taker = WORKLOADS.get(row["workload"])
+    row["workload"] = kind_of_config(cfg)
+    taker = workload_class(cfg)
     missing = [a for a in (taker.axes if taker is not None else AXES) if row[a] is None]  # the axes its workload takes
     row.update(
         config_id=result.get("config_id"),

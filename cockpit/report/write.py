@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING
 from cockpit.figures import labels
 from cockpit.forecast import gpu_fit
 from cockpit.forecast.advice.options import UNREPEATED_NOISE
-from cockpit.report import figures, html_tables, tables
+from cockpit.report import figures, full_run_section, html_tables, tables
 from cockpit.report.source import ReportInput
+from cockpit.workloads import workload_class
 from runcontract.modes import make_dirs
 
 if TYPE_CHECKING:
     from cockpit.forecast.compare import Comparison
+    from cockpit.forecast.full_run import FullRunPlan
 
 # One page from a 390 px phone to a wide screen: the text wraps at the page's width; a table shows its numbers
 # in a grid, what every row shares above it and its prose under each row, or one card per row where the page is
@@ -69,11 +71,14 @@ class ReportFiles:
     html: Path
     figures: dict[str, figures.Drawn]
     configurations: int
+    full_run_csv: Path | None = None  # with --full-run: full_run.csv
 
 
 def write_report(inp: ReportInput, out: str | Path, now: float | None = None,
-                 comparison: Comparison | None = None) -> ReportFiles:
-    """`comparison`: this study (A) against another (`cockpit report --compare`), a "Compared with" section."""
+                 comparison: Comparison | None = None, full_run: FullRunPlan | None = None) -> ReportFiles:
+    """`comparison`: this study (A) against another (`cockpit report --compare`), a "Compared with" section;
+    `full_run`: the production run on every configuration (`--full-run`), a "Time to result" section and
+    full_run.csv."""
     out = Path(out)
     make_dirs(out)  # private (0700) where it is made: the report names runs and their figures
     from cockpit.forecast.analysis import write_scaling_csv
@@ -87,10 +92,11 @@ def write_report(inp: ReportInput, out: str | Path, now: float | None = None,
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(time.time() if now is None else now))
     sections = _sections(inp, rows)
     md_path = out / "report.md"
-    md_path.write_text(_markdown(inp, stamp, sections, figs, comparison, left_out), encoding="utf-8")
+    md_path.write_text(_markdown(inp, stamp, sections, figs, comparison, left_out, full_run), encoding="utf-8")
     html_path = out / "report.html"
-    html_path.write_text(_html(inp, stamp, sections, figs, comparison, left_out), encoding="utf-8")
-    return ReportFiles(md_path, csv_path, html_path, figs, len(rows))
+    html_path.write_text(_html(inp, stamp, sections, figs, comparison, left_out, full_run), encoding="utf-8")
+    full_run_csv = full_run_section.write_csv(full_run, out) if full_run is not None else None
+    return ReportFiles(md_path, csv_path, html_path, figs, len(rows), full_run_csv)
 
 
 def _sections(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, list[str], list[list[str]]]]:
@@ -232,8 +238,8 @@ def _fit_section(inp: ReportInput, rows: list[dict]) -> list[tuple[str, str, lis
     words = labels.worker_word(device)
     if device == "cpu" and "strategy" not in tables.shown_axes(rows):
         return []
-    if rows and all(r.get("workload", "hlm") != "hlm" for r in rows):  # the ladder's shapes are the HLM's model
-        return []
+    if rows and not any((w := workload_class(r)) is not None and w.model_shape_known for r in rows):
+        return []  # the ladder's shapes are [model]'s: no run here has such a model
     gpu_bytes, gpu_source = gpu_fit.reference_gpu(inp.cluster)
     planning = (f"This study ran on CPU {words}: this is what its strategies would fit were it run on GPUs. "
                 if device == "cpu" else "")
@@ -268,7 +274,8 @@ def _counts(inp: ReportInput) -> str:
 
 
 def _markdown(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Drawn],
-              comparison: Comparison | None = None, left_out: list[str] | None = None) -> str:
+              comparison: Comparison | None = None, left_out: list[str] | None = None,
+              full_run: FullRunPlan | None = None) -> str:
     parts = [
         f"# Scaling report: {inp.study}",
         "",
@@ -281,6 +288,8 @@ def _markdown(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Dr
         from cockpit.report.comparison import markdown_section
 
         parts += ["", *markdown_section(comparison)]
+    if full_run is not None:
+        parts += ["", *full_run_section.markdown_section(full_run)]
     parts += ["", "## Figures", ""]
     for fig in figs.values():
         parts.append(f"![{fig.alt()}]({fig.path.name})")
@@ -290,7 +299,8 @@ def _markdown(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Dr
 
 
 def _html(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Drawn],
-          comparison: Comparison | None = None, left_out: list[str] | None = None) -> str:
+          comparison: Comparison | None = None, left_out: list[str] | None = None,
+          full_run: FullRunPlan | None = None) -> str:
     """The page a reader opens: the headline and the study's figures first, then every table; the waterfalls,
     a page wide each, folded under the table whose numbers they draw ('Where the efficiency went')."""
     summary = {n: f for n, f in figs.items() if not n.startswith("waterfall_")}
@@ -311,6 +321,8 @@ def _html(inp: ReportInput, stamp: str, sections, figs: dict[str, figures.Drawn]
         from cockpit.report.comparison import html_section
 
         body.append(html_section(comparison))
+    if full_run is not None:
+        body.append(full_run_section.html_section(full_run))
     page = "".join(body)
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cockpit.workloads import WORKLOADS
+from cockpit.workloads import workload_class
 from cockpit.workloads.base import flatten
 
 if TYPE_CHECKING:
@@ -48,9 +48,7 @@ def _word(value: Any) -> str:
 
 def counted(config: Mapping[str, Any]) -> dict[str, Any]:
     """The dotted keys of a config.json that can change what its run measures, by its workload's rules."""
-    workload = config.get("workload")
-    kind = workload.get("kind", "hlm") if isinstance(workload, dict) else "hlm"
-    cls = WORKLOADS.get(str(kind))
+    cls = workload_class(config)
     own = cls.counted_keys(config) if cls is not None else {}
     launch = config.get("launch")  # how the job starts (Study.launch_config), key by key
     if isinstance(launch, dict):

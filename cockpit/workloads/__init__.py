@@ -17,7 +17,8 @@ WORKLOADS: dict[str, type[Workload]] = {
 }
 DEFAULT = "hlm"
 
-__all__ = ["DEFAULT", "WORKLOADS", "Workload", "WorkloadError", "register", "workload_of"]
+__all__ = ["DEFAULT", "WORKLOADS", "Workload", "WorkloadError", "kind_of_config", "register", "workload_class",
+           "workload_of"]
 
 
 def register(workload: type[Workload]) -> None:
@@ -34,3 +35,18 @@ def workload_of(where: str, table: Any, study_dir: Path | None) -> Workload:
     if kind not in WORKLOADS:
         raise WorkloadError(f"{where}: [workload].kind: expected one of {', '.join(WORKLOADS)}, got {kind!r}")
     return WORKLOADS[kind].from_table(where, table, study_dir)
+
+
+def kind_of_config(config: Any) -> str:
+    """The workload kind a config.json (or a result's row) names: its `workload` table's kind, a row's
+    `workload` word; absent, the HLM trainer's, as every release before workloads wrote it."""
+    workload = config.get("workload") if isinstance(config, dict) else None
+    if isinstance(workload, dict):
+        return str(workload.get("kind") or DEFAULT)
+    return str(workload) if isinstance(workload, str) and workload else DEFAULT
+
+
+def workload_class(config: Any) -> type[Workload] | None:
+    """The class of the workload kind a config.json names (kind_of_config); None for a kind this cockpit does
+    not know (a plug-in not installed here)."""
+    return WORKLOADS.get(kind_of_config(config))

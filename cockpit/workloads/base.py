@@ -102,6 +102,8 @@ class Workload(ABC):
     run_dir_env: ClassVar[str] = ""
     #: the program's own log files in its run directory, followed live beside the contract's metrics and GPU files
     log_files: ClassVar[tuple[str, ...]] = ()
+    #: its model is [model]'s shape, which the GPU fit's ladder of shapes speaks of ("Largest model per GPU")
+    model_shape_known: ClassVar[bool] = False
 
     @property
     def work_per_worker(self) -> bool | None:
@@ -168,6 +170,17 @@ class Workload(ABC):
     def not_given(self) -> tuple[str, ...]:
         """The figures this workload's results cannot give, in the plan's words (none for the HLM)."""
         return ()
+
+    @classmethod
+    def reads_key(cls, table: Mapping[str, Any], key: str) -> bool:
+        """Whether the program a config.json's `workload` ``table`` describes reads the study key ``key`` (advice
+        never proposes a key the program would not see): every key, unless a kind says otherwise."""
+        return True
+
+    @classmethod
+    def config_work_per_worker(cls, table: Mapping[str, Any]) -> bool | None:
+        """`work_per_worker` as a config.json's `workload` ``table`` records it (a finished run read back)."""
+        return None
 
     @classmethod
     def key_effects(cls) -> Mapping[str, Effect]:

@@ -13,8 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from cockpit.study.spec import AXES, SCALE_AXES
-from cockpit.workloads import WORKLOADS, Workload
-from cockpit.workloads.script import command_keys
+from cockpit.workloads import WORKLOADS, workload_class
 from runcontract.axes import AXIS_KEYS
 from runcontract.ddp_buckets import expected_buckets
 from runcontract.keys import NOT_PREDICTED, Effect, toml_value
@@ -54,12 +53,6 @@ def effect_of(key: str) -> Effect:
 
 # --- reading configurations --------------------------------------------------------------------------------
 
-def _workload_of(cfg: dict[str, Any]) -> type[Workload] | None:
-    """The workload kind a config.json names (absent: the HLM trainer's, as every earlier release wrote it);
-    None for a kind this cockpit does not know."""
-    workload = cfg.get("workload")
-    return WORKLOADS.get(str(workload.get("kind", "hlm")) if isinstance(workload, dict) else "hlm")
-
 
 def axes_of(result: dict[str, Any]) -> dict[str, Any]:
     """A result's (or a config.json's) axis values; one written before a later axis existed ran at that axis's
@@ -67,7 +60,7 @@ def axes_of(result: dict[str, Any]) -> dict[str, Any]:
     holds no dataset, mode or window: its matrix fills them with their defaults)."""
     inner = result.get("config")
     cfg: dict[str, Any] = inner if isinstance(inner, dict) else result
-    taker = _workload_of(cfg)
+    taker = workload_class(cfg)
     taken = set(taker.axes) if taker is not None else set(AXES)
     return {k.name: cfg.get(k.name, result.get(k.name, None if k.axis and k.axis.core and k.name in taken
                                                else k.default))
@@ -80,13 +73,12 @@ LAUNCHER_AXES = (*SCALE_AXES, "cpus_per_task")
 
 
 def taken(cfg: dict[str, Any], key: str) -> bool:
-    """Whether a run's program reads `key` (a config.json's, as config_of gives it): every key for the HLM
-    trainer; for a script, the launcher's axes and the keys its [workload].command names as {key} (advice never
-    proposes a key the script would not see)."""
-    workload = cfg.get("workload")
-    if not isinstance(workload, dict) or workload.get("kind", "hlm") == "hlm" or key in LAUNCHER_AXES:
+    """Whether a run's program reads `key` (a config.json's, as config_of gives it): the launcher's axes always,
+    any other key as its workload kind says (`Workload.reads_key`: a script only the keys its command names)."""
+    workload, taker = cfg.get("workload"), workload_class(cfg)
+    if key in LAUNCHER_AXES or taker is None or not isinstance(workload, dict):
         return True
-    return key in command_keys(workload.get("command") or [])
+    return taker.reads_key(workload, key)
 
 
 def config_of(result: dict[str, Any]) -> dict[str, Any]:
@@ -111,7 +103,7 @@ def flat_config(cfg: dict[str, Any]) -> dict[str, Any]:
 
     identity = identity_keys()
     walk("", {k: v for k, v in cfg.items() if k not in identity})
-    taker = _workload_of(cfg)
+    taker = workload_class(cfg)
     for key, default in (taker.config_defaults() if taker is not None else {}).items():
         out.setdefault(key, default)
     return {k: v for k, v in out.items() if v is not None}

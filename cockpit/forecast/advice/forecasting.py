@@ -29,6 +29,7 @@ from cockpit.forecast.advice.effects import (
     toml_value,
 )
 from cockpit.study.spec import AXES
+from cockpit.workloads import workload_class
 from runcontract.axes import config_label, label_words
 
 # --- the recorded study --------------------------------------------------------------------------------------
@@ -275,11 +276,11 @@ def _samples_ratio(cfg: dict[str, Any], src: dict[str, Any], n: int) -> float | 
     src_cfg = config_of(src)
     steps_1 = float(timing["steps"])
     per_step_1 = float(src_cfg["batch_size"]) * _accum(src_cfg)
-    workload = cfg.get("workload")
-    if isinstance(workload, dict) and workload.get("kind", "hlm") != "hlm":
-        # a script counts its own steps (its [workload].work: each worker the baseline's steps at its own batch,
-        # or one total split between the workers)
-        per_worker = workload.get("work", "per_worker") == "per_worker"
+    workload, taker = cfg.get("workload"), workload_class(cfg)
+    per_worker = taker.config_work_per_worker(workload) if taker is not None and isinstance(workload, dict) else None
+    if per_worker is not None:
+        # a program that counts its own steps (a script's [workload].work: each worker the baseline's steps at
+        # its own batch, or one total split between the workers)
         return n * float(cfg["batch_size"]) / float(src_cfg["batch_size"]) if per_worker else 1.0
     train = cfg.get("train") or {}
     if train.get("steps") is not None:

@@ -35,6 +35,7 @@ class HlmWorkload(Workload):
     axes = AXES
     reads_study_data = True
     log_files = (LOG_FILE,)
+    model_shape_known = True
 
     @classmethod
     def from_table(cls, where: str, table: dict[str, Any], study_dir: Path | None) -> HlmWorkload:

@@ -119,6 +119,14 @@ class ScriptWorkload(Workload):
     def work_per_worker(self) -> bool | None:
         return self.work == "per_worker"
 
+    @classmethod
+    def config_work_per_worker(cls, table: Mapping[str, Any]) -> bool | None:
+        return table.get("work", "per_worker") == "per_worker"
+
+    @classmethod
+    def reads_key(cls, table: Mapping[str, Any], key: str) -> bool:
+        return key in command_keys(table.get("command") or [])
+
     def files_needed(self) -> tuple[str, ...]:
         return (self.command[0], *(f for f in self.files if f != self.command[0]))
 
