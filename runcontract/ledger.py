@@ -10,6 +10,7 @@ it is known to have ended there; what was charged after the mark is the next ste
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,6 +42,27 @@ class Mark:
 
 
 @dataclass
+class Spread:
+    """A running standard deviation (Welford's count, mean and sum of squared deviations): one step's wall less its
+    comm over the steps after the first (it holds the loader's start), result.json timing.step_time_sd_s, which
+    the prediction prices the wait for the slower rank from (cockpit.forecast.straggler)."""
+
+    n: int = 0
+    mean: float = 0.0
+    m2: float = 0.0
+
+    def add(self, x: float) -> None:
+        self.n += 1
+        delta = x - self.mean
+        self.mean += delta / self.n
+        self.m2 += delta * (x - self.mean)
+
+    def sd(self) -> float | None:
+        """The sample standard deviation (None under two values)."""
+        return math.sqrt(self.m2 / (self.n - 1)) if self.n >= 2 else None
+
+
+@dataclass
 class Ledger:
     """The open parts (a stack) and the seconds charged so far; `clock` is perf_counter unless a test's own."""
 
@@ -53,6 +75,7 @@ class Ledger:
     step_parts: dict[str, float] = field(default_factory=zero_parts)
     totals: dict[str, float] = field(default_factory=zero_parts)
     first_step_s: float | None = None
+    spread: Spread = field(default_factory=Spread)  # each step's wall less its comm, after the first
     opened: set[str] = field(default_factory=set)  # the parts ever opened
     _last: float = 0.0
     _step_start: float = 0.0
@@ -130,6 +153,8 @@ class Ledger:
         self.steps += 1
         if self.first_step_s is None:
             self.first_step_s = record.wall_s
+        else:
+            self.spread.add(record.wall_s - record.parts["comm"])
         self.step_parts = zero_parts()
         self.last_end = self._step_start = now
         return record

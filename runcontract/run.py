@@ -383,7 +383,7 @@ class Run:
         timing: dict[str, Any] = {"train_time_s": self.train_time_s, "steps": sum(int(r["steps"]) for r in ranks[:1]),
                   "samples": sum(int(r["samples"]) for r in ranks), "tokens": sum(int(r["tokens"]) for r in ranks),
                   "resumes": int(self._previous.get("resumes", 0)), "first_step_s": self.ledger.first_step_s,
-                  "wall_s": time.time() - self._launch_time()[0], "startup_s": self._startup_s(),
+                  "step_time_sd_s": self.ledger.spread.sd(), "wall_s": time.time() - self._launch_time()[0], "startup_s": self._startup_s(),
                   "launch_time_source": self._launch_time()[1]}
         t = timing["train_time_s"]
         hosts = sorted({str(r.get("host")) for r in ranks})

@@ -443,7 +443,7 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
         shared = f"; compute x{slowdown:.2f} for {gpus_per_node} ranks on a node (contention probe)" \
             if slowdown != 1.0 else ""
         hidden = f"; {overlap.words()}" if overlap is not None and "all_reduce" in by_kind else ""
-        hidden += (f"; {straggler.words(sd, n)}" if sd else "") + (f"; {batch_words}" if batch_words else "")
+        hidden += (f"; {straggler.words(sd, n, straggler.source(base))}" if sd else "") + (f"; {batch_words}" if batch_words else "")
         refit = (f"; per-step parts x the {refit_runs} finished run(s) sharding "
                  f"{', '.join(STRATEGY_SHARDS.get(strategy, ())) or 'nothing'} measured: "
                  + ", ".join(f"{p} x{f:.2f}" for p, f in factors.items())) if factors else ""

@@ -9,8 +9,9 @@ step it waits on average
 
 (e_1 = 0, e_2 = 1/sqrt(pi) = 0.564, e_4 = 1.029, e_8 = 1.424), and the comm part gains wait_N x steps_N. sd is the
 baseline's own per-step spread: result.json `timing.step_time_sd_s` (the trainer's standard deviation of each
-step's wall time less its comm, without each segment's first step), or, from its per-interval records
-(metrics.jsonl: the steps of each interval and their mean time), `interval_sd`. Pure Python.
+step's wall time less its comm, without each segment's first step), or, for a run of a release before it, from
+its per-interval records (metrics.jsonl: the steps of each interval and their mean time), `interval_sd`, which
+the store adds as it reads the result (cockpit.store.StudyStore). Pure Python.
 """
 
 from __future__ import annotations
@@ -87,10 +88,20 @@ def step_sd(base: Mapping[str, Any]) -> float | None:
     return float(sd) if isinstance(sd, int | float) and math.isfinite(sd) and sd >= 0 else None
 
 
-def words(sd: float | None, workers: int) -> str:
+def source(base: Mapping[str, Any]) -> str:
+    """Where the baseline's per-step sd comes from, as the words append it: "" where its result.json recorded
+    it; ` from its 12 metrics intervals` where the store worked it out of the metrics an earlier release wrote
+    (cockpit.store: `timing.step_time_sd_from = "metrics"`)."""
+    timing = base.get("timing") or {}
+    if timing.get("step_time_sd_from") != "metrics":
+        return ""
+    return f" from its {timing.get('step_time_sd_intervals', '?')} metrics intervals"
+
+
+def words(sd: float | None, workers: int, where: str = "") -> str:
     """How the prediction priced the wait: `wait for the slower rank 4.1 ms per step (e_2 0.56 x the baseline's
-    per-step sd 7.3 ms)`, or that it did not."""
+    per-step sd 7.3 ms)`, `where` the sd came from (`source`) appended, or that it did not."""
     if sd is None:
         return f"{WORDS} not priced (the baseline recorded no per-step spread, timing.step_time_sd_s)"
     return (f"{WORDS} {wait_per_step(sd, workers) * 1e3:.3g} ms per step (e_{workers} {expected_max(workers):.2f} x "
-            f"the baseline's per-step sd {sd * 1e3:.3g} ms)")
+            f"the baseline's per-step sd {sd * 1e3:.3g} ms{where})")

@@ -31,7 +31,7 @@ from cockpit.store.ledger import JobRecord, LiveStatus
 from cockpit.store.results import Results
 from cockpit.store.snapshot import StudySnapshot
 from cockpit.store.snapshot_build import SnapshotBuilder
-from cockpit.store.telemetry import LOG_LINES_KEPT, Telemetry, finite, followed_ranks
+from cockpit.store.telemetry import LOG_LINES_KEPT, Telemetry, finite, followed_ranks, step_spread
 
 __all__ = [
     "LOG_LINES_KEPT", "MIGRATIONS", "READABLE_SCHEMA", "SCHEMA_VERSION", "SIDE_FILES", "STORE_FILE", "JobRecord",
@@ -58,13 +58,29 @@ class StudyStore(Results, Telemetry):
 
     def _as_read(self, study: int, config_id: str, result: dict[str, Any]) -> dict[str, Any]:
         """result.json with `breakdown_by_rank` from the metrics each rank wrote where it holds fewer ranks than
-        the run had (telemetry.followed_ranks), so the TUI, the report and the CSV read the same ranks."""
+        the run had (telemetry.followed_ranks), so the TUI, the report and the CSV read the same ranks; and the
+        per-step spread an earlier release did not record, from rank 0's metrics (step_spread)."""
+        result = self._with_step_spread(study, config_id, result)
         world = result.get("world_size")
         own = result.get("breakdown_by_rank")
         if not isinstance(world, int) or world < 2 or (isinstance(own, list) and len(own) >= world):
             return result
         ranks = followed_ranks(result, self.rank_sums(study, config_id, finite(result.get("started_at"))))
         return result if ranks is None else {**result, "breakdown_by_rank": ranks}
+
+    def _with_step_spread(self, study: int, config_id: str, result: dict[str, Any]) -> dict[str, Any]:
+        """`timing.step_time_sd_s` where result.json lacks it (a run of a release before it, a script's run):
+        the spread rank 0's metrics intervals give (telemetry.step_spread), marked `step_time_sd_from =
+        "metrics"` so the prediction's words say where it came from."""
+        timing = result.get("timing")
+        if not isinstance(timing, dict) or timing.get("step_time_sd_s") is not None:
+            return result
+        spread = step_spread(self.rank_steps(study, config_id, finite(result.get("started_at"))),
+                             finite(timing.get("first_step_s")))
+        if spread is None:
+            return result
+        return {**result, "timing": {**timing, "step_time_sd_s": spread[0], "step_time_sd_from": "metrics",
+                                     "step_time_sd_intervals": spread[1]}}
 
     def snapshot(self, study_name: str, *, metrics_points: int = 200, gpu_window_s: float = 300.0,
                  now: float | None = None) -> StudySnapshot:

@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from cockpit.forecast import straggler
 from cockpit.store.database import Database
 from cockpit.store.snapshot import GpuSample, GpuSeries, MetricPoint
 from runcontract.contract import GPU_FILE
@@ -188,6 +189,14 @@ class Telemetry(Database):
         return {rank: {"data_wait": d or 0.0, "compute": c or 0.0, "comm": m or 0.0, "optimizer": o or 0.0,
                        "train_time_s": t} for rank, d, c, m, o, t in rows if t is not None}
 
+    def rank_steps(self, study: int, config_id: str, since: float | None = None) -> list[dict[str, Any]]:
+        """Rank 0's metrics records since `since` (the run's start) as the per-step spread reads them: the step
+        each interval ends at, its mean step seconds and its comm seconds."""
+        rows = self.db.execute(
+            "SELECT step, step_time_s, comm_s FROM metrics WHERE study=? AND config_id=? AND rank=0 AND t >= ? "
+            "ORDER BY step", (study, config_id, -math.inf if since is None else since)).fetchall()
+        return [{"step": s, "step_time_s": m, "comm_s": c} for s, m, c in rows]
+
     def metric_count(self, study: int, config_id: str | None = None) -> int:
         if config_id is None:
             return int(self.db.execute("SELECT COUNT(*) FROM metrics WHERE study=?", (study,)).fetchone()[0])
@@ -206,6 +215,17 @@ class Telemetry(Database):
 
 
 SUMMED_PARTS = ("data_wait", "compute", "comm", "optimizer")
+
+
+SPREAD_INTERVALS = 3  # the fewest metrics intervals a per-step spread is worked out from (2 give it 1 degree of freedom)
+
+
+def step_spread(records: list[dict[str, Any]], first_step_s: float | None) -> tuple[float, int] | None:
+    """(per-step standard deviation, intervals it rests on) from one rank's metrics records
+    (cockpit.forecast.straggler.interval_sd over metrics_intervals); None with fewer than SPREAD_INTERVALS."""
+    intervals = straggler.metrics_intervals(records, first_step_s)
+    sd = straggler.interval_sd(intervals) if len(intervals) >= SPREAD_INTERVALS else None
+    return None if sd is None else (sd, len(intervals))
 
 
 def followed_ranks(result: dict[str, Any], sums: dict[int, dict[str, float]]) -> list[dict[str, Any]] | None:

@@ -134,3 +134,33 @@ def test_a_new_batch_prices_compute_by_the_line_of_the_recorded_batches_and_says
     assert "least squares" not in fitted.link and "through the baselines at 64, 128 samples per step" in fitted.link
     assert "compute per sample assumed constant across batch sizes (one batch size recorded)" in alone.link
     assert fitted.t_s < alone.t_s
+
+
+def test_the_store_gives_an_earlier_baseline_its_spread_from_its_metrics(tmp_path: Path) -> None:
+    """The demo store's baselines predate `timing.step_time_sd_s`: read through the store, each with at least three
+    metrics intervals carries the spread its rank 0's records give, marked as worked out, and the prediction
+    from it prices the wait and says where the sd came from; one of two intervals is left unpriced."""
+    from cockpit.store import StudyStore
+    from cockpit.store.telemetry import SPREAD_INTERVALS
+
+    shutil.copytree(DEMO, tmp_path / "demo")
+    store = StudyStore(tmp_path / "demo" / "cockpit.sqlite", read_only=True)
+    study = store.db.execute("SELECT id FROM studies").fetchone()[0]
+    read = store.results(study)
+    raw = {cid: json.loads(text) for cid, text in store.db.execute("SELECT config_id, result_json FROM results")}
+    for cid in ("bad1f123bf", "27115f20d2"):
+        assert "step_time_sd_s" not in raw[cid]["timing"]
+        rows = store.rank_steps(study, cid, raw[cid].get("started_at"))
+        intervals = straggler.metrics_intervals(rows, raw[cid]["timing"]["first_step_s"])
+        timing = read[cid]["timing"]
+        if len(intervals) >= SPREAD_INTERVALS:
+            assert timing["step_time_sd_s"] == pytest.approx(straggler.interval_sd(intervals))
+            assert timing["step_time_sd_from"] == "metrics" and timing["step_time_sd_intervals"] == len(intervals)
+        else:
+            assert "step_time_sd_s" not in timing
+    base = read["bad1f123bf"]
+    assert base["world_size"] == 1
+    links = prediction.measured_links([r for r in read.values() if r.get("world_size", 1) > 1])
+    got = prediction.predict(base, 1, 2, 2.0, links)
+    assert isinstance(got, Prediction) and straggler.TERM in got.comm_by_kind
+    assert f"from its {base['timing']['step_time_sd_intervals']} metrics intervals" in got.link

@@ -30,6 +30,8 @@ def test_a_plain_loop_writes_the_run_directory_the_cockpit_reads(tmp_path):
     assert result is not None and result["status"] == "completed"
     t = result["timing"]["train_time_s"]
     assert t > 0 and result["timing"]["steps"] == 12 and result["timing"]["samples"] == 96
+    # the per-step spread the prediction prices the wait for the slower rank from, as the HLM trainer records it
+    assert isinstance(result["timing"]["step_time_sd_s"], float) and result["timing"]["step_time_sd_s"] > 0
     assert set(result["breakdown_s"]) == set(BREAKDOWN_PARTS)
     assert sum(result["breakdown_s"].values()) == pytest.approx(t, rel=1e-9)
     assert result["breakdown_s"]["data_wait"] > 0 and result["breakdown_s"]["compute"] > 0

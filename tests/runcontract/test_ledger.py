@@ -115,3 +115,26 @@ def test_a_step_ended_at_an_earlier_mark_hands_what_came_after_to_the_next():
     assert ledger.train_time_s == pytest.approx(4.0)
     with pytest.raises(ValueError, match="not inside the current step"):
         ledger.end_step(at=mark)
+
+
+def test_the_per_step_spread_leaves_out_the_first_step_and_each_steps_comm():
+    """timing.step_time_sd_s of a script's run: the sample sd of each step's wall less its comm, the first step
+    (the loader's start) left out, as the HLM trainer records it."""
+    import statistics
+
+    clock = Ticks()
+    ledger = Ledger(clock=clock)
+    walls, comms = [5.0, 1.0, 1.4, 0.8, 1.3], [0.0, 0.2, 0.5, 0.1, 0.3]
+    for wall, comm in zip(walls, comms, strict=True):
+        start = clock.t
+        ledger.enter("compute")
+        clock.t = start + wall - comm
+        ledger.leave("compute")
+        ledger.enter("comm")
+        clock.t = start + wall
+        ledger.leave("comm")
+        ledger.end_step()
+    assert ledger.first_step_s == pytest.approx(5.0)
+    expected = statistics.stdev(w - c for w, c in zip(walls[1:], comms[1:], strict=True))
+    assert ledger.spread.sd() == pytest.approx(expected)
+    assert Ledger(clock=clock).spread.sd() is None

@@ -20,6 +20,7 @@ from torch.autograd.profiler import record_function
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
 from runcontract.contract import BREAKDOWN_PARTS, COMM_KINDS, trace_range
+from runcontract.ledger import Spread
 
 PHASES = BREAKDOWN_PARTS  # the one table of part names (runcontract/contract.py), also the profiler ranges' names
 Mark = torch.cuda.Event | float  # what Clock.mark() returns: a recorded CUDA event, or perf_counter()
@@ -227,11 +228,9 @@ class Breakdown:
     other: float = 0.0
     steps: int = 0
     extra: dict[str, float] = field(default_factory=dict)
-    # each step's wall less its comm, but the first (it holds the loader's start): Welford's count, running mean
-    # and sum of squared deviations, for result.json timing.step_time_sd_s (cockpit.forecast.straggler)
-    spread_n: int = 0
-    spread_mean: float = 0.0
-    spread_m2: float = 0.0
+    # each step's wall less its comm, but the first (it holds the loader's start), for result.json
+    # timing.step_time_sd_s (cockpit.forecast.straggler)
+    spread: Spread = field(default_factory=Spread)
 
     def add_step(self, wall: float, data_wait: float, compute: float, comm: float, optimizer: float) -> None:
         self.data_wait += data_wait
@@ -240,16 +239,12 @@ class Breakdown:
         self.optimizer += optimizer
         self.other += max(0.0, wall - data_wait - compute - comm - optimizer)
         if self.steps:
-            x = wall - comm
-            self.spread_n += 1
-            delta = x - self.spread_mean
-            self.spread_mean += delta / self.spread_n
-            self.spread_m2 += delta * (x - self.spread_mean)
+            self.spread.add(wall - comm)
         self.steps += 1
 
     def step_sd(self) -> float | None:
         """The standard deviation of a step's wall less its comm over the steps after the first (None: under 2)."""
-        return math.sqrt(self.spread_m2 / (self.spread_n - 1)) if self.spread_n >= 2 else None
+        return self.spread.sd()
 
     def total(self) -> float:
         return self.data_wait + self.compute + self.comm + self.optimizer + self.other
