@@ -361,6 +361,37 @@ def coverage(rows: Sequence[Row]) -> list[str]:
     return out
 
 
+def sharpness(rows: Sequence[Row]) -> list[str]:
+    """How wide the intervals are against the machine's own noise: the median half-width of each kind of T
+    interval (half its span over its value), beside the repeats' spread (the sample sd over the mean of the
+    measured T of each part run more than once, the ddp row and the 2-node studies; their median). Target:
+    the refit's median half-width at most twice that spread, with coverage of 90% or more (coverage)."""
+    repeats: dict[str, list[float]] = {}
+    for row in rows:
+        if row.figure == "T s" and row.part in ("ddp", "nodes"):
+            repeats.setdefault(row.part, []).append(row.measured)
+    spreads = {part: statistics.stdev(v) / statistics.fmean(v) for part, v in repeats.items() if len(v) >= 2}
+    out = []
+    if spreads:
+        spread = statistics.median(spreads.values())
+        out.append(f"the repeats' spread: {spread:.1%} (sd over mean of T; "
+                   + ", ".join(f"{p} {s:.1%} of {len(repeats[p])} runs" for p, s in spreads.items()) + ")")
+    else:
+        spread = None
+        out.append("the repeats' spread: no part ran more than once (--repeats 2 or more)")
+    for which in ("first", "refit"):
+        halves = [(iv.high - iv.low) / 2 / iv.value for row in rows if row.figure == "T s"
+                  and (iv := getattr(row, which)) is not None and iv.value > 0]
+        if not halves:
+            continue
+        half = statistics.median(halves)
+        verdict = "" if spread is None or which == "first" else \
+            f"; target <= 2 x the spread = {2 * spread:.1%}: {'met' if half <= 2 * spread else 'MISSED'}"
+        out.append(f"{which:5} T intervals: median half-width +-{half:.1%} of the prediction over {len(halves)}"
+                   f"{verdict}")
+    return out
+
+
 def print_rows(rows: Sequence[Row]) -> None:
     print(f"\n{'part':10} {'run':44} {'figure':17} {'measured':>9}   {'first, 90% interval':28} {'':3} "
           f"{'refit before it ran, 90% interval':36}")
@@ -410,6 +441,9 @@ def main() -> None:
         print(f"  {line}")
     print("\ncoverage (S is T's interval inverted over the same measured baseline, so it is inside exactly when T is):")
     for line in coverage(rows):
+        print(f"  {line}")
+    print("\nsharpness (how wide the T intervals are against the repeats' own spread):")
+    for line in sharpness(rows):
         print(f"  {line}")
     print(f"\nwall {time.perf_counter() - t0:.0f} s; load average before {load0}, after "
           f"{optimisation_loop.load_average()}; run directories: {workdir}")

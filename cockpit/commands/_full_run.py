@@ -40,7 +40,7 @@ def refused(args: argparse.Namespace) -> str | None:
                                       ("--price-kwh", args.price_kwh), ("--no-queue", args.no_queue)) if value]
     if args.full_run is None and given:
         return f"{given[0]} goes with --full-run UNIT=AMOUNT (the production run it prices)"
-    if args.full_run is not None and args.what_if:
+    if args.full_run is not None and getattr(args, "what_if", None):
         return "--full-run times the study as it stands: give it without --what-if"
     for flag, value in (("--price-node-hour", args.price_node_hour), ("--price-kwh", args.price_kwh)):
         if value is not None and not value >= 0:
@@ -75,14 +75,42 @@ def main(study: Study, args: argparse.Namespace, console: Console, plan: Plan, b
     return 0
 
 
+def for_report(args: argparse.Namespace) -> tuple[FullRunPlan | None, str]:
+    """`cockpit report --full-run`: the time to result of the study file `args.source` names, or why not (the
+    flags refused, a store given where the study file's [cluster] time limit is needed, the cluster away)."""
+    from pathlib import Path
+
+    from cockpit.forecast.full_run import Prices, parse_deadline, parse_production
+    from cockpit.launch.backend import BackendError
+    from cockpit.report.source import study_or_store
+    from cockpit.run.full_run import time_to_result
+    from cockpit.study.spec import SpecError, load_study
+
+    problem = refused(args)
+    if problem:
+        return None, problem
+    if study_or_store(Path(args.source)) != "study":
+        return None, (f"--full-run: {args.source} is a store; give the study file, whose [cluster] time limit "
+                      "and place to run the full run's jobs are timed")
+    try:
+        study = load_study(args.source)
+        run = parse_production(args.full_run)
+        deadline = parse_deadline(args.deadline) if args.deadline else None
+    except (SpecError, ValueError) as exc:
+        return None, str(exc)
+    try:
+        return time_to_result(study, run, deadline=deadline, prices=Prices(args.price_node_hour, args.price_kwh),
+                              queue=not args.no_queue), ""
+    except BackendError as exc:
+        return None, f"--full-run: the start estimates could not be asked: {exc} (--no-queue plans without them)"
+
+
 def full_run_table(study: Study, outcome: FullRunPlan) -> TextTable:
-    from cockpit.forecast.full_run_words import HEADERS, table_rows
+    from cockpit.forecast.full_run_words import CAPTION, HEADERS, table_rows
 
     interval = any(r.t_s is not None and r.t_s.low != r.t_s.high for r in outcome.rows)
     shown = [i for i, h in enumerate(HEADERS) if (h not in ("kWh", "cost") or any(
         getattr(r, h.lower()) is not None for r in outcome.rows)) and ("90%" not in h or interval)]
     rows = [Row(tuple(cells[i] for i in shown)) for cells in table_rows(outcome)]
     columns = [Column(HEADERS[i], justify="left" if i < 2 else "right", overflow="fold") for i in shown]
-    caption = ("90%: the predicted figure's 90% interval (- where measured); jobs: the time limit's jobs (at T's "
-               "90% upper end in brackets); start: the scheduler's estimate (the wait)")
-    return TextTable(f"{study.name}: full run of {outcome.run.words()}", caption, columns, rows)
+    return TextTable(f"{study.name}: full run of {outcome.run.words()}", CAPTION, columns, rows)

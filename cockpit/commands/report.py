@@ -1,10 +1,12 @@
-"""`cockpit report STUDY --out DIR`: Markdown, CSV, HTML and PNG figures of a study (file or store)."""
+"""`cockpit report STUDY --out DIR [--full-run UNIT=AMOUNT ...]`: Markdown, CSV, HTML and PNG figures of a study
+(file or store), with the production run's time to result on every configuration where asked (docs/full-run.md)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from cockpit.commands import _full_run
 from cockpit.commands._args import STUDY, STUDY_OR_STORE_HELP, error
 
 
@@ -15,6 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compare", metavar="OTHER",
                         help="add a section comparing the study with OTHER (a study file or a store), as `cockpit "
                              "compare STUDY OTHER` prints it")
+    _full_run.add_arguments(parser)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -34,12 +37,18 @@ def main(args: argparse.Namespace) -> int:
             comparison = compare_loaded(own, load(args.compare))
         except ReportError as exc:
             return error(f"--compare: {exc}")
+    full_run = None
+    if args.full_run is not None or _full_run.refused(args):
+        full_run, problem = _full_run.for_report(args)
+        if problem:
+            return error(problem)
     try:
-        files = write_report(inp, args.out, comparison=comparison)
+        files = write_report(inp, args.out, comparison=comparison, full_run=full_run)
     except OSError as exc:  # an unwritable, full or missing --out: one line naming it, no traceback
         return error(write_failure(args.out, exc))
     print(f"{inp.study}: {len(inp.results)} results, {files.configurations} configurations")
-    for path in (files.markdown, files.html, files.csv, *(f.path for f in files.figures.values())):
+    for path in (files.markdown, files.html, files.csv, *([files.full_run_csv] if files.full_run_csv else []),
+                 *(f.path for f in files.figures.values())):
         print(f"  {path}")
     for line in inp.changed:  # left out of the report: they ran other settings than the study asks
         print(f"  {line}")

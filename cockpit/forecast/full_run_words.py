@@ -10,6 +10,8 @@ from cockpit.forecast.full_run import FullRunPlan, FullRunRow, Span
 
 HEADERS = ("config", "NxG", "s/step", "steps", "T", "T 90%", "jobs", "start (wait)", "finish", "finish 90%", "node-h",
            "kWh", "cost")
+CAPTION = ("90%: the predicted figure's 90% interval (- where measured); jobs: the time limit's jobs (at T's 90% upper "
+           "end in brackets); start: the scheduler's estimate (the wait)")
 
 
 def clock(epoch: float, day: bool = True) -> str:

@@ -51,6 +51,50 @@ def time_to_result(study: Study, run: ProductionRun, *, plan: Plan | None = None
                     prices=prices or Prices(), queue_words=words, steps=study.train.get("steps"))
 
 
+WORDS_EXAMPLE = "full-run epochs=3 price-node-hour=1.2 deadline=2026-12-24T18:00"  # run by tests/tui/test_plan_full_run.py
+
+
+def parse_words(text: str) -> tuple[ProductionRun, float | None, Prices, bool]:
+    """The plan dialog's `full-run epochs=3 deadline=2026-12-24T18:00 price-node-hour=1.2 price-kwh=0.25 no-queue`:
+    the flags of `cockpit plan --full-run` as words (the leading `full-run` optional); the production run, the
+    deadline, the prices and whether to ask the queue. ValueError naming the word that is wrong."""
+    from cockpit.forecast.full_run import parse_deadline, parse_production
+
+    words = text.split()
+    if words and words[0].lower() in ("full-run", "--full-run"):
+        words = words[1:]
+    if not words:
+        raise ValueError(f"full-run: give the production run, UNIT=AMOUNT ({WORDS_EXAMPLE})")
+    run = parse_production(words[0])
+    deadline, prices, queue = None, Prices(), True
+    for word in words[1:]:
+        name, sep, value = word.partition("=")
+        name = name.lower().lstrip("-")
+        if name == "no-queue" and not sep:
+            queue = False
+        elif name == "deadline" and sep:
+            deadline = parse_deadline(value)
+        elif name in ("price-node-hour", "price-kwh") and sep:
+            try:
+                price = float(value)
+            except ValueError:
+                raise ValueError(f"full-run: {word!r}: {value!r} is not a number") from None
+            if not price >= 0:
+                raise ValueError(f"full-run: {word!r}: a price must be 0 or more")
+            prices = Prices(price, prices.kwh) if name == "price-node-hour" else Prices(prices.node_hour, price)
+        else:
+            raise ValueError(f"full-run: {word!r} is not one of deadline=WHEN, price-node-hour=X, price-kwh=X, "
+                             f"no-queue ({WORDS_EXAMPLE})")
+    return run, deadline, prices, queue
+
+
+def full_run_of(study: Study, text: str) -> FullRunPlan:
+    """The plan dialog's `full-run ...` words (parse_words) timed on the study; ValueError naming a wrong word,
+    BackendError where the scheduler cannot be asked."""
+    run, deadline, prices, queue = parse_words(text)
+    return time_to_result(study, run, deadline=deadline, prices=prices, queue=queue)
+
+
 def recorded(study: Study, baselines: Sequence[dict[str, Any]] = ()) -> tuple[Plan, list[dict[str, Any]]]:
     """The plan `cockpit plan` prints and the results it rests on, the study's store read without writing."""
     from cockpit.run.session import node_cores, store_path_for

@@ -351,8 +351,8 @@ class CockpitApp(App):
 
     def _push_plan(self, plan: Plan) -> None:
         """The plan dialog, the one confirmation before anything is submitted (the preflight included)."""
-        self.push_screen(PlanScreen(plan, self.controller.what_if, self.controller.preflight_words()),
-                         self._plan_answered)
+        self.push_screen(PlanScreen(plan, self.controller.what_if, self.controller.preflight_words(),
+                                    self.controller.full_run), self._plan_answered)
 
     def action_plan(self) -> None:
         if isinstance(self.screen, PlanScreen):

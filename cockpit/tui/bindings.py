@@ -66,6 +66,7 @@ PLAN_BINDINGS = [
     Binding("y", "answer(True)", "Submit"),
     Binding("n,escape", "answer(False)", "Not now"),
     Binding("w", "what_if", "What if KEY=VALUE"),
+    Binding("f", "full_run", "Full run UNIT=AMOUNT"),
     Binding("r", "rerun", "Run changed again"),
 ]
 

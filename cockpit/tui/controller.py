@@ -17,6 +17,7 @@ from cockpit.launch.backend import JOB_ACTIONS
 from cockpit.store.snapshot import GpuSeries, StudySnapshot
 
 if TYPE_CHECKING:
+    from cockpit.forecast.full_run import FullRunPlan
     from cockpit.forecast.whatif import Outcome
     from cockpit.store import StudyStore
     from cockpit.study.spec import Study
@@ -86,6 +87,11 @@ class Controller(Protocol):
         as `cockpit plan --what-if`); raises cockpit.forecast.whatif.WhatIfError naming the argument. Called from a
         worker thread, never concurrently with itself."""
 
+    def full_run(self, text: str) -> FullRunPlan:
+        """`full-run epochs=3 ...` typed in the plan dialog: the production run on every configuration
+        (cockpit.run.full_run.full_run_of, as `cockpit plan --full-run`); ValueError or BackendError naming what
+        is wrong. Called from a worker thread."""
+
 
 @dataclass
 class RecordedController:
@@ -149,6 +155,13 @@ class RecordedController:
         if self.study is None:
             raise WhatIfError("what-if: this view has no study file behind it (open the study's .toml)")
         return what_if_of(self.study, self.origin, text)
+
+    def full_run(self, text: str) -> FullRunPlan:
+        from cockpit.run.full_run import full_run_of
+
+        if self.study is None:
+            raise ValueError("full-run: this view has no study file behind it (open the study's .toml)")
+        return full_run_of(self.study, text)
 
 
 def what_if_of(study: Study, store_path: Path | None, text: str) -> Outcome:

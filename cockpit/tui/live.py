@@ -18,6 +18,7 @@ from cockpit.study.changes import Change
 from cockpit.tui.controller import JOB_ACTIONS, downsample, what_if_of
 
 if TYPE_CHECKING:
+    from cockpit.forecast.full_run import FullRunPlan
     from cockpit.forecast.whatif import Outcome
     from cockpit.preflight.checks import PreflightReport
     from cockpit.run.session import StudySession
@@ -166,6 +167,11 @@ class LiveController:
 
     def what_if(self, text: str) -> Outcome:
         return what_if_of(self.study, Path(self.session.store.path), text)
+
+    def full_run(self, text: str) -> FullRunPlan:
+        from cockpit.run.full_run import full_run_of
+
+        return full_run_of(self.study, text)
 
     async def close(self) -> None:
         """Stop the runner (the local executor stops its jobs; Slurm jobs run on). The store stays open

@@ -1,6 +1,7 @@
 """The submit flow: the plan (matrix, node-hour estimate, budget left) and a confirmation to submit; and, before
 any node-hour is spent, what the study would do with some keys changed (`w`: the what-if of `cockpit plan
---what-if`, computed and worded by cockpit.forecast.whatif)."""
+--what-if`, computed and worded by cockpit.forecast.whatif) and how its production run would go on each
+configuration (`f`: `full-run epochs=3 ...`, the time to result of `cockpit plan --full-run`)."""
 
 from __future__ import annotations
 
@@ -21,13 +22,16 @@ from cockpit.tui.latest import LatestRequest
 from cockpit.tui.paged_table import PagedTable
 
 if TYPE_CHECKING:
+    from cockpit.forecast.full_run import FullRunPlan
     from cockpit.forecast.whatif import Outcome
 
 STATUS_STYLE = {"submit": "bold", "done": "green", "changed": "yellow", "too big": "red"}
 RERUN = "rerun"  # the dialog's answer that submits the changed configurations too
 WHAT_IF_EXAMPLE = "train.bucket_cap_mb=0.5 sweep.gpus_per_node=[1, 2]"  # run by tests/tui/test_plan_what_if.py
 PLAN_COLUMNS = ("configuration", "status", "node-hours", "T s", "S", "T 90%")
-WHAT_IF_PLACEHOLDER = f"w: what if KEY=VALUE ..., e.g. {WHAT_IF_EXAMPLE} (enter; empty: the plan)"
+WHAT_IF_PLACEHOLDER = (f"w: what if KEY=VALUE ..., e.g. {WHAT_IF_EXAMPLE}; f: full-run UNIT=AMOUNT ... (enter; "
+                       "empty: the plan)")
+FULL_RUN_PREFIX = "full-run "
 
 
 def plan_summary(plan: Plan, preflight: str | None = None) -> Text:
@@ -86,13 +90,14 @@ class PlanScreen(ModalScreen[bool | str], HelpContext):
     BINDINGS = [*PLAN_BINDINGS]
 
     def __init__(self, plan: Plan, what_if: Callable[[str], Outcome] | None = None,
-                 preflight: str | None = None) -> None:
+                 preflight: str | None = None, full_run: Callable[[str], FullRunPlan] | None = None) -> None:
         super().__init__()
         self.plan = plan
         self.preflight = preflight  # what a submit runs first (the controller's preflight_words)
         self._what_if = what_if
+        self._full_run = full_run
         self.requests: LatestRequest[str] = LatestRequest(self._predict)  # the what-if asked (None: the plan)
-        self.outcome: Outcome | None = None  # the what-if shown
+        self.outcome: Outcome | FullRunPlan | None = None  # the what-if or the full run shown
         self.error = ""  # why the last what-if was refused
 
     def compose(self) -> ComposeResult:
@@ -145,9 +150,11 @@ class PlanScreen(ModalScreen[bool | str], HelpContext):
         self.query_one("#no", Button).focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """`w` only where there is a study file to change; `r` only where a configuration changed."""
+        """`w` and `f` only where there is a study file to change or time; `r` only where a configuration changed."""
         if action == "rerun":
             return bool(self.plan.count("changed"))
+        if action == "full_run":
+            return self._what_if is not None and self._full_run is not None
         return self._what_if is not None if action == "what_if" else True
 
     def action_rerun(self) -> None:
@@ -161,6 +168,13 @@ class PlanScreen(ModalScreen[bool | str], HelpContext):
 
     def action_what_if(self) -> None:
         self.query_one("#whatif-input", Input).focus()
+
+    def action_full_run(self) -> None:
+        line = self.query_one("#whatif-input", Input)
+        if not line.value.startswith(FULL_RUN_PREFIX):
+            line.value = FULL_RUN_PREFIX
+        line.focus()
+        self.call_after_refresh(line.action_end)  # typing goes after the prefix, whatever focusing selected
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(RERUN if event.button.id == "rerun" else event.button.id == "yes")
@@ -184,16 +198,20 @@ class PlanScreen(ModalScreen[bool | str], HelpContext):
         from cockpit.forecast.whatif import WhatIfError
 
         assert self._what_if is not None
-        outcome, error = None, ""
+        outcome: Outcome | FullRunPlan | None = None
+        error = ""
         try:
-            outcome = self._what_if(text)
-        except WhatIfError as exc:
+            if text.startswith(FULL_RUN_PREFIX.strip()) and self._full_run is not None:
+                outcome = self._full_run(text)
+            else:
+                outcome = self._what_if(text)
+        except (WhatIfError, ValueError) as exc:
             error = str(exc)
         except Exception as exc:  # a store or a file that cannot be read: said in the dialog, which stays up
             error = f"what-if {text}: {exc}"
         self.app.call_from_thread(self._done, text, outcome, error)
 
-    def _done(self, text: str, outcome: Outcome | None, error: str) -> None:
+    def _done(self, text: str, outcome: Outcome | FullRunPlan | None, error: str) -> None:
         if not self.requests.done(text):  # asked for something else meanwhile
             return
         if outcome is not None:
@@ -201,7 +219,8 @@ class PlanScreen(ModalScreen[bool | str], HelpContext):
         else:
             self._show(self.outcome, error)
 
-    def _show(self, outcome: Outcome | None, error: str) -> None:
+    def _show(self, outcome: Outcome | FullRunPlan | None, error: str) -> None:
+        from cockpit.forecast.full_run import FullRunPlan
         from cockpit.forecast.whatif_table import CAPTION, COLUMNS, summary_lines, table_rows, title
 
         self.outcome, self.error = outcome, error
@@ -213,12 +232,20 @@ class PlanScreen(ModalScreen[bool | str], HelpContext):
         if outcome is None:
             switcher.current = "plan-view"
             return
-        self.query_one("#whatif-title", Static).update(Text(title(outcome), style="bold"))
         table = self.query_one("#whatif-table", DataTable)
         table.clear(columns=True)
-        table.add_columns(*COLUMNS)
-        for row in table_rows(outcome):
+        if isinstance(outcome, FullRunPlan):
+            from cockpit.forecast import full_run_words as words
+
+            self.query_one("#whatif-title", Static).update(Text(f"Full run of {outcome.run.words()}", style="bold"))
+            table.add_columns(*words.HEADERS)
+            rows, lines, caption = words.table_rows(outcome), words.summary_lines(outcome), words.CAPTION
+        else:
+            self.query_one("#whatif-title", Static).update(Text(title(outcome), style="bold"))
+            table.add_columns(*COLUMNS)
+            rows, lines, caption = table_rows(outcome), summary_lines(outcome), CAPTION
+        for row in rows:
             table.add_row(*row)
-        self.query_one("#whatif-summary", Static).update(Text("\n".join(summary_lines(outcome))))
-        self.query_one("#whatif-caption", Static).update(Text(CAPTION, style="dim"))
+        self.query_one("#whatif-summary", Static).update(Text("\n".join(lines)))
+        self.query_one("#whatif-caption", Static).update(Text(caption, style="dim"))
         switcher.current = "whatif-view"

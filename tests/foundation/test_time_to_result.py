@@ -4,10 +4,12 @@ The Slurm queue's own start estimates are tested on the test Slurm (tests/contro
 
 from __future__ import annotations
 
+import csv
 import math
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -173,3 +175,37 @@ def test_the_pages_examples_run_and_print_what_the_page_shows() -> None:
     assert list(runs["config_id"]) == [r.config_id for r in  # type: ignore[index]
                                        recorded(load_study(DEMO))[0].lines]
     assert runs.attrs["lines"][2] == shown[0]  # type: ignore[attr-defined]  # the queue's line
+
+
+def test_the_report_carries_the_time_to_result_the_page_shows(tmp_path: Path) -> None:
+    """`cockpit report --full-run` as docs/full-run.md runs it: the section holds the lines `cockpit plan --full-run`
+    prints (one computation, one set of words) and full_run.csv a row per configuration with its intervals."""
+    page = (REPO / "docs" / "full-run.md").read_text()
+    block = page.split("## In the report")[1].split("## In a notebook")[0]
+    command = re.search(r"<!-- example: run -->\n```bash\n(.*?)\n```", block, flags=re.S)
+    assert command is not None
+    argv = [REPO / a if a.startswith("tests/") else a for a in shlex.split(command.group(1))]
+    done = subprocess.run([sys.executable, "-m", *map(str, argv)], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "full-run-report"
+    report = (out / "report.md").read_text()
+    section = report.split("## Time to result: full run of 3 epochs")[1].split("## Figures")[0]
+    assert "| config | NxG | s/step | steps | T | jobs | start (wait) | finish | node-h | cost |" in section
+    assert "- cost = 1.2 per node-hour" in section and "- first to finish: synthetic foundation w128 1x1" in section
+    assert "Time to result" in (out / "report.html").read_text()
+    with (out / "full_run.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    plan = recorded(load_study(DEMO))[0]
+    assert [r["config_id"] for r in rows] == [line.config_id for line in plan.lines]
+    assert all(float(r["t_s_low"]) <= float(r["t_s"]) <= float(r["t_s_high"]) for r in rows)
+    assert sum(r["first"] == "True" for r in rows) == 1
+
+
+def test_the_report_refuses_a_full_run_of_a_store_in_one_line(tmp_path: Path) -> None:
+    store = tmp_path / "cockpit.sqlite"
+    shutil.copy(DEMO.parent / "local-demo" / "cockpit.sqlite", store)
+    done = subprocess.run([sys.executable, "-m", "cockpit", "report", str(store), "--out", str(tmp_path / "r"),
+                           "--full-run", "steps=10"], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1
+    assert "is a store; give the study file" in done.stderr and not (tmp_path / "r").exists()
