@@ -330,7 +330,7 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
                  f"configuration{'s' if predicted > 1 else ''}, else {basis}")
     return Plan(
         study=study.name,
-        cluster=cluster or c.ssh_host or c.host or c.kind,
+        cluster=cluster or c.place,
         lines=lines,
         hours_per_run=study.hours_per_run(),
         budget=c.node_hour_budget,

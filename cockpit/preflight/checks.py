@@ -128,7 +128,7 @@ def pace_check(study: Study, limits: SiteLimits | None, pace: int, running: int,
     caps = [f"submit limit {limits.max_submit}" if limits.max_submit is not None else "no submit limit",
             f"running limit {limits.max_running}" if limits.max_running is not None else "no running limit"]
     against = " against the submit limit" if limits.max_submit is not None else ""
-    found = (f"{', '.join(caps)} (QOS {study.cluster.qos or 'default'}); {limits.queued} job(s) of yours queued "
+    found = (f"{', '.join(caps)} (QOS {study.cluster.own.get('qos') or 'default'}); {limits.queued} job(s) of yours queued "
              f"or running{against} now; {pace} of the study's jobs at once, {running} running; {took}")
     room = None if limits.max_submit is None else limits.max_submit - limits.queued
     if configured is not None and room is not None and configured > room:
@@ -154,19 +154,20 @@ def _submit_fix(message: str) -> str:
 def _time_limit(study: Study, found: JobFindings) -> list[Check]:
     """The study's --time against the wall time its QOS allows (sacctmgr, else the site profile)."""
     c = study.cluster
-    if not c.qos:
+    qos = c.own.get("qos")  # Slurm's own key (cockpit.launch.slurm.kind); other kinds have no QOS
+    if not qos:
         return [Check("qos wall time", NOT_RUN, "the study sets no [cluster].qos")]
     caps = ", ".join(f"{q} {m} min" if m else f"{q} unlimited" for q, m in sorted(found.qos_minutes.items()))
-    if c.qos not in found.qos_minutes:
+    if qos not in found.qos_minutes:
         if found.qos_source == "sacctmgr":  # accounting knows every QOS: sbatch will refuse this one
-            return [Check("qos wall time", FAIL, f"QOS {c.qos!r} does not exist (known: {caps or 'none'})",
+            return [Check("qos wall time", FAIL, f"QOS {qos!r} does not exist (known: {caps or 'none'})",
                           "a QOS of the cluster", "set [cluster].qos to one of the known QOSs")]
-        return [Check("qos wall time", NOT_RUN, f"no MaxWall known for QOS {c.qos!r} "
+        return [Check("qos wall time", NOT_RUN, f"no MaxWall known for QOS {qos!r} "
                       f"({caps or 'none known'}; {found.qos_source or 'no source'})")]
-    cap = found.qos_minutes[c.qos]
+    cap = found.qos_minutes[qos]
     if cap is None:
-        return [Check("qos wall time", PASS, f"QOS {c.qos} sets no MaxWall (from {found.qos_source})")]
-    where = f"{c.time_limit_minutes} min for QOS {c.qos} (caps: {caps}; from {found.qos_source})"
+        return [Check("qos wall time", PASS, f"QOS {qos} sets no MaxWall (from {found.qos_source})")]
+    where = f"{c.time_limit_minutes} min for QOS {qos} (caps: {caps}; from {found.qos_source})"
     if c.time_limit_minutes > cap:
         return [Check("qos wall time", FAIL, where, f"<= {cap} min",
                       f"lower [cluster].time_limit to at most {cap} min or choose a QOS that allows it")]

@@ -100,7 +100,7 @@ async def maintenance_check(study: Study, backend: Backend, now: float | None = 
     except BackendError as exc:
         return checks.Check("maintenance", checks.NOT_RUN, f"reservations could not be read: {exc}")
     c = study.cluster
-    crossed = maintenance.crossing(found, c.time_limit_minutes * 60.0, c.partition, now)
+    crossed = maintenance.crossing(found, c.time_limit_minutes * 60.0, c.own.get("partition"), now)
     if not crossed:
         ahead = [r for r in found if r.maintenance and r.end > now]
         later = (f"; later: {', '.join(maintenance.window_words(r, now) for r in ahead)}") if ahead else ""
@@ -161,7 +161,7 @@ def expects_gpus(study: Study) -> bool:
     if not backend_kind(study).has_scheduler:
         return False
     site = site_for(study)
-    return (study.cluster.partition or site.default_partition or "") in site.gpu_partitions
+    return (study.cluster.own.get("partition") or site.default_partition or "") in site.gpu_partitions
 
 
 def _site_figures(study: Study) -> dict[str, float]:

@@ -41,7 +41,7 @@ class MaintenanceWatch:
             return live.maintenance  # asked again at the next check
         c = self.scope.study.cluster
         limit_s = c.time_limit_minutes * 60.0
-        crossed = crossing(found, limit_s, c.partition)
+        crossed = crossing(found, limit_s, c.own.get("partition"))
         words = advice(crossed[0], limit_s) if crossed else ""
         if words and words != live.maintenance:
             self.scope.store.add_problem(self.scope.key, "maintenance", words)

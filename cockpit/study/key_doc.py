@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable
 
+from cockpit.study.cluster_kinds import load_kinds
 from cockpit.study.tables import CLUSTER_KEYS, SITE_KEYS, STUDY_KEYS
 from cockpit.workloads import WORKLOADS
 from cockpit.workloads.base import KeyTable
@@ -43,8 +44,8 @@ def table(keys: Iterable[ConfigKey], *, name: Callable[[ConfigKey], str] | None 
 CORE_TABLES = (
     KeyTable("[study]", "The study's identity.", STUDY_KEYS),
     KeyTable("[cluster]", "Where the runs go: this machine (`kind = \"local\"`) or a Slurm cluster over SSH "
-             "(docs/launch.md; a site profile gives the defaults a site needs). `[cluster.env]` is the `env` table.",
-             CLUSTER_KEYS),
+             "(docs/launch.md; a site profile gives the defaults a site needs). `[cluster.env]` is the `env` table. "
+             "The keys every kind takes; a kind's own follow.", CLUSTER_KEYS),
     KeyTable("[sweep]", "Each axis is a list of values of its key; the cartesian product is the configuration "
              "matrix. *column* is the axis's header in the plan, the cockpit and the report.", AXIS_KEYS,
              ("column",), lambda k: (k.axis.header if k.axis else "",)),
@@ -55,9 +56,18 @@ SITE_TABLE = KeyTable(
     "\"path/to/site.toml\"` (docs/launch.md). `[site.env]` and `[site.qos_max_minutes]` are its tables.", SITE_KEYS)
 
 
+def kind_tables() -> tuple[KeyTable, ...]:
+    """A section per place to run jobs with keys of its own (ClusterKind.keys: Slurm's and its SSH login)."""
+    return tuple(KeyTable(f"[cluster] with kind = \"{kind.name}\"", f"The keys {kind.words} takes beside every "
+                          "kind's (its backend declares them); another kind refuses them in one line.", kind.keys)
+                 for kind in load_kinds().values() if kind.keys)
+
+
 def tables() -> tuple[KeyTable, ...]:
-    """The page's sections in order: the study's own, every workload kind's, the site profile's."""
-    return (*CORE_TABLES, *(t for w in WORKLOADS.values() for t in w.key_tables()), SITE_TABLE)
+    """The page's sections in order: the study's own, each kind's [cluster] keys, every workload kind's, the site
+    profile's."""
+    return (*CORE_TABLES[:2], *kind_tables(), *CORE_TABLES[2:], *(t for w in WORKLOADS.values() for t in w.key_tables()),
+            SITE_TABLE)
 
 
 # [workload] is the cockpit's (cockpit/workloads), not the trainer's: its keys are documented with it

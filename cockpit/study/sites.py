@@ -90,29 +90,3 @@ def parse_site(text: str, source: str) -> Site:
             values[k.name] = float(values[k.name])
     values["env"] = {name: str(value) for name, value in values["env"].items()}
     return Site(source=source, **values)
-
-
-def check_cluster(site: Site, cluster: Any, gpus_per_node: int) -> None:
-    """Refuse, before anything is submitted, what this site would refuse (or silently mis-run)."""
-    where = f"{site.name} site ({site.source})"
-    if site.require_account and not cluster.account:
-        raise SiteError(f"[cluster].account is required on the {where}: sbatch -A is mandatory there")
-    if site.require_qos and not cluster.qos:
-        raise SiteError(f"[cluster].qos is required on the {where}: sbatch -q is mandatory there")
-    partition = cluster.partition or site.default_partition
-    if site.partitions and partition and partition not in site.partitions:
-        raise SiteError(
-            f"[cluster].partition {partition!r} is not a partition of the {where}; "
-            f"expected one of {', '.join(site.partitions)}"
-        )
-    if site.gpu_partitions and partition and partition not in site.gpu_partitions:
-        raise SiteError(
-            f"[cluster].partition {partition!r} has no GPUs on the {where}; use one of {', '.join(site.gpu_partitions)}"
-        )
-    if site.gpus_per_node and gpus_per_node > site.gpus_per_node:
-        raise SiteError(f"a configuration asks for {gpus_per_node} GPUs per node but the {where} has {site.gpus_per_node}")
-    limit = site.qos_max_minutes.get(cluster.qos or "")
-    if limit is not None and cluster.time_limit_minutes > limit:
-        raise SiteError(
-            f"[cluster].time_limit {cluster.time_limit} exceeds the {limit} minutes QOS {cluster.qos!r} allows on the {where}"
-        )

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cockpit.study import spec_rules
-from cockpit.study.cluster_kinds import KINDS
+from cockpit.study.cluster_kinds import KINDS, load_kinds
 from cockpit.study.spec_rules import SYNTHETIC, WORKLOAD_SECTION, SpecError
 from cockpit.study.tables import ClusterKeys
 from cockpit.workloads import Workload, WorkloadError, workload_of
@@ -123,6 +123,12 @@ class Cluster(ClusterKeys):
     cores_per_node: int = 1  # local: this machine's when unset
     env: dict[str, str] = field(default_factory=dict)
     time_limit_minutes: int = 60
+    own: dict[str, Any] = field(default_factory=dict)  # its kind's own keys (ClusterKind.keys), defaults filled in
+
+    @property
+    def place(self) -> str:
+        """Where the jobs go, in a heading's words: the SSH alias or host, else the kind."""
+        return str(self.own.get("ssh_host") or self.own.get("host") or self.kind)
 
 
 @dataclass(frozen=True)
@@ -272,7 +278,8 @@ def parse_study(raw: dict[str, Any], path: Path) -> Study:
 def _workload(where: str, raw: dict[str, Any], path: Path) -> Workload:
     """[workload] (the HLM trainer when absent). A study run on this machine has its files checked now."""
     cluster = raw.get("cluster")
-    kind = KINDS.get(str(cluster.get("kind", "local"))) if isinstance(cluster, dict) else KINDS["local"]
+    kinds = load_kinds()  # a plug-in's kind too, before its facts are asked
+    kind = kinds.get(str(cluster.get("kind", "local"))) if isinstance(cluster, dict) else kinds["local"]
     here = kind is not None and kind.on_this_machine  # an unknown kind is refused with [cluster]'s other keys
     try:
         return workload_of(where, raw.get(WORKLOAD_SECTION, {}), path.parent if here else None)

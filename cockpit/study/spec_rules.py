@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from cockpit.study.cluster_kinds import KINDS, kind_of
+from cockpit.study.cluster_kinds import KINDS, kind_of, load_kinds
 from cockpit.study.sites import Site, SiteError, load_site
 from cockpit.study.tables import CLUSTER_KEYS, STUDY_KEYS
 from runcontract.axes import AXIS_KEYS
@@ -71,7 +71,8 @@ def sections(where: str, raw: dict[str, Any], workload_keys: tuple[ConfigKey, ..
         values = raw.get(name, {})
         if not isinstance(values, dict):
             raise SpecError(f"{where}: [{name}] must be a table, found {type(values).__name__}")
-        out[name] = judge_table(where, f"[{name}]", values, keys, SpecError)
+        out[name] = cluster_table(where, values) if name == "cluster" else \
+            judge_table(where, f"[{name}]", values, keys, SpecError)
     for name, check in (("model", check_model), ("train", check_train)) if trainer else ():
         problem = check(out[name])
         if problem:
@@ -80,6 +81,27 @@ def sections(where: str, raw: dict[str, Any], workload_keys: tuple[ConfigKey, ..
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", study):
         raise SpecError(f"{where}: [study].name {study!r} must be 1-64 letters, digits, '_', '.', '-'")
     return out
+
+
+def cluster_table(where: str, values: dict[str, Any]) -> dict[str, Any]:
+    """[cluster] judged: every kind's keys (ClusterKeys) and the named kind's own, which its backend declares
+    (ClusterKind.keys), as `own`; a key of another kind is refused naming the kind that takes it."""
+    kind_key = SECTIONS["cluster"]["kind"]
+    name = judge_table(where, "[cluster]", {"kind": values.get("kind", kind_key.default)}, {"kind": kind_key},
+                       SpecError)["kind"]
+    try:
+        facts = kind_of(where, name)
+    except ValueError as exc:
+        raise SpecError(str(exc)) from None
+    own = _table(facts.keys)
+    for key in sorted(set(values) - set(SECTIONS["cluster"]) - set(own)):
+        takers = [k.name for k in load_kinds().values() if any(x.name == key for x in k.keys)]
+        if takers:
+            theirs = f"its own keys are {', '.join(own)}" if own else "it takes only the keys every kind takes"
+            raise SpecError(f"{where}: [cluster].{key} is a key of kind = \"{takers[0]}\"; kind = \"{name}\" does "
+                            f"not take it ({theirs})")
+    judged = judge_table(where, "[cluster]", values, {**SECTIONS["cluster"], **own}, SpecError)
+    return {**{k: judged[k] for k in SECTIONS["cluster"]}, "own": {k: judged[k] for k in own}}
 
 
 def parse_time_limit(where: str, value: str | int) -> int:
@@ -126,7 +148,7 @@ def cluster_values(where: str, c: dict[str, Any], path: Path) -> dict[str, Any]:
     if facts.over_ssh:
         if not c["workdir"]:  # account and qos: required where the site profile says so (require_account)
             raise SpecError(f"{where}: [cluster].workdir is required when kind = \"{kind}\"")
-        if not (c["ssh_host"] or c["host"]):
+        if not (c["own"].get("ssh_host") or c["own"].get("host")):
             raise SpecError(f"{where}: [cluster] needs ssh_host (an ~/.ssh/config alias) or host when kind = \"{kind}\"")
         if not c["workdir"].startswith(("/", "~", "$")):
             raise SpecError(f"{where}: [cluster].workdir {c['workdir']!r} must be an absolute path on the cluster")
@@ -149,7 +171,7 @@ def cluster_values(where: str, c: dict[str, Any], path: Path) -> dict[str, Any]:
     if cores is None and facts.on_this_machine:
         cores = os.cpu_count() or 1
     if cores is None:  # the profile's cores; Slurm counts each hardware thread as a CPU unless told otherwise
-        cores = site.cores_per_node * (1 if c["hint_nomultithread"] else site.threads_per_core) or None
+        cores = site.cores_per_node * (1 if c["own"].get("hint_nomultithread") else site.threads_per_core) or None
     if cores is None:
         raise SpecError(f"{where}: [cluster].cores_per_node is required when kind = \"{kind}\" and the site profile "
                         f"({site.source}) does not give cores_per_node")

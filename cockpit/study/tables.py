@@ -16,22 +16,16 @@ STUDY_KEYS = (
 )
 @dataclass(frozen=True)
 class ClusterKeys:
-    """[cluster]: where and how jobs run; cockpit.study.spec.Cluster is this table resolved (local defaults filled in)."""
+    """[cluster]: where and how jobs run, whatever the kind; cockpit.study.spec.Cluster is this table resolved
+    (local defaults filled in). A kind's own keys (Slurm's account, qos, partition, ...; the SSH login) are its
+    backend's, declared in its package (cockpit.study.cluster_kinds.ClusterKind.keys)."""
 
     kind: str = key("local", "where jobs run: local (this machine's cores, no scheduler), slurm (a cluster over SSH), "
                     "or a kind a plug-in adds (docs/workloads.md, \"Plug-ins\")")
     site: str = key("generic", "site profile: a built-in one of sbatch_templates/sites/ (generic, meluxina) or "
                     "the path of a .toml profile, relative to the study file")
-    ssh_host: str | None = key(None, "an ~/.ssh/config alias")
-    host: str | None = key(None, "the login node's address, when there is no ssh_host alias")
-    port: int | None = key(None, "the login node's SSH port (unset: from ~/.ssh/config, else 22)", minimum=1)
-    user: str | None = key(None, "the cluster user (default: from ~/.ssh/config)")
-    known_hosts: str | None = key(None, "the file host keys are checked against (default ~/.ssh/known_hosts)")
-    identity_file: str | None = key(None, "the SSH private key (default: from ~/.ssh/config)")
-    account: str | None = key(None, "Slurm account (-A; required where the site profile says so)")
-    qos: str | None = key(None, "Slurm QOS (-q; its wall-time limit is checked before submitting)")
-    partition: str | None = key(None, "Slurm partition (-p; default: the site profile's)")
-    time_limit: str | int = key("01:00:00", "a Slurm time or whole minutes")
+    time_limit: str | int = key("01:00:00", "a job's wall-time limit: a Slurm time (HH:MM:SS, D-HH:MM) or whole "
+                                "minutes")
     expected_minutes: float | None = key(None, "expected wall time of one run: the node-hour estimate uses it "
                                          "instead of time_limit", minimum=0, unit="min")
     modules: list = key([], "environment modules each job loads (`module load`) before it starts")
@@ -40,18 +34,16 @@ class ClusterKeys:
     container: str = key("", "an Apptainer image the trainer runs in (containers/README.md)")
     container_binds: list = key([], "further host paths bound into the container")
     gpus_per_node: int = key(1, "GPUs a node has: the largest [sweep].gpus_per_node", minimum=1)
-    cores_per_node: int | None = key(None, "CPUs Slurm gives a node, which gpus_per_node x cpus_per_task must fit "
-                                     "(slurm: unset, the site profile's cores_per_node x threads_per_core, or its "
-                                     "cores with hint_nomultithread; local: this machine's)", minimum=1, unit="cores")
+    cores_per_node: int | None = key(None, "CPUs the scheduler gives a node, which gpus_per_node x cpus_per_task "
+                                     "must fit (slurm: unset, the site profile's cores_per_node x threads_per_core, "
+                                     "or its cores with hint_nomultithread; local: this machine's)", minimum=1,
+                                     unit="cores")
     max_concurrent_jobs: int | None = key(None, "jobs queued or running at once (unset: what the site's submit "
                                           "limit leaves beside the user's other jobs, else 4)", minimum=1)
     node_hour_budget: float | None = key(None, "nothing is submitted past it (--force to override); unset: no limit",
                                          minimum=0, unit="node-hours")
-    hint_nomultithread: bool = key(False, "#SBATCH --hint=nomultithread (one task per core)")
     signal_seconds: int = key(120, "USR1 this long before the time limit: checkpoint and requeue", minimum=0,
                               unit="s")
-    gres_style: str = key("gpus-per-node", "GPUs asked as --gpus-per-node=G or --gres=gpu:G",
-                          choices=("gpus-per-node", "gres"))
     rdzv_port: int = key(29500, "multi-node rendezvous port; a job adds its id mod 1000, so at most 64536 "
                          "(65535 - 999)", minimum=1024, maximum=64536)
     python: str = key("python3", "the interpreter jobs run, with torch and this project")
@@ -62,6 +54,7 @@ class ClusterKeys:
 
 
 CLUSTER_KEYS = keys_of("cluster", ClusterKeys)
+CLUSTER_KEY_NAMES = frozenset(k.name for k in CLUSTER_KEYS)
 
 
 def _strings(value: Any) -> bool:

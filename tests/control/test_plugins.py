@@ -20,7 +20,7 @@ PLUGINS = "tests.plugins.echo_workload,tests.plugins.fake_queue"
 
 def study(tmp_path: Path) -> Path:
     raw = {"study": {"name": "plugged"},
-           "cluster": {"kind": "fakequeue", "workdir": str(tmp_path / "work"), "gpus_per_node": 1},
+           "cluster": {"kind": "fakequeue", "workdir": str(tmp_path / "work"), "gpus_per_node": 1, "slots": 1},
            "train": {"device": "cpu"},
            "workload": {"kind": "echo", "steps": 4},
            "sweep": {"batch_size": [4, 8]}}
@@ -72,3 +72,22 @@ def test_an_unknown_plugin_or_kind_is_one_line(tmp_path: Path, capsys, monkeypat
     path.write_text(path.read_text().replace('kind = "fakequeue"', 'kind = "pbs"'))
     assert cli(["plan", str(path)]) == 2
     assert "study.toml: [cluster].kind: expected one of local, slurm" in capsys.readouterr().err
+
+
+def test_a_backend_declares_its_own_cluster_keys_and_another_kind_refuses_them(tmp_path: Path, capsys, monkeypatch):
+    """`slots` is the plug-in's [cluster] key: judged by its rule under its kind, refused under another, naming the
+    kind that takes it; Slurm's own keys likewise under kind = "local"."""
+    monkeypatch.setenv(ENV, PLUGINS)
+    path = study(tmp_path)
+    text = path.read_text()
+    path.write_text(text.replace("slots = 1", "slots = 0"))
+    assert cli(["plan", str(path)]) == 2
+    assert "[cluster].slots: expected an integer >= 1, got 0" in capsys.readouterr().err
+    path.write_text(text.replace('kind = "fakequeue"', 'kind = "local"'))
+    assert cli(["plan", str(path)]) == 2
+    assert ('[cluster].slots is a key of kind = "fakequeue"; kind = "local" does not take it (it takes only the keys '
+            "every kind takes)") in capsys.readouterr().err
+    path.write_text(text.replace("slots = 1", 'account = "p200000"'))
+    assert cli(["plan", str(path)]) == 2
+    assert ('[cluster].account is a key of kind = "slurm"; kind = "fakequeue" does not take it (its own keys are '
+            "slots)") in capsys.readouterr().err

@@ -14,6 +14,7 @@ from cockpit.launch.backend import JOB_ACTIONS, Backend, JobInfo, StartEstimate,
 from cockpit.launch.follow import RemoteFollower
 from cockpit.launch.maintenance import Reservation
 from cockpit.launch.slurm.client import SlurmClient
+from cockpit.launch.slurm.kind import SlurmKeys
 from cockpit.launch.slurm.parse import ParseProblem, SlurmError
 from cockpit.launch.slurm.quoting import path_expr
 from cockpit.launch.slurm.render import (
@@ -28,8 +29,10 @@ from cockpit.launch.slurm.render import (
 )
 from cockpit.launch.slurm.start import request_of, test_only
 from cockpit.launch.ssh import SshConnection, resolve_target
+from cockpit.launch.ssh_keys import SshKeys
 from cockpit.launch.storage import Storage, parse_probe, probe_command
 from cockpit.preflight.jobs import preflight_dir
+from cockpit.study.cluster_kinds import own_keys
 from cockpit.study.sites import site_for
 from runcontract.contract import JOB_SCRIPT_FILE, slurm_log_files
 
@@ -72,7 +75,7 @@ class SlurmBackend(Backend):
     @classmethod
     def from_study(cls, study: Study, **kwargs) -> SlurmBackend:
         """Connect as [cluster] says: an ~/.ssh/config Host alias, or host/port/user fields."""
-        c = study.cluster
+        c = own_keys(SshKeys, study.cluster)
         target = resolve_target(
             c.ssh_host, host=c.host, port=c.port, user=c.user,
             identity_file=c.identity_file, known_hosts=c.known_hosts,
@@ -146,7 +149,8 @@ class SlurmBackend(Backend):
     async def user_limits(self) -> UserLimits | None:
         """The study's association and QOS limits and the user's jobs now (None where accounting is off)."""
         try:
-            return await self.slurm.user_limits(self.study.cluster.account, self.study.cluster.qos)
+            own = own_keys(SlurmKeys, self.study.cluster)
+            return await self.slurm.user_limits(own.account, own.qos)
         except SlurmError:
             return None
 

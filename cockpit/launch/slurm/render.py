@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 
 import sbatch_templates
+from cockpit.launch.slurm.kind import SlurmKeys
 from cockpit.launch.slurm.quoting import (
     UnsafeValueError,
     check_text,
@@ -24,7 +25,9 @@ from cockpit.launch.slurm.quoting import (
     sbatch_value,
     shell_quote,
 )
-from cockpit.study.sites import Site, SiteError, check_cluster, site_for
+from cockpit.launch.slurm.site_checks import check_cluster
+from cockpit.study.cluster_kinds import own_keys
+from cockpit.study.sites import Site, SiteError, site_for
 from runcontract import disk_space
 from runcontract.contract import (
     EXIT_DISK_FULL,
@@ -169,6 +172,7 @@ def study_context(study: Study) -> dict[str, Any]:
     """The template values every script of a study shares (account, modules, environment, container, ...),
     judged once: raises UnsafeValueError naming the key, or SiteError for a site that does not load."""
     cluster = study.cluster
+    slurm = own_keys(SlurmKeys, cluster)
     site = site_for(study)
     check_text("[cluster].workdir", cluster.workdir)  # named before the token cache, which derives from it
     literal = is_literal_path(cluster.workdir)
@@ -183,11 +187,11 @@ def study_context(study: Study) -> dict[str, Any]:
         "site": site,
         "study_name": check_text("[study].name", study.name),
         "comment": sbatch_value("[study].name", job_comment(study)),
-        "account": sbatch_value("[cluster].account", cluster.account) if cluster.account else "",
-        "qos": sbatch_value("[cluster].qos", cluster.qos) if cluster.qos else "",
-        "partition": _partition(cluster.partition or site.default_partition),
+        "account": sbatch_value("[cluster].account", slurm.account) if slurm.account else "",
+        "qos": sbatch_value("[cluster].qos", slurm.qos) if slurm.qos else "",
+        "partition": _partition(slurm.partition or site.default_partition),
         "time_limit": sbatch_value("[cluster].time_limit", cluster.time_limit),
-        "hint_nomultithread": bool(cluster.hint_nomultithread),
+        "hint_nomultithread": bool(slurm.hint_nomultithread),
         "literal_workdir": literal,
         "signal_seconds": int(cluster.signal_seconds),
         "token_cache": path_expr("[data].token_cache", study.token_cache),
@@ -227,7 +231,8 @@ def _config_context(study: Study, cfg: Configuration, shared: dict[str, Any],
     if literal and is_sbatch_safe(run_dir):
         stdout_path = sbatch_value("[cluster].workdir", f"{run_dir}/{SLURM_STDOUT_FILE}")
         stderr_path = sbatch_value("[cluster].workdir", f"{run_dir}/{SLURM_STDERR_FILE}")
-    gpu_request = f"--gres=gpu:{gpus}" if study.cluster.gres_style == "gres" else f"--gpus-per-node={gpus}"
+    gres = own_keys(SlurmKeys, study.cluster).gres_style
+    gpu_request = f"--gres=gpu:{gpus}" if gres == "gres" else f"--gpus-per-node={gpus}"
     return {
         **shared,
         "config_id": cfg.config_id,

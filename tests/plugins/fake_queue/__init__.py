@@ -1,7 +1,8 @@
 """A second scheduler backend, made only for the tests, as a site's plug-in would be: one package and one register()
 call, no edit to the cockpit. `[cluster] kind = "fakequeue"` queues every job in a first-in-first-out queue of its
-own (this process's) and runs it on this machine's cores when it reaches the head, one at a time; its batch
-scripts are plain shell scripts naming the launcher line. Every queue move is kept in QUEUE_LOG for the tests."""
+own (this process's) and runs it on this machine's cores when it reaches the head, `[cluster] slots` at a time (a
+[cluster] key of its own, declared with its kind); its batch scripts are plain shell scripts naming the launcher
+line. Every queue move is kept in QUEUE_LOG for the tests."""
 
 from __future__ import annotations
 
@@ -15,11 +16,13 @@ from cockpit.launch.backend import JobState
 from cockpit.launch.local import LocalExecutor
 from cockpit.launch.registry import register
 from cockpit.study.cluster_kinds import ClusterKind
+from runcontract.keys import ConfigKey
 
 if TYPE_CHECKING:
     from cockpit.study.spec import Configuration, Study
 
 QUEUE_LOG: list[tuple[str, str]] = []  # (event, config id): "queued", then "started" in queue order
+SLOTS = ConfigKey("cluster", "slots", (int,), 1, minimum=1, help="jobs the queue runs at once")
 
 
 class FakeQueueBackend(LocalExecutor):
@@ -29,7 +32,8 @@ class FakeQueueBackend(LocalExecutor):
 
     def __init__(self, study: Study, **kwargs: Any) -> None:
         super().__init__(study, **kwargs)
-        self.label = f"fakequeue ({self.max_cores} cores, one job at a time)"
+        self.slots = int(study.cluster.own["slots"])
+        self.label = f"fakequeue ({self.max_cores} cores, {self.slots} job(s) at a time)"
 
     @classmethod
     def open(cls, study: Study, **kwargs: Any) -> FakeQueueBackend:
@@ -55,7 +59,7 @@ class FakeQueueBackend(LocalExecutor):
         return job_id
 
     def _schedule(self) -> None:  # the local executor's, here: the queue's head alone, once nothing runs
-        if any(job.state in (JobState.RUNNING, JobState.COMPLETING) for job in self._jobs.values()):
+        if sum(job.state in (JobState.RUNNING, JobState.COMPLETING) for job in self._jobs.values()) >= self.slots:
             return
         head = next((job for job in self._jobs.values() if job.state == JobState.PENDING), None)
         if head is None:
@@ -65,5 +69,5 @@ class FakeQueueBackend(LocalExecutor):
         if not head.preflight:
             QUEUE_LOG.append(("started", head.cfg.config_id))
 
-register(ClusterKind("fakequeue", "a first-in-first-out queue on this machine (a test plug-in)", on_this_machine=True),
-         FakeQueueBackend)
+register(ClusterKind("fakequeue", "a first-in-first-out queue on this machine (a test plug-in)", on_this_machine=True,
+                     keys=(SLOTS,)), FakeQueueBackend)
