@@ -4,9 +4,8 @@ on and the runner resumes submitting by (a full work directory, docs/long-study.
 Per run: checkpoint.pt (fp32 weights and AdamW's two moments, 12 bytes a parameter) and model.pt (4 bytes a
 parameter); at most `max_concurrent_jobs` saves in flight, each holding a second checkpoint until it replaces
 the first (the last good one is kept until then); metrics.jsonl (one line per rank per metrics interval) and
-gpu.jsonl (one sample per GPU per NVML interval) over the run's expected minutes, and the logs. Token shards:
-one uint16 token per sample per dataset, counted only when the token cache lies in the work directory
-(synthetic data from its records x seconds x 360 Hz; a folder from its size on disk, when measured).
+gpu.jsonl (one sample per GPU per NVML interval) over the run's expected minutes, and the logs. The data the
+workload prepares there (`Workload.data_bytes`: the HLM trainer's token shards, cockpit.workloads.hlm.footprint).
 Every input is kept beside the result so the refusal line can show it.
 """
 
@@ -25,8 +24,6 @@ MODEL_BYTES_PER_PARAM = 4  # model.pt: the final fp32 weights
 METRICS_LINE_BYTES = 450  # one metrics.jsonl record (measured on the tests' runs: about 420)
 GPU_LINE_BYTES = 300  # one gpu.jsonl sample
 LOG_BYTES = 256 * 1024  # train.log, the Slurm logs, job.sh, config.json, exit.json and its room, per run
-TOKEN_BYTES = 2  # shards hold uint16 tokens
-SYNTHETIC_FS = 360  # the generator's rate (trainer/data/synthetic.py)
 
 
 @dataclass(frozen=True)
@@ -75,25 +72,6 @@ def run_bytes(study: Study, cfg: Configuration) -> tuple[int, int]:
     return params * (CHECKPOINT_BYTES_PER_PARAM + MODEL_BYTES_PER_PARAM), int(metrics + gpu) + LOG_BYTES
 
 
-def shard_bytes(study: Study, workdir: str, dataset_bytes: dict[str, int] | None = None) -> tuple[int, str]:
-    """Token shards the study prepares inside the work directory, and a note where they are not counted."""
-    if not study.workload.reads_study_data:
-        return 0, ""
-    if not study.token_cache.startswith(workdir.rstrip("/") + "/"):
-        return 0, "token cache outside the work directory"
-    total, unknown = 0, []
-    for name in sorted({cfg.dataset for cfg in study.runnable()}):
-        d = study.datasets[name]
-        if d.synthetic:
-            p = d.synthetic_params
-            total += int(int(p.get("records", 8)) * float(p.get("seconds", 300)) * SYNTHETIC_FS * TOKEN_BYTES)
-        elif dataset_bytes and name in dataset_bytes:
-            total += dataset_bytes[name]  # 16-bit tokens of one lead: at most the records' signal files
-        else:
-            unknown.append(name)
-    return total, f"{', '.join(unknown)}: size not measured" if unknown else ""
-
-
 def footprint(study: Study, workdir: str | None = None, dataset_bytes: dict[str, int] | None = None,
               configs: list[Configuration] | None = None) -> Footprint:
     """The study's footprint in its work directory (`workdir`: as the cluster spells it; default the study
@@ -109,6 +87,6 @@ def footprint(study: Study, workdir: str | None = None, dataset_bytes: dict[str,
     params = max((run_parameters(study, c) for c in runs), default=0)
     at_once = min(len(runs), study.cluster.max_concurrent_jobs or 4)
     in_flight = at_once * params * CHECKPOINT_BYTES_PER_PARAM
-    shards, note = shard_bytes(study, workdir or study.cluster.workdir, dataset_bytes)
+    shards, note = study.workload.data_bytes(study, workdir or study.cluster.workdir, dataset_bytes)
     per_run = biggest + params * CHECKPOINT_BYTES_PER_PARAM + (logs // max(1, len(runs)))
     return Footprint(len(runs), params, sum(by_run.values()), in_flight, logs, shards, note, per_run, by_run)

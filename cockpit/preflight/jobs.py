@@ -97,10 +97,6 @@ def cost_words(study: Study) -> str:
 def job_config(study: Study, job: PreflightJob, study_dir: str) -> dict[str, Any]:
     """The preflight's config.json: its shape, what to check of every dataset, where the study writes. Its keys are
     declared once, trainer.config_keys.PreflightKeys, and what is written is judged by them."""
-    datasets = {}
-    for name in study.sweep["dataset"] if study.workload.reads_study_data else ():
-        d = study.datasets[name]
-        datasets[name] = {"path": d.path, "synthetic": d.synthetic, "tokenizer": dict(d.tokenizer)}
     config = {
         "schema_version": SCHEMA_VERSION,
         "preflight": True,
@@ -109,10 +105,11 @@ def job_config(study: Study, job: PreflightJob, study_dir: str) -> dict[str, Any
         "gpus_per_node": job.gpus_per_node,
         "cpus_per_task": job.cfg.cpus_per_task,
         "device": study.train.get("device", "auto"),
-        "datasets": datasets,
+        "datasets": {},
+        "token_cache": "",  # none: a script's own data
+        **study.workload.preflight_data(study),  # the HLM trainer's datasets and token cache
         **({"files": list(study.workload.files_needed())} if study.workload.files_needed() else {}),
         "workdir": f"{study_dir.rstrip('/')}/runs",
-        "token_cache": study.token_cache if study.workload.reads_study_data else "",  # none: a script's own data
         "probe_bytes": PROBE_BYTES,
         "timeout_s": time_limit_minutes(study) * 60,
         **({"share_group": study.cluster.share_group} if study.cluster.share_group else {}),

@@ -83,6 +83,11 @@ class StudyParts(Protocol):
 
     def foundation_of(self, cfg: Any) -> Any: ...
 
+    def runnable(self) -> list[Any]: ...
+
+    @property
+    def sweep(self) -> dict[str, list[Any]]: ...
+
 
 class WorkloadError(ValueError):
     """A [workload] table is malformed; the message names the file, the key, what was expected and found."""
@@ -193,6 +198,17 @@ class Workload(ABC):
         """The dotted config.json keys its program fills in when left out, with their values (a config.json read
         as keys compares alike whether a key was written or defaulted)."""
         return {}
+
+    def preflight_data(self, study: StudyParts) -> dict[str, Any]:
+        """What a preflight job checks of the workload's data (its config.json `datasets` and `token_cache`, as
+        `hlm-train preflight` reads them): nothing here (a script brings its own data)."""
+        return {}
+
+    def data_bytes(self, study: StudyParts, workdir: str, dataset_bytes: Mapping[str, int] | None = None
+                   ) -> tuple[int, str]:
+        """Bytes of the data the workload prepares inside the work directory `workdir` (the disk footprint's
+        last term), and a note of what is not counted: none known here (a script's data is its own)."""
+        return 0, ""
 
     def parameters(self, study: StudyParts, cfg: ConfigurationParts) -> int:
         """The configuration's model parameters, for the disk footprint of its checkpoints (0: the workload's

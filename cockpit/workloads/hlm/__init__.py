@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cockpit.workloads.base import ConfigurationParts, KeyTable, StudyParts, Workload, WorkloadError, flatten
+from cockpit.workloads.hlm.footprint import shard_bytes
 from cockpit.workloads.hlm.key_tables import KEY_TABLES
 from cockpit.workloads.hlm.model_size import configuration_parameters
 from runcontract.axes import AXES
@@ -91,6 +92,15 @@ class HlmWorkload(Workload):
     @classmethod
     def config_defaults(cls) -> Mapping[str, Any]:
         return DEFAULTS
+
+    def preflight_data(self, study: StudyParts) -> dict[str, Any]:
+        datasets = {name: {"path": d.path, "synthetic": d.synthetic, "tokenizer": dict(d.tokenizer)}
+                    for name in study.sweep["dataset"] for d in (study.datasets[name],)}
+        return {"datasets": datasets, "token_cache": study.token_cache}
+
+    def data_bytes(self, study: StudyParts, workdir: str, dataset_bytes: Mapping[str, int] | None = None
+                   ) -> tuple[int, str]:
+        return shard_bytes(study, workdir, dataset_bytes)
 
     def parameters(self, study: StudyParts, cfg: ConfigurationParts) -> int:
         return configuration_parameters(study.model, study.datasets[cfg.dataset].tokenizer, cfg.values())
