@@ -16,7 +16,7 @@ import pytest
 
 from cockpit.cli import main as cli
 from cockpit.figures import explain
-from cockpit.forecast import advice, prediction
+from cockpit.forecast import advice, prediction, straggler
 from cockpit.forecast.advice import options
 from cockpit.forecast.analysis import analyse
 from cockpit.forecast.plan import study_spread
@@ -79,6 +79,13 @@ def exposed(base: dict, n: int, buckets: int, bw: float, batch_factor: float = 1
     return max(t_ar / buckets, t_ar - backward)
 
 
+def slower_rank(base: dict, n: int) -> float:
+    """The model's wait for the slower rank per step on n workers: e_n x the baseline's per-step sd, which the store
+    works out of its metrics intervals where the demo's result.json predates the field (cockpit.forecast.straggler)."""
+    sd = base["timing"].get("step_time_sd_s")
+    return straggler.wait_per_step(sd, n) if sd else 0.0
+
+
 def wait(run: dict) -> float:
     """Rank 0's straggler wait: its exposed all-reduce minus the least any rank waited."""
     return run["breakdown_s"]["comm"] - min(r["comm"] for r in run["breakdown_by_rank"])
@@ -92,7 +99,8 @@ def test_bucket_what_if_is_the_models_formula_on_the_recorded_runs(demo, results
         k = math.ceil(base["comm"]["grad_bytes"] / (0.1 * 2**20))  # an explicit cap sizes every bucket
         assert k == advice.buckets_for(base["comm"]["grad_bytes"], 0.1) == {128: 5, 256: 6}[window]
         steps = base["timing"]["steps"]  # fixed steps: 2 workers run as many steps, each on its own batch
-        ratio = exposed(base, 2, k, bw) / exposed(base, 2, run["comm"]["buckets"], bw)
+        ratio = (exposed(base, 2, k, bw) + slower_rank(base, 2)) / \
+            (exposed(base, 2, run["comm"]["buckets"], bw) + slower_rank(base, 2))
         expected = run["timing"]["train_time_s"] - (run["breakdown_s"]["comm"] - wait(run)) * (1 - ratio)
         lines = {line.workers: line for line in w.lines if f"w{window} " in line.label}
         two, one = lines[2].predicted, lines[1].predicted
@@ -118,18 +126,19 @@ def test_an_axis_value_never_run_is_the_model_alone_and_marked_extrapolated(demo
     for window in (128, 256):
         one, two = by_scale(results, window, 1), by_scale(results, window, 2)
         model = {p: one["breakdown_s"][p] / one["timing"]["steps"] for p in explain.PARTS}
-        model["comm"] = exposed(one, 2, two["comm"]["buckets"], bw)
+        model["comm"] = exposed(one, 2, two["comm"]["buckets"], bw) + slower_rank(one, 2)
         for p in explain.PARTS:
             ratios.setdefault(p, []).append(two["breakdown_s"][p] / two["timing"]["steps"] / model[p])
     factor = {p: statistics.median(v) for p, v in ratios.items()}
     per_step = sum(base["breakdown_s"][p] / steps_1 * factor[p] for p in explain.PARTS if p != "comm") \
-        + exposed(base, 4, 1, bw) * factor["comm"]
+        + (exposed(base, 4, 1, bw) + slower_rank(base, 4)) * factor["comm"]
     # fixed steps and a per-worker batch: 4 workers do 4x the samples in as many steps as the baseline
     assert four.predicted.t_s == pytest.approx(steps_1 * per_step, rel=1e-9)
     assert "gpus_per_node = 4 never ran" in four.predicted.extrapolated
+    sd = base["timing"]["step_time_sd_s"]
     assert four.predicted.link == ("intra_node (measured by 2 run(s) of this study; latency 20 us by default "
-                                   "(none measured or in the profile); per-step parts x the 2 finished run(s) "
-                                   "sharding nothing measured: " + ", ".join(
+                                   f"(none measured or in the profile); {straggler.words(sd, 4, straggler.source(base))}"
+                                   "; per-step parts x the 2 finished run(s) sharding nothing measured: " + ", ".join(
                                        f"{p} x{factor[p]:.2f}" for p in prediction.REFIT_PARTS) + ")")
 
 
