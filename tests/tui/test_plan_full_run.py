@@ -10,36 +10,24 @@ from cockpit.forecast import full_run_words
 from cockpit.run.full_run import WORDS_EXAMPLE, full_run_of, parse_words
 from cockpit.study.spec import load_study
 from cockpit.tui.plan import PlanScreen
-from tests.tui.test_plan_what_if import SIZE, app_on, cells, demo  # noqa: F401 - demo is a fixture
+from tests.tui.test_plan_what_if import SIZE, app_on, ask, cells, demo  # noqa: F401 - demo is a fixture
 
 
-async def enter(pilot, text: str) -> PlanScreen:
-    """Open the plan dialog, press `f` (the line starts `full-run `), type the rest and wait for the answer."""
-    app = pilot.app
-    app.action_plan()
-    await pilot.pause()
-    screen = app.screen
-    assert isinstance(screen, PlanScreen)
-    await pilot.press("f")
-    line = screen.query_one("#whatif-input")
-    assert app.focused is line and line.value == "full-run "
-    await pilot.pause()
-    await pilot.press(*text)
-    screen.outcome, screen.error = None, ""
-    await pilot.press("enter")
-    for _ in range(300):
-        if screen.outcome is not None or screen.error:
-            break
-        await pilot.pause(0.05)
-    return screen
+async def test_f_starts_the_line_with_full_run(demo) -> None:  # noqa: F811
+    app = app_on(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        app.action_plan()
+        await pilot.pause()
+        await pilot.press("f")
+        line = app.screen.query_one("#whatif-input")
+        assert app.focused is line and line.value == "full-run "
 
 
 async def test_the_dialog_times_the_full_run_as_the_plan_command_does(demo) -> None:  # noqa: F811
     path, _ = demo
-    words = WORDS_EXAMPLE.removeprefix("full-run ")
     app = app_on(demo)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await enter(pilot, words)
+        screen = await ask(pilot, WORDS_EXAMPLE, key="f")
         assert screen.error == "", screen.error
         shown = cells(screen.query_one("#whatif-table"))
         summary = str(screen.query_one("#whatif-summary").render())
@@ -52,7 +40,7 @@ async def test_the_dialog_times_the_full_run_as_the_plan_command_does(demo) -> N
 async def test_a_wrong_word_is_one_line_in_the_dialog(demo) -> None:  # noqa: F811
     app = app_on(demo)
     async with app.run_test(size=SIZE) as pilot:
-        screen = await enter(pilot, "epochs=3 price=2")
+        screen = await ask(pilot, "full-run epochs=3 price=2", key="f")
         assert isinstance(app.screen, PlanScreen)
         assert screen.error.startswith("full-run: 'price=2' is not one of deadline=WHEN")
 

@@ -48,15 +48,16 @@ def app_on(demo, controller_hook=None) -> CockpitApp:
     return CockpitApp(controller, poll_interval=None, offer_plan=False)
 
 
-async def ask(pilot, text: str, *, type_it: bool = True) -> PlanScreen:
-    """Open the plan dialog, enter `text` on its what-if line and wait for the answer."""
+async def ask(pilot, text: str, *, type_it: bool = True, key: str = "w") -> PlanScreen:
+    """Open the plan dialog, press `key` (w: what-if; f: full run), enter `text` on its line and wait for the
+    answer."""
     app = pilot.app
     if not isinstance(app.screen, PlanScreen):
         app.action_plan()
         await pilot.pause()
     screen = app.screen
     assert isinstance(screen, PlanScreen)
-    await pilot.press("w")
+    await pilot.press(key)
     line = screen.query_one("#whatif-input")
     assert app.focused is line
     if type_it:
