@@ -1,5 +1,6 @@
 """The running jobs' live files (metrics.jsonl, gpu.jsonl, the workload's own logs such as the HLM trainer's
-train.log, and the scheduler's logs) followed into the store, each from the byte offset the store committed, so a restart neither loses nor repeats a line."""
+train.log, and the scheduler's logs) followed into the store, each from the byte offset the store committed, so
+a restart neither loses nor repeats a line."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""What a study file may say: the key tables' rules (cockpit.study.tables, runcontract.axes, and the HLM trainer's
-trainer/config_keys/ for [data], [model] and [train]) applied to a parsed TOML document, table by table, so the study refuses what the trainer would refuse, in the trainer's words, before
+"""What a study file may say: the key tables' rules (cockpit.study.tables, runcontract.axes, each kind's own
+[cluster] keys, and the HLM trainer's trainer/config_keys/ for [data], [model] and [train]) applied to a parsed
+TOML document, table by table, so the study refuses what the trainer would refuse, in the trainer's words, before
 a node-hour is spent. The checked values go to cockpit.study.spec, which builds the Study from them.
 
 Every message names the file, the table and the key, and says what was expected and what was found.

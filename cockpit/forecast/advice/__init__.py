@@ -9,22 +9,22 @@ docs/prediction.md states each formula. The names below are the package's API.
 """
 
 from cockpit.forecast.advice.effects import (
-                                    BUCKET_LADDER_MB,
-                                    GROUP_AXES,
-                                    MAX_BUCKETS,
-                                    Effect,
-                                    axes_of,
-                                    buckets_for,
-                                    changed,
-                                    config_of,
-                                    diff_keys,
-                                    effect_of,
-                                    flat_config,
-                                    identity_keys,
-                                    key_effects,
-                                    study_key,
-                                    toml_value,
-                                    what_if_arg,
+    BUCKET_LADDER_MB,
+    GROUP_AXES,
+    MAX_BUCKETS,
+    Effect,
+    axes_of,
+    buckets_for,
+    changed,
+    config_of,
+    diff_keys,
+    effect_of,
+    flat_config,
+    identity_keys,
+    key_effects,
+    study_key,
+    toml_value,
+    what_if_arg,
 )
 from cockpit.forecast.advice.forecasting import (
                                     Forecast,
@@ -36,7 +36,7 @@ from cockpit.forecast.advice.forecasting import (
 )
 from cockpit.forecast.advice.options import Advice, advice_text, advise, run_work
 
-__all__ = ["BUCKET_LADDER_MB", "GROUP_AXES", "MAX_BUCKETS", "Advice", "Effect", "Forecast",
-           "Recorded", "advice_text", "advise", "axes_of", "buckets_for", "carried", "carried_parts", "changed",
-           "config_of", "diff_keys", "effect_of", "flat_config", "identity_keys", "key_effects", "forecast", "run_work", "straggler_wait",
+__all__ = ["BUCKET_LADDER_MB", "GROUP_AXES", "MAX_BUCKETS", "Advice", "Effect", "Forecast", "Recorded", "advice_text",
+           "advise", "axes_of", "buckets_for", "carried", "carried_parts", "changed", "config_of", "diff_keys",
+           "effect_of", "flat_config", "forecast", "identity_keys", "key_effects", "run_work", "straggler_wait",
            "study_key", "toml_value", "what_if_arg"]
