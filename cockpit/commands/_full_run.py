@@ -42,33 +42,21 @@ def refused(args: argparse.Namespace) -> str | None:
         return f"{given[0]} goes with --full-run UNIT=AMOUNT (the production run it prices)"
     if args.full_run is not None and getattr(args, "what_if", None):
         return "--full-run times the study as it stands: give it without --what-if"
-    for flag, value in (("--price-node-hour", args.price_node_hour), ("--price-kwh", args.price_kwh)):
-        if value is not None and not value >= 0:
-            return f"{flag} must be 0 or more, got {value:g}"
-    return None
+    from cockpit.forecast.full_run import Prices
+
+    return Prices(args.price_node_hour, args.price_kwh).problem()
 
 
 def main(study: Study, args: argparse.Namespace, console: Console, plan: Plan, baselines: list[dict]) -> int:
     """Print the full run's table and lines under the plan (already printed); `baselines`: --baselines' results."""
-    from cockpit.forecast.full_run import Prices, parse_deadline, parse_production
     from cockpit.forecast.full_run_words import summary_lines
-    from cockpit.launch.backend import BackendError
-    from cockpit.run.full_run import time_to_result
     from cockpit.run.session import node_cores, store_path_for
     from cockpit.store.recorded import recorded_inputs
 
-    try:
-        run = parse_production(args.full_run)
-        deadline = parse_deadline(args.deadline) if args.deadline else None
-    except ValueError as exc:
-        return error(str(exc))
-    prices = Prices(args.price_node_hour, args.price_kwh)
     results = recorded_inputs(study, store_path_for(study), baselines, node_cores(study)).results
-    try:
-        outcome = time_to_result(study, run, plan=plan, results=results, deadline=deadline, prices=prices,
-                                 queue=not args.no_queue)
-    except BackendError as exc:
-        return error(f"--full-run: the start estimates could not be asked: {exc} (--no-queue plans without them)")
+    outcome, problem = outcome_of(study, args, plan=plan, results=results)
+    if outcome is None:
+        return error(problem)
     table = full_run_table(study, outcome)
     console.print(table if table.width <= console.width else table.rich_table())  # rich wraps a wide one
     console.print("\n".join(summary_lines(outcome)), highlight=False)
@@ -80,10 +68,7 @@ def for_report(args: argparse.Namespace) -> tuple[FullRunPlan | None, str]:
     flags refused, a store given where the study file's [cluster] time limit is needed, the cluster away)."""
     from pathlib import Path
 
-    from cockpit.forecast.full_run import Prices, parse_deadline, parse_production
-    from cockpit.launch.backend import BackendError
     from cockpit.report.source import study_or_store
-    from cockpit.run.full_run import time_to_result
     from cockpit.study.spec import SpecError, load_study
 
     problem = refused(args)
@@ -94,23 +79,35 @@ def for_report(args: argparse.Namespace) -> tuple[FullRunPlan | None, str]:
                       "and place to run the full run's jobs are timed")
     try:
         study = load_study(args.source)
+    except SpecError as exc:
+        return None, str(exc)
+    return outcome_of(study, args)
+
+
+def outcome_of(study: Study, args: argparse.Namespace, *, plan: Plan | None = None,
+               results: list[dict] | None = None) -> tuple[FullRunPlan | None, str]:
+    """The time to result the flags ask for (cockpit.run.full_run.time_to_result), or why not in one line: a
+    flag that does not parse, or the scheduler that cannot be asked for its start estimates."""
+    from cockpit.forecast.full_run import Prices, parse_deadline, parse_production
+    from cockpit.launch.backend import BackendError
+    from cockpit.run.full_run import time_to_result
+
+    try:
         run = parse_production(args.full_run)
         deadline = parse_deadline(args.deadline) if args.deadline else None
-    except (SpecError, ValueError) as exc:
+    except ValueError as exc:
         return None, str(exc)
     try:
-        return time_to_result(study, run, deadline=deadline, prices=Prices(args.price_node_hour, args.price_kwh),
-                              queue=not args.no_queue), ""
+        return time_to_result(study, run, plan=plan, results=results, deadline=deadline,
+                              prices=Prices(args.price_node_hour, args.price_kwh), queue=not args.no_queue), ""
     except BackendError as exc:
         return None, f"--full-run: the start estimates could not be asked: {exc} (--no-queue plans without them)"
 
 
 def full_run_table(study: Study, outcome: FullRunPlan) -> TextTable:
-    from cockpit.forecast.full_run_words import CAPTION, HEADERS, table_rows
+    from cockpit.forecast.full_run_words import CAPTION, HEADERS, shown_columns, table_rows
 
-    interval = any(r.t_s is not None and r.t_s.low != r.t_s.high for r in outcome.rows)
-    shown = [i for i, h in enumerate(HEADERS) if (h not in ("kWh", "cost") or any(
-        getattr(r, h.lower()) is not None for r in outcome.rows)) and ("90%" not in h or interval)]
+    shown = shown_columns(outcome)
     rows = [Row(tuple(cells[i] for i in shown)) for cells in table_rows(outcome)]
     columns = [Column(HEADERS[i], justify="left" if i < 2 else "right", overflow="fold") for i in shown]
     return TextTable(f"{study.name}: full run of {outcome.run.words()}", CAPTION, columns, rows)

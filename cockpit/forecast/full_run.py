@@ -69,6 +69,13 @@ class Prices:
             return None
         return node_hours * (self.node_hour or 0.0) + (kwh or 0.0) * (self.kwh or 0.0)
 
+    def problem(self) -> str | None:
+        """Why the prices cannot be taken, in the flags' words (`--price-kwh must be 0 or more, got -1`)."""
+        for flag, value in (("--price-node-hour", self.node_hour), ("--price-kwh", self.kwh)):
+            if value is not None and not value >= 0:
+                return f"{flag} must be 0 or more, got {value:g}"
+        return None
+
     def words(self) -> str:
         parts = [f"{self.node_hour:g} per node-hour" if self.node_hour is not None else "",
                  f"{self.kwh:g} per kWh" if self.kwh is not None else ""]

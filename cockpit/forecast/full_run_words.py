@@ -51,6 +51,14 @@ def wait_words(plan: FullRunPlan, row: FullRunRow) -> str:
     return f"{_short(plan, start)} ({duration(wait)})" if wait >= 60 else "now"
 
 
+def shown_columns(plan: FullRunPlan) -> list[int]:
+    """The HEADERS worth a column (their indices): kWh and cost only where some row has them, the 90% columns
+    only where some T is predicted: every view of the table shows the same ones."""
+    interval = any(r.t_s is not None and r.t_s.low != r.t_s.high for r in plan.rows)
+    return [i for i, h in enumerate(HEADERS) if (h not in ("kWh", "cost") or any(
+        getattr(r, h.lower()) is not None for r in plan.rows)) and ("90%" not in h or interval)]
+
+
 def table_rows(plan: FullRunPlan) -> list[tuple[str, ...]]:
     """One row of HEADERS' cells per configuration with figures: T's and the finish's 90% interval in their own
     columns (`-` where measured); those of node-hours, kWh and cost are in the named configurations' lines and the

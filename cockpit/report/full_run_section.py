@@ -9,7 +9,7 @@ import html
 from pathlib import Path
 
 from cockpit.forecast.full_run import FullRunPlan
-from cockpit.forecast.full_run_words import HEADERS, records, summary_lines, table_rows
+from cockpit.forecast.full_run_words import HEADERS, records, shown_columns, summary_lines, table_rows
 from cockpit.report import html_tables, tables
 
 TITLE = "Time to result"
@@ -26,15 +26,8 @@ def _intro() -> str:
             "measured). Every input is in the lines under the table; full_run.csv holds each figure's interval.")
 
 
-def _columns(plan: FullRunPlan) -> list[int]:
-    """The columns worth showing: kWh and cost only where some row has them, the 90% columns where T is predicted."""
-    interval = any(r.t_s is not None and r.t_s.low != r.t_s.high for r in plan.rows)
-    return [i for i, h in enumerate(HEADERS) if (h not in ("kWh", "cost") or any(
-        getattr(r, h.lower()) is not None for r in plan.rows)) and ("90%" not in h or interval)]
-
-
 def _table(plan: FullRunPlan) -> tuple[list[str], list[list[str]]]:
-    shown = _columns(plan)
+    shown = shown_columns(plan)
     return [HEADERS[i] for i in shown], [[cells[i] for i in shown] for cells in table_rows(plan)]
 
 

@@ -79,12 +79,12 @@ def parse_words(text: str) -> tuple[ProductionRun, float | None, Prices, bool]:
                 price = float(value)
             except ValueError:
                 raise ValueError(f"full-run: {word!r}: {value!r} is not a number") from None
-            if not price >= 0:
-                raise ValueError(f"full-run: {word!r}: a price must be 0 or more")
             prices = Prices(price, prices.kwh) if name == "price-node-hour" else Prices(prices.node_hour, price)
         else:
             raise ValueError(f"full-run: {word!r} is not one of deadline=WHEN, price-node-hour=X, price-kwh=X, "
                              f"no-queue ({WORDS_EXAMPLE})")
+    if problem := prices.problem():
+        raise ValueError(f"full-run: {problem}")
     return run, deadline, prices, queue
 
 

@@ -40,16 +40,14 @@ def table(keys: Iterable[ConfigKey], *, name: Callable[[ConfigKey], str] | None 
     return lines
 
 
-# the study's own tables, then each workload kind's (Workload.key_tables), then [site]
-CORE_TABLES = (
-    KeyTable("[study]", "The study's identity.", STUDY_KEYS),
-    KeyTable("[cluster]", "Where the runs go: this machine (`kind = \"local\"`) or a Slurm cluster over SSH "
+# the study's own tables; tables() sets each kind's [cluster] keys, each workload kind's tables and [site] among them
+STUDY_TABLE = KeyTable("[study]", "The study's identity.", STUDY_KEYS)
+CLUSTER_TABLE = KeyTable("[cluster]", "Where the runs go: this machine (`kind = \"local\"`) or a Slurm cluster over SSH "
              "(docs/launch.md; a site profile gives the defaults a site needs). `[cluster.env]` is the `env` table. "
-             "The keys every kind takes; a kind's own follow.", CLUSTER_KEYS),
-    KeyTable("[sweep]", "Each axis is a list of values of its key; the cartesian product is the configuration "
-             "matrix. *column* is the axis's header in the plan, the cockpit and the report.", AXIS_KEYS,
-             ("column",), lambda k: (k.axis.header if k.axis else "",)),
-)
+             "The keys every kind takes; a kind's own follow.", CLUSTER_KEYS)
+SWEEP_TABLE = KeyTable("[sweep]", "Each axis is a list of values of its key; the cartesian product is the "
+                       "configuration matrix. *column* is the axis's header in the plan, the cockpit and the report.",
+                       AXIS_KEYS, ("column",), lambda k: (k.axis.header if k.axis else "",))
 SITE_TABLE = KeyTable(
     "[site] of a site profile", "A site profile is a TOML file of one `[site]` table: the built-in ones in "
     "`sbatch_templates/sites/` (`generic`, `meluxina`), or a file a study names with `[cluster].site = "
@@ -66,8 +64,8 @@ def kind_tables() -> tuple[KeyTable, ...]:
 def tables() -> tuple[KeyTable, ...]:
     """The page's sections in order: the study's own, each kind's [cluster] keys, every workload kind's, the site
     profile's."""
-    return (*CORE_TABLES[:2], *kind_tables(), *CORE_TABLES[2:], *(t for w in WORKLOADS.values() for t in w.key_tables()),
-            SITE_TABLE)
+    return (STUDY_TABLE, CLUSTER_TABLE, *kind_tables(), SWEEP_TABLE,
+            *(t for w in WORKLOADS.values() for t in w.key_tables()), SITE_TABLE)
 
 
 # [workload] is the cockpit's (cockpit/workloads), not the trainer's: its keys are documented with it

@@ -95,8 +95,9 @@ def cluster_table(where: str, values: dict[str, Any]) -> dict[str, Any]:
     except ValueError as exc:
         raise SpecError(str(exc)) from None
     own = _table(facts.keys)
+    kinds = load_kinds()
     for key in sorted(set(values) - set(SECTIONS["cluster"]) - set(own)):
-        takers = [k.name for k in load_kinds().values() if any(x.name == key for x in k.keys)]
+        takers = [k.name for k in kinds.values() if any(x.name == key for x in k.keys)]
         if takers:
             theirs = f"its own keys are {', '.join(own)}" if own else "it takes only the keys every kind takes"
             raise SpecError(f"{where}: [cluster].{key} is a key of kind = \"{takers[0]}\"; kind = \"{name}\" does "

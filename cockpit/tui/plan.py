@@ -238,8 +238,10 @@ class PlanScreen(ModalScreen[bool | str], HelpContext):
             from cockpit.forecast import full_run_words as words
 
             self.query_one("#whatif-title", Static).update(Text(f"Full run of {outcome.run.words()}", style="bold"))
-            table.add_columns(*words.HEADERS)
-            rows, lines, caption = words.table_rows(outcome), words.summary_lines(outcome), words.CAPTION
+            shown = words.shown_columns(outcome)
+            table.add_columns(*(words.HEADERS[i] for i in shown))
+            rows = [tuple(cells[i] for i in shown) for cells in words.table_rows(outcome)]
+            lines, caption = words.summary_lines(outcome), words.CAPTION
         else:
             self.query_one("#whatif-title", Static).update(Text(title(outcome), style="bold"))
             table.add_columns(*COLUMNS)

@@ -9,7 +9,9 @@ writes a key and its value as a study file and `--what-if` do, so that every vie
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from cockpit.study.spec import AXES, SCALE_AXES
@@ -26,18 +28,24 @@ BUCKET_LADDER_MB = (100.0, 50.0, 25.0, 10.0, 5.0, 2.0, 1.0, 0.5, 0.25, 0.1, 0.05
 buckets_for = expected_buckets  # DDP's bucket count, the trainer's formula (runcontract/ddp_buckets.py)
 
 
-def key_effects() -> dict[str, Effect]:
+def key_effects() -> Mapping[str, Effect]:
     """What each config.json key does to the prediction, declared on the key itself (`effect=`): the axes' and
-    every workload kind's own keys' (a plug-in's included); docs/prediction.md states each formula."""
-    out = {k.dest: k.effect for k in AXIS_KEYS if k.effect is not None}
-    for workload in WORKLOADS.values():
-        out.update(workload.key_effects())
-    return out
+    every workload kind's own keys' (a plug-in's included); docs/prediction.md states each formula. Worked out
+    once per set of registered kinds (every diff and advice asks it per key)."""
+    return _effects(tuple(WORKLOADS))[0]
 
 
 def identity_keys() -> frozenset[str]:
     """config.json keys that name the run rather than describe it (never a difference between two runs)."""
-    return frozenset(k for k, e in key_effects().items() if e.model == "identity")
+    return _effects(tuple(WORKLOADS))[1]
+
+
+@functools.cache
+def _effects(kinds: tuple[str, ...]) -> tuple[Mapping[str, Effect], frozenset[str]]:
+    out = {k.dest: k.effect for k in AXIS_KEYS if k.effect is not None}
+    for kind in kinds:
+        out.update(WORKLOADS[kind].key_effects())
+    return MappingProxyType(out), frozenset(k for k, e in out.items() if e.model == "identity")
 
 
 def effect_of(key: str) -> Effect:
