@@ -18,6 +18,29 @@ REPO = Path(__file__).resolve().parents[2]
 PLUGINS = "tests.plugins.echo_workload,tests.plugins.fake_queue"
 
 
+@pytest.fixture(autouse=True)
+def registries_restored():
+    """Each test's plug-ins registered anew and gone after it: the kinds and workloads the rest of the session
+    sees (the generated key page, the backend registry) are the built-in ones whatever ran before."""
+    import sys
+
+    from cockpit import plugins
+    from cockpit.launch.registry import BACKENDS
+    from cockpit.study.cluster_kinds import KINDS
+    from cockpit.workloads import WORKLOADS
+
+    saved = [(registry, dict(registry)) for registry in (WORKLOADS, KINDS, BACKENDS)]
+    loaded = set(plugins._loaded)
+    yield
+    for registry, before in saved:
+        registry.clear()
+        registry.update(before)
+    plugins._loaded.clear()
+    plugins._loaded.update(loaded)
+    for module in PLUGINS.split(","):
+        sys.modules.pop(module, None)
+
+
 def study(tmp_path: Path) -> Path:
     raw = {"study": {"name": "plugged"},
            "cluster": {"kind": "fakequeue", "workdir": str(tmp_path / "work"), "gpus_per_node": 1, "slots": 1},
@@ -68,7 +91,7 @@ def test_an_unknown_plugin_or_kind_is_one_line(tmp_path: Path, capsys, monkeypat
     monkeypatch.setenv(ENV, "tests.plugins.no_such_plugin")
     with pytest.raises(ImportError, match=f"plug-in 'tests.plugins.no_such_plugin' named by {ENV}: cannot be imported"):
         cli(["plan", str(path)])
-    monkeypatch.setenv(ENV, "")
+    monkeypatch.setenv(ENV, "tests.plugins.echo_workload")  # the workload known, the place to run jobs not
     path.write_text(path.read_text().replace('kind = "fakequeue"', 'kind = "pbs"'))
     assert cli(["plan", str(path)]) == 2
     assert "study.toml: [cluster].kind: expected one of local, slurm" in capsys.readouterr().err
