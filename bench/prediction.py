@@ -14,11 +14,12 @@ The parts, each a real study of this machine (`--parts`, all by default):
 
 "first" is the prediction made before any N-worker run of the part: the baseline's result.json and the link as
 `hlm-train probe` measures it on this machine before training (bandwidth, per-call latency, each collective's
-alpha-beta fit, the contention probe: what a preflight knows), the overlap assumed, the prior +-40% interval.
+alpha-beta fit, the contention probe: what a preflight knows), the overlap assumed, its interval from the noise
+prior and the terms it models (cockpit.forecast.interval.for_terms).
 "refit" is the prediction as the cockpit makes it just before that run starts: the runs of the part finished
 before it refit the link, the contention and the overlap (cockpit.forecast.prediction.measured_links), and its
 interval is cockpit.forecast.interval.error_model over the misses of those runs against the refit model, and
-the spread of their repeats, as the plan's (docs/prediction.md). Coverage counts the measured values inside each.
+the spread of their repeats, widened by its own terms, as the plan's (docs/prediction.md). Coverage counts the measured values inside each.
 
     python bench/prediction.py --parts ddp,strategies       # local only, a few minutes on 2 cores
     sudo python bench/prediction.py                          # all four parts, about 15 minutes on 2 cores
@@ -138,9 +139,15 @@ def t_rows(part: str, what: str, first: Prediction, refit: Prediction | NoPredic
     t = float(meas["timing"]["train_time_s"])
     s = float(base["timing"]["train_time_s"]) / (t / work)
     r = refit if isinstance(refit, Prediction) else None
-    return [Row(part, what, "T s", interval.interval(first.t_s, PRIOR), r and interval.interval(r.t_s, spread), t),
-            Row(part, what, "S", interval.interval(first.speedup, PRIOR, inverse=True),
-                r and interval.interval(r.speedup, spread, inverse=True), s)]
+    f_own, r_own = own(PRIOR, first), r and own(spread, r)
+    return [Row(part, what, "T s", interval.interval(first.t_s, f_own), r and interval.interval(r.t_s, r_own), t),
+            Row(part, what, "S", interval.interval(first.speedup, f_own, inverse=True),
+                r and interval.interval(r.speedup, r_own, inverse=True), s)]
+
+
+def own(spread: interval.Spread, p: Prediction) -> interval.Spread:
+    """The prediction's own spread, as the plan gives it: the study's, widened by the terms it models."""
+    return interval.for_terms(spread, p.t_s, p.term_sd)
 
 
 def memory_rows(part: str, what: str, first: Prediction, refit: Prediction | NoPrediction, spread: interval.Spread,
@@ -151,8 +158,9 @@ def memory_rows(part: str, what: str, first: Prediction, refit: Prediction | NoP
         got, pf = (meas.get("memory") or {}).get(key), (first.memory or {}).get(key)
         pr = (refit.memory or {}).get(key) if isinstance(refit, Prediction) else None
         if got and pf:
-            out.append(Row(part, what, name, interval.interval(pf / MIB, PRIOR),
-                           interval.interval(pr / MIB, spread) if pr else None, got / MIB))
+            out.append(Row(part, what, name, interval.interval(pf / MIB, own(PRIOR, first)),
+                           interval.interval(pr / MIB, own(spread, refit)) if pr and isinstance(refit, Prediction)
+                           else None, got / MIB))
     return out
 
 
@@ -306,7 +314,7 @@ def part_loop(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any], verd
         setting = " and ".join(f"{k} = {v}" for k, v in c["keys"])
         if isinstance(f, NoPrediction):
             continue
-        iv = interval.interval(f.t_s, spread)
+        iv = interval.interval(f.t_s, interval.for_terms(spread, f.t_s, f.term_sd))
         rows += [Row("loop", f"{setting}, run {i + 1}", "T s", None, iv, t) for i, t in enumerate(c["t"])]
         pred_gain, meas_gain = t_med - f.t_s, t_med - statistics.median(c["t"])
         advised = c["advised"] == "advised"

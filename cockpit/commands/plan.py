@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from cockpit.commands._args import STUDY, STUDY_FILE_HELP, error
 from cockpit.commands._text_table import Column, Row, TextTable
 from cockpit.figures import labels
+from cockpit.forecast import interval
 from cockpit.forecast.plan import figures_words, prediction_lines
 from cockpit.workloads.base import value_word
 from runcontract.axes import AXIS, AXIS_KEYS
@@ -282,7 +283,7 @@ def _plan_table(study, plan: Plan, entries: list[_Entry], layout: str) -> TextTa
     shown = [0, 1, 2, *(i for i, on in ((3, energy), (4, any(line.intervals() for line in plan.lines)),
                                          (5, any(line.first for line in plan.lines))) if on)]
     if 4 in shown and plan.spread is not None:
-        legend.append(f"T 90%: the prediction's 90% interval ({plan.spread.basis})")
+        legend.append(f"T 90%: the prediction's 90% interval ({interval.legend(plan.spread)})")
     if 5 in shown:
         legend.append("first T s: the prediction as first made, before the finished runs refit it")
     if any(line.status == "too big" for line in plan.lines):

@@ -174,9 +174,10 @@ def with_intervals(rows: list[dict[str, Any]], repeats: list[list[float]]) -> No
         t, s = r.get("predicted_t_same_work_s"), r.get("predicted_speedup")
         if not (isinstance(t, float) and math.isfinite(t) and isinstance(s, float) and math.isfinite(s)):
             continue
-        t_iv, s_iv = interval.interval(t, spread), interval.interval(s, spread, inverse=True)
+        own = interval.for_terms(spread, t, r.get("prediction_terms") or {})
+        t_iv, s_iv = interval.interval(t, own), interval.interval(s, own, inverse=True)
         r.update(predicted_t_same_work_s_low=t_iv.low, predicted_t_same_work_s_high=t_iv.high,
-                 predicted_speedup_low=s_iv.low, predicted_speedup_high=s_iv.high, prediction_interval=spread.basis)
+                 predicted_speedup_low=s_iv.low, predicted_speedup_high=s_iv.high, prediction_interval=own.basis)
 
 
 def _same_config(row: dict[str, Any]) -> tuple:
@@ -256,7 +257,7 @@ def _predicted(run: dict[str, Any], base: dict[str, Any], work: float, links: pr
     return {"predicted_t_same_work_s": p.t_same_work_s, "predicted_speedup": p.speedup,
             "predicted_comm_s": p.parts["comm"], "prediction_error": measured / p.t_same_work_s - 1.0,
             "predicted_peak_bytes": p.memory["peak_bytes"] if p.memory else NAN,
-            "prediction_note": f"link: {p.link}"}
+            "prediction_note": f"link: {p.link}", "prediction_terms": {k: v / work for k, v in p.term_sd.items()}}  # at the baseline's work
 
 
 def _failed(run: dict[str, Any]) -> dict[str, Any]:
@@ -292,7 +293,7 @@ class AnalysisCache:
 
 # columns of scaling.csv: everything of a row but the per-rank list, which gets its own table, and the
 # objects the run detail reads
-CSV_SKIP = ("ranks", "result", "quality_detail", "advice_items", "host_advice")
+CSV_SKIP = ("ranks", "result", "quality_detail", "advice_items", "host_advice", "prediction_terms")
 
 
 def scaling_table(results: Iterable[dict[str, Any]]) -> pd.DataFrame:

@@ -1,36 +1,49 @@
-"""How far a predicted figure can be trusted: a 90% interval from the model's own measured misses.
+"""How far a predicted figure can be trusted: a 90% interval built from the study's own spread and the terms the
+prediction rests on.
 
-One function, :func:`error_model`, turns what the study has measured into a spread of ln(measured / predicted):
-the misses of its finished configurations (against the refit prediction) and the spread of its repeated runs
-(the same configuration run more than once). :func:`interval` puts that spread around any figure the model
-predicts (T, node-hours, S, E, memory, kWh); :meth:`Interval.words` says it beside the number: "3.30 s, 90% between 3.05 and 3.60".
-docs/prediction.md ("How sure a prediction is") states the rule and the prior.
+:func:`error_model` turns what the study has measured into its spread: the noise of a run (the pooled spread of
+its repeated runs, beside a stated prior) and the misses of its finished configurations (against the refit
+prediction). :func:`for_terms` gives one prediction its own half-width: the run's noise and each term the model
+priced rather than measured (the baseline's own standard error, each collective, the wait for the slower rank,
+the contention slowdown, compute at a batch not run: `Prediction.term_sd`, seconds), never narrower than the
+misses say. :func:`interval` puts it around any figure the model predicts (T, node-hours, S, E, memory, kWh);
+:meth:`Interval.words` says it beside the number: "3.30 s, 90% between 3.05 and 3.60".
+docs/prediction.md ("How sure a prediction is") states the rule and the priors.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 LEVEL = 0.90
-MIN_MISSES = 3  # fewer finished predictions than this: the prior width
-# The prior: +-40% (ln 1.4 either side) where the study has too few misses of its own. It spans the misses the
-# project's benches recorded before any study of the site finished (DDP +1% to +15%, ZeRO-1 +8%, FSDP +33%, the
-# 2-node Slurm run +11.5%; bench/README.md), FSDP on shared cores (+69%) excepted.
-PRIOR_RELATIVE = 0.40
+Z90 = 1.645  # the normal's two-sided 90% quantile
+MIN_MISSES = 3  # fewer finished predictions than this: no Student-t over the misses
+# The run-to-run noise of T (sd of ln T) where the study has not repeated a configuration: the DDP row's three
+# runs on a quiet machine (bench/README.md, 2026-11-29: 7.0%). Pooled with the study's own repeats, which outweigh
+# it from NOISE_PRIOR_DF degrees of freedom on.
+NOISE_PRIOR = 0.07
+NOISE_PRIOR_DF = 4
+# A term the model prices rather than measures (a collective from a link figure, the wait for the slower rank,
+# the contention slowdown, compute at a batch size not run) is taken to be right within a factor of 2 at 90%:
+# sd of its ln = ln 2 / 1.645. The benches' first comm predictions on a quiet machine fell within it
+# (bench/README.md); each finished run that refits the term divides it by sqrt(1 + runs).
+MODEL_SD = math.log(2.0) / Z90
 
 
 @dataclass(frozen=True)
 class Spread:
-    """The spread of ln(measured / predicted) a study's figures are given: ``half`` either side of ``centre``
-    (ln units), and what it rests on, in words."""
+    """The spread of ln(measured / predicted) a figure is given: ``half`` either side of ``centre`` (ln units),
+    and what it rests on, in words. The study's (error_model) also holds the noise of one run (sd of ln T) that
+    :func:`for_terms` adds each prediction's terms to."""
 
     centre: float
     half: float
     basis: str
     misses: int = 0
     repeats: int = 0
+    noise: float = NOISE_PRIOR
 
 
 @dataclass(frozen=True)
@@ -86,25 +99,55 @@ def repeat_spread(groups: Iterable[Sequence[float]]) -> tuple[float, int]:
     return (math.sqrt(ss / df) if df else 0.0), df
 
 
-def error_model(misses: Sequence[float], repeats: Iterable[Sequence[float]] = ()) -> Spread:
-    """The spread a prediction is given. With MIN_MISSES or more misses (ln measured/predicted of finished
-    configurations, against the prediction the plan makes now: cockpit.forecast.plan.PlanLine.miss): a Student-t
-    prediction interval, centre their mean, half-width t(n-1) x s x sqrt(1 + 1/n). With fewer: the prior,
-    +-PRIOR_RELATIVE. Repeated runs widen it where the runs' own spread is wider (t(df) x s_repeat x sqrt(2): a run and its prediction each vary by that much)."""
-    n = len(misses)
+def noise_of(repeats: Iterable[Sequence[float]]) -> tuple[float, int, str]:
+    """The noise of one run, sd of ln T: the prior NOISE_PRIOR (NOISE_PRIOR_DF degrees of freedom) pooled with
+    the study's repeats (repeat_spread), its degrees of freedom from the repeats, and its words."""
     rep_sd, rep_df = repeat_spread(repeats)
-    rep_half = t_quantile(rep_df) * rep_sd * math.sqrt(2) if rep_df else 0.0
-    rep_words = f", runs repeated: {rep_df} degrees of freedom, sd {rep_sd:.1%}" if rep_df else ""
+    sd = math.sqrt((NOISE_PRIOR_DF * NOISE_PRIOR**2 + rep_df * rep_sd**2) / (NOISE_PRIOR_DF + rep_df))
+    if not rep_df:
+        return sd, 0, f"noise sd {sd:.1%} (the prior: no configuration has run twice)"
+    return sd, rep_df, (f"noise sd {sd:.1%} (runs repeated: {rep_df} degrees of freedom, sd {rep_sd:.1%}, "
+                        f"pooled with the prior {NOISE_PRIOR:.0%})")
+
+
+def error_model(misses: Sequence[float], repeats: Iterable[Sequence[float]] = ()) -> Spread:
+    """The study's spread. With MIN_MISSES or more misses (ln measured/predicted of finished configurations,
+    against the prediction the plan makes now: cockpit.forecast.plan.PlanLine.miss): a Student-t prediction
+    interval, centre their mean, half-width t(n-1) x s x sqrt(1 + 1/n). With fewer: centred, as wide as the
+    largest miss seen (0 with none). Either way each prediction's own terms may widen it (:func:`for_terms`);
+    the noise of a run is the prior pooled with the repeats (noise_of)."""
+    n = len(misses)
+    noise, rep_df, noise_words = noise_of(repeats)
     if n >= MIN_MISSES:
         mean = sum(misses) / n
         sd = math.sqrt(sum((x - mean) ** 2 for x in misses) / (n - 1))
         half = t_quantile(n - 1) * sd * math.sqrt(1 + 1 / n)
-        basis = f"t over the misses of {n} finished configurations (mean {math.expm1(mean):+.1%}, sd {sd:.1%}{rep_words})"
-        return Spread(mean, max(half, rep_half), basis, n, rep_df)
-    half = math.log1p(PRIOR_RELATIVE)
-    basis = (f"prior +-{PRIOR_RELATIVE:.0%}: {n} finished configuration{'s' if n != 1 else ''} with a prediction, "
-             f"{MIN_MISSES} needed{rep_words}")
-    return Spread(0.0, max(half, rep_half), basis, n, rep_df)
+        basis = (f"t over the misses of {n} finished configurations (mean {math.expm1(mean):+.1%}, sd {sd:.1%}); "
+                 f"{noise_words}")
+        return Spread(mean, half, basis, n, rep_df, noise)
+    seen = max((abs(m) for m in misses), default=0.0)
+    basis = (f"{n} finished configuration{'s' if n != 1 else ''} with a prediction ({MIN_MISSES} give a t over the "
+             f"misses)" + (f", none narrower than its largest miss {math.expm1(seen):+.1%}" if n else "")
+             + f"; {noise_words}")
+    return Spread(0.0, seen, basis, n, rep_df, noise)
+
+
+def for_terms(spread: Spread, t_s: float, term_sd: Mapping[str, float]) -> Spread:
+    """One prediction's spread: half-width 1.645 x sqrt(noise^2 + sum over its terms of (sd_k / T)^2) (ln units;
+    `term_sd` each term's standard deviation in seconds, `t_s` the predicted T), never narrower than the study's
+    (its misses). The basis names the terms in seconds."""
+    terms = {k: v for k, v in term_sd.items() if v > 0 and math.isfinite(v)}
+    own = Z90 * math.sqrt(spread.noise**2 + sum((v / t_s) ** 2 for v in terms.values())) if t_s > 0 else math.inf
+    named = ", ".join(f"{k} {v:.3g} s" for k, v in sorted(terms.items(), key=lambda kv: -kv[1]))
+    words = f"+-{math.expm1(own):.1%} from the run's noise" + (f" and its modelled terms (sd: {named})" if named else "")
+    if spread.half > own:
+        words += f", widened to the study's +-{math.expm1(spread.half):.1%}"
+    return replace(spread, half=max(own, spread.half), basis=f"{words}; {spread.basis}")
+
+
+def legend(spread: Spread) -> str:
+    """What every interval of a view rests on, as its legend says it (each line's own terms: for_terms)."""
+    return f"each from the run's noise and the terms its prediction models; {spread.basis}"
 
 
 def interval(value: float, spread: Spread, *, inverse: bool = False) -> Interval:

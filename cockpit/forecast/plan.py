@@ -58,13 +58,14 @@ class PlanLine:
         p = self.predicted
         if p is None or self.measured is not None or self.spread is None:
             return {}
-        out = {"t_s": interval.interval(p.t_s, self.spread), "node_hours": interval.interval(p.node_hours, self.spread),
-               "speedup": interval.interval(p.speedup, self.spread, inverse=True),
-               "efficiency": interval.interval(p.efficiency, self.spread, inverse=True)}
+        own = interval.for_terms(self.spread, p.t_s, p.term_sd)
+        out = {"t_s": interval.interval(p.t_s, own), "node_hours": interval.interval(p.node_hours, own),
+               "speedup": interval.interval(p.speedup, own, inverse=True),
+               "efficiency": interval.interval(p.efficiency, own, inverse=True)}
         if p.memory and p.memory.get("peak_bytes"):
-            out["memory_peak_bytes"] = interval.interval(p.memory["peak_bytes"], self.spread)
+            out["memory_peak_bytes"] = interval.interval(p.memory["peak_bytes"], own)
         if self.kwh is not None:  # the baseline's measured power x the predicted T: T's relative interval
-            out["kwh"] = interval.interval(self.kwh, self.spread)
+            out["kwh"] = interval.interval(self.kwh, own)
         return out
 
     def moved(self) -> str:
@@ -207,7 +208,7 @@ def prediction_lines(plan: Plan) -> list[str]:
     prediction beside its measurement, with the term that moved (cockpit.forecast.plan.PlanLine)."""
     out = []
     if plan.spread is not None and any(line.intervals() for line in plan.lines):
-        out.append(f"predictions with 90% intervals ({plan.spread.basis}):")
+        out.append(f"predictions with 90% intervals ({interval.legend(plan.spread)}):")
     for line in plan.lines:
         iv = line.intervals()
         if iv and line.status != "too big":
@@ -239,9 +240,10 @@ def narrowing_words(plan: Plan) -> str:
     """Where the intervals are wide, the run that would narrow them most: among the configurations to submit with
     a prediction, one of a scale (nodes x workers) no finished run has measured (its miss tests a term nothing
     has tested yet), the cheapest in predicted node-hours, then in T; "" where they are narrow or none is left."""
-    spread = plan.spread
-    if spread is None or math.expm1(spread.half) <= WIDE:
+    halves = sorted(iv.spread.half for line in plan.lines if (iv := line.intervals().get("t_s")) is not None)
+    if not halves or math.expm1(halves[len(halves) // 2]) <= WIDE:
         return ""
+    wide = halves[len(halves) // 2]
     measured = {(line.nodes, line.measured.workers) for line in plan.lines if line.measured is not None}
     todo = [line for line in plan.to_submit if line.predicted is not None]
     if not todo:
@@ -250,7 +252,7 @@ def narrowing_words(plan: Plan) -> str:
                                        line.node_hours, line.predicted.t_s))  # type: ignore[union-attr]
     assert best.predicted is not None
     new = (best.nodes, best.predicted.workers) not in measured
-    return (f"the intervals are wide (+-{math.expm1(spread.half):.0%}: {spread.basis}); the run that narrows them "
+    return (f"the intervals are wide (median +-{math.expm1(wide):.0%}); the run that narrows them "
             f"most: {best.label} (predicted T {best.predicted.t_s:.2f} s, {hours(best.node_hours)} node-hours"
             + (", a scale no finished run has measured" if new else ", the cheapest to measure")
             + "): each finished prediction is a miss the intervals are built from")

@@ -205,7 +205,7 @@ class WhatIf:
         p = line.predicted
         if self.spread is None or not isinstance(p, advice.Forecast) or p.basis.startswith("measured ("):
             return None
-        return interval.interval(p.t_s, self.spread)
+        return interval.interval(p.t_s, interval.for_terms(self.spread, p.t_s, p.term_sd))
 
     @property
     def recorded_node_hours(self) -> float:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from cockpit.figures import units
 from cockpit.figures.labels import device_of
-from cockpit.forecast import advice, prediction, prediction_words
+from cockpit.forecast import advice, interval, prediction, prediction_words
 from cockpit.forecast.plan import hours, study_gpu_memory_gb
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ def summary_lines(o: Outcome) -> list[str]:
                  "* = predicted, not measured)")
     lines.append("link figures: " + "; ".join(link_words(w.links)))
     if w.spread is not None and any(w.interval(line) for line in predicted):
-        lines.append(f"T 90%: {w.spread.basis}; S, E and node-hours scale with it as in the plan")
+        lines.append(f"T 90%: {interval.legend(w.spread)}; S, E and node-hours scale with it as in the plan")
     extrapolated: dict[str, list[str]] = {}
     unpredicted: dict[str, list[str]] = {}
     too_big = [line.label for line in w.lines if not line.fits]

@@ -3,6 +3,8 @@ with it, and the kWh interval beside T's."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from cockpit.forecast import interval
@@ -103,14 +105,16 @@ def test_the_prediction_uses_the_share_of_the_baselines_setting_and_says_so():
 
 
 def test_a_predicted_kwh_has_ts_relative_interval_and_is_said_beside_the_others():
-    spread = interval.error_model([])  # the prior, +-40%
-    p = Prediction(2, 1, 2.0, 50.0, 25.0, 4.0, 2.0, 0.05)
+    spread = interval.error_model([])  # no misses: the noise prior and the prediction's one term
+    p = Prediction(2, 1, 2.0, 50.0, 25.0, 4.0, 2.0, 0.05, term_sd={"all_reduce": 5.0})
     line = PlanLine("w128 1x2", 0.05, "submit", "c2", p, kwh=0.002, spread=spread)
     iv = line.intervals()
     assert iv["kwh"].low / 0.002 == pytest.approx(iv["t_s"].low / 50.0)
     assert iv["kwh"].high / 0.002 == pytest.approx(iv["t_s"].high / 50.0)
     words = prediction_lines(Plan("s", "local", [line], 1.0, spread=spread))
     assert f"kWh {iv['kwh'].words(spec='.3g')}" in words[1]
-    assert iv["kwh"].words(spec=".3g") == "0.002, 90% between 0.00143 and 0.0028"
+    half = 1.645 * math.sqrt(0.07**2 + (5.0 / 50.0) ** 2)  # by hand: 20.1% in ln
+    assert iv["kwh"].low == pytest.approx(0.002 * math.exp(-half)) and iv["kwh"].high == pytest.approx(0.002 * math.exp(half))
+    assert iv["kwh"].words(spec=".3g") == "0.002, 90% between 0.00164 and 0.00244"
     assert "kwh" not in PlanLine("w128 1x2", 0.05, "submit", "c2", p, spread=spread).intervals()  # no energy
     assert PlanLine("w128 1x2", 0.05, "done", "c2", p, measured=p, kwh=0.002, spread=spread).intervals() == {}

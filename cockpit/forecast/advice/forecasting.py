@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cockpit.figures import explain
-from cockpit.forecast import batch_fit, prediction
+from cockpit.forecast import batch_fit, interval, prediction
 from cockpit.forecast.advice.effects import (
     GROUP_AXES,
     axes_of,
@@ -114,6 +114,9 @@ class Forecast:
     changes: tuple[tuple[str, Any, Any], ...] = ()  # the keys that differ from the run it starts from
     parts: dict[str, float] = field(default_factory=dict)  # T's parts as predicted (rank 0; "unaccounted")
     memory: dict[str, float] | None = None  # bytes per rank as the model predicts them (prediction.memory_per_rank)
+    # sd in seconds of each term resting on the model (prediction.Prediction.term_sd; carried from a measured run:
+    # MODEL_SD x the seconds the model moved each part by): cockpit.forecast.interval.for_terms
+    term_sd: dict[str, float] = field(default_factory=dict)
 
     @property
     def t_same_work_s(self) -> float:
@@ -182,11 +185,14 @@ def forecast(target: dict[str, Any], recorded: Recorded | Iterable[dict[str, Any
             cp_model, w_cp = model(cp_cfg, nodes, gpus, cp_buckets, plain)
             parts = carried_parts(counterpart, cp_model, t_model, w_t / w_cp)
             t = sum(parts.values())
+            as_ran = carried_parts(counterpart, cp_model, cp_model, 1.0)
+            term_sd = {f"{p} moved": interval.MODEL_SD * abs(v - as_ran.get(p, 0.0)) for p, v in parts.items()}
             same = abs(t - _t(counterpart)) < 1e-9
             basis = (f"measured ({_label(axes_of(counterpart))})" if same else
                      f"measured {_label(axes_of(counterpart))}, each part changed as the model changes it")
         else:
             extrapolated.append(f"no recorded {nodes}x{gpus} run of this group: the model alone")
+            term_sd = dict(t_model.term_sd)
         base_model, w_1 = model(target, 1, 1, None)
         own_model, w_src = model(src_cfg, 1, 1, None)
     except _Unpredicted as exc:
@@ -198,7 +204,7 @@ def forecast(target: dict[str, Any], recorded: Recorded | Iterable[dict[str, Any
     return Forecast(workers=n, nodes=nodes, t_s=t, t1_s=t1, work=work, speedup=s, efficiency=s / n,
                     node_hours=(t + fixed) * nodes / 3600.0, model_t_s=t_model.t_s, basis=basis,
                     link=t_model.link, extrapolated=tuple(extrapolated), changes=tuple(changes), parts=parts,
-                    memory=t_model.memory)
+                    memory=t_model.memory, term_sd=term_sd)
 
 
 class _Unpredicted(Exception):
