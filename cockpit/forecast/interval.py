@@ -30,6 +30,7 @@ NOISE_PRIOR_DF = 4
 # sd of its ln = ln 2 / 1.645. The benches' first comm predictions on a quiet machine fell within it
 # (bench/README.md); each finished run that refits the term divides it by sqrt(1 + runs).
 MODEL_SD = math.log(2.0) / Z90
+REFIT_TERM = "refit"  # the term of a prediction whose per-step parts finished runs refit (their noise)
 
 
 @dataclass(frozen=True)
@@ -133,16 +134,20 @@ def error_model(misses: Sequence[float], repeats: Iterable[Sequence[float]] = ()
 
 
 def for_terms(spread: Spread, t_s: float, term_sd: Mapping[str, float]) -> Spread:
-    """One prediction's spread: half-width 1.645 x sqrt(noise^2 + sum over its terms of (sd_k / T)^2) (ln units;
-    `term_sd` each term's standard deviation in seconds, `t_s` the predicted T), never narrower than the study's
-    (its misses). The basis names the terms in seconds."""
+    """One prediction's spread: half-width 1.645 x sqrt(2 noise^2 + sum over its terms of (sd_k / T)^2) (ln
+    units; the run and the baseline it is predicted from each vary by the noise; `term_sd` each modelled term's
+    standard deviation in seconds, `t_s` the predicted T), never narrower than the study's (its misses). A
+    prediction whose parts the finished runs refit (a REFIT_TERM) already holds their bias: the misses' mean is
+    not shifted out of it a second time. The basis names the terms in seconds."""
     terms = {k: v for k, v in term_sd.items() if v > 0 and math.isfinite(v)}
-    own = Z90 * math.sqrt(spread.noise**2 + sum((v / t_s) ** 2 for v in terms.values())) if t_s > 0 else math.inf
+    own = Z90 * math.sqrt(2 * spread.noise**2 + sum((v / t_s) ** 2 for v in terms.values())) if t_s > 0 else math.inf
     named = ", ".join(f"{k} {v:.3g} s" for k, v in sorted(terms.items(), key=lambda kv: -kv[1]))
-    words = f"+-{math.expm1(own):.1%} from the run's noise" + (f" and its modelled terms (sd: {named})" if named else "")
+    words = (f"+-{math.expm1(own):.1%} from the noise of the run and its baseline"
+             + (f" and its modelled terms (sd: {named})" if named else ""))
     if spread.half > own:
         words += f", widened to the study's +-{math.expm1(spread.half):.1%}"
-    return replace(spread, half=max(own, spread.half), basis=f"{words}; {spread.basis}")
+    centre = 0.0 if REFIT_TERM in terms else spread.centre
+    return replace(spread, centre=centre, half=max(own, spread.half), basis=f"{words}; {spread.basis}")
 
 
 def legend(spread: Spread) -> str:

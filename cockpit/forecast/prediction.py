@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cockpit.figures.explain import FIXED_COSTS, PARTS
-from cockpit.forecast import batch_fit, interval, straggler
+from cockpit.forecast import batch_fit, straggler, term_doubt
 from cockpit.forecast.rank_memory import memory_per_rank
 from runcontract import ddp_buckets
 from runcontract.axes import STRATEGY_SHARDS
@@ -54,16 +54,6 @@ STRATEGY_COMM: dict[str, tuple[tuple[str, float], ...]] = {
 }
 
 
-# A strategy that wraps the model's parameters (FSDP: flat parameters, pre- and post-forward hooks, the gathers
-# gloo runs on the training thread) adds compute the plain 1-worker baseline never ran: sd of 25% of the compute,
-# until a run of that sharding refits it. Measured on 2 gloo ranks, FSDP's T over DDP's: +8% and +22%
-# (fsdp_noreshard) in one pass, +24% and +57% in the next (bench/README.md).
-WRAPPED_SD = 0.25
-# CPU ranks sharing a node: their compute varies with what else shares the cores and memory bandwidth (gloo's
-# threads, the loaders) by more than the start-up contention probe's slowdown says. On 2 gloo ranks of a 2-core
-# machine, with the probe at x1.01, the 2-worker compute ran 2% to 32% over the 1-worker baseline's in the bench
-# passes of 2026-11-29 (bench/README.md): sd of 12% of the compute, until a run of the study refits compute.
-SHARED_CORES_SD = 0.12
 DEFAULT_LATENCY_S = 20e-6  # per ring step, where neither a probe nor the site profile gives one (docs/prediction.md)
 
 
@@ -163,7 +153,7 @@ class Prediction:
     # exposed seconds per collective kind over T, and the wait for the slower rank (straggler.TERM)
     comm_by_kind: dict[str, float] = field(default_factory=dict)
     memory: dict[str, float] | None = None  # memory_per_rank; None when the baseline recorded no memory
-    # each term the model priced rather than measured, its standard deviation in seconds over T (model_terms_sd):
+    # each term the model priced rather than measured, its standard deviation in seconds over T (term_doubt):
     # what cockpit.forecast.interval.for_terms widens this prediction's interval by
     term_sd: dict[str, float] = field(default_factory=dict)
 
@@ -463,17 +453,10 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
         link_name += f" ({link.source}; {link.priced_latency()[1]}{fitted}{shared}{hidden}{refit})"
     parts = {p: v * steps_n for p, v in per_step.items()}
     t_n = sum(parts.values())
-    term_sd = model_terms_sd(base, parts, {k: v * steps_n for k, v in by_kind.items()},
-                             refits=refit_runs if "comm" in factors else 0, slowdown=slowdown,
-                             batch_factor=batch_factor if compute_line is None else 1.0)
-    refit_s = sum(parts[p] for p in factors if p != "comm")
-    if refit_s > 0 and refit_runs:  # the parts refit from that many runs carry their noise
-        term_sd["refit"] = interval.NOISE_PRIOR * refit_s / math.sqrt(refit_runs)
-    if n > 1 and gpus_per_node > 1 and base.get("device") == "cpu" and "compute" not in factors:
-        # CPU ranks sharing a node's cores and memory: more than the probe's slowdown says (SHARED_CORES_SD)
-        term_sd["contention"] = max(term_sd.get("contention", 0.0), SHARED_CORES_SD * parts["compute"])
-    if n > 1 and "params" in STRATEGY_SHARDS.get(strategy, ()) and "compute" not in factors:
-        term_sd["wrapping"] = WRAPPED_SD * parts["compute"]  # the baseline ran the plain model
+    term_sd = term_doubt.terms_sd(parts, {k: v * steps_n for k, v in by_kind.items()}, factors, refit_runs,
+                                  slowdown=slowdown, batch_factor=batch_factor if compute_line is None else 1.0,
+                                  cpu_ranks_share=gpus_per_node > 1 and base.get("device") == "cpu",
+                                  wraps=n > 1 and "params" in STRATEGY_SHARDS.get(strategy, ()))
     t_same = t_n / work
     s = t1 / t_same if t_same > 0 else math.nan
     fixed = sum(float(timing.get(c) or 0.0) for c in FIXED_COSTS)
@@ -481,38 +464,6 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
                       efficiency=s / n, node_hours=(t_n + fixed) * nodes / 3600.0, parts=parts,
                       link="" if n == 1 else link_name, comm_by_kind={k: v * steps_n for k, v in by_kind.items()},
                       memory=memory_per_rank(base, n, strategy), term_sd=term_sd)
-
-
-def model_terms_sd(base: Mapping[str, Any], parts: Mapping[str, float], comm: Mapping[str, float], *, refits: int,
-                   slowdown: float, batch_factor: float) -> dict[str, float]:
-    """The standard deviation in seconds of each term of a prediction's T that rests on more than the baseline's
-    measurement (docs/prediction.md, "How sure a prediction is"):
-
-      baseline: the standard error of the baseline's mean step (its per-step sd / sqrt(its steps), relative)
-          x the parts carried from it;
-      each collective and the wait for the slower rank (`comm`, seconds over T): MODEL_SD x its seconds,
-          / sqrt(1 + refits) where `refits` finished runs refit the comm part;
-      contention: MODEL_SD x the compute seconds the slowdown added (predict raises it to SHARED_CORES_SD x
-          compute for CPU ranks sharing a node);
-      batch: MODEL_SD x |ln batch_factor| x compute, where compute at another batch is taken per sample (no
-          batch_fit line).
-    (predict adds `refit`: the per-step parts the finished runs refit carry those runs' noise, NOISE_PRIOR x
-    their seconds / sqrt(runs); and `wrapping`: WRAPPED_SD x compute for a strategy that shards the parameters
-    until a run of that sharding has refit its compute.)"""
-    out: dict[str, float] = {}
-    timing = base.get("timing") or {}
-    steps, t1, sd = float(timing.get("steps") or 0), float(timing.get("train_time_s") or 0), straggler.step_sd(base)
-    carried = sum(v for p, v in parts.items() if p != "comm")
-    if sd and steps and t1:
-        out["baseline"] = sd / (t1 / steps) / math.sqrt(steps) * carried
-    for kind, seconds in comm.items():
-        out[kind] = interval.MODEL_SD * seconds / math.sqrt(1 + refits)
-    compute = parts.get("compute", 0.0)
-    if slowdown > 1.0:
-        out["contention"] = interval.MODEL_SD * compute * (1 - 1 / slowdown)
-    if batch_factor > 0 and batch_factor != 1.0:
-        out["batch"] = interval.MODEL_SD * abs(math.log(batch_factor)) * compute
-    return out
 
 
 def work_for(train: dict[str, Any], workers: int, per_worker: bool | None = None) -> float:

@@ -92,7 +92,7 @@ def test_the_rest_is_predicted_again_with_an_interval_from_the_studys_misses(fin
     assert plan.spread is not None and plan.spread.basis.startswith("1 finished configuration with a prediction")
     assert plan.spread.half == pytest.approx(abs(done.miss()))
     iv = rest.intervals()
-    assert iv["t_s"].spread.half >= plan.spread.half and "from the run's noise and its modelled terms (sd: " \
+    assert iv["t_s"].spread.half >= plan.spread.half and "from the noise of the run and its baseline and its modelled terms (sd: " \
         in iv["t_s"].spread.basis  # the 4-worker prediction's own comm terms, in seconds
     assert set(iv) >= {"t_s", "node_hours", "speedup", "efficiency"}
     assert rest.predicted.memory  # the baseline recorded its memory: the peak per rank has its interval too
@@ -158,7 +158,7 @@ def test_the_json_events_carry_the_interval_when_submitted_and_the_first_predict
     assert submitted[study.matrix()[0].config_id]["predicted"] is None  # the baseline: nothing predicts it
     t = submitted[two.config_id]["predicted"]["t_s"]
     assert t["low"] < t["value"] < t["high"] and t["level"] == 0.9 and t["basis"].startswith("+-") \
-        and "from the run's noise and its modelled terms" in t["basis"]
+        and "from the noise of the run and its baseline" in t["basis"]
     assert set(submitted[two.config_id]["predicted"]) >= {"t_s", "node_hours", "speedup", "efficiency"}
     assert finished_[two.config_id]["first_predicted_T_s"] == pytest.approx(t["value"])
     assert finished_[study.matrix()[0].config_id]["first_predicted_T_s"] is None

@@ -113,8 +113,8 @@ def test_a_predicted_kwh_has_ts_relative_interval_and_is_said_beside_the_others(
     assert iv["kwh"].high / 0.002 == pytest.approx(iv["t_s"].high / 50.0)
     words = prediction_lines(Plan("s", "local", [line], 1.0, spread=spread))
     assert f"kWh {iv['kwh'].words(spec='.3g')}" in words[1]
-    half = 1.645 * math.sqrt(0.07**2 + (5.0 / 50.0) ** 2)  # by hand: 20.1% in ln
+    half = 1.645 * math.sqrt(2 * 0.07**2 + (5.0 / 50.0) ** 2)  # by hand: 23.1% in ln
     assert iv["kwh"].low == pytest.approx(0.002 * math.exp(-half)) and iv["kwh"].high == pytest.approx(0.002 * math.exp(half))
-    assert iv["kwh"].words(spec=".3g") == "0.002, 90% between 0.00164 and 0.00244"
+    assert iv["kwh"].words(spec=".3g") == "0.002, 90% between 0.00159 and 0.00252"
     assert "kwh" not in PlanLine("w128 1x2", 0.05, "submit", "c2", p, spread=spread).intervals()  # no energy
     assert PlanLine("w128 1x2", 0.05, "done", "c2", p, measured=p, kwh=0.002, spread=spread).intervals() == {}

@@ -22,14 +22,14 @@ def test_a_prediction_without_misses_rests_on_the_noise_prior_and_the_terms_it_m
     assert spread.centre == 0 and spread.half == 0 and spread.noise == 0.07
     assert spread.basis == ("0 finished configurations with a prediction (3 give a t over the misses); "
                             "noise sd 7.0% (the prior: no configuration has run twice)")
-    own = interval.for_terms(spread, 10.0, {"all_reduce": 1.0, "baseline": 0.2, "broadcast": 0.0})
-    half = 1.645 * math.sqrt(0.07**2 + 0.1**2 + 0.02**2)  # by hand: noise, 1 s and 0.2 s of 10 s
+    own = interval.for_terms(spread, 10.0, {"all_reduce": 1.0, "contention": 0.2, "broadcast": 0.0})
+    half = 1.645 * math.sqrt(2 * 0.07**2 + 0.1**2 + 0.02**2)  # by hand: the run's and the baseline's noise, 1 s, 0.2 s
     assert own.half == pytest.approx(half)
-    assert own.basis.startswith(f"+-{math.expm1(half):.1%} from the run's noise and its modelled terms "
-                                "(sd: all_reduce 1 s, baseline 0.2 s); 0 finished")  # the zero term not named
+    assert own.basis.startswith(f"+-{math.expm1(half):.1%} from the noise of the run and its baseline and its "
+                                "modelled terms (sd: all_reduce 1 s, contention 0.2 s); 0 finished")  # no zero term
     iv = interval.interval(10.0, own)
     assert (iv.low, iv.high) == pytest.approx((10.0 * math.exp(-half), 10.0 * math.exp(half)))
-    assert iv.words("s") == "10.00 s, 90% between 8.16 and 12.26"
+    assert iv.words("s") == "10.00 s, 90% between 7.92 and 12.63"
 
 
 def test_a_miss_larger_than_the_terms_sets_the_width_until_three_give_a_t() -> None:
@@ -57,7 +57,7 @@ def test_a_speedup_scales_with_one_over_t() -> None:
     own = interval.for_terms(interval.error_model([]), 2.0, {"all_reduce": 0.5})
     s = interval.interval(1.8, own, inverse=True)
     assert (s.low, s.high) == pytest.approx((1.8 * math.exp(-own.half), 1.8 * math.exp(own.half)))
-    assert own.half == pytest.approx(1.645 * math.sqrt(0.07**2 + 0.25**2))
+    assert own.half == pytest.approx(1.645 * math.sqrt(2 * 0.07**2 + 0.25**2))
 
 
 def test_repeated_runs_replace_the_noise_prior_as_they_accrue() -> None:
@@ -69,7 +69,7 @@ def test_repeated_runs_replace_the_noise_prior_as_they_accrue() -> None:
     widened = interval.error_model(tight, repeats)
     pooled = math.sqrt((4 * 0.07**2 + 3 * sd**2) / 7)  # the prior counts as 4 degrees of freedom
     assert widened.noise == pytest.approx(pooled) and alone.noise == 0.07
-    assert interval.for_terms(widened, 3.0, {}).half == pytest.approx(1.645 * pooled)
+    assert interval.for_terms(widened, 3.0, {}).half == pytest.approx(1.645 * pooled * math.sqrt(2))
     assert interval.for_terms(widened, 3.0, {}).half > interval.for_terms(alone, 3.0, {}).half
     assert "runs repeated: 3 degrees of freedom" in widened.basis
 
@@ -153,7 +153,7 @@ def test_a_wide_interval_names_the_run_that_narrows_it_most(tmp_path):
 
 
 def _base() -> dict:
-    """A 1-worker CPU baseline of 100 steps: 10 s of T, a per-step sd of 20 ms, 100 MB of gradients."""
+    """A 1-worker CPU baseline of 100 steps: 10 s of T, a per-step sd of 20 ms (the wait priced), 100 MB of gradients."""
     return {"device": "cpu", "world_size": 1, "config": {"cpus_per_task": 4, "strategy": "ddp"},
             "timing": {"train_time_s": 10.0, "steps": 100, "step_time_sd_s": 0.02},
             "breakdown_s": {"data_wait": 0.5, "compute": 9.0, "comm": 0.0, "optimizer": 0.4, "other": 0.1},
@@ -161,17 +161,17 @@ def _base() -> dict:
 
 
 def test_each_term_a_prediction_models_carries_its_own_seconds_of_doubt() -> None:
-    """The terms by hand: the baseline's standard error over the parts carried, MODEL_SD x each collective's and
-    the wait's seconds, the contention's added compute, compute at an unrun batch, and FSDP's wrapping."""
-    from cockpit.forecast.prediction import SHARED_CORES_SD, WRAPPED_SD, Link, Links, predict
+    """The terms by hand (cockpit.forecast.term_doubt): MODEL_SD x each collective's and the wait's seconds, the
+    contention's added compute (at least SHARED_CORES_SD of it for CPU ranks sharing a node), compute at an unrun
+    batch, and FSDP's wrapping."""
+    from cockpit.forecast.prediction import Link, Links, predict
     from cockpit.forecast.straggler import TERM
+    from cockpit.forecast.term_doubt import SHARED_CORES_SD, WRAPPED_SD
 
     links = Links(intra_node=Link(1e9, 1e-5), contention={2: 1.2})
     ddp = predict(_base(), 1, 2, 1.0, links, batch_factor=2.0)
     assert isinstance(ddp, Prediction)
     sd = ddp.term_sd
-    carried = sum(v for k, v in ddp.parts.items() if k != "comm")
-    assert sd["baseline"] == pytest.approx(0.02 / 0.1 / math.sqrt(100) * carried)  # 2% of the carried seconds
     assert sd["all_reduce"] == pytest.approx(interval.MODEL_SD * ddp.comm_by_kind["all_reduce"])
     assert sd[TERM] == pytest.approx(interval.MODEL_SD * ddp.comm_by_kind[TERM])
     # CPU ranks sharing a node: the larger of the probe's slowdown's doubt and SHARED_CORES_SD of the compute
@@ -188,7 +188,18 @@ def test_each_term_a_prediction_models_carries_its_own_seconds_of_doubt() -> Non
     assert isinstance(fsdp, Prediction) and "batch" not in fsdp.term_sd
     assert fsdp.term_sd["wrapping"] == pytest.approx(WRAPPED_SD * fsdp.parts["compute"])
     one = predict(_base(), 1, 1, 1.0, links)
-    assert isinstance(one, Prediction) and set(one.term_sd) == {"baseline"}  # one worker: nothing modelled
+    assert isinstance(one, Prediction) and one.term_sd == {}  # one worker: nothing modelled
     # the interval the plan puts around it: the noise and every term, by hand
     own = interval.for_terms(interval.error_model([]), fsdp.t_s, fsdp.term_sd)
-    assert own.half == pytest.approx(1.645 * math.sqrt(0.07**2 + sum((v / fsdp.t_s) ** 2 for v in fsdp.term_sd.values())))
+    assert own.half == pytest.approx(1.645 * math.sqrt(2 * 0.07**2 + sum((v / fsdp.t_s) ** 2 for v in fsdp.term_sd.values())))
+
+
+def test_a_refit_prediction_keeps_the_misses_width_but_is_not_shifted_by_their_mean_again() -> None:
+    """Three misses of +30% (a fast baseline): an unrefit prediction is shifted by them; one whose parts the
+    finished runs refit already holds that bias, so it keeps the width and its centre stays its own."""
+    spread = interval.error_model([math.log(1.28), math.log(1.30), math.log(1.33)])
+    assert spread.centre == pytest.approx(math.log(1.303), abs=1e-3)
+    plain = interval.for_terms(spread, 4.0, {"all_reduce": 0.1})
+    refit = interval.for_terms(spread, 6.0, {"all_reduce": 0.1, interval.REFIT_TERM: 0.3})
+    assert plain.centre == spread.centre and refit.centre == 0.0
+    assert interval.interval(6.0, refit).contains(6.0) and not interval.interval(4.0, plain).contains(4.0)

@@ -1,0 +1,54 @@
+"""How far each term of a prediction's T that the model prices, rather than the baseline measured, could be off:
+its standard deviation in seconds (Prediction.term_sd), which cockpit.forecast.interval.for_terms adds to the
+noise of the run and of its baseline. docs/prediction.md, "How sure a prediction is", states each rule.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from cockpit.forecast.interval import MODEL_SD, NOISE_PRIOR, REFIT_TERM
+
+# A strategy that wraps the model's parameters (FSDP: flat parameters, pre- and post-forward hooks, the gathers
+# gloo runs on the training thread) adds compute the plain 1-worker baseline never ran: sd of 25% of the compute,
+# until a run of that sharding refits it. Measured on 2 gloo ranks, FSDP's T over DDP's: +8% and +22%
+# (fsdp_noreshard) in one pass, +24% and +57% in the next (bench/README.md).
+WRAPPED_SD = 0.25
+# CPU ranks sharing a node: their compute varies with what else shares the cores and memory bandwidth (gloo's
+# threads, the loaders) by more than the start-up contention probe's slowdown says. On 2 gloo ranks of a 2-core
+# machine, with the probe at x1.01, the 2-worker compute ran 2% to 32% over the 1-worker baseline's in the bench
+# passes of 2026-11-29 (bench/README.md): sd of 12% of the compute, until a run of the study refits compute.
+SHARED_CORES_SD = 0.12
+
+
+def terms_sd(parts: Mapping[str, float], comm: Mapping[str, float], factors: Mapping[str, float], refit_runs: int,
+             *, slowdown: float, batch_factor: float, cpu_ranks_share: bool, wraps: bool) -> dict[str, float]:
+    """Each modelled term's sd in seconds, for a prediction with T's `parts` (seconds; one worker: no `comm`),
+    `comm` its exposed seconds per collective kind and the wait for the slower rank, `factors` the per-step parts
+    `refit_runs` finished runs refit:
+
+      each collective and the wait: MODEL_SD x its seconds, / sqrt(1 + refit_runs) where those runs refit comm;
+      refit (REFIT_TERM): the other parts they refit carry their noise, NOISE_PRIOR x those seconds / sqrt(runs);
+      contention: MODEL_SD x the compute seconds the probe's `slowdown` added, and at least SHARED_CORES_SD x
+          compute where CPU ranks share a node (`cpu_ranks_share`);
+      batch: MODEL_SD x |ln batch_factor| x compute, where compute at another batch is taken per sample (1.0:
+          no change, or a batch_fit line measured it);
+      wrapping: WRAPPED_SD x compute for a strategy that shards the parameters (`wraps`).
+    A run's refit of compute ends contention's floor and wrapping."""
+    out = {kind: MODEL_SD * seconds / math.sqrt(1 + (refit_runs if "comm" in factors else 0))
+           for kind, seconds in comm.items()}
+    compute = parts.get("compute", 0.0)
+    refit_s = sum(parts.get(p, 0.0) for p in factors if p != "comm")
+    if refit_s > 0 and refit_runs:
+        out[REFIT_TERM] = NOISE_PRIOR * refit_s / math.sqrt(refit_runs)
+    contention = MODEL_SD * compute * (1 - 1 / slowdown) if slowdown > 1.0 else 0.0
+    if cpu_ranks_share and "compute" not in factors:
+        contention = max(contention, SHARED_CORES_SD * compute)
+    if contention > 0:
+        out["contention"] = contention
+    if batch_factor > 0 and batch_factor != 1.0:
+        out["batch"] = MODEL_SD * abs(math.log(batch_factor)) * compute
+    if wraps and "compute" not in factors:
+        out["wrapping"] = WRAPPED_SD * compute
+    return out
