@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Iterable
+from dataclasses import replace
 from typing import IO, TYPE_CHECKING, Any
 
 from cockpit.figures import devices, explain, labels
 from cockpit.figures.energy import energy_figures
 from cockpit.figures.host_bound import host_bound
 from cockpit.forecast import advice, interval, prediction
-from cockpit.forecast.advice.host_bound import advise_host_bound
+from cockpit.forecast.advice.host_bound import HostAdvice, advise_host_bound
 from cockpit.study.spec import AXES, SCALE_AXES, Configuration
 from cockpit.workloads import WORKLOADS, kind_of_config, workload_class
 from cockpit.workloads.base import key_words
@@ -132,6 +133,12 @@ def gpu_figures(result: dict[str, Any], compute_s: float) -> dict[str, Any]:
 
 
 def analyse(results: Iterable[dict[str, Any]], links: prediction.Links | None = None) -> list[dict[str, Any]]:
+    """The rows of :func:`analysed` without the spread."""
+    return analysed(results, links)[0]
+
+
+def analysed(results: Iterable[dict[str, Any]], links: prediction.Links | None = None
+             ) -> tuple[list[dict[str, Any]], interval.Spread]:
     """Per configuration, from result.json dicts: T, T at the baseline's work, speedup, efficiency,
     overhead, Karp-Flatt, the overhead's split into seconds, fixed costs, the straggler, the verdict, and
     the model's quality beside the baseline's (cockpit.workloads.hlm.quality).
@@ -140,7 +147,9 @@ def analyse(results: Iterable[dict[str, Any]], links: prediction.Links | None = 
     an even count), so every figure of a row comes from one real run and adds up. Failed runs are listed
     with their status and excluded from the maths; a group without a finished 1x1 run gets NaN and a note.
     Each N-worker row also carries what cockpit.forecast.prediction predicted from its baseline alone (`links`: the
-    site's figures; the study's own start-up probes take precedence) and the error of that prediction.
+    site's figures; the study's own start-up probes take precedence) and the error of that prediction. The spread
+    returned beside the rows is the study's error model over those errors and the repeats (with_intervals): the
+    one a results-only view puts around anything it predicts (cockpit compare).
     """
     results = list(results)
     links = prediction.merge(prediction.measured_links(results), links or prediction.Links())
@@ -156,14 +165,15 @@ def analyse(results: Iterable[dict[str, Any]], links: prediction.Links | None = 
     chosen = {key: _median_run(runs) | {"runs": len(runs)} for key, runs in done.items()}
     baselines = {_same_group(r): r for r in chosen.values() if r["nodes"] == 1 and r["gpus_per_node"] == 1}
     out = [_analysed(r, baselines.get(_same_group(r)), links, recorded) for r in chosen.values()]
-    with_intervals(out, [[r["train_time_s"] for r in runs] for runs in done.values() if len(runs) > 1])
+    spread = with_intervals(out, [[r["train_time_s"] for r in runs] for runs in done.values() if len(runs) > 1])
+    with_advice_intervals(out, spread)
     out += [_failed(r) for r in failed if _same_config(r) not in done]
     out.sort(key=lambda r: (*(_sortable(r[a]) for a in GROUP_AXES), _sortable(r["nodes"]),
                             _sortable(r["gpus_per_node"])))
-    return out
+    return out, spread
 
 
-def with_intervals(rows: list[dict[str, Any]], repeats: list[list[float]]) -> None:
+def with_intervals(rows: list[dict[str, Any]], repeats: list[list[float]]) -> interval.Spread:
     """Each predicted figure's 90% interval beside it (`predicted_t_same_work_s_low`/`_high`,
     `predicted_speedup_low`/`_high`, and `prediction_interval`: what it rests on), from the study's own spread:
     these rows' misses and the repeats' spread, through the plan's one error model (cockpit.forecast.interval)."""
@@ -178,6 +188,7 @@ def with_intervals(rows: list[dict[str, Any]], repeats: list[list[float]]) -> No
         t_iv, s_iv = interval.interval(t, own), interval.interval(s, own, inverse=True)
         r.update(predicted_t_same_work_s_low=t_iv.low, predicted_t_same_work_s_high=t_iv.high,
                  predicted_speedup_low=s_iv.low, predicted_speedup_high=s_iv.high, prediction_interval=own.basis)
+    return spread
 
 
 def _same_config(row: dict[str, Any]) -> tuple:
@@ -238,10 +249,35 @@ def _analysed(run: dict[str, Any], base: dict[str, Any] | None, links: predictio
     rec["verdict"], rec["explanation"] = explain.verdicts({**rec, "status": "completed"})
     rec["advice_items"] = advice.advise(rec, recorded, links) if base is not None else []
     rec["host_advice"] = advise_host_bound(rec)  # a host-bound run's changes, the priced one first
-    host = rec["host_advice"][0].text() if rec["host_advice"] else ""
-    # the one advice text every view prints
-    rec["advice"] = "; ".join(t for t in (advice.advice_text(rec["advice_items"]), host) if t)
+    rec["advice"] = advice_words(rec)
     return rec
+
+
+def advice_words(rec: dict[str, Any]) -> str:
+    """The one advice text every view prints: the loss terms' advice, then the host-bound run's priced change."""
+    host = rec["host_advice"][0].text() if rec["host_advice"] else ""
+    return "; ".join(t for t in (advice.advice_text(rec["advice_items"]), host) if t)
+
+
+def with_advice_intervals(rows: list[dict[str, Any]], spread: interval.Spread) -> None:
+    """Each advised change's predicted T with its 90% interval (the study's spread widened by the forecast's own
+    terms: interval.for_terms), its alternatives' too, and the advice text said again with them."""
+    def t90(item: advice.Advice | HostAdvice) -> tuple[float, float] | None:
+        t = item.predicted_t_s
+        if not (math.isfinite(t) and t > 0):
+            return None
+        iv = interval.interval(t, interval.for_terms(spread, t, item.term_sd()))
+        return iv.low, iv.high
+
+    def dressed(item: Any) -> Any:  # an Advice or a HostAdvice
+        more = {"alternatives": tuple(dressed(a) for a in item.alternatives)} if isinstance(item, advice.Advice) else {}
+        return replace(item, t90=t90(item), **more)
+
+    for r in rows:
+        if r.get("advice_items") or r.get("host_advice"):
+            r["advice_items"] = [dressed(a) for a in r.get("advice_items") or []]
+            r["host_advice"] = [dressed(h) for h in r.get("host_advice") or []]
+            r["advice"] = advice_words(r)
 
 
 def _predicted(run: dict[str, Any], base: dict[str, Any], work: float, links: prediction.Links) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cockpit.forecast import advice, prediction
+from cockpit.forecast import advice, interval, prediction
 
 
 @dataclass
@@ -24,6 +24,7 @@ class Pair:
     b: dict[str, Any]
     differs: list[tuple[str, Any, Any]]  # config keys that differ (advice.diff_keys)
     predicted: advice.Forecast | prediction.NoPrediction | None = None
+    t90: interval.Interval | None = None  # the predicted T's 90% interval (A's error model and the forecast's terms)
 
 
 @dataclass
@@ -40,10 +41,10 @@ class Comparison:
 def compare(a_name: str, a_results: list[dict[str, Any]], b_name: str, b_results: list[dict[str, Any]],
             links: prediction.Links | None = None) -> Comparison:
     """Match the configurations of two studies' results and predict each of B's from A's runs."""
-    from cockpit.forecast.analysis import analyse
+    from cockpit.forecast.analysis import analyse, analysed
     from cockpit.study.spec import AXES
 
-    rows_a, rows_b = analyse(a_results), analyse(b_results)
+    (rows_a, spread), rows_b = analysed(a_results), analyse(b_results)
     values_a = {ax: {r.get(ax) for r in rows_a} for ax in AXES}
     values_b = {ax: {r.get(ax) for r in rows_b} for ax in AXES}
     changed = {ax: (next(iter(values_a[ax])), next(iter(values_b[ax]))) for ax in AXES
@@ -66,7 +67,9 @@ def compare(a_name: str, a_results: list[dict[str, Any]], b_name: str, b_results
         differs = advice.diff_keys(cfg_a, cfg_b) if cfg_a and cfg_b else []
         differs = [d for d in differs if d[0] != "train.init_checkpoint"]
         predicted = advice.forecast(cfg_b, recorded, links, differs) if cfg_b else None
-        out.pairs.append(Pair(a, b, differs, predicted))
+        t90 = interval.interval(predicted.t_s, interval.for_terms(spread, predicted.t_s, predicted.term_sd)) \
+            if isinstance(predicted, advice.Forecast) and predicted.t_s > 0 else None
+        out.pairs.append(Pair(a, b, differs, predicted, t90))
     out.only_b = list(by_b.values())
     return out
 

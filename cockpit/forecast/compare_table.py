@@ -86,11 +86,18 @@ def prediction_line(pair: Pair) -> str:
     t_a, t_b = a.get("train_time_s", NAN), b.get("train_time_s", NAN)
     gain_p, gain_m = t_a - p.t_s, t_a - t_b
     ratio = gain_m / gain_p if abs(gain_p) > 1e-9 else NAN
-    text = (f"B predicted from A: T {p.t_s:.2f} s (work {p.work:g}, T1 {p.t1_s:.2f} s, E {units.percent(p.efficiency)}), "
-            f"measured T {t_b:.2f} s (E {units.percent(b.get('efficiency'))}): error {t_b / p.t_s - 1:+.1%}; "
+    iv = pair.t90
+    t90 = f", 90% {iv.low:.2f}-{iv.high:.2f} s" if iv is not None else ""
+    inside = ("" if iv is None or t_b != t_b else
+              ", inside its 90% interval" if iv.contains(t_b) else ", outside its 90% interval")
+    text = (f"B predicted from A: T {p.t_s:.2f} s{t90} (work {p.work:g}, T1 {p.t1_s:.2f} s, "
+            f"E {units.percent(p.efficiency)}), measured T {t_b:.2f} s (E {units.percent(b.get('efficiency'))}): "
+            f"error {t_b / p.t_s - 1:+.1%}{inside}; "
             f"gain T_A - T_B: predicted {gain_p:+.2f} s, measured {gain_m:+.2f} s"
             + (f" ({ratio:.2f}x the predicted)" if ratio == ratio else ""))
     text += f". From: {p.basis}" + (f"; link {p.link}" if p.link else "")
+    if iv is not None:
+        text += f"; T 90%: {iv.spread.basis}"
     if p.extrapolated:
         text += "; extrapolated: " + ", ".join(p.extrapolated)
     return text

@@ -20,6 +20,17 @@ WRAPPED_SD = 0.25
 # machine, with the probe at x1.01, the 2-worker compute ran 2% to 32% over the 1-worker baseline's in the bench
 # passes of 2026-11-29 (bench/README.md): sd of 12% of the compute, until a run of the study refits compute.
 SHARED_CORES_SD = 0.12
+# Compute per sample at a batch size no baseline ran, taken as the baseline's: sd of 10% of that compute per
+# doubling (or halving) of the batch, at most MODEL_SD. The optimisation loop's batch 16 from 8 gained +1.01 s
+# measured against +0.49 s predicted on a ~10 s T (bench/README.md): 5% of T, within one sd.
+BATCH_SD = 0.10
+
+
+def batch_sd(batch_factor: float, compute_s: float) -> float:
+    """The sd in seconds of `compute_s` priced at `batch_factor` times the batch it was measured at."""
+    if batch_factor <= 0 or batch_factor == 1.0:
+        return 0.0
+    return min(MODEL_SD, BATCH_SD * abs(math.log2(batch_factor))) * compute_s
 
 
 def terms_sd(parts: Mapping[str, float], comm: Mapping[str, float], factors: Mapping[str, float], refit_runs: int,
@@ -32,8 +43,8 @@ def terms_sd(parts: Mapping[str, float], comm: Mapping[str, float], factors: Map
       refit (REFIT_TERM): the other parts they refit carry their noise, NOISE_PRIOR x those seconds / sqrt(runs);
       contention: MODEL_SD x the compute seconds the probe's `slowdown` added, and at least SHARED_CORES_SD x
           compute where CPU ranks share a node (`cpu_ranks_share`);
-      batch: MODEL_SD x |ln batch_factor| x compute, where compute at another batch is taken per sample (1.0:
-          no change, or a batch_fit line measured it);
+      batch: batch_sd, where compute at another batch is taken per sample (1.0: no change, or a batch_fit line
+          measured it);
       wrapping: WRAPPED_SD x compute for a strategy that shards the parameters (`wraps`).
     A run's refit of compute ends contention's floor and wrapping."""
     out = {kind: MODEL_SD * seconds / math.sqrt(1 + (refit_runs if "comm" in factors else 0))
@@ -47,8 +58,8 @@ def terms_sd(parts: Mapping[str, float], comm: Mapping[str, float], factors: Map
         contention = max(contention, SHARED_CORES_SD * compute)
     if contention > 0:
         out["contention"] = contention
-    if batch_factor > 0 and batch_factor != 1.0:
-        out["batch"] = MODEL_SD * abs(math.log(batch_factor)) * compute
+    if batch_sd(batch_factor, compute) > 0:
+        out["batch"] = batch_sd(batch_factor, compute)
     if wraps and "compute" not in factors:
         out["wrapping"] = WRAPPED_SD * compute
     return out

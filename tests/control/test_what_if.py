@@ -18,7 +18,7 @@ from cockpit.cli import main as cli
 from cockpit.figures import explain
 from cockpit.forecast import advice, interval, prediction, straggler
 from cockpit.forecast.advice import options
-from cockpit.forecast.analysis import analyse
+from cockpit.forecast.analysis import analyse, analysed
 from cockpit.forecast.plan import study_spread
 from cockpit.forecast.whatif import (
     Inputs,
@@ -174,7 +174,8 @@ def test_no_gain_within_the_noise_of_one_unrepeated_run_is_given(results):
 
 def test_advice_names_a_key_and_a_figure_for_every_loss_the_model_covers(results, monkeypatch):
     monkeypatch.setattr(options, "UNREPEATED_NOISE", 0.0)  # every predicted gain given, whatever its size
-    rows = [r for r in analyse(results) if not r.get("baseline")]
+    every, spread = analysed(results)
+    rows = [r for r in every if not r.get("baseline")]
     assert len(rows) == 2
     covered = {t for e in advice.key_effects().values() if e.model == "formula" for t in e.terms}
     assert covered == {"comm", "optimizer", "other"}
@@ -187,6 +188,11 @@ def test_advice_names_a_key_and_a_figure_for_every_loss_the_model_covers(results
             if item.term in covered:
                 assert item.predicted is not None and item.gain_s == item.gain_s, item.text()
                 assert "→ predicted T" in item.text() and f"E {row['efficiency'] * 100:.0f}% → " in item.text()
+                # its 90% interval: the study's error model widened by the forecast's own terms, by hand
+                iv = interval.interval(item.predicted.t_s, interval.for_terms(spread, item.predicted.t_s,
+                                                                              item.predicted.term_sd))
+                assert item.t90 == pytest.approx((iv.low, iv.high)) and iv.low < item.predicted.t_s < iv.high
+                assert f"{item.predicted.t_s:.2f} s (90% {iv.low:.2f}-{iv.high:.2f} s), E " in item.text()
             else:  # CPU workers: cores per task, which the model cannot price without a baseline at that value
                 assert item.predicted is None and "not predicted" in item.text()
         assert row["advice"] == advice.advice_text(row["advice_items"])

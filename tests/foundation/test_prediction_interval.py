@@ -163,10 +163,10 @@ def _base() -> dict:
 def test_each_term_a_prediction_models_carries_its_own_seconds_of_doubt() -> None:
     """The terms by hand (cockpit.forecast.term_doubt): MODEL_SD x each collective's and the wait's seconds, the
     contention's added compute (at least SHARED_CORES_SD of it for CPU ranks sharing a node), compute at an unrun
-    batch, and FSDP's wrapping."""
+    batch (10% of it per doubling, at most MODEL_SD), and FSDP's wrapping."""
     from cockpit.forecast.prediction import Link, Links, predict
     from cockpit.forecast.straggler import TERM
-    from cockpit.forecast.term_doubt import SHARED_CORES_SD, WRAPPED_SD
+    from cockpit.forecast.term_doubt import SHARED_CORES_SD, WRAPPED_SD, batch_sd
 
     links = Links(intra_node=Link(1e9, 1e-5), contention={2: 1.2})
     ddp = predict(_base(), 1, 2, 1.0, links, batch_factor=2.0)
@@ -182,7 +182,8 @@ def test_each_term_a_prediction_models_carries_its_own_seconds_of_doubt() -> Non
     assert on_gpu.term_sd["contention"] == pytest.approx(interval.MODEL_SD * on_gpu.parts["compute"] * (1 - 1 / 1.2))
     across = predict(_base(), 2, 1, 1.0, Links(inter_node=Link(1e9, 1e-5)))
     assert isinstance(across, Prediction) and "contention" not in across.term_sd  # one rank a node
-    assert sd["batch"] == pytest.approx(interval.MODEL_SD * math.log(2.0) * ddp.parts["compute"])
+    assert sd["batch"] == pytest.approx(0.10 * ddp.parts["compute"])  # one doubling of the batch: 10% of compute
+    assert batch_sd(32.0, 1.0) == pytest.approx(interval.MODEL_SD) and batch_sd(0.5, 2.0) == pytest.approx(0.2)
     assert "wrapping" not in sd and "refit" not in sd
     fsdp = predict(_base(), 1, 2, 1.0, links, strategy="fsdp")
     assert isinstance(fsdp, Prediction) and "batch" not in fsdp.term_sd

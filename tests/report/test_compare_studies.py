@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from cockpit.cli import main as cli
-from cockpit.forecast import advice, compare_table
+from cockpit.forecast import advice, compare_table, interval
 from cockpit.forecast import compare as cmp
+from cockpit.forecast.analysis import analysed
 from cockpit.report.source import from_store, load_input
 from tests.studies import write_study
 
@@ -68,7 +69,14 @@ def test_every_figure_of_both_with_its_change_and_b_predicted_from_a(studies):
     assert isinstance(p, advice.Forecast), p
     assert p.changes == (("train.bucket_cap_mb", None, 0.01),) and "measured" in p.basis
     line = compare_table.prediction_line(two)
-    assert re.search(r"B predicted from A: T \d+\.\d\d s .*measured T \d+\.\d\d s .*error [+-]\d", line), line
+    assert re.search(r"B predicted from A: T \d+\.\d\d s, 90% \d+\.\d\d-\d+\.\d\d s .*measured T \d+\.\d\d s .*"
+                     r"error [+-]\d", line), line
+    # its interval: A's error model widened by the forecast's own terms, and where B's measured T fell
+    iv = interval.interval(p.t_s, interval.for_terms(analysed(ia.results)[1], p.t_s, p.term_sd))
+    assert two.t90 is not None and (two.t90.low, two.t90.high) == pytest.approx((iv.low, iv.high))
+    where = "inside" if iv.contains(two.b["train_time_s"]) else "outside"
+    assert f"{p.t_s:.2f} s, 90% {iv.low:.2f}-{iv.high:.2f} s (" in line and f", {where} its 90% interval; " in line
+    assert f"; T 90%: {iv.spread.basis}" in line
     assert "gain T_A - T_B: predicted" in line and "intra_node (measured by 1 run(s) of this study; latency " in line
 
 

@@ -21,7 +21,8 @@ from typing import Any
 
 from cockpit.forecast import prediction
 from cockpit.forecast.advice.effects import study_key
-from cockpit.forecast.advice.options import gain_unclear
+from cockpit.forecast.advice.options import gain_unclear, t90_words
+from cockpit.forecast.term_doubt import batch_sd
 
 MAX_FACTOR = 16
 
@@ -40,10 +41,19 @@ class HostAdvice:
     reason: str = ""
     words: str = ""  # a change that is no key (the optimizer's implementation)
     unadvised: bool = False  # priced, but no faster or within the noise: `reason` says so (gain_unclear)
+    factor: int = 1  # the batch per GPU over the run's
+    t90: tuple[float, float] | None = None  # the predicted T's 90% interval
 
     @property
     def gain_s(self) -> float:
         return self.t_s - self.predicted_t_s
+
+    def term_sd(self) -> dict[str, float]:
+        """The batch model is the one modelled term: the predicted T at `factor` times the batch, as compute at a
+        batch size not run (cockpit.forecast.term_doubt.batch_sd)."""
+        if self.predicted_t_s != self.predicted_t_s or self.factor <= 1:
+            return {}
+        return {"batch": batch_sd(self.factor, self.predicted_t_s)}
 
     @property
     def setting(self) -> str:
@@ -56,7 +66,8 @@ class HostAdvice:
         if self.predicted_t_s != self.predicted_t_s:
             return f"{lead}try {self.setting}: {self.reason if self.unadvised else f'not predicted ({self.reason})'}"
         mfu = (f", MFU {self.mfu:.1%} → {self.predicted_mfu:.1%}" if self.mfu == self.mfu else "")
-        return (f"{lead}set {self.setting} → predicted T {self.t_s:.2f} s → {self.predicted_t_s:.2f} s{mfu}"
+        return (f"{lead}set {self.setting} → predicted T {self.t_s:.2f} s → {self.predicted_t_s:.2f} s"
+                f"{t90_words(self.t90)}{mfu}"
                 + (f" ({self.memory})" if self.memory else ""))
 
 
@@ -102,7 +113,8 @@ def batch_advice(rec: dict[str, Any]) -> HostAdvice:
     unclear = gain_unclear(t, predicted, None)
     if unclear:
         return HostAdvice(keys, loss, t, mfu, reason=unclear, unadvised=True)
-    return HostAdvice(keys, loss, t, mfu, predicted, mfu * t / predicted if mfu == mfu else math.nan, memory)
+    return HostAdvice(keys, loss, t, mfu, predicted, mfu * t / predicted if mfu == mfu else math.nan, memory,
+                      factor=factor)
 
 
 def advise_host_bound(rec: dict[str, Any]) -> list[HostAdvice]:

@@ -47,10 +47,19 @@ class Advice:
     alternatives: tuple[Advice, ...] = field(default=(), compare=False)
     label: str = ""  # the term's label for this run (explain.term_label: comm by the kinds it issued)
     unadvised: bool = False  # predicted, but no faster or within the noise: `reason` says so (gain_unclear)
+    t90: tuple[float, float] | None = field(default=None, compare=False)  # the predicted T's 90% interval
 
     @property
     def gain_s(self) -> float:
         return self.t_s - self.predicted.t_s if self.predicted is not None else math.nan
+
+    @property
+    def predicted_t_s(self) -> float:
+        return self.predicted.t_s if self.predicted is not None else math.nan
+
+    def term_sd(self) -> dict[str, float]:
+        """The sd in seconds of each modelled term of the predicted T (cockpit.forecast.interval.for_terms)."""
+        return dict(self.predicted.term_sd) if self.predicted is not None else {}
 
     @property
     def setting(self) -> str:
@@ -70,9 +79,14 @@ class Advice:
         p = self.predicted
         if p is None:
             return f"{lead}try {self.setting}: {self.reason if self.unadvised else f'not predicted ({self.reason})'}"
-        text = (f"{lead}set {self.setting} → predicted T {self.t_s:.2f} s → {p.t_s:.2f} s, "
+        text = (f"{lead}set {self.setting} → predicted T {self.t_s:.2f} s → {p.t_s:.2f} s{t90_words(self.t90)}, "
                 f"E {units.percent(self.efficiency)} → {units.percent(p.efficiency)}")
         return text + " (extrapolated)" if p.extrapolated else text
+
+
+def t90_words(t90: tuple[float, float] | None) -> str:
+    """` (90% 3.40-4.07 s)` after a predicted T, where the study's error model gave it one."""
+    return f" (90% {t90[0]:.2f}-{t90[1]:.2f} s)" if t90 is not None else ""
 
 
 def advise(rec: dict[str, Any], recorded: Recorded, links: prediction.Links) -> list[Advice]:
