@@ -108,11 +108,12 @@ def test_the_explanation_names_each_strategys_collectives(ran: Ran) -> None:
     said = {k: r["explanation"] for k, r in ran.table("Where the efficiency went").items()}
     assert "exposed all-gather and reduce-scatter (all-gather" in said[("fsdp", "1×2")]
     assert "all-reduce" not in said[("fsdp", "1×2")].split(". Largest")[0]
-    assert "exposed all-reduce and broadcast" in said[("zero1", "1×2")]
-    ddp = said[("ddp", "1×2")]
+    ddp, zero1 = said[("ddp", "1×2")], said[("zero1", "1×2")]
     assert "broadcast" not in ddp
-    # DDP's one collective is the smallest: on a loaded machine its 2-worker run can beat the 1-worker
-    # baseline's pace, and the explanation then rightly says "no loss" and names none
+    # DDP's and ZeRO-1's collectives are the smallest: on a loaded machine their 2-worker runs can beat the
+    # 1-worker baseline's pace, and the explanation then rightly says "no loss" and names none (FSDP's, three
+    # times the bytes, is named above)
+    assert "exposed all-reduce and broadcast" in zero1 or zero1.startswith("no loss: T at the baseline's work")
     assert "exposed all-reduce" in ddp or ddp.startswith("no loss: T at the baseline's work")
 
 
