@@ -252,10 +252,13 @@ def narrowing_words(plan: Plan) -> str:
                                        line.node_hours, line.predicted.t_s))  # type: ignore[union-attr]
     assert best.predicted is not None
     new = (best.nodes, best.predicted.workers) not in measured
+    terms = best.predicted.term_sd
+    largest = max(terms, key=lambda k: terms[k], default="")
     return (f"the intervals are wide (median +-{math.expm1(wide):.0%}); the run that narrows them "
             f"most: {best.label} (predicted T {best.predicted.t_s:.2f} s, {hours(best.node_hours)} node-hours"
             + (", a scale no finished run has measured" if new else ", the cheapest to measure")
-            + "): each finished prediction is a miss the intervals are built from")
+            + (f"; its largest modelled term: {largest}, sd {terms[largest]:.2f} s" if largest else "")
+            + "): each finished prediction is a miss the intervals are built from, and its run refits its terms")
 
 
 def hours(value: float | None) -> str:

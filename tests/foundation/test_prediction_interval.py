@@ -149,6 +149,9 @@ def test_a_wide_interval_names_the_run_that_narrows_it_most(tmp_path):
     assert todo and words.startswith(f"the intervals are wide (median +-{math.expm1(median):.0%}); ")
     cheapest = min(todo, key=lambda line: (line.node_hours, line.predicted.t_s))
     assert f"the run that narrows them most: {cheapest.label} (predicted T {cheapest.predicted.t_s:.2f} s" in words
+    terms = cheapest.predicted.term_sd
+    largest = max(terms, key=lambda k: terms[k])  # 4 CPU workers on a node: a term it models, named in seconds
+    assert f"; its largest modelled term: {largest}, sd {terms[largest]:.2f} s)" in words
     assert words in prediction_lines(wider)  # printed by cockpit plan and the plan dialog
 
 
