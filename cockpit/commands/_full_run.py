@@ -105,9 +105,9 @@ def outcome_of(study: Study, args: argparse.Namespace, *, plan: Plan | None = No
 
 
 def full_run_table(study: Study, outcome: FullRunPlan) -> TextTable:
-    from cockpit.forecast.full_run_words import CAPTION, HEADERS, shown_columns, table_rows
+    from cockpit.forecast.full_run_words import CAPTION, shown_table
 
-    shown = shown_columns(outcome)
-    rows = [Row(tuple(cells[i] for i in shown)) for cells in table_rows(outcome)]
-    columns = [Column(HEADERS[i], justify="left" if i < 2 else "right", overflow="fold") for i in shown]
+    headers, cells = shown_table(outcome)  # the configuration's two naming columns first, always shown
+    rows = [Row(tuple(row)) for row in cells]
+    columns = [Column(h, justify="left" if i < 2 else "right", overflow="fold") for i, h in enumerate(headers)]
     return TextTable(f"{study.name}: full run of {outcome.run.words()}", CAPTION, columns, rows)

@@ -249,7 +249,7 @@ def _analysed(run: dict[str, Any], base: dict[str, Any] | None, links: predictio
     rec["verdict"], rec["explanation"] = explain.verdicts({**rec, "status": "completed"})
     rec["advice_items"] = advice.advise(rec, recorded, links) if base is not None else []
     rec["host_advice"] = advise_host_bound(rec)  # a host-bound run's changes, the priced one first
-    rec["advice"] = advice_words(rec)
+    rec["advice"] = ""  # said once the study's spread gives each predicted T its interval (with_advice_intervals)
     return rec
 
 
@@ -261,7 +261,7 @@ def advice_words(rec: dict[str, Any]) -> str:
 
 def with_advice_intervals(rows: list[dict[str, Any]], spread: interval.Spread) -> None:
     """Each advised change's predicted T with its 90% interval (the study's spread widened by the forecast's own
-    terms: interval.for_terms), its alternatives' too, and the advice text said again with them."""
+    terms: interval.for_terms), its alternatives' too, and each row's advice text said with them."""
     def t90(item: advice.Advice | HostAdvice) -> tuple[float, float] | None:
         t = item.predicted_t_s
         if not (math.isfinite(t) and t > 0):
@@ -274,10 +274,9 @@ def with_advice_intervals(rows: list[dict[str, Any]], spread: interval.Spread) -
         return replace(item, t90=t90(item), **more)
 
     for r in rows:
-        if r.get("advice_items") or r.get("host_advice"):
-            r["advice_items"] = [dressed(a) for a in r.get("advice_items") or []]
-            r["host_advice"] = [dressed(h) for h in r.get("host_advice") or []]
-            r["advice"] = advice_words(r)
+        r["advice_items"] = [dressed(a) for a in r["advice_items"]]
+        r["host_advice"] = [dressed(h) for h in r["host_advice"]]
+        r["advice"] = advice_words(r)
 
 
 def _predicted(run: dict[str, Any], base: dict[str, Any], work: float, links: prediction.Links) -> dict[str, Any]:

@@ -51,12 +51,13 @@ def wait_words(plan: FullRunPlan, row: FullRunRow) -> str:
     return f"{_short(plan, start)} ({duration(wait)})" if wait >= 60 else "now"
 
 
-def shown_columns(plan: FullRunPlan) -> list[int]:
-    """The HEADERS worth a column (their indices): kWh and cost only where some row has them, the 90% columns
-    only where some T is predicted: every view of the table shows the same ones."""
+def shown_table(plan: FullRunPlan) -> tuple[list[str], list[list[str]]]:
+    """The table every view shows (headers, a row of cells per configuration): HEADERS and table_rows less the
+    columns with nothing to say, kWh and cost where no row has them, the 90% columns where no T is predicted."""
     interval = any(r.t_s is not None and r.t_s.low != r.t_s.high for r in plan.rows)
-    return [i for i, h in enumerate(HEADERS) if (h not in ("kWh", "cost") or any(
+    shown = [i for i, h in enumerate(HEADERS) if (h not in ("kWh", "cost") or any(
         getattr(r, h.lower()) is not None for r in plan.rows)) and ("90%" not in h or interval)]
+    return [HEADERS[i] for i in shown], [[cells[i] for i in shown] for cells in table_rows(plan)]
 
 
 def table_rows(plan: FullRunPlan) -> list[tuple[str, ...]]:

@@ -9,7 +9,7 @@ import html
 from pathlib import Path
 
 from cockpit.forecast.full_run import FullRunPlan
-from cockpit.forecast.full_run_words import HEADERS, records, shown_columns, summary_lines, table_rows
+from cockpit.forecast.full_run_words import records, shown_table, summary_lines
 from cockpit.report import html_tables, tables
 
 TITLE = "Time to result"
@@ -26,20 +26,15 @@ def _intro() -> str:
             "measured). Every input is in the lines under the table; full_run.csv holds each figure's interval.")
 
 
-def _table(plan: FullRunPlan) -> tuple[list[str], list[list[str]]]:
-    shown = shown_columns(plan)
-    return [HEADERS[i] for i in shown], [[cells[i] for i in shown] for cells in table_rows(plan)]
-
-
 def markdown_section(plan: FullRunPlan) -> list[str]:
-    headers, body = _table(plan)
+    headers, body = shown_table(plan)
     return [f"## {_title(plan)}", "", _intro(), "",
             tables.markdown_table(headers, body) if body else "_no configuration has figures for the full run_", "",
             *(f"- {line}" for line in summary_lines(plan))]
 
 
 def html_section(plan: FullRunPlan) -> str:
-    headers, body = _table(plan)
+    headers, body = shown_table(plan)
     table = html_tables.html_table(headers, body) if body else "<p><em>no configuration has figures</em></p>"
     lines = "".join(f"<li>{html.escape(line)}</li>" for line in summary_lines(plan))
     return f"<h2>{html.escape(_title(plan))}</h2><p>{html.escape(_intro())}</p>{table}<ul>{lines}</ul>"

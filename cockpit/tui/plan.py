@@ -238,9 +238,9 @@ class PlanScreen(ModalScreen[bool | str], HelpContext):
             from cockpit.forecast import full_run_words as words
 
             self.query_one("#whatif-title", Static).update(Text(f"Full run of {outcome.run.words()}", style="bold"))
-            shown = words.shown_columns(outcome)
-            table.add_columns(*(words.HEADERS[i] for i in shown))
-            rows = [tuple(cells[i] for i in shown) for cells in words.table_rows(outcome)]
+            headers, cells = words.shown_table(outcome)
+            table.add_columns(*headers)
+            rows = [tuple(row) for row in cells]
             lines, caption = words.summary_lines(outcome), words.CAPTION
         else:
             self.query_one("#whatif-title", Static).update(Text(title(outcome), style="bold"))
