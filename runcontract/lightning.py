@@ -53,6 +53,14 @@ else:
     Callback = _lightning().Callback
 
 
+def _is_sigterm_stop(exception: BaseException) -> bool:
+    """Lightning's SIGTERMException: its loop ends the fit at a batch's end because a SIGTERM arrived."""
+    package = _lightning().__name__
+    exceptions = importlib.import_module(f"{package}.utilities.exceptions")
+    stop = getattr(exceptions, "SIGTERMException", None)
+    return stop is not None and isinstance(exception, stop)
+
+
 class RunContractCallback(Callback):
     """Pass in `Trainer(callbacks=[...])`; give `ckpt_path=callback.ckpt_path` to `fit`. `run`: a Run of your own
     (default: Run(mode="callback"))."""
@@ -95,14 +103,18 @@ class RunContractCallback(Callback):
         if trainer.world_size > 1:  # every worker stops at the same batch, or none does
             stop = bool(trainer.strategy.reduce_boolean_decision(stop, all=False))
         if stop and not self._saved:
-            if not self.run.should_stop:
-                self.run.request_stop("SIGTERM")  # another worker's signal
-            self.hooks.flush()  # the batch's end ends the step its last optimizer step ended
-            trainer.save_checkpoint(self.checkpoint)
-            self.run.checkpointed(path=CHECKPOINT_FILE)
-            self._saved = True
+            self._save(trainer)
             trainer.should_stop = True
             trainer._signal_connector.received_sigterm = False  # the fit ends here, as should_stop says
+
+    def _save(self, trainer: Any) -> None:
+        """Lightning's checkpoint into the run directory, at the end of a training batch; the run ends with 75."""
+        if not self.run.should_stop:
+            self.run.request_stop("SIGTERM")  # another worker's signal
+        self.hooks.flush()  # the batch's end ends the step its last optimizer step ended
+        trainer.save_checkpoint(self.checkpoint)
+        self.run.checkpointed(path=CHECKPOINT_FILE)
+        self._saved = True
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         code = self._end()
@@ -112,8 +124,12 @@ class RunContractCallback(Callback):
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
         if self._ended:
             return
-        if isinstance(exception, SystemExit) and self._saved:
-            exception.code = self._end()  # Lightning's own stop after our save: exit 75, as the contract says
+        if isinstance(exception, SystemExit) and (self._saved or _is_sigterm_stop(exception)):
+            # Lightning's own stop: the signal came after this batch's on_train_batch_end had looked (or another
+            # worker's did), so Lightning ends the fit at the batch's end with exit 0; save there, exit 75
+            if not self._saved:
+                self._save(trainer)
+            exception.code = self._end()
             return
         self.hooks.remove()
         self.hooks.notes()

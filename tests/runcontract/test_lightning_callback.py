@@ -13,7 +13,7 @@ import pytest
 
 from runcontract.contract import BREAKDOWN_PARTS, EXIT_CHECKPOINTED
 from runcontract.records import read_result, write_config
-from tests.runcontract.conftest import REPO, launch, start
+from tests.runcontract.conftest import REPO, SCRIPTS, launch, start
 
 pytest.importorskip("pytorch_lightning")
 
@@ -55,3 +55,19 @@ def test_sigterm_saves_lightnings_checkpoint_and_the_next_run_resumes(tmp_path):
     assert result["timing"]["resumes"] == 1 and result["timing"]["steps"] == saved + 10
     assert result["attribution"]["measured"]["optimizer_steps"] == 10  # this segment's: no step done twice
     assert result["timing"]["train_time_s"] > float(ended["train_time_s"])
+
+
+def test_a_signal_just_after_the_callback_looked_still_saves_and_exits_75(tmp_path):
+    """Lightning ends the fit itself at that batch's end (SIGTERMException, which would exit 0): the callback
+    saves there instead, so exit.json and the process both say 75 and the next run resumes."""
+    script = str(SCRIPTS / "lightning_late_signal.py")
+    assert launch(tmp_path, [sys.executable, script, "1000", "6"], timeout=280) == EXIT_CHECKPOINTED, (
+        (tmp_path / "stderr.log").read_text()[-3000:])
+    ended = json.loads((tmp_path / "exit.json").read_text())
+    assert ended["code"] == EXIT_CHECKPOINTED and ended["signal"] == "SIGTERM" and ended["step"] == 6
+    assert ended["checkpoint"] == "lightning-stop.ckpt" and (tmp_path / "lightning-stop.ckpt").is_file()
+    assert launch(tmp_path, [sys.executable, script, "10", "0"], timeout=280) == 0, (
+        (tmp_path / "stderr.log").read_text()[-3000:])
+    result = read_result(tmp_path)
+    assert result["timing"]["resumes"] == 1 and result["timing"]["steps"] == 10
+    assert result["attribution"]["measured"]["optimizer_steps"] == 4  # steps 7-10: none done twice
