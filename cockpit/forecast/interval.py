@@ -20,6 +20,11 @@ from dataclasses import dataclass, replace
 LEVEL = 0.90
 Z90 = 1.645  # the normal's two-sided 90% quantile
 MIN_MISSES = 3  # fewer finished predictions than this: no Student-t over the misses
+# The misses' spread is pooled with what they would spread by were the model exact (the run's and the baseline's
+# noise, sqrt(2) x the noise) counted as this many degrees of freedom: three misses alone give a t at 2 degrees
+# of freedom (2.92) over an sd that one loaded run sets (bench/README.md, 2026-11-29: +-83%); the misses take over
+# as they accrue.
+MISS_PRIOR_DF = 4
 # The run-to-run noise of T (sd of ln T) where the study has not repeated a configuration: the DDP row's three
 # runs on a quiet machine (bench/README.md, 2026-11-29: 7.0%). Pooled with the study's own repeats, which outweigh
 # it from NOISE_PRIOR_DF degrees of freedom on.
@@ -114,16 +119,20 @@ def noise_of(repeats: Iterable[Sequence[float]]) -> tuple[float, int, str]:
 def error_model(misses: Sequence[float], repeats: Iterable[Sequence[float]] = ()) -> Spread:
     """The study's spread. With MIN_MISSES or more misses (ln measured/predicted of finished configurations,
     against the prediction the plan makes now: cockpit.forecast.plan.PlanLine.miss): a Student-t prediction
-    interval, centre their mean, half-width t(n-1) x s x sqrt(1 + 1/n). With fewer: centred, as wide as the
-    largest miss seen (0 with none). Either way each prediction's own terms may widen it (:func:`for_terms`);
-    the noise of a run is the prior pooled with the repeats (noise_of)."""
+    interval, centre their mean, half-width t(n-1+MISS_PRIOR_DF) x s x sqrt(1 + 1/n), s their sd pooled with
+    sqrt(2) x the noise at MISS_PRIOR_DF degrees of freedom. With fewer: centred, as wide as the largest miss seen
+    (0 with none). Either way each prediction's own terms may widen it (:func:`for_terms`); the noise of a run is
+    the prior pooled with the repeats (noise_of)."""
     n = len(misses)
     noise, rep_df, noise_words = noise_of(repeats)
     if n >= MIN_MISSES:
         mean = sum(misses) / n
         sd = math.sqrt(sum((x - mean) ** 2 for x in misses) / (n - 1))
-        half = t_quantile(n - 1) * sd * math.sqrt(1 + 1 / n)
-        basis = (f"t over the misses of {n} finished configurations (mean {math.expm1(mean):+.1%}, sd {sd:.1%}); "
+        exact = math.sqrt(2) * noise  # how far the misses would spread were the model exact
+        pooled = math.sqrt(((n - 1) * sd**2 + MISS_PRIOR_DF * exact**2) / (n - 1 + MISS_PRIOR_DF))
+        half = t_quantile(n - 1 + MISS_PRIOR_DF) * pooled * math.sqrt(1 + 1 / n)
+        basis = (f"t over the misses of {n} finished configurations (mean {math.expm1(mean):+.1%}, sd {sd:.1%}, "
+                 f"pooled {pooled:.1%} with the noise's {exact:.1%} at {MISS_PRIOR_DF} degrees of freedom); "
                  f"{noise_words}")
         return Spread(mean, half, basis, n, rep_df, noise)
     seen = max((abs(m) for m in misses), default=0.0)

@@ -45,9 +45,12 @@ def test_three_misses_give_a_t_prediction_interval_computed_by_hand() -> None:
     spread = interval.error_model(misses)
     mean = sum(misses) / 3
     sd = math.sqrt(sum((m - mean) ** 2 for m in misses) / 2)
-    half = 2.920 * sd * math.sqrt(1 + 1 / 3)  # t(2 degrees of freedom) at 0.95
+    # their 2 degrees of freedom pooled with sqrt(2) x the noise prior 7% at 4: t(6) at 0.95
+    pooled = math.sqrt((2 * sd**2 + 4 * 2 * 0.07**2) / 6)
+    half = 1.943 * pooled * math.sqrt(1 + 1 / 3)
     assert spread.centre == pytest.approx(mean) and spread.half == pytest.approx(half)
     assert spread.basis.startswith("t over the misses of 3 finished configurations (mean +7.9%")  # geometric
+    assert f"pooled {pooled:.1%} with the noise's 9.9% at 4 degrees of freedom" in spread.basis
     iv = interval.interval(2.76, spread)
     assert iv.low == pytest.approx(2.76 * math.exp(mean - half)) and iv.high == pytest.approx(2.76 * math.exp(mean + half))
     assert iv.contains(2.76 * 1.08) and not iv.contains(2.76 * 2)
@@ -61,12 +64,11 @@ def test_a_speedup_scales_with_one_over_t() -> None:
 
 
 def test_repeated_runs_replace_the_noise_prior_as_they_accrue() -> None:
-    tight = [math.log(1.01), math.log(1.0), math.log(0.99)]
-    alone = interval.error_model(tight)
+    alone = interval.error_model([])  # no misses: the width is the noise's alone
     repeats = [[3.0, 3.6], [2.0, 2.5, 2.2]]
     sd, df = interval.repeat_spread(repeats)
     assert df == 3 and sd > 0.07
-    widened = interval.error_model(tight, repeats)
+    widened = interval.error_model([], repeats)
     pooled = math.sqrt((4 * 0.07**2 + 3 * sd**2) / 7)  # the prior counts as 4 degrees of freedom
     assert widened.noise == pytest.approx(pooled) and alone.noise == 0.07
     assert interval.for_terms(widened, 3.0, {}).half == pytest.approx(1.645 * pooled * math.sqrt(2))
@@ -207,3 +209,14 @@ def test_a_refit_prediction_keeps_the_misses_width_but_is_not_shifted_by_their_m
     refit = interval.for_terms(spread, 6.0, {"all_reduce": 0.1, interval.REFIT_TERM: 0.3})
     assert plain.centre == spread.centre and refit.centre == 0.0
     assert interval.interval(6.0, refit).contains(6.0) and not interval.interval(4.0, plain).contains(4.0)
+
+
+def test_three_scattered_misses_do_not_set_the_width_alone() -> None:
+    """One loaded run among three misses (sd 25%): pooled with what the noise alone would give, the interval is
+    narrower than a t at 2 degrees of freedom would make it, and wider than the noise alone."""
+    misses = [math.log(0.75), math.log(0.95), math.log(1.22)]
+    mean = sum(misses) / 3
+    sd = math.sqrt(sum((m - mean) ** 2 for m in misses) / 2)
+    spread = interval.error_model(misses)
+    assert spread.half < 2.920 * sd * math.sqrt(4 / 3)
+    assert spread.half > 1.645 * math.sqrt(2) * 0.07
