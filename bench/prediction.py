@@ -324,7 +324,7 @@ def part_loop(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any], verd
         verdicts.append(f"loop      {setting:50} gain predicted {pred_gain:+.2f} s, measured {meas_gain:+.2f} s "
                         + (f"({pred_gain / meas_gain - 1:+.0%}; target 25%: "
                            f"{'met' if abs(pred_gain / meas_gain - 1) <= TARGETS['loop'] else 'MISSED'}"
-                           if advised and meas_gain else f"(not advised: {c['advised'][:60]}")
+                           if advised and meas_gain else f"(not advised: {c['advised']}")
                         + f"; {furthest(f.parts, median_parts)})")
     return rows
 
