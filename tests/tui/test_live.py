@@ -18,11 +18,13 @@ from cockpit.tui.scaling import ScalingView
 from tests.studies import write_study
 
 
-async def wait_for(pilot, condition, timeout: float = 120.0) -> None:
+async def wait_for(pilot, condition, timeout: float = 120.0, shown=None) -> None:
+    """Pause the app until `condition()`; on the timeout, the failure says what `shown()` (the screen's text) had."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not condition():
-        assert loop.time() < deadline, "the live study did not get there in time"
+        assert loop.time() < deadline, "the live study did not get there in time" + (
+            f"; the screen said: {shown()[-2000:]}" if shown is not None else "")
         await pilot.pause(0.2)
 
 

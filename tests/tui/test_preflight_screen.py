@@ -28,8 +28,10 @@ async def test_a_failed_preflight_stays_on_screen_and_submits_nothing(tmp_path: 
         def text() -> str:
             return " ".join(" ".join(strip.text for strip in screen.query_one("#preflight-log").lines).split())
 
-        await wait_for(pilot, lambda: "FAILED preflight 1 node x 2 data mitdb" in text(), timeout=120)
-        assert "submitted job local-" in text() and "nothing of the study is submitted until it passes" in text()
+        # each line reaches the screen as its own message: wait for the report's last (its verdict), then read
+        await wait_for(pilot, lambda: "nothing of the study is submitted until it passes" in text(), timeout=120,
+                       shown=text)
+        assert "submitted job local-" in text() and "FAILED preflight 1 node x 2 data mitdb" in text()
         await pilot.pause(0.5)
         assert app.screen is screen  # it stays open on a failure
         assert session.store.jobs(session.runner.key) == []
