@@ -46,6 +46,9 @@ async def test_lines_that_come_before_the_screen_is_mounted_are_shown(tmp_path: 
         screen.add_line("preflight 1 node x 2: submitted job local-1")  # not mounted yet
         await app.push_screen(screen)
         await wait_for(pilot, lambda: bool(screen.query("#preflight-log")))
-        await pilot.pause()
-        log = " ".join(strip.text for strip in screen.query_one("#preflight-log").lines)
-        assert "submitted job local-1" in log
+
+        def log() -> str:
+            return " ".join(strip.text for strip in screen.query_one("#preflight-log").lines)
+
+        # the log renders its lines once it knows its size: wait for that, and fail if the line never shows
+        await wait_for(pilot, lambda: "submitted job local-1" in log(), timeout=60, shown=log)
