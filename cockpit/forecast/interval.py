@@ -3,11 +3,12 @@ prediction rests on.
 
 :func:`error_model` turns what the study has measured into its spread: the noise of a run (the pooled spread of
 its repeated runs, beside a stated prior) and the misses of its finished configurations (against the refit
-prediction). :func:`for_terms` gives one prediction its own half-width: the noise of the run and of its baseline,
-and each term the model priced rather than measured (cockpit.forecast.term_doubt: each collective, the wait for
-the slower rank, shared cores, compute at a batch not run, FSDP's wrapping, the refit's runs; `Prediction.term_sd`,
-seconds), never narrower than the misses say. :func:`interval` puts it around any figure the model predicts (T, node-hours, S, E, memory, kWh);
-:meth:`Interval.words` says it beside the number: "3.30 s, 90% between 3.05 and 3.60".
+prediction, pooled with the noise). :func:`for_terms` gives one prediction its own half-width: the noise of the
+run and of its baseline, and each term the model priced rather than measured (cockpit.forecast.term_doubt: each
+collective, the wait for the slower rank, shared cores, compute at a batch not run, FSDP's wrapping, the refit's
+runs; `Prediction.term_sd`, seconds), never narrower than the misses say. :func:`interval` puts it around any
+figure the model predicts (T, node-hours, S, E, memory, kWh); :meth:`Interval.words` says it beside the number:
+"3.30 s, 90% between 3.05 and 3.60".
 docs/prediction.md ("How sure a prediction is") states the rule and the priors.
 """
 

@@ -5,6 +5,7 @@ finished run's numbers as they arrive."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 from cockpit.run.session import open_session
@@ -18,7 +19,8 @@ from cockpit.tui.scaling import ScalingView
 from tests.studies import write_study
 
 
-async def wait_for(pilot, condition, timeout: float = 120.0, shown=None) -> None:
+async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 120.0,
+                   shown: Callable[[], str] | None = None) -> None:
     """Pause the app until `condition()`; on the timeout, the failure says what `shown()` (the screen's text) had."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
