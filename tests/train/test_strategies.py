@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -195,3 +197,16 @@ def test_prediction_prices_each_strategy_and_shards_memory_as_measured(pair_runs
     assert "exceeds the GPU's" in memory_flag(p["fsdp"].memory, "gpu", just_below)
     assert memory_flag(p["fsdp"].memory, "cpu", just_below) == ""
     assert memory_flag(p["fsdp"].memory, "gpu", just_below + 2) == ""
+
+
+def test_a_ddp_worker_never_loads_what_only_the_sharded_strategies_use() -> None:
+    """FSDP, DTensor, torch.distributed.checkpoint and ZeroRedundancyOptimizer cost a worker about 1.5 s of CPU
+    to import; the trainer, and the replicated strategies' layout, leave them to the runs that shard."""
+    heavy = ("torch.distributed.fsdp", "torch.distributed.tensor", "torch.distributed.checkpoint",
+             "torch.distributed.optim", "trainer.parallelism.fsdp", "trainer.parallelism.zero1")
+    code = ("import sys; from trainer.run.train import run; from trainer.parallelism.parallel import layout_of; "
+            "layout_of('ddp'); layout_of('none'); print(' '.join(sorted(sys.modules)))")
+    loaded = set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
+                                cwd=Path(__file__).resolve().parents[2]).stdout.split())
+    assert "trainer.parallelism.layout" in loaded and "torch.nn.parallel" in loaded
+    assert not [m for m in loaded if m.startswith(heavy)]

@@ -69,7 +69,7 @@ class Trainer:
     init_note: str | None
     hostnames: list[str]
     ckpt_path: Path
-    memory: dict[str, int] | None = None  # parallel.held_bytes after this segment's first step
+    memory: dict[str, int] | None = None  # Parallel.held_bytes after this segment's first step
     train_peak_bytes: int = 0  # the device's peak at the end of training (before evaluation)
 
 
@@ -118,7 +118,7 @@ def build(s: Settings, d: Dist, data: sources.Data | None) -> Trainer:
     validator = Validator(s, data, d, autocast, state)
 
     if state is not None:
-        prog = checkpoint.restore(state, ckpt_path, s, d, raw, optimizer, scaler)
+        prog = checkpoint.restore(state, ckpt_path, s, d, par, scaler)
         prog.prepare_s += data.prepare_s
         log.info("resumed from %s at step %d/%d (T so far %.3f s)", ckpt_path, prog.step, total_steps,
                  prog.train_time_s)

@@ -26,11 +26,10 @@ from runcontract.modes import make_dirs, protect
 from runcontract.records import read_exit
 from trainer import rundir
 from trainer.config_keys import TRAINER_KEYS
-from trainer.parallelism import parallel
 
 if TYPE_CHECKING:
-    from trainer.model import HeartLanguageModel
     from trainer.parallelism.distributed import Dist
+    from trainer.parallelism.parallel import Parallel
     from trainer.settings import Settings
 
 FORMAT = "hlm-checkpoint-1"
@@ -111,8 +110,7 @@ def load(path: Path) -> dict[str, Any]:
     return payload
 
 
-def save_resumable(path: Path, d: Dist, raw: HeartLanguageModel, optimizer: torch.optim.Optimizer,
-                   scaler: torch.amp.GradScaler, prog: Progress, s: Settings,
+def save_resumable(path: Path, d: Dist, par: Parallel, scaler: torch.amp.GradScaler, prog: Progress, s: Settings,
                    best_model: dict[str, torch.Tensor] | None) -> float:
     """After a stop signal: every rank's RNG state to rank 0, which writes checkpoint.pt; all ranks then meet.
     Returns the seconds it took (exit.json `checkpoint_save_s`)."""
@@ -123,15 +121,16 @@ def save_resumable(path: Path, d: Dist, raw: HeartLanguageModel, optimizer: torc
     shards: str | None = None
     model_state: dict[str, Any] | None = None
     optim_state: dict[str, Any] | None = None
-    if parallel.shards_state(raw):
+    raw, optimizer = par.root, par.optimizer
+    if par.layout.shards_state:
         shards = f"{rundir.SHARDS_DIR}/step-{prog.step:08d}"
         if d.is_main:
             shutil.rmtree(path.parent / shards, ignore_errors=True)  # a save of this step that was cut short
             make_dirs(path.parent / shards)
         distributed.barrier(d)
-        parallel.save_shards(raw, optimizer, path.parent / shards)  # every rank its own file
+        par.layout.save_shards(raw, optimizer, path.parent / shards)  # every rank its own file
     else:
-        model_state, optim_state = parallel.checkpoint_state(raw, optimizer, d)
+        model_state, optim_state = par.layout.checkpoint_state(raw, optimizer, d)
     distributed.barrier(d)  # every rank's shards are written before checkpoint.pt names them
     if d.is_main:
         save(path, {"model": model_state, "optimizer": optim_state, "shards": shards, "scaler": scaler.state_dict(),
@@ -158,8 +157,7 @@ def remove_shards(run_dir: Path, keep: str | None = None) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def restore(state: dict[str, Any], path: Path, s: Settings, d: Dist, raw: torch.nn.Module,
-            optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler) -> Progress:
+def restore(state: dict[str, Any], path: Path, s: Settings, d: Dist, par: Parallel, scaler: torch.amp.GradScaler) -> Progress:
     """Load a checkpoint into the model, optimizer, scaler and RNGs; refuse one from another layout."""
     from trainer.settings import ConfigError
 
@@ -176,9 +174,9 @@ def restore(state: dict[str, Any], path: Path, s: Settings, d: Dist, raw: torch.
         if not (shards / ".metadata").is_file():
             raise ConfigError(f"{path} names its sharded state {shards}, which is missing or incomplete: "
                               "delete checkpoint.pt to start the run over")
-        parallel.load_shards(raw, optimizer, shards)
+        par.layout.load_shards(par.root, par.optimizer, shards)
     else:
-        parallel.load_checkpoint_state(raw, optimizer, state["model"], state["optimizer"])
+        par.layout.load_checkpoint_state(par.root, par.optimizer, state["model"], state["optimizer"])
     scaler.load_state_dict(state["scaler"])
     set_rng_state(state["rng"][d.rank])
     prog = Progress(**state["progress"])

@@ -17,7 +17,7 @@ from runcontract.records import Result, ResultEnergy, ResultGpuUse, ResultMemory
 from trainer import rundir
 from trainer.measure import provenance
 from trainer.measure.timing import peak_memory_bytes, peak_source
-from trainer.parallelism import distributed, parallel
+from trainer.parallelism import distributed
 from trainer.run import checkpoint, profiling
 from trainer.run.build import Trainer
 from trainer.run.loop import LoopEnd
@@ -32,7 +32,7 @@ log = logging.getLogger("hlm.train")
 def save_model(t: Trainer) -> float:
     """model.pt (the final, or best validated, weights) by rank 0; all ranks meet. Returns its seconds."""
     t0 = time.perf_counter()
-    weights = parallel.full_weights(t.raw)  # every rank: FSDP gathers the shards
+    weights = t.par.layout.full_weights(t.raw)  # every rank: FSDP gathers the shards
     if t.d.is_main:
         checkpoint.save(t.s.run_dir / rundir.MODEL_FILE, {"model": weights, "model_config": t.raw.cfg.to_dict(),
                                                           "mode": t.s.axes.mode, "data": t.data.info})
@@ -48,7 +48,7 @@ def evaluate(t: Trainer) -> tuple[dict[str, Any] | None, float]:
     t0 = time.perf_counter()
     if not s.train.eval or data.test is None:
         return None, time.perf_counter() - t0
-    model = parallel.plain_model(t.raw)  # unsharded: each rank scores its own windows
+    model = t.par.layout.plain_model(t.raw)  # unsharded: each rank scores its own windows
     if data.classes:
         scores = classify(model, data.test, data.classes, d, s.axes.batch_size, t.autocast, records=data.test_item_records)
         log.info("test split: %d windows scored in %.1f s (%.0f windows/s); accuracy %.4f, macro-F1 %.4f",

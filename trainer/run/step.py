@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from trainer.measure.timing import Mark
-from trainer.parallelism import parallel
 from trainer.settings import Settings
 
 if TYPE_CHECKING:
@@ -121,12 +120,12 @@ def train_step(t: Trainer, batches: Batches, prog: Progress, lr: float) -> StepT
     o0 = clock.mark()
     with t.ranges.part("optimizer"):
         t.scaler.unscale_(t.optimizer)
-        grad_norm = batches.held_norm = parallel.total_norm(torch.nn.utils.clip_grad_norm_(
+        grad_norm = batches.held_norm = t.par.layout.total_norm(torch.nn.utils.clip_grad_norm_(
             t.params, s.train.grad_clip if s.train.grad_clip > 0 else math.inf))
         t.scaler.step(t.optimizer)
         t.scaler.update()
         if t.memory is None:  # counted once per segment, while the gradients and the optimizer state exist
-            t.memory = parallel.held_bytes(t.raw, t.optimizer)
+            t.memory = t.par.held_bytes()
         t.optimizer.zero_grad(set_to_none=True)
     o1 = clock.mark()
     timed_opt = t.comm.timed_s - timed0 - timed_fb

@@ -139,7 +139,7 @@ def _train(s: Settings, d: Dist, data: sources.Data | None, launch: float, launc
     end = train_loop(t, stop, launch)  # T
 
     if end.stop_reason is not None:  # checkpoint on signal
-        save_s = checkpoint.save_resumable(t.ckpt_path, d, t.raw, t.optimizer, t.scaler, prog, s,
+        save_s = checkpoint.save_resumable(t.ckpt_path, d, t.par, t.scaler, prog, s,
                                            t.validator.best_state)
         raise Interrupted(f"{end.stop_reason}: checkpointed at step {prog.step}/{t.total_steps} after T = "
                           f"{prog.train_time_s:.3f} s; run the same directory again to resume",
