@@ -199,14 +199,16 @@ def test_prediction_prices_each_strategy_and_shards_memory_as_measured(pair_runs
     assert memory_flag(p["fsdp"].memory, "gpu", just_below + 2) == ""
 
 
-def test_a_ddp_worker_never_loads_what_only_the_sharded_strategies_use() -> None:
-    """FSDP, DTensor, torch.distributed.checkpoint and ZeroRedundancyOptimizer cost a worker about 1.5 s of CPU
-    to import; the trainer, and the replicated strategies' layout, leave them to the runs that shard."""
+def test_a_ddp_worker_never_loads_what_only_some_runs_use() -> None:
+    """FSDP, DTensor, torch.distributed.checkpoint and ZeroRedundancyOptimizer (about 1.5 s of a worker's CPU
+    at start-up), and scipy.signal (about 1 s: only the atrial lock and some tokenizers filter), are left to
+    the runs that use them."""
     heavy = ("torch.distributed.fsdp", "torch.distributed.tensor", "torch.distributed.checkpoint",
-             "torch.distributed.optim", "trainer.parallelism.fsdp", "trainer.parallelism.zero1")
-    code = ("import sys; from trainer.run.train import run; from trainer.parallelism.parallel import layout_of; "
-            "layout_of('ddp'); layout_of('none'); print(' '.join(sorted(sys.modules)))")
+             "torch.distributed.optim", "trainer.parallelism.fsdp", "trainer.parallelism.zero1", "scipy.signal")
+    code = ("import sys; from trainer.run.train import run; import trainer.data.dataset; "
+            "from trainer.parallelism.parallel import layout_of; layout_of('ddp'); layout_of('none'); "
+            "print(' '.join(sorted(sys.modules)))")
     loaded = set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
                                 cwd=Path(__file__).resolve().parents[2]).stdout.split())
-    assert "trainer.parallelism.layout" in loaded and "torch.nn.parallel" in loaded
+    assert {"trainer.parallelism.layout", "torch.nn.parallel", "trainer.data.atrial_lock"} <= loaded
     assert not [m for m in loaded if m.startswith(heavy)]

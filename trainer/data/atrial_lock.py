@@ -16,7 +16,6 @@ ratio does not depend on scale).
 from __future__ import annotations
 
 import numpy as np
-from scipy.signal import butter, sosfiltfilt
 
 P_WINDOW_S = (0.30, 0.06)  # the P-wave window: from 300 ms to 60 ms before the R peak
 BAND_HZ = (1.0, 30.0)  # what is kept of the signal before the windows are cut
@@ -34,6 +33,10 @@ def atrial_lock(signal: np.ndarray, fs: float, beats: np.ndarray) -> np.ndarray:
     x = np.where(np.isfinite(x), x, np.nanmedian(x) if np.isfinite(x).any() else 0.0)
     high = min(BAND_HZ[1], 0.45 * fs)
     if len(x) > 30:  # sosfiltfilt needs more samples than its padding
+        # imported here, as in tokenizers.py and noise.py: scipy.signal costs a worker about 1 s of CPU at
+        # start-up, and only the runs that compute the lock use it
+        from scipy.signal import butter, sosfiltfilt
+
         x = sosfiltfilt(butter(2, (BAND_HZ[0], high), btype="band", fs=fs, output="sos"), x)
     start, stop = (max(1, int(round(s * fs))) for s in P_WINDOW_S)
     idx = np.clip(beats[:, None] + np.arange(-start, -stop)[None, :], 0, len(x) - 1)
