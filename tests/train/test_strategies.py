@@ -199,12 +199,10 @@ def test_prediction_prices_each_strategy_and_shards_memory_as_measured(pair_runs
     assert memory_flag(p["fsdp"].memory, "gpu", just_below + 2) == ""
 
 
-def test_a_ddp_worker_never_loads_what_only_some_runs_use() -> None:
-    """FSDP, DTensor, torch.distributed.checkpoint and ZeroRedundancyOptimizer (about 1.5 s of a worker's CPU
-    at start-up), and scipy.signal (about 1 s: only the atrial lock and some tokenizers filter), are left to
-    the runs that use them."""
-    heavy = ("torch.distributed.fsdp", "torch.distributed.tensor", "torch.distributed.checkpoint",
-             "torch.distributed.optim", "trainer.parallelism.fsdp", "trainer.parallelism.zero1", "scipy.signal")
+def test_a_ddp_worker_loads_neither_the_sharded_strategies_nor_scipy_signal() -> None:
+    """The sharded strategies' modules are imported by the runs that shard, and scipy.signal (about 1 s of a
+    worker's CPU at start-up: bench/worker_startup.py) by the runs that filter."""
+    heavy = ("trainer.parallelism.fsdp", "trainer.parallelism.zero1", "scipy.signal")
     code = ("import sys; from trainer.run.train import run; import trainer.data.dataset; "
             "from trainer.parallelism.parallel import layout_of; layout_of('ddp'); layout_of('none'); "
             "print(' '.join(sorted(sys.modules)))")

@@ -34,7 +34,7 @@ def atrial_lock(signal: np.ndarray, fs: float, beats: np.ndarray) -> np.ndarray:
     high = min(BAND_HZ[1], 0.45 * fs)
     if len(x) > 30:  # sosfiltfilt needs more samples than its padding
         # imported here, as in tokenizers.py and noise.py: scipy.signal costs a worker about 1 s of CPU at
-        # start-up, and only the runs that compute the lock use it
+        # start-up (bench/worker_startup.py), and only the runs that compute the lock use it
         from scipy.signal import butter, sosfiltfilt
 
         x = sosfiltfilt(butter(2, (BAND_HZ[0], high), btype="band", fs=fs, output="sos"), x)

@@ -3,8 +3,9 @@ wrapping the model, building the optimizer, counting what a rank holds, saving a
 model for evaluation.
 
 `Layout` is the replicated case (one process, or DDP): every rank holds everything. ZeRO-1 (`zero1.py`) and
-FSDP (`fsdp.py`) override what differs, each in its own module: importing FSDP, DTensor and
-torch.distributed.checkpoint costs a worker about 1.5 s of CPU at start-up, which a DDP run never needs.
+FSDP (`fsdp.py`) override what differs, each in its own module, imported by the runs that use it: what a
+strategy does to the state is read in one place, and no other module tests a model or optimizer for a
+sharded type.
 """
 
 from __future__ import annotations
