@@ -5,7 +5,7 @@ into the CommMeter; a checkpoint is written shard by shard with torch.distribute
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 import torch.distributed as dist
@@ -87,8 +87,7 @@ class FSDPLayout(Layout):
         return mixed
 
     def gradient_sync(self, root: nn.Module, on: bool) -> None:
-        if isinstance(root, FSDPModule):
-            root.set_requires_gradient_sync(on)
+        cast(FSDPModule, root).set_requires_gradient_sync(on)
 
     def local_bytes(self, tensor: torch.Tensor) -> int:
         """A sharded DTensor by its local shard."""
@@ -114,15 +113,11 @@ class FSDPLayout(Layout):
 
     def full_weights(self, raw: nn.Module) -> dict[str, Any]:
         """Gathered from the shards: every rank calls it."""
-        if isinstance(raw, FSDPModule):
-            return get_model_state_dict(raw, options=StateDictOptions(full_state_dict=True))
-        return raw.state_dict()
+        return get_model_state_dict(raw, options=StateDictOptions(full_state_dict=True))
 
     def plain_model(self, raw: HeartLanguageModel) -> HeartLanguageModel:
         """An unwrapped copy holding the full weights: each rank scores its own windows, which sharded forwards
         cannot (they are collectives)."""
-        if not isinstance(raw, FSDPModule):
-            return raw
         weights = self.full_weights(raw)
         device = next(iter(weights.values())).device
         with torch.random.fork_rng(devices=[]), torch.device("meta"):

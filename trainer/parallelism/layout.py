@@ -24,6 +24,11 @@ if TYPE_CHECKING:
     from trainer.settings import Settings
 
 
+def adamw_options(s: Settings, impl: dict[str, bool]) -> dict[str, Any]:
+    """AdamW's settings for every strategy: the learning rate, the betas, and `impl` (fused or foreach)."""
+    return {"lr": s.train.lr, "betas": (0.9, 0.95), **impl}
+
+
 class Layout:
     """Every rank holds the whole model and optimizer state (one process, or DDP)."""
 
@@ -36,7 +41,7 @@ class Layout:
     def optimizer(self, groups: list[dict[str, Any]], s: Settings, meter: CommMeter,
                   impl: dict[str, bool]) -> torch.optim.Optimizer:
         """AdamW over the parameter groups, with the implementation flag `impl` (fused or foreach)."""
-        return torch.optim.AdamW(groups, lr=s.train.lr, betas=(0.9, 0.95), **impl)
+        return torch.optim.AdamW(groups, **adamw_options(s, impl))
 
     def gradient_sync(self, root: nn.Module, on: bool) -> None:
         """Before a micro-batch: whether its backward synchronises the gradients (DDP's is `no_sync`)."""

@@ -3,12 +3,12 @@ updates the optimizer state of its share of the parameters, then broadcasts its 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch.distributed.optim import ZeroRedundancyOptimizer
 
-from trainer.parallelism.layout import Layout
+from trainer.parallelism.layout import Layout, adamw_options
 
 if TYPE_CHECKING:
     from torch import nn
@@ -34,21 +34,19 @@ class ZeroLayout(Layout):
 
     def optimizer(self, groups: list[dict[str, Any]], s: Settings, meter: CommMeter,
                   impl: dict[str, bool]) -> torch.optim.Optimizer:
-        optimizer = _TimedZero(groups, optimizer_class=torch.optim.AdamW, lr=s.train.lr, betas=(0.9, 0.95), **impl)
+        optimizer = _TimedZero(groups, optimizer_class=torch.optim.AdamW, **adamw_options(s, impl))
         optimizer.meter = meter
         return optimizer
 
     def local_optimizer(self, optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
         """The local optimizer: the state of this rank's share."""
-        return optimizer.optim if isinstance(optimizer, ZeroRedundancyOptimizer) else optimizer
+        return cast(ZeroRedundancyOptimizer, optimizer).optim
 
     def checkpoint_state(self, raw: nn.Module, optimizer: torch.optim.Optimizer,
                          d: Dist) -> tuple[dict[str, Any], dict[str, Any]]:
         """The optimizer state consolidated on rank 0 first (torch saves it no other way)."""
-        if isinstance(optimizer, ZeroRedundancyOptimizer):
-            optimizer.consolidate_state_dict(to=0)
-            return raw.state_dict(), optimizer.state_dict() if d.is_main else {}
-        return super().checkpoint_state(raw, optimizer, d)
+        cast(ZeroRedundancyOptimizer, optimizer).consolidate_state_dict(to=0)
+        return raw.state_dict(), optimizer.state_dict() if d.is_main else {}
 
 
 def layout(strategy: str) -> Layout:
