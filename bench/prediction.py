@@ -5,6 +5,10 @@ The parts, each a real study of this machine (`--parts`, all by default):
 
 - ``ddp``: a DDP row of 2 local gloo workers from the 1-worker baseline (strong scaling, the same samples),
   trained `--repeats` times (bench/ddp_scaling.py's runs).
+
+Each baseline (of ddp, strategies and each nodes study) runs `--baseline-runs` times and the predictions are made
+from their mean, as a study with [study].baseline_runs does (cockpit.forecast.baseline_runs); their spread is a
+repeat the intervals' noise is pooled from.
 - ``strategies``: the same on 2 gloo ranks with each strategy (ddp, zero1, fsdp, fsdp_noreshard;
   bench/strategies.py's runs): T and the memory per rank.
 - ``nodes``: 2 nodes x 1 worker on the test Slurm from each study's own 1-node baseline, `--repeats` studies
@@ -51,7 +55,7 @@ import strategies  # noqa: E402
 from ddp_scaling import add_run_arguments, bench_config, count_train_windows, run_one  # noqa: E402
 
 from cockpit.figures.explain import PARTS as T_PARTS  # noqa: E402 - the parts of T, in their order
-from cockpit.forecast import interval  # noqa: E402
+from cockpit.forecast import baseline_runs, interval  # noqa: E402
 from cockpit.forecast.prediction import (  # noqa: E402
     Links,
     NoPrediction,
@@ -110,16 +114,19 @@ class Learner:
         return merge(measured_links([*self.bases, *(r for r, _, _ in self.done)]), self.first_links)
 
     def spread(self) -> interval.Spread:
-        """error_model over the finished runs' misses against the refit model, and their repeats (by key)."""
+        """error_model over the finished runs' misses against the refit model, and their repeats (by key; the
+        baseline's runs one more)."""
         links = self.links()
-        pairs, by_key = [], {}
+        pairs, by_key = [], {"baseline": [baseline_runs.t_of(b) for b in self.bases]}
+        runs = 1
         for result, predictor, key in self.done:
             p = predictor(links, str(result.get("config_id") or ""))  # its own runs do not refit it, as in the plan
             t = float(result["timing"]["train_time_s"])
             if isinstance(p, Prediction):
                 pairs.append((p.t_s, t))
+                runs = p.baseline_runs
             by_key.setdefault(key, []).append(t)
-        return interval.error_model(interval.log_misses(pairs), [v for v in by_key.values() if len(v) > 1])
+        return interval.error_model(interval.log_misses(pairs), [v for v in by_key.values() if len(v) > 1], runs)
 
     def before(self, predictor: Predictor
                ) -> tuple[Prediction | NoPrediction, interval.Spread]:
@@ -130,16 +137,24 @@ class Learner:
         self.done.append((result, predictor, key))
 
 
-PRIOR = interval.error_model([])
+def first_spread(bases: Sequence[dict[str, Any]]) -> interval.Spread:
+    """The spread of a first prediction: the noise prior, pooled with the baseline's runs where it repeated."""
+    return interval.error_model([], [[baseline_runs.t_of(b) for b in bases]])
+
+
+def baselines(workdir: Path, config: dict[str, Any], steps: int, runs: int) -> list[dict[str, Any]]:
+    """The 1-worker baseline run `runs` times (`base`, `base2`, ...): their result.json."""
+    return [run_one(workdir / ("base" if i == 0 else f"base{i + 1}"), config, 1, steps) for i in range(runs)]
 
 
 def t_rows(part: str, what: str, first: Prediction, refit: Prediction | NoPrediction, spread: interval.Spread,
-           base: dict[str, Any], meas: dict[str, Any], work: float) -> list[Row]:
-    """T and S of one run; S = the baseline's T / (T / work): its interval is T's, inverted."""
+           base: dict[str, Any], meas: dict[str, Any], work: float, prior: interval.Spread) -> list[Row]:
+    """T and S of one run; S = the baseline's T / (T / work): its interval is T's, inverted; `prior`: the first
+    prediction's spread (first_spread)."""
     t = float(meas["timing"]["train_time_s"])
     s = float(base["timing"]["train_time_s"]) / (t / work)
     r = refit if isinstance(refit, Prediction) else None
-    f_own, r_own = own(PRIOR, first), r and own(spread, r)
+    f_own, r_own = own(prior, first), r and own(spread, r)
     return [Row(part, what, "T s", interval.interval(first.t_s, f_own), r and interval.interval(r.t_s, r_own), t),
             Row(part, what, "S", interval.interval(first.speedup, f_own, inverse=True),
                 r and interval.interval(r.speedup, r_own, inverse=True), s)]
@@ -147,18 +162,18 @@ def t_rows(part: str, what: str, first: Prediction, refit: Prediction | NoPredic
 
 def own(spread: interval.Spread, p: Prediction) -> interval.Spread:
     """The prediction's own spread, as the plan gives it: the study's, widened by the terms it models."""
-    return interval.for_terms(spread, p.t_s, p.term_sd)
+    return interval.for_terms(spread, p.t_s, p.term_sd, p.baseline_runs)
 
 
 def memory_rows(part: str, what: str, first: Prediction, refit: Prediction | NoPrediction, spread: interval.Spread,
-                meas: dict[str, Any]) -> list[Row]:
+                meas: dict[str, Any], prior: interval.Spread) -> list[Row]:
     """Peak memory per rank and the model states it holds, where both were predicted and measured."""
     out = []
     for key, name in (("peak_bytes", "peak MiB"), ("model_states_bytes", "model states MiB")):
         got, pf = (meas.get("memory") or {}).get(key), (first.memory or {}).get(key)
         pr = (refit.memory or {}).get(key) if isinstance(refit, Prediction) else None
         if got and pf:
-            out.append(Row(part, what, name, interval.interval(pf / MIB, own(PRIOR, first)),
+            out.append(Row(part, what, name, interval.interval(pf / MIB, own(prior, first)),
                            interval.interval(pr / MIB, own(spread, refit)) if pr and isinstance(refit, Prediction)
                            else None, got / MIB))
     return out
@@ -187,8 +202,9 @@ def part_ddp(args: argparse.Namespace, workdir: Path, verdicts: list[str]) -> li
     k = min(args.samples, count_train_windows(config)) // (2 * args.batch_size)
     if k < 1:
         sys.exit(f"too few training windows for one global batch of 2 x {args.batch_size}")
-    base = run_one(workdir / "base", config, 1, 2 * k)
-    learner = Learner(probe_links(base["comm"]["grad_bytes"]), [base])
+    bases = baselines(workdir, config, 2 * k, args.baseline_runs)
+    base, prior = baseline_runs.pooled(bases), first_spread(bases)
+    learner = Learner(probe_links(base["comm"]["grad_bytes"]), bases)
 
     def two(links: Links, config_id: str = "") -> Prediction | NoPrediction:
         return predict(base, 1, 2, 1.0, links, config_id=config_id)
@@ -196,7 +212,8 @@ def part_ddp(args: argparse.Namespace, workdir: Path, verdicts: list[str]) -> li
     first = two(learner.first_links)
     assert isinstance(first, Prediction), first
     print(f"ddp: {2 * k * args.batch_size} windows of {args.window} tokens, model {args.layers} x {args.d_model}, "
-          f"batch {args.batch_size} per process; T1 {base['timing']['train_time_s']:.2f} s; first: {first.link}")
+          f"batch {args.batch_size} per process; T1 {base['timing']['train_time_s']:.2f} s "
+          f"({baseline_runs.words(base) or 'one run'}); first: {first.link}")
     rows: list[Row] = []
     times: list[float] = []
     for rep in range(args.repeats):
@@ -205,8 +222,8 @@ def part_ddp(args: argparse.Namespace, workdir: Path, verdicts: list[str]) -> li
         learner.finished(meas, two, "2 workers")
         t = float(meas["timing"]["train_time_s"])
         times.append(t)
-        rows += t_rows("ddp", f"2 workers, run {rep + 1}", first, refit, spread, base, meas, 1.0)
-        rows += memory_rows("ddp", f"2 workers, run {rep + 1}", first, refit, spread, meas)
+        rows += t_rows("ddp", f"2 workers, run {rep + 1}", first, refit, spread, base, meas, 1.0, prior)
+        rows += memory_rows("ddp", f"2 workers, run {rep + 1}", first, refit, spread, meas, prior)
         last = refit if isinstance(refit, Prediction) else first
         print(f"  run {rep + 1}: T {t:.2f} s; first {first.t_s:.2f} ({error(first.t_s, t)}), refit {last.t_s:.2f} "
               f"({error(last.t_s, t)}); furthest part: {missing_term(last, meas)}")
@@ -222,8 +239,9 @@ def part_ddp(args: argparse.Namespace, workdir: Path, verdicts: list[str]) -> li
 def part_strategies(args: argparse.Namespace, workdir: Path, verdicts: list[str]) -> list[Row]:
     config = bench_config(args, workdir, "strategies")
     k = min(args.strategy_samples, count_train_windows(config)) // (2 * args.batch_size)
-    base, runs = strategies.measure(workdir / "strategies", config, k)
-    learner = Learner(probe_links(base["comm"]["grad_bytes"]), [base])
+    bases, runs = strategies.measure(workdir / "strategies", config, k, baseline_runs=args.baseline_runs)
+    base, prior = baseline_runs.pooled(bases), first_spread(bases)
+    learner = Learner(probe_links(base["comm"]["grad_bytes"]), bases)
     rows: list[Row] = []
     print(f"strategies: T1 {base['timing']['train_time_s']:.2f} s; {2 * k * args.batch_size} windows on 2 ranks")
     for s, meas in runs.items():  # in the order they ran
@@ -237,8 +255,8 @@ def part_strategies(args: argparse.Namespace, workdir: Path, verdicts: list[str]
             continue
         refit, spread = learner.before(pred)
         learner.finished(meas, pred, s)
-        rows += t_rows("strategies", s, first, refit, spread, base, meas, 1.0)
-        rows += memory_rows("strategies", s, first, refit, spread, meas)
+        rows += t_rows("strategies", s, first, refit, spread, base, meas, 1.0, prior)
+        rows += memory_rows("strategies", s, first, refit, spread, meas, prior)
         r = refit if isinstance(refit, Prediction) else first
         t = float(meas["timing"]["train_time_s"])
         print(f"  {s:15} T {t:.2f} s; first {first.t_s:.2f} ({error(first.t_s, t)}); refit {r.t_s:.2f} "
@@ -256,15 +274,17 @@ def part_nodes(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any], mul
         raw = tomllib.loads(optimisation_loop.study_toml(f"nodes{os.getpid()}-{rep}", tmp / "work", args.loop,
                                                         {**cluster, "partition": multi, "gpus_per_node": 1}))
         raw["sweep"] = {**raw["sweep"], "gpus_per_node": [1], "nodes": [1, 2]}
+        raw["study"] = {**raw["study"], "baseline_runs": args.baseline_runs}
         path = tmp / f"N{rep}.toml"
         path.write_text(to_toml(raw))
         results = optimisation_loop.run_study(path)
-        base = next(r for r in results if r["config"]["nodes"] == 1)
+        bases = [r for r in results if r["config"]["nodes"] == 1]
+        base, prior = baseline_runs.pooled(bases), first_spread(bases)
         meas = next(r for r in results if r["config"]["nodes"] == 2)
         work = work_for(raw["train"], 2)
         if learner is None:
             learner = Learner(probe_links(base["comm"]["grad_bytes"], nodes=2))
-        learner.bases.append(base)
+        learner.bases.extend(bases)  # the 1-node runs of every study so far: one configuration, repeated
 
         def pred(links: Links, config_id: str = "", base: dict[str, Any] = base, work: float = work
                  ) -> Prediction | NoPrediction:
@@ -274,7 +294,7 @@ def part_nodes(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any], mul
         assert isinstance(first, Prediction), first
         refit, spread = learner.before(pred)
         learner.finished(meas, pred, "2 nodes x 1")
-        rows += t_rows("nodes", f"2 nodes x 1, study {rep}", first, refit, spread, base, meas, work)
+        rows += t_rows("nodes", f"2 nodes x 1, study {rep}", first, refit, spread, base, meas, work, prior)
         r = refit if isinstance(refit, Prediction) else first
         t = float(meas["timing"]["train_time_s"])
         firsts.append(first.t_s)
@@ -314,7 +334,7 @@ def part_loop(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any], verd
         setting = " and ".join(f"{k} = {v}" for k, v in c["keys"])
         if isinstance(f, NoPrediction):
             continue
-        iv = interval.interval(f.t_s, interval.for_terms(spread, f.t_s, f.term_sd))
+        iv = interval.interval(f.t_s, interval.for_terms(spread, f.t_s, f.term_sd, f.baseline_runs))
         rows += [Row("loop", f"{setting}, run {i + 1}", "T s", None, iv, t) for i, t in enumerate(c["t"])]
         pred_gain, meas_gain = t_med - f.t_s, t_med - statistics.median(c["t"])
         advised = c["advised"] == "advised"
@@ -421,6 +441,8 @@ def main() -> None:
     p.add_argument("--samples", type=int, default=1152, help="samples of the ddp part's runs")
     p.add_argument("--strategy-samples", type=int, default=256, help="samples of the strategies part's runs")
     p.add_argument("--repeats", type=int, default=3, help="runs of the ddp row and 2-node studies")
+    p.add_argument("--baseline-runs", type=int, default=3,
+                   help="runs of each baseline, predicted from their mean ([study].baseline_runs)")
     p.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
     p.add_argument("--workdir", type=Path, default=None)
     args = p.parse_args()

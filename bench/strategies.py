@@ -36,11 +36,13 @@ def _kinds(by_kind: dict[str, float]) -> str:
     return " ".join(f"{k.replace('_', '-')} {v:.2f}" for k, v in by_kind.items() if v > 0) or "-"
 
 
-def measure(workdir: Path, config: dict, k: int, strategies: tuple[str, ...] = STRATEGIES
-            ) -> tuple[dict, dict[str, dict]]:
-    """The 1-process baseline over 2k steps, then each strategy on 2 processes over k steps: their result.json."""
-    base = run_one(workdir / "baseline", config, 1, 2 * k)
-    return base, {s: run_one(workdir / s, {**config, "strategy": s, "config_id": f"{s}-p2"}, 2, k) for s in strategies}
+def measure(workdir: Path, config: dict, k: int, strategies: tuple[str, ...] = STRATEGIES, baseline_runs: int = 1
+            ) -> tuple[list[dict], dict[str, dict]]:
+    """The 1-process baseline over 2k steps (`baseline_runs` times), then each strategy on 2 processes over k
+    steps: their result.json."""
+    bases = [run_one(workdir / ("baseline" if i == 0 else f"baseline{i + 1}"), config, 1, 2 * k)
+             for i in range(baseline_runs)]
+    return bases, {s: run_one(workdir / s, {**config, "strategy": s, "config_id": f"{s}-p2"}, 2, k) for s in strategies}
 
 
 def main() -> None:
@@ -58,7 +60,7 @@ def main() -> None:
     print(f"{config['dataset']}: every run trains on the same {2 * k * args.batch_size} windows of {args.window} "
           f"tokens; model {args.layers} x {args.d_model}, batch {args.batch_size} per process, 1 core each")
     load0 = os.getloadavg()[0]
-    base, runs = measure(workdir, config, k)
+    (base,), runs = measure(workdir, config, k)
     load1 = os.getloadavg()[0]
     links = measured_links(runs.values())
     link = links.intra_node

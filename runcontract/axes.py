@@ -95,13 +95,16 @@ def id_values(values: Mapping[str, Any], axes: tuple[ConfigKey, ...] = AXIS_KEYS
 def label_words(values: Mapping[str, Any]) -> dict[str, str]:
     """The configuration label's words by part (LABEL_ORDER): {"window": "w256", "scale": "1x2", ...}; a
     missing core axis shows as '?', a missing scale axis as 1 (a stored configuration may lack one); a later
-    axis at its default shows no word (`shows`)."""
+    axis at its default shows no word (`shows`); a further run of a repeated configuration ends it (`run 2`)."""
     def tag(name: str) -> str:
         if name == "scale":
             return "x".join(str(values.get(a, 1)) for a in reversed(SCALE_AXES))
         return AXIS[name].tag.format(values.get(name, "?"))
 
-    return {name: tag(name) for name in LABEL_ORDER if name == "scale" or labelled(AXIS_KEY[name], values)}
+    words = {name: tag(name) for name in LABEL_ORDER if name == "scale" or labelled(AXIS_KEY[name], values)}
+    if int(values.get("run") or 1) > 1:  # a repeated baseline's further run (the cockpit's [study].baseline_runs)
+        words["run"] = f"run {values['run']}"
+    return words
 
 
 def config_label(values: Mapping[str, Any]) -> str:

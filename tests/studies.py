@@ -31,10 +31,12 @@ def mitdb_data(token_cache: Path | str, records: tuple[str, ...] = ("101",), roo
 
 def study_raw(name: str, workdir: Path | str, *, cluster: dict[str, Any] | None = None,
               data: dict[str, Any] | None = None, model: dict[str, Any] | None = None,
-              train: dict[str, Any] | None = None, sweep: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The study as the dict a TOML file parses to (kind = "local" unless ``cluster`` says otherwise)."""
+              train: dict[str, Any] | None = None, sweep: dict[str, Any] | None = None,
+              study: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The study as the dict a TOML file parses to (kind = "local" unless ``cluster`` says otherwise; ``study``:
+    [study]'s keys beside the name)."""
     return {
-        "study": {"name": name},
+        "study": _merged({"name": name}, study),
         "cluster": _merged({"kind": "local", "workdir": str(workdir)}, cluster),
         "data": data if data is not None else SYNTHETIC_DATA,
         "model": _merged(TINY_MODEL, model),

@@ -10,7 +10,7 @@ from cockpit.commands._args import STUDY, STUDY_FILE_HELP, error
 from cockpit.commands._text_table import Column, Row, TextTable
 from cockpit.figures import labels
 from cockpit.forecast import interval
-from cockpit.forecast.plan import figures_words, prediction_lines
+from cockpit.forecast.plan_words import figures_words, prediction_lines
 from cockpit.workloads.base import value_word
 from runcontract.axes import AXIS, AXIS_KEYS
 from runcontract.contract import RESULT_FILE

@@ -24,7 +24,7 @@ from typing import IO, TYPE_CHECKING, Any
 from cockpit.figures import devices, explain, labels
 from cockpit.figures.energy import energy_figures
 from cockpit.figures.host_bound import host_bound
-from cockpit.forecast import advice, interval, prediction
+from cockpit.forecast import advice, baseline_runs, interval, prediction
 from cockpit.forecast.advice.host_bound import HostAdvice, advise_host_bound
 from cockpit.study.spec import AXES, SCALE_AXES, Configuration
 from cockpit.workloads import WORKLOADS, kind_of_config, workload_class
@@ -162,9 +162,15 @@ def analysed(results: Iterable[dict[str, Any]], links: prediction.Links | None =
             done.setdefault(_same_config(row), []).append(row)
         else:
             failed.append(row)
-    chosen = {key: _median_run(runs) | {"runs": len(runs)} for key, runs in done.items()}
+    # run_ids: the config ids of every run (a repeated baseline's runs 2 to k have their own)
+    chosen = {key: _median_run(runs) | {"runs": len(runs), "run_ids": tuple(dict.fromkeys(r["config_id"] for r in runs))}
+              for key, runs in done.items()}
     baselines = {_same_group(r): r for r in chosen.values() if r["nodes"] == 1 and r["gpus_per_node"] == 1}
-    out = [_analysed(r, baselines.get(_same_group(r)), links, recorded) for r in chosen.values()]
+    # what the N-worker rows are predicted from: a repeated baseline's mean (cockpit.forecast.baseline_runs)
+    pooled = {_same_group(chosen[key]): baseline_runs.pooled([r["result"] for r in runs])
+              for key, runs in done.items() if chosen[key]["nodes"] == 1 and chosen[key]["gpus_per_node"] == 1}
+    out = [_analysed(r, baselines.get(_same_group(r)), links, recorded, pooled.get(_same_group(r)))
+           for r in chosen.values()]
     spread = with_intervals(out, [[r["train_time_s"] for r in runs] for runs in done.values() if len(runs) > 1])
     with_advice_intervals(out, spread)
     out += [_failed(r) for r in failed if _same_config(r) not in done]
@@ -184,7 +190,7 @@ def with_intervals(rows: list[dict[str, Any]], repeats: list[list[float]]) -> in
         t, s = r.get("predicted_t_same_work_s"), r.get("predicted_speedup")
         if not (isinstance(t, float) and math.isfinite(t) and isinstance(s, float) and math.isfinite(s)):
             continue
-        own = interval.for_terms(spread, t, r.get("prediction_terms") or {})
+        own = interval.for_terms(spread, t, r.get("prediction_terms") or {}, r.get("prediction_baseline_runs") or 1)
         t_iv, s_iv = interval.interval(t, own), interval.interval(s, own, inverse=True)
         r.update(predicted_t_same_work_s_low=t_iv.low, predicted_t_same_work_s_high=t_iv.high,
                  predicted_speedup_low=s_iv.low, predicted_speedup_high=s_iv.high, prediction_interval=own.basis)
@@ -218,7 +224,9 @@ def _identity(run: dict[str, Any]) -> dict[str, Any]:
 
 
 def _analysed(run: dict[str, Any], base: dict[str, Any] | None, links: prediction.Links,
-              recorded: advice.Recorded) -> dict[str, Any]:
+              recorded: advice.Recorded, predicted_from: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One row; ``predicted_from``: the baseline result its prediction is made from (base's own result by
+    default; the mean of a repeated baseline's runs)."""
     rec = {**run, **_identity(run)}
     n = rec["workers"]
     rec["fixed_s"] = sum(run[c] for c in explain.FIXED_COSTS if run[c] == run[c])
@@ -242,7 +250,7 @@ def _analysed(run: dict[str, Any], base: dict[str, Any] | None, links: predictio
                    efficiency=efficiency(s, n), overhead_s=overhead(t1, tn, n), karp_flatt=karp_flatt(s, n),
                    compute_ratio=explain.compute_ratio(run, base, n, work),
                    note="" if work == 1.0 else f"T scaled to the baseline's samples ({work:g}x the work)",
-                   **explain.attribution(run, base, n, work), **_predicted(run, base, work, links))
+                   **explain.attribution(run, base, n, work), **_predicted(run, predicted_from or base["result"], work, links))
     baseline_quality = base["quality_detail"] if base is not None else None
     rec.update(quality_1=baseline_quality.value if baseline_quality else NAN,
                quality_change=rec["quality_detail"].change(baseline_quality) if rec["quality_detail"] else NAN)
@@ -280,10 +288,11 @@ def with_advice_intervals(rows: list[dict[str, Any]], spread: interval.Spread) -
 
 
 def _predicted(run: dict[str, Any], base: dict[str, Any], work: float, links: prediction.Links) -> dict[str, Any]:
-    """What the scaling model predicted for this run from its baseline, and how far off it was."""
+    """What the scaling model predicted for this run from its baseline (`base`: the result, or a repeated
+    baseline's pooled runs), and how far off it was."""
     if run["nodes"] == 1 and run["gpus_per_node"] == 1:
         return {}
-    p = prediction.predict(base["result"], run["nodes"], run["gpus_per_node"], work, links,
+    p = prediction.predict(base, run["nodes"], run["gpus_per_node"], work, links,
                            strategy=run["strategy"], config_id=str(run.get("config_id") or ""))
     if isinstance(p, prediction.NoPrediction):
         return {"predicted_t_same_work_s": NAN, "predicted_speedup": NAN, "prediction_error": NAN,
@@ -292,7 +301,8 @@ def _predicted(run: dict[str, Any], base: dict[str, Any], work: float, links: pr
     return {"predicted_t_same_work_s": p.t_same_work_s, "predicted_speedup": p.speedup,
             "predicted_comm_s": p.parts["comm"], "prediction_error": measured / p.t_same_work_s - 1.0,
             "predicted_peak_bytes": p.memory["peak_bytes"] if p.memory else NAN,
-            "prediction_note": f"link: {p.link}", "prediction_terms": {k: v / work for k, v in p.term_sd.items()}}  # at the baseline's work
+            "prediction_note": f"link: {p.link}", "prediction_baseline_runs": p.baseline_runs,
+            "prediction_terms": {k: v / work for k, v in p.term_sd.items()}}  # at the baseline's work
 
 
 def _failed(run: dict[str, Any]) -> dict[str, Any]:
@@ -307,7 +317,8 @@ def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def by_config(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {r["config_id"]: r for r in rows}
+    """Each row by the config id of every run it stands for (a repeated baseline's runs: its median run's row)."""
+    return {cid: r for r in rows for cid in r.get("run_ids") or (r["config_id"],)}
 
 
 class AnalysisCache:
@@ -328,7 +339,7 @@ class AnalysisCache:
 
 # columns of scaling.csv: everything of a row but the per-rank list, which gets its own table, and the
 # objects the run detail reads
-CSV_SKIP = ("ranks", "result", "quality_detail", "advice_items", "host_advice", "prediction_terms")
+CSV_SKIP = ("ranks", "result", "quality_detail", "advice_items", "host_advice", "prediction_terms", "run_ids")
 
 
 def scaling_table(results: Iterable[dict[str, Any]]) -> pd.DataFrame:

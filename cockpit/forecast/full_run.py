@@ -222,6 +222,8 @@ def full_run(plan: Plan, results: Iterable[Mapping[str, Any]], run: ProductionRu
            if r.get("status", "completed") == "completed" and r.get("config_id") and (r.get("timing") or {})}
     rows, left_out = [], []
     for line in plan.lines:
+        if line.run > 1:  # a repeated baseline's further run: the same configuration as its run 1
+            continue
         if line.status == "too big":
             left_out.append(f"{line.label}: too big for a node")
             continue

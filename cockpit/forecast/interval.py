@@ -117,19 +117,19 @@ def noise_of(repeats: Iterable[Sequence[float]]) -> tuple[float, int, str]:
                         f"pooled with the prior {NOISE_PRIOR:.0%})")
 
 
-def error_model(misses: Sequence[float], repeats: Iterable[Sequence[float]] = ()) -> Spread:
+def error_model(misses: Sequence[float], repeats: Iterable[Sequence[float]] = (), baseline_runs: int = 1) -> Spread:
     """The study's spread. With MIN_MISSES or more misses (ln measured/predicted of finished configurations,
     against the prediction the plan makes now: cockpit.forecast.plan.PlanLine.miss): a Student-t prediction
     interval, centre their mean, half-width t(n-1+MISS_PRIOR_DF) x s x sqrt(1 + 1/n), s their sd pooled with
-    sqrt(2) x the noise at MISS_PRIOR_DF degrees of freedom. With fewer: centred, as wide as the largest miss seen
-    (0 with none). Either way each prediction's own terms may widen it (:func:`for_terms`); the noise of a run is
+    sqrt(1 + 1/k) x the noise at MISS_PRIOR_DF degrees of freedom (k: the runs each prediction's baseline is the
+    mean of, `baseline_runs`). With fewer: centred, as wide as the largest miss seen (0 with none). Either way each prediction's own terms may widen it (:func:`for_terms`); the noise of a run is
     the prior pooled with the repeats (noise_of)."""
     n = len(misses)
     noise, rep_df, noise_words = noise_of(repeats)
     if n >= MIN_MISSES:
         mean = sum(misses) / n
         sd = math.sqrt(sum((x - mean) ** 2 for x in misses) / (n - 1))
-        exact = math.sqrt(2) * noise  # how far the misses would spread were the model exact
+        exact = math.sqrt(1 + 1 / baseline_runs) * noise  # how far the misses would spread were the model exact
         pooled = math.sqrt(((n - 1) * sd**2 + MISS_PRIOR_DF * exact**2) / (n - 1 + MISS_PRIOR_DF))
         half = t_quantile(n - 1 + MISS_PRIOR_DF) * pooled * math.sqrt(1 + 1 / n)
         basis = (f"t over the misses of {n} finished configurations (mean {math.expm1(mean):+.1%}, sd {sd:.1%}, "
@@ -143,16 +143,20 @@ def error_model(misses: Sequence[float], repeats: Iterable[Sequence[float]] = ()
     return Spread(0.0, seen, basis, n, rep_df, noise)
 
 
-def for_terms(spread: Spread, t_s: float, term_sd: Mapping[str, float]) -> Spread:
-    """One prediction's spread: half-width 1.645 x sqrt(2 noise^2 + sum over its terms of (sd_k / T)^2) (ln
-    units; the run and the baseline it is predicted from each vary by the noise; `term_sd` each modelled term's
-    standard deviation in seconds, `t_s` the predicted T), never narrower than the study's (its misses). A
+def for_terms(spread: Spread, t_s: float, term_sd: Mapping[str, float], baseline_runs: int = 1) -> Spread:
+    """One prediction's spread: half-width 1.645 x sqrt((1 + 1/k) noise^2 + sum over its terms of (sd_k / T)^2)
+    (ln units; the run varies by the noise, and the baseline it is predicted from by the noise over k, the runs its
+    T is the mean of: `baseline_runs`, cockpit.forecast.baseline_runs; `term_sd` each modelled term's standard
+    deviation in seconds, `t_s` the predicted T), never narrower than the study's (its misses). A
     prediction whose parts the finished runs refit (a REFIT_TERM) already holds their bias: the misses' mean is
     not shifted out of it a second time. The basis names the terms in seconds."""
     terms = {k: v for k, v in term_sd.items() if v > 0 and math.isfinite(v)}
-    own = Z90 * math.sqrt(2 * spread.noise**2 + sum((v / t_s) ** 2 for v in terms.values())) if t_s > 0 else math.inf
+    runs = max(1, baseline_runs)
+    own = Z90 * math.sqrt((1 + 1 / runs) * spread.noise**2 + sum((v / t_s) ** 2 for v in terms.values())) \
+        if t_s > 0 else math.inf
     named = ", ".join(f"{k} {v:.3g} s" for k, v in sorted(terms.items(), key=lambda kv: -kv[1]))
-    words = (f"+-{math.expm1(own):.1%} from the noise of the run and its baseline"
+    baseline = "its baseline" if runs == 1 else f"its baseline (the mean of {runs} runs)"
+    words = (f"+-{math.expm1(own):.1%} from the noise of the run and {baseline}"
              + (f" and its modelled terms (sd: {named})" if named else ""))
     if spread.half > own:
         words += f", widened to the study's +-{math.expm1(spread.half):.1%}"

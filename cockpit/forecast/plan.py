@@ -7,14 +7,13 @@ agree on which configurations are still to run and what they cost.
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from cockpit.figures import labels, units
+from cockpit.figures import labels
 from cockpit.figures.energy import J_PER_KWH
-from cockpit.forecast import interval, prediction, prediction_words
+from cockpit.forecast import baseline_runs, interval, prediction, prediction_words
 from cockpit.forecast.advice.effects import axes_of
 from cockpit.forecast.analysis import analyse
 from cockpit.study.changes import NO_CONFIG, Change, changes_words
@@ -46,6 +45,7 @@ class PlanLine:
     first: prediction.Prediction | None = None  # its prediction as first made (cockpit/store/predictions.py)
     spread: interval.Spread | None = None  # the study's measured misses (cockpit.forecast.interval.error_model)
     changes: tuple[Change, ...] = ()  # "changed": the keys its finished run ran otherwise, old value to new
+    run: int = 1  # a repeated baseline's run 2 to k (Configuration.run): not a configuration of its own to choose
 
     @property
     def figures(self) -> prediction.Prediction | None:
@@ -58,7 +58,7 @@ class PlanLine:
         p = self.predicted
         if p is None or self.measured is not None or self.spread is None:
             return {}
-        own = interval.for_terms(self.spread, p.t_s, p.term_sd)
+        own = interval.for_terms(self.spread, p.t_s, p.term_sd, p.baseline_runs)
         out = {"t_s": interval.interval(p.t_s, own), "node_hours": interval.interval(p.node_hours, own),
                "speedup": interval.interval(p.speedup, own, inverse=True),
                "efficiency": interval.interval(p.efficiency, own, inverse=True)}
@@ -83,15 +83,6 @@ class PlanLine:
         return misses[0] if misses else None
 
 
-def figures_words(lines: list[PlanLine]) -> str | None:
-    """What the plan's T, S and node-hours are, in the words of every view that shows them (None: no figures)."""
-    if not any(line.figures is not None for line in lines):
-        return None
-    done = any(line.measured is not None for line in lines)
-    return ("measured where done (the report's figures), else " if done else "") + \
-        "predicted from the group's finished 1x1 baseline"
-
-
 @dataclass(frozen=True)
 class Plan:
     """The matrix with a status per configuration, the node-hour estimate and the budget."""
@@ -111,6 +102,8 @@ class Plan:
     spread: interval.Spread | None = None  # what every prediction's interval rests on (cockpit.forecast.interval)
     unknown: tuple[str, ...] = ()  # done configurations whose result kept no config (changes.NO_CONFIG)
     startup: str = ""  # the finished runs that measured start-up more than training (startup_words)
+    # each repeated baseline the predictions are made from, in words: `<label>: baseline T 10.23 s, the mean of ...`
+    pooled: tuple[str, ...] = ()
 
     @property
     def to_submit(self) -> list[PlanLine]:
@@ -203,64 +196,6 @@ class Plan:
         )
 
 
-def prediction_lines(plan: Plan) -> list[str]:
-    """Each predicted configuration's figures with their 90% intervals, and each finished one's first and refit
-    prediction beside its measurement, with the term that moved (cockpit.forecast.plan.PlanLine)."""
-    out = []
-    if plan.spread is not None and any(line.intervals() for line in plan.lines):
-        out.append(f"predictions with 90% intervals ({interval.legend(plan.spread)}):")
-    for line in plan.lines:
-        iv = line.intervals()
-        if iv and line.status != "too big":
-            moved = line.moved()
-            first = (f"; first predicted {line.first.t_s:.2f} s, refit moved {moved}" if line.first and moved else "")
-            kwh = f"; kWh {iv['kwh'].words(spec='.3g')}" if "kwh" in iv else ""
-            out.append(f"  {line.label}: T {iv['t_s'].words('s')}; node-hours {iv['node_hours'].words()}; "
-                       f"S {iv['speedup'].words()}; E {iv['efficiency'].words(show=units.percent)}{kwh}{first}")
-    done = [line for line in plan.lines if line.measured is not None and line.first is not None]
-    if done:
-        out.append("finished configurations, predicted before they ran:")
-    for line in done:
-        assert line.measured is not None and line.first is not None
-        refit = f", refit {line.predicted.t_s:.2f} s" if line.predicted is not None else ""
-        moved = line.moved()
-        out.append(f"  {line.label}: first predicted T {line.first.t_s:.2f} s{refit}, measured "
-                   f"{line.measured.t_s:.2f} s ({line.measured.t_s / line.first.t_s - 1:+.1%} on the first)"
-                   + (f"; moved: {moved}" if moved else ""))
-    narrow = narrowing_words(plan)
-    if narrow:
-        out.append(narrow)
-    return out
-
-
-WIDE = 0.25  # an interval wider than +-25% (the strategies' and advice's target) is too wide to decide with
-
-
-def narrowing_words(plan: Plan) -> str:
-    """Where the intervals are wide, the run that would narrow them most: among the configurations to submit with
-    a prediction, one of a scale (nodes x workers) no finished run has measured (its miss tests a term nothing
-    has tested yet), the cheapest in predicted node-hours, then in T; "" where they are narrow or none is left."""
-    halves = sorted(iv.spread.half for line in plan.lines if (iv := line.intervals().get("t_s")) is not None)
-    if not halves or math.expm1(halves[len(halves) // 2]) <= WIDE:
-        return ""
-    wide = halves[len(halves) // 2]
-    measured = {(line.nodes, line.measured.workers) for line in plan.lines if line.measured is not None}
-    todo = [line for line in plan.to_submit if line.predicted is not None]
-    if not todo:
-        return ""
-    best = min(todo, key=lambda line: ((line.nodes, line.predicted.workers) in measured,  # type: ignore[union-attr]
-                                       line.node_hours, line.predicted.t_s))  # type: ignore[union-attr]
-    assert best.predicted is not None
-    new = (best.nodes, best.predicted.workers) not in measured
-    terms = best.predicted.term_sd
-    largest = max(terms, key=lambda k: terms[k], default="")
-    return (f"the intervals are wide (median +-{math.expm1(wide):.0%}); the run that narrows them "
-            f"most: {best.label} (predicted T {best.predicted.t_s:.2f} s, {hours(best.node_hours)} node-hours"
-            + (", a scale no finished run has measured" if new else ", the cheapest to measure")
-            + (f"; its largest modelled term: {largest}, sd {terms[largest]:.2f} s" if largest else "")
-            + "): each finished prediction is a miss the intervals are built from, and its run refits its terms")
-
-
 def hours(value: float | None) -> str:
     """Node-hours as `cockpit plan` and the TUI's plan dialog both print them: two decimals below 10
     (0.20), one from 10 on (144.0)."""
@@ -318,8 +253,10 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
         hours = figures.node_hours if figures is not None else study.node_hours(cfg)
         kwh = energies.get(cfg.config_id) if run is not None else predicted_kwh(base, pred)
         lines.append(PlanLine(cfg.label, hours, status, cfg.config_id, pred, cfg.group_id, run, cfg.nodes, kwh,
-                              first.get(cfg.config_id), changes=(changed or {}).get(cfg.config_id, ())))
-    spread = interval.error_model([m for line in lines if (m := line.miss()) is not None], _repeats(results))
+                              first.get(cfg.config_id), changes=(changed or {}).get(cfg.config_id, ()), run=cfg.run))
+    missed = [line for line in lines if line.miss() is not None]
+    spread = interval.error_model([m for line in missed if (m := line.miss()) is not None], _repeats(results, study),
+                                  min((line.predicted.baseline_runs for line in missed if line.predicted), default=1))
     lines = [replace(line, spread=spread) for line in lines]
     c = study.cluster
     basis = (f"{c.expected_minutes:g} min expected per run" if c.expected_minutes is not None
@@ -341,6 +278,9 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
         budget=c.node_hour_budget,
         unknown=tuple(unknown),
         startup=startup_words(results, {line.config_id: line.label for line in lines if line.status == "done"}),
+        pooled=tuple(f"{cfg.label}: {baseline_runs.words(base)}" for cfg in study.matrix()
+                     if cfg.is_baseline and cfg.run == 1 and (base := baselines.get(cfg.group_id)) is not None
+                     and baseline_runs.count(base) > 1),
         used=used,
         basis=basis,
         node_cores=min(c.cores_per_node, cores) if cores is not None else c.cores_per_node,
@@ -375,27 +315,30 @@ def study_spread(study: Study, results: Iterable[dict[str, Any]]) -> interval.Sp
     return spread
 
 
-def _repeats(results: list[dict[str, Any]]) -> list[list[float]]:
-    """The T of each configuration that finished more than once (its repeats), by configuration."""
+def _repeats(results: list[dict[str, Any]], study: Study) -> list[list[float]]:
+    """The T of each configuration that finished more than once (its repeats), by configuration: a repeated
+    baseline's runs 2 to k count as run 1's."""
+    first_run = {cfg.config_id: replace(cfg, run=1).config_id for cfg in study.matrix() if cfg.run > 1}
     by_config: dict[str, list[float]] = {}
     for r in results:
         t = (r.get("timing") or {}).get("train_time_s")
         if r.get("status", "completed") == "completed" and r.get("config_id") and t:
-            by_config.setdefault(r["config_id"], []).append(float(t))
+            by_config.setdefault(first_run.get(r["config_id"], r["config_id"]), []).append(float(t))
     return [ts for ts in by_config.values() if len(ts) > 1]
 
 
 def _measured_runs(results: list[dict[str, Any]], statuses: Mapping[str, str]
                   ) -> tuple[dict[str, prediction.Prediction], dict[str, float | None]]:
     """The figures and the measured kWh of each done configuration's finished run, by config id (none analysed
-    when none is done)."""
+    when none is done); each run of a repeated configuration (a repeated baseline's) shows the configuration's
+    row, its median run, as the report does."""
     if "done" not in statuses.values():
         return {}, {}
-    rows = [row for row in analyse(results)
-            if row.get("status") == "completed" and statuses.get(row["config_id"]) == "done"]
-    kwh = {row["config_id"]: row["energy_kwh"] if row.get("energy_kwh") == row.get("energy_kwh") else None
-           for row in rows}
-    return {row["config_id"]: measured_figures(row) for row in rows}, kwh
+    rows = {cid: row for row in analyse(results) if row.get("status") == "completed"
+            for cid in row.get("run_ids", (row["config_id"],)) if statuses.get(cid) == "done"}
+    kwh = {cid: row["energy_kwh"] if row.get("energy_kwh") == row.get("energy_kwh") else None
+           for cid, row in rows.items()}
+    return {cid: measured_figures(row) for cid, row in rows.items()}, kwh
 
 
 def group_baselines(results: list[dict[str, Any]], steps: Any) -> dict[str | None, dict[str, Any]]:
@@ -405,8 +348,9 @@ def group_baselines(results: list[dict[str, Any]], steps: Any) -> dict[str | Non
 
 def _baselines(results: list[dict[str, Any]], steps: Any) -> dict[str | None, dict[str, Any]]:
     """Each group's finished 1x1 run, by the group id it recorded and by the group its axes make (a baseline
-    recorded under another study's group id predicts the same configurations). Of several, those that ran the
-    study's steps, and of those the one with the median T (the lower middle one), as the analysis picks."""
+    recorded under another study's group id predicts the same configurations). Of several (a repeated baseline:
+    [study].baseline_runs), those that ran the study's steps, pooled: their mean T and parts
+    (cockpit.forecast.baseline_runs)."""
     by_group: dict[str | None, list[dict[str, Any]]] = {}
     for r in results:
         if r.get("status", "completed") == "completed" and _is_baseline(r):
@@ -416,8 +360,7 @@ def _baselines(results: list[dict[str, Any]], steps: Any) -> dict[str | None, di
     out = {}
     for g, runs in by_group.items():
         same = [r for r in runs if steps is not None and (r.get("timing") or {}).get("steps") == steps] or runs
-        ordered = sorted(same, key=lambda r: float((r.get("timing") or {}).get("train_time_s") or 0.0))
-        out[g] = ordered[(len(ordered) - 1) // 2]
+        out[g] = baseline_runs.pooled(same)
     return out
 
 

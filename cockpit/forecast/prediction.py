@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cockpit.figures.explain import FIXED_COSTS, PARTS
-from cockpit.forecast import batch_fit, straggler, term_doubt
+from cockpit.forecast import baseline_runs, batch_fit, straggler, term_doubt
 from cockpit.forecast.rank_memory import memory_per_rank
 from runcontract import ddp_buckets
 from runcontract.axes import STRATEGY_SHARDS
@@ -156,6 +156,8 @@ class Prediction:
     # each term the model priced rather than measured, its standard deviation in seconds over T (term_doubt):
     # what cockpit.forecast.interval.for_terms widens this prediction's interval by
     term_sd: dict[str, float] = field(default_factory=dict)
+    # the runs the baseline's T and parts are the mean of (cockpit.forecast.baseline_runs): its noise over that many
+    baseline_runs: int = 1
 
 
 @dataclass(frozen=True)
@@ -450,7 +452,8 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
         refit = (f"; per-step parts x the {refit_runs} finished run(s) sharding "
                  f"{', '.join(STRATEGY_SHARDS.get(strategy, ())) or 'nothing'} measured: "
                  + ", ".join(f"{p} x{f:.2f}" for p, f in factors.items())) if factors else ""
-        link_name += f" ({link.source}; {link.priced_latency()[1]}{fitted}{shared}{hidden}{refit})"
+        pooled = f"; {baseline_runs.words(base)}" if baseline_runs.count(base) > 1 else ""
+        link_name += f" ({link.source}; {link.priced_latency()[1]}{fitted}{shared}{hidden}{refit}{pooled})"
     parts = {p: v * steps_n for p, v in per_step.items()}
     t_n = sum(parts.values())
     term_sd = term_doubt.terms_sd(parts, {k: v * steps_n for k, v in by_kind.items()}, factors, refit_runs,
@@ -463,7 +466,8 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
     return Prediction(workers=n, nodes=nodes, work=work, t_s=t_n, t_same_work_s=t_same, speedup=s,
                       efficiency=s / n, node_hours=(t_n + fixed) * nodes / 3600.0, parts=parts,
                       link="" if n == 1 else link_name, comm_by_kind={k: v * steps_n for k, v in by_kind.items()},
-                      memory=memory_per_rank(base, n, strategy), term_sd=term_sd)
+                      memory=memory_per_rank(base, n, strategy), term_sd=term_sd,
+                      baseline_runs=baseline_runs.count(base))
 
 
 def work_for(train: dict[str, Any], workers: int, per_worker: bool | None = None) -> float:

@@ -226,7 +226,7 @@ def what_if(study: Study, variant: Study, results: list[dict[str, Any]], links: 
     swapped = {a: study.sweep[a][0] for a in AXES
                if len(study.sweep[a]) == 1 and len(variant.sweep[a]) == 1 and study.sweep[a] != variant.sweep[a]}
     lines, kept = [], set()
-    for cfg in variant.matrix():
+    for cfg in (c for c in variant.matrix() if c.run == 1):  # a repeated baseline's runs: one configuration
         was = Configuration(**{**cfg.values(), **swapped})
         kept.add(was.config_id)
         target = variant.run_config(cfg)
@@ -239,7 +239,7 @@ def what_if(study: Study, variant: Study, results: list[dict[str, Any]], links: 
                                 _as_recorded(study, original.get(was.config_id), measured.get(was.config_id),
                                              recorded, links),
                                 predicted, variant.node_hours(cfg), variant.fits_node(cfg, cores)))
-    dropped = [cfg.label for cfg in study.matrix() if cfg.config_id not in kept]
+    dropped = [cfg.label for cfg in study.matrix() if cfg.run == 1 and cfg.config_id not in kept]
     node_cores = variant.cluster.cores_per_node if cores is None else min(cores, variant.cluster.cores_per_node)
     return WhatIf(variant.name, assignments, _changes(study, variant), lines, dropped, links, node_cores,
                   study_spread(study, results))

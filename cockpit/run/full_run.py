@@ -43,7 +43,8 @@ def time_to_result(study: Study, run: ProductionRun, *, plan: Plan | None = None
     elif not kind.has_scheduler:
         words = kind.no_start_estimate
     else:
-        wanted = {line.config_id for line in plan.lines if line.status != "too big" and line.figures is not None}
+        wanted = {line.config_id for line in plan.lines
+                  if line.status != "too big" and line.figures is not None and line.run == 1}
         queues = run_sync(start_estimates(study, [c for c in study.matrix() if c.config_id in wanted]))
         words = QUEUE_WORDS.format(source="sbatch --test-only", clock=time.strftime("%H:%M", time.localtime(now)))
     return full_run(plan, results, run, time_limit_s=study.cluster.time_limit_minutes * 60.0,

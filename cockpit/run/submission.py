@@ -82,8 +82,9 @@ async def submit_more(
             break
         if foundation_unfinished(scope, cfg, latest):
             continue  # a fine-tune starts from its foundation run's weights: wait for them
-        if baseline_first and not cfg.is_baseline and unfinished(scope, scope.study.baseline_of(cfg), latest):
-            continue  # --baseline-first: submitted once the baseline's result predicts its cost
+        if baseline_first and not cfg.is_baseline and any(unfinished(scope, b, latest)
+                                                          for b in scope.study.baseline_runs_of(cfg)):
+            continue  # --baseline-first: submitted once the baseline's runs predict its cost
         if budget is not None and not force:
             if committed + line.node_hours > budget + 1e-9:
                 store.add_problem(key, "budget", f"{cfg.config_id}: not submitted, node-hour budget reached")

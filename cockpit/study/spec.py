@@ -55,6 +55,9 @@ class Configuration(AxisKeys):
     # the workload's kind (cockpit.workloads): a script's label leaves out the HLM's own axes (runcontract.axes.labelled);
     # not part of the id, which the axes and keys alone make
     workload: str = "hlm"
+    # which run of its configuration this is: 1, or 2 to k of a baseline the study repeats ([study].baseline_runs);
+    # part of the id (and the label: `run 2`) from 2 on, never of the group
+    run: int = 1
 
     def values(self) -> dict[str, Any]:
         return {axis: getattr(self, axis) for axis in AXES}
@@ -73,7 +76,7 @@ class Configuration(AxisKeys):
         """Stable across runs, machines and upgrades: a digest of the canonical axis values (`id_values`: an
         axis added later enters it only when set away from its default). Computed once per configuration
         (a plan of 10,000 asks each for it a dozen times)."""
-        return _digest({**id_values(self.values()), **self.key_values})
+        return _digest({**id_values(self.values()), **self.key_values, **({"run": self.run} if self.run > 1 else {})})
 
     @property
     def group_values(self) -> dict[str, Any]:
@@ -100,7 +103,8 @@ class Configuration(AxisKeys):
     def label_values(self) -> dict[str, Any]:
         """The axes, the workload's key words and its kind: what config_label and the store's `values` take, so
         every view labels a configuration alike (a script's keys in it, the HLM's own axes out of it)."""
-        return {**self.values(), "keys": key_words(self.key_values), "workload": self.workload}
+        return {**self.values(), "keys": key_words(self.key_values), "workload": self.workload,
+                **({"run": self.run} if self.run > 1 else {})}
 
     def label_words(self) -> dict[str, str]:
         """The label's words by what each stands for: the axes' (runcontract.axes.label_words, LABEL_ORDER) and each
@@ -147,6 +151,7 @@ class Study:
     sweep: dict[str, list[Any]]
     synthetic_default: bool = False
     workload: Workload = field(default_factory=HlmWorkload)  # what runs on every worker ([workload])
+    baseline_runs: int = 1  # runs of each 1x1 baseline ([study].baseline_runs; cockpit.forecast.baseline_runs)
 
     @property
     def study_id(self) -> str:
@@ -154,7 +159,8 @@ class Study:
         return _digest({"study": self.name}, 8)
 
     def matrix(self) -> list[Configuration]:
-        """The cartesian product of the sweep axes, non-swept axes fixed at their defaults."""
+        """The cartesian product of the sweep axes, non-swept axes fixed at their defaults; each 1x1 baseline
+        followed by its further runs (run 2 to baseline_runs)."""
         return list(self._matrix)
 
     @functools.cached_property
@@ -163,9 +169,11 @@ class Study:
         # plan, the scripts and the table walk the matrix
         names = [*AXES, *(k.name for k in self.workload.keys())]
         own = names[len(AXES):]
-        return tuple(Configuration(**dict(zip(AXES, values, strict=False)),
-                                   keys=tuple(zip(own, values[len(AXES):], strict=True)), workload=self.workload.kind)
-                     for values in itertools.product(*(self.sweep[name] for name in names)))
+        product = (Configuration(**dict(zip(AXES, values, strict=False)),
+                                 keys=tuple(zip(own, values[len(AXES):], strict=True)), workload=self.workload.kind)
+                   for values in itertools.product(*(self.sweep[name] for name in names)))
+        return tuple(cfg if r == 1 else replace(cfg, run=r) for cfg in product
+                     for r in range(1, (self.baseline_runs if cfg.is_baseline else 1) + 1))
 
     def fits_node(self, cfg: Configuration, cores: int | None = None) -> bool:
         """Whether one node has the cores for all its tasks (Slurm would refuse the job otherwise): the one
@@ -193,7 +201,12 @@ class Study:
         return f"{self.study_dir()}/runs/{cfg.config_id}"
 
     def baseline_of(self, cfg: Configuration) -> Configuration:
-        return replace(cfg, gpus_per_node=1, nodes=1)
+        return replace(cfg, gpus_per_node=1, nodes=1, run=1)
+
+    def baseline_runs_of(self, cfg: Configuration) -> list[Configuration]:
+        """Every run of cfg's baseline (run 1 to baseline_runs): what its group's predictions are made from."""
+        first = self.baseline_of(cfg)
+        return [first, *(replace(first, run=r) for r in range(2, self.baseline_runs + 1))]
 
     def foundation_of(self, cfg: Configuration) -> Configuration | None:
         """The run whose weights a fine-tune starts from: the foundation 1x1 run with the same values."""
@@ -272,6 +285,7 @@ def parse_study(raw: dict[str, Any], path: Path) -> Study:
         sweep=sweep,
         synthetic_default=not sec["data"]["datasets"],
         workload=workload,
+        baseline_runs=sec["study"]["baseline_runs"],
     )
 
 

@@ -13,6 +13,9 @@ from runcontract.modes import is_group_name
 STUDY_KEYS = (
     ConfigKey("study", "name", (str,), required=True, help="1-64 letters, digits, '_', '.', '-'"),
     ConfigKey("study", "description", (str,), "", help="free text about the study"),
+    ConfigKey("study", "baseline_runs", (int,), 1, minimum=1, unit="runs",
+              help="runs of each group's 1x1 baseline: the predictions take their mean T and parts, and their "
+                   "spread is the study's own noise (docs/prediction.md, \"Repeated baselines\")"),
 )
 @dataclass(frozen=True)
 class ClusterKeys:

@@ -15,7 +15,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, ContentSwitcher, DataTable, Input, Static
 
-from cockpit.forecast.plan import figures_words, hours, prediction_lines
+from cockpit.forecast.plan import hours
+from cockpit.forecast.plan_words import figures_words, prediction_lines
 from cockpit.tui.bindings import PLAN_BINDINGS, HelpContext
 from cockpit.tui.controller import Plan
 from cockpit.tui.latest import LatestRequest

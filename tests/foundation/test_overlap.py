@@ -8,7 +8,8 @@ import math
 import pytest
 
 from cockpit.forecast import interval
-from cockpit.forecast.plan import Plan, PlanLine, prediction_lines
+from cockpit.forecast.plan import Plan, PlanLine
+from cockpit.forecast.plan_words import prediction_lines
 from cockpit.forecast.prediction import (
     BACKWARD_SHARE,
     Link,

@@ -122,7 +122,7 @@ def test_a_wide_interval_names_the_run_that_narrows_it_most(tmp_path):
     with nothing left to run it names none."""
     import shutil
 
-    from cockpit.forecast.plan import narrowing_words, prediction_lines
+    from cockpit.forecast.plan_words import narrowing_words, prediction_lines
     from cockpit.store import StudyStore
     from cockpit.store.recorded import study_plan
     from cockpit.study.spec import load_study
@@ -154,6 +154,10 @@ def test_a_wide_interval_names_the_run_that_narrows_it_most(tmp_path):
     terms = cheapest.predicted.term_sd
     largest = max(terms, key=lambda k: terms[k])  # 4 CPU workers on a node: a term it models, named in seconds
     assert f"; its largest modelled term: {largest}, sd {terms[largest]:.2f} s)" in words
+    # the demo's baselines ran once: what three runs of each would take off every interval, by the noise's formula
+    floors = [math.expm1(interval.Z90 * wider.spread.noise * math.sqrt(1 + 1 / k)) for k in (1, 3)]
+    assert words.endswith(f"; the study's baseline_runs = 3 (2 more 1x1 runs per group) would lower every interval's "
+                          f"noise floor from +-{floors[0]:.1%} to +-{floors[1]:.1%} (noise sd {wider.spread.noise:.1%})")
     assert words in prediction_lines(wider)  # printed by cockpit plan and the plan dialog
 
 
@@ -220,3 +224,16 @@ def test_three_scattered_misses_do_not_set_the_width_alone() -> None:
     spread = interval.error_model(misses)
     assert spread.half < 2.920 * sd * math.sqrt(4 / 3)
     assert spread.half > 1.645 * math.sqrt(2) * 0.07
+
+
+def test_a_baseline_repeated_k_times_counts_its_noise_once_over_k() -> None:
+    """for_terms by hand: with no modelled terms and no misses, the half-width is 1.645 x noise x sqrt(1 + 1/k)
+    (the run's own noise and its baseline's mean over k runs), so three baseline runs take the floor from +-16.3%
+    to +-13.3% of ln T at the prior's 7%; the words say what the baseline is."""
+    spread = interval.error_model([])
+    one, three = interval.for_terms(spread, 10.0, {}), interval.for_terms(spread, 10.0, {}, 3)
+    assert one.half == pytest.approx(interval.Z90 * interval.NOISE_PRIOR * math.sqrt(2))
+    assert three.half == pytest.approx(interval.Z90 * interval.NOISE_PRIOR * math.sqrt(4 / 3))
+    assert round(one.half, 3) == 0.163 and round(three.half, 3) == 0.133
+    assert "from the noise of the run and its baseline (the mean of 3 runs)" in three.basis
+    assert "(the mean of" not in one.basis

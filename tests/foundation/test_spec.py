@@ -169,3 +169,27 @@ def test_a_local_study_is_refused_what_this_machine_cannot_give(tmp_path, line, 
     with pytest.raises(SpecError) as refused:
         load_study(write(tmp_path, MINIMAL + f"[cluster]\n{line}\n"))
     assert str(refused.value).startswith(message)
+
+
+def test_a_repeated_baseline_adds_its_runs_to_the_matrix_and_keeps_every_other_id(tmp_path):
+    """[study].baseline_runs = 3: each 1x1 baseline is followed by its runs 2 and 3, each its own id and run
+    directory, labelled `run 2`, in the baseline's group; the other configurations and run 1 keep the ids they
+    had without the key, and a bad value names the file and the key."""
+    sweep = "\n[sweep]\ngpus_per_node = [1, 2]\nwindow = [64, 128]\n[cluster]\ngpus_per_node = 2\n"
+    plain = load_study(write(tmp_path, MINIMAL + sweep))
+    text = MINIMAL.replace('name = "s"', 'name = "s"\nbaseline_runs = 3') + sweep
+    study = load_study(write(tmp_path, text, "repeated.toml"))
+    matrix = study.matrix()
+    assert [(c.window, c.workers, c.run) for c in matrix] == [
+        (64, 1, 1), (64, 1, 2), (64, 1, 3), (64, 2, 1), (128, 1, 1), (128, 1, 2), (128, 1, 3), (128, 2, 1)]
+    assert [c.config_id for c in matrix if c.run == 1] == [c.config_id for c in plain.matrix()]
+    assert len({c.config_id for c in matrix}) == len(matrix) == len({study.run_dir(c) for c in matrix})
+    first, second, third, two = matrix[:4]
+    assert first.group_id == second.group_id == third.group_id == two.group_id
+    assert (second.label, third.label) == (f"{first.label} run 2", f"{first.label} run 3")
+    assert study.baseline_of(third) == first and study.baseline_runs_of(two) == [first, second, third]
+    assert study.run_config(second) == {**study.run_config(first), "config_id": second.config_id}
+    for bad, found in (("0", "0"), ('"3"', "'3'")):
+        path = write(tmp_path, MINIMAL.replace('name = "s"', f'name = "s"\nbaseline_runs = {bad}'), "bad.toml")
+        with pytest.raises(SpecError, match=rf"bad.toml: \[study\].baseline_runs: expected an integer >= 1, got {found}"):
+            load_study(path)
