@@ -334,7 +334,7 @@ def part_loop(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any], verd
         setting = " and ".join(f"{k} = {v}" for k, v in c["keys"])
         if isinstance(f, NoPrediction):
             continue
-        iv = interval.interval(f.t_s, interval.for_terms(spread, f.t_s, f.term_sd, f.baseline_runs))
+        iv = interval.interval(f.t_s, interval.for_terms(spread, f.t_s, f.term_sd))
         rows += [Row("loop", f"{setting}, run {i + 1}", "T s", None, iv, t) for i, t in enumerate(c["t"])]
         pred_gain, meas_gain = t_med - f.t_s, t_med - statistics.median(c["t"])
         advised = c["advised"] == "advised"

@@ -254,9 +254,9 @@ def make_plan(study: Study, statuses: Mapping[str, str] | None = None, used: flo
         kwh = energies.get(cfg.config_id) if run is not None else predicted_kwh(base, pred)
         lines.append(PlanLine(cfg.label, hours, status, cfg.config_id, pred, cfg.group_id, run, cfg.nodes, kwh,
                               first.get(cfg.config_id), changes=(changed or {}).get(cfg.config_id, ()), run=cfg.run))
-    missed = [line for line in lines if line.miss() is not None]
-    spread = interval.error_model([m for line in missed if (m := line.miss()) is not None], _repeats(results, study),
-                                  min((line.predicted.baseline_runs for line in missed if line.predicted), default=1))
+    missed = [(m, line) for line in lines if (m := line.miss()) is not None]
+    spread = interval.error_model([m for m, _ in missed], _repeats(results, study),
+                                  min((line.predicted.baseline_runs for _, line in missed if line.predicted), default=1))
     lines = [replace(line, spread=spread) for line in lines]
     c = study.cluster
     basis = (f"{c.expected_minutes:g} min expected per run" if c.expected_minutes is not None
