@@ -7,6 +7,9 @@ Every section starts from the defaults below; a test passes only what it is abou
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +90,15 @@ def _value(v: Any) -> str:
     if isinstance(v, list | tuple):
         return "[" + ", ".join(_value(x) for x in v) + "]"
     raise TypeError(f"cannot write {v!r} ({type(v).__name__}) as a TOML value")
+
+
+def run_baseline_first(path: Path) -> Path:
+    """`cockpit run --headless --json --baseline-first STUDY` in a process of its own, run in the study's folder with
+    its store under `xdg/` there; its JSON lines kept in `events.jsonl` beside it. Returns the study's path."""
+    tmp = path.parent
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_DATA_HOME": str(tmp / "xdg")}
+    res = subprocess.run([sys.executable, "-m", "cockpit", "run", "--headless", "--json", "--baseline-first",
+                          str(path)], capture_output=True, text=True, timeout=600, cwd=tmp, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    (tmp / "events.jsonl").write_text(res.stdout)
+    return path

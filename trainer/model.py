@@ -167,6 +167,11 @@ class HeartLanguageModel(nn.Module):
             return (per * self.class_weight[group.clamp(min=0)] * valid).sum() / valid.sum().clamp(min=1)
         return F.cross_entropy(logits.flatten(0, -2).float(), targets.flatten(), ignore_index=IGNORE_INDEX)
 
+    def parameter_tensors(self) -> int:
+        """The trainable tensors: what ZeRO-1 broadcasts one by one after each step (cockpit's prediction counts
+        its calls by them)."""
+        return sum(1 for p in self.parameters() if p.requires_grad)
+
     def num_parameters(self, non_embedding: bool = False) -> int:
         n = sum(p.numel() for p in self.parameters())
         if non_embedding:

@@ -332,7 +332,7 @@ def merge(first: Links, fallback: Links) -> Links:
 
 def strategy_comm(strategy: str, n: int, grad: float, link: Link, *, buckets: int, groups: int, compute: float,
                   on_cpu: bool, micro_batches: float = 1.0, cores: int = 0,
-                  overlap: Overlap | None = None) -> dict[str, float]:
+                  overlap: Overlap | None = None, tensors: int = 0) -> dict[str, float]:
     """Exposed seconds per step of each collective the strategy issues on n workers (STRATEGY_COMM).
 
     all-reduce: t = 2(N-1)/N G / busbw + 2(N-1) x buckets x latency, exposed as `exposed_all_reduce` says
@@ -341,7 +341,9 @@ def strategy_comm(strategy: str, n: int, grad: float, link: Link, *, buckets: in
     on CPU all of it (gloo runs them on the training thread, as measured), on GPU FSDP prefetches one block
     ahead, so max(t / groups, t - compute). Where the link carries the start-up probe's alpha-beta fit of that
     collective measured on n ranks (Link.fits), t = rounds x (calls x alpha + G / beta) instead (calls: buckets,
-    n broadcasts, or groups; rounds: FSDP's all-gathers), exposed by the same rules. With `micro_batches`
+    the broadcasts, or groups; rounds: FSDP's all-gathers), exposed by the same rules. ZeRO-1 broadcasts parameter
+    by parameter: `tensors` calls where the baseline recorded its trainable tensors (result.json
+    `model.parameter_tensors`), each (N-1) x latency without a fit; else one per rank (n with a fit, one without). With `micro_batches`
     (grad_accum) per step, DDP and ZeRO-1 synchronise on the last one only, while FSDP gathers the parameters
     for every one of them (only its reduce-scatter waits for the last)."""
     out: dict[str, float] = {}
@@ -351,7 +353,7 @@ def strategy_comm(strategy: str, n: int, grad: float, link: Link, *, buckets: in
         fit = link.fit(kind, n)
         if fit is not None:  # measured on n ranks: calls x alpha + the bytes the calls move / beta
             alpha, beta = fit
-            calls, rounds = {"all_reduce": (buckets, 1.0), "broadcast": (n, 1.0),
+            calls, rounds = {"all_reduce": (buckets, 1.0), "broadcast": (tensors or n, 1.0),
                              "all_gather": (groups, factor), "reduce_scatter": (groups, 1.0)}[kind]
             t = rounds * (calls * alpha + grad / beta) * (micro_batches if kind == "all_gather" else 1.0)
             if kind == "all_reduce":
@@ -363,7 +365,7 @@ def strategy_comm(strategy: str, n: int, grad: float, link: Link, *, buckets: in
             t = factor * ring * grad / link.busbw + 2 * (n - 1) * buckets * latency
             out[kind] = exposed_all_reduce(t, buckets, compute, on_cpu=on_cpu, cores=cores, overlap=overlap)
         elif kind == "broadcast":
-            out[kind] = factor * ring * grad / link.busbw + (n - 1) * latency
+            out[kind] = factor * ring * grad / link.busbw + max(1, tensors) * (n - 1) * latency
         else:
             rounds = factor if kind == "all_gather" else 1.0
             t = factor * ring * grad / link.busbw + rounds * (n - 1) * groups * latency
@@ -438,7 +440,8 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
         by_kind = strategy_comm(strategy, n, float(grad) * (0.5 if half else 1.0), link, buckets=buckets,
                                 groups=int((base.get("model") or {}).get("layers") or 1) + 1,
                                 compute=per_step["compute"], on_cpu=base.get("device") == "cpu",
-                                micro_batches=micro_batches, cores=cores_per_worker(base), overlap=overlap)
+                                micro_batches=micro_batches, cores=cores_per_worker(base), overlap=overlap,
+                                tensors=int((base.get("model") or {}).get("parameter_tensors") or 0))
         sd = straggler.step_sd(base)
         if sd:  # rank 0 waits in the collective for the slowest rank (cockpit.forecast.straggler)
             by_kind[straggler.TERM] = straggler.wait_per_step(sd, n)

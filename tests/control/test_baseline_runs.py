@@ -8,9 +8,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +19,7 @@ from cockpit.run.session import store_path_for
 from cockpit.store import StudyStore
 from cockpit.store.recorded import study_plan
 from cockpit.study.spec import load_study
-from tests.studies import REPO, write_study
+from tests.studies import run_baseline_first, write_study
 
 SECTIONS = {"cluster": {"gpus_per_node": 2, "cores_per_node": 2}, "train": {"steps": 6},
             "study": {"baseline_runs": 2}}
@@ -31,13 +28,7 @@ SECTIONS = {"cluster": {"gpus_per_node": 2, "cores_per_node": 2}, "train": {"ste
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("repeats")
-    path = write_study(tmp / "study.toml", "repeats", tmp / "work", **SECTIONS)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_DATA_HOME": str(tmp / "xdg")}
-    res = subprocess.run([sys.executable, "-m", "cockpit", "run", "--headless", "--json", "--baseline-first",
-                          str(path)], capture_output=True, text=True, timeout=600, cwd=tmp, env=env)
-    assert res.returncode == 0, res.stdout + res.stderr
-    (tmp / "events.jsonl").write_text(res.stdout)
-    return path
+    return run_baseline_first(write_study(tmp / "study.toml", "repeats", tmp / "work", **SECTIONS))
 
 
 def _runs(path: Path) -> dict[str, dict]:

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,21 +21,15 @@ from cockpit.store.recorded import study_plan
 from cockpit.study.spec import load_study
 from cockpit.tui.paged_table import PagedTable
 from cockpit.tui.plan import PlanScreen
-from tests.studies import REPO, write_study
+from tests.studies import run_baseline_first, write_study
 
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 1x1 and a 1x2 run, the 1x1 first: the 1x2 is predicted from it before it runs."""
     tmp = tmp_path_factory.mktemp("learns")
-    path = write_study(tmp / "study.toml", "learns", tmp / "work", cluster={"gpus_per_node": 2, "cores_per_node": 2},
-                       train={"steps": 6})
-    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_DATA_HOME": str(tmp / "xdg")}
-    res = subprocess.run([sys.executable, "-m", "cockpit", "run", "--headless", "--json", "--baseline-first",
-                          str(path)], capture_output=True, text=True, timeout=600, cwd=tmp, env=env)
-    assert res.returncode == 0, res.stdout + res.stderr
-    (tmp / "events.jsonl").write_text(res.stdout)
-    return path
+    return run_baseline_first(write_study(tmp / "study.toml", "learns", tmp / "work",
+                                          cluster={"gpus_per_node": 2, "cores_per_node": 2}, train={"steps": 6}))
 
 
 def _study(path: Path, monkeypatch: pytest.MonkeyPatch, scales: list[int]):  # noqa: ANN202 - Study

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 import torch
@@ -77,6 +78,10 @@ def test_result_records_what_a_prediction_needs(tmp_path: Path) -> None:
     comm = r["comm"]
     params = r["model"]["parameters"]
     assert comm["grad_bytes"] == 4 * params  # fp32 gradients
+    # the trainable tensors ZeRO-1 would broadcast one by one: the model's, counted here from its own shapes
+    model = HeartLanguageModel(ModelConfig(**{f.name: r["model"][f.name] for f in fields(ModelConfig)
+                                              if f.name in r["model"]}))
+    assert r["model"]["parameter_tensors"] == len(list(model.parameters())) > 2 * r["model"]["layers"]
     assert comm["buckets"] >= 1 and comm["buckets_source"] == "measured"
     link = comm["probe"]["links"]["intra_node"]
     assert link["ranks"] == 2 and link["seconds"] > 0

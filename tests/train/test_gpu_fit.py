@@ -89,3 +89,22 @@ def test_fsdp_gathers_for_every_micro_batch_ddp_synchronises_once():
     one, two = comm("fsdp", 1), comm("fsdp", 2)
     assert two["all_gather"] == pytest.approx(2 * one["all_gather"]) and two["reduce_scatter"] == one["reduce_scatter"]
     assert comm("ddp", 2) == comm("ddp", 1) and comm("zero1", 2) == comm("zero1", 1)
+
+
+def test_zero1_broadcasts_parameter_by_parameter_where_the_baseline_counted_its_tensors():
+    """torch's ZeroRedundancyOptimizer broadcasts each trainable tensor on its own: 49 tensors are 49 calls, each
+    (N-1) x the latency without a fit and one alpha with it; a baseline that counted none keeps one call per rank."""
+    from dataclasses import replace
+
+    link = Link(1e9, 30e-6, "t")
+    bytes_term = (2 - 1) / 2 * 4e6 / 1e9
+
+    def broadcast(tensors: int, on: Link = link) -> float:
+        return strategy_comm("zero1", 2, 4e6, on, buckets=2, groups=3, compute=0.0, on_cpu=True,
+                             tensors=tensors)["broadcast"]
+
+    assert broadcast(0) == pytest.approx(bytes_term + 30e-6)
+    assert broadcast(49) == pytest.approx(bytes_term + 49 * 30e-6)
+    fitted = replace(link, fits={2: {"broadcast": (50e-6, 2e9)}})
+    assert broadcast(49, fitted) == pytest.approx(49 * 50e-6 + 4e6 / 2e9)
+    assert broadcast(0, fitted) == pytest.approx(2 * 50e-6 + 4e6 / 2e9)

@@ -112,7 +112,7 @@ def record(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: 
                        "tokens_per_s": tokens / T if T > 0 else None},
         "peak_memory_bytes": peak,
         "final_loss": end.final_loss,
-        "model": {**raw.cfg.to_dict(), "parameters": raw.num_parameters(),
+        "model": {**raw.cfg.to_dict(), "parameters": raw.num_parameters(), "parameter_tensors": raw.parameter_tensors(),
                   "flops_per_token": raw.flops_per_token(s.axes.window)},
         "loader": {"workers": t.workers, "threads": t.threads, "pin_memory": d.device.type == "cuda",
                    "prefetch_factor": 4 if t.workers else None},
