@@ -22,7 +22,7 @@ LEVEL = 0.90
 Z90 = 1.645  # the normal's two-sided 90% quantile
 MIN_MISSES = 3  # fewer finished predictions than this: no Student-t over the misses
 # The misses' spread is pooled with what they would spread by were the model exact (the run's and the baseline's
-# noise, sqrt(2) x the noise) counted as this many degrees of freedom: three misses alone give a t at 2 degrees
+# noise, sqrt(1 + 1/k) x the noise, k the baseline's runs) counted as this many degrees of freedom: three misses alone give a t at 2 degrees
 # of freedom (2.92) over an sd that one loaded run sets (bench/README.md, 2026-11-29: +-83%); the misses take over
 # as they accrue.
 MISS_PRIOR_DF = 4
@@ -122,8 +122,9 @@ def error_model(misses: Sequence[float], repeats: Iterable[Sequence[float]] = ()
     against the prediction the plan makes now: cockpit.forecast.plan.PlanLine.miss): a Student-t prediction
     interval, centre their mean, half-width t(n-1+MISS_PRIOR_DF) x s x sqrt(1 + 1/n), s their sd pooled with
     sqrt(1 + 1/k) x the noise at MISS_PRIOR_DF degrees of freedom (k: the runs each prediction's baseline is the
-    mean of, `baseline_runs`). With fewer: centred, as wide as the largest miss seen (0 with none). Either way each prediction's own terms may widen it (:func:`for_terms`); the noise of a run is
-    the prior pooled with the repeats (noise_of)."""
+    mean of, `baseline_runs`). With fewer: centred, as wide as the largest miss seen (0 with none). Either way
+    each prediction's own terms may widen it (:func:`for_terms`); the noise of a run is the prior pooled with the
+    repeats (noise_of)."""
     n = len(misses)
     noise, rep_df, noise_words = noise_of(repeats)
     if n >= MIN_MISSES:

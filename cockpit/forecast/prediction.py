@@ -238,8 +238,9 @@ def measured_links(results: Iterable[dict[str, Any]]) -> Links:
 
 def residuals(results: list[dict[str, Any]], links: Links) -> tuple[Residual, ...]:
     """Each finished N-worker run's per-step parts over those the model gives it from its group's baseline (the
-    1-worker run of the same group id, the median one of several) with `links` (the link, contention and overlap
-    measured), at the same samples per step: what nothing else the model measures priced."""
+    1-worker run of the same group id; of several, their mean, as the plan predicts from: baseline_runs.pooled)
+    with `links` (the link, contention and overlap measured), at the same samples per step: what nothing else the
+    model measures priced."""
     def completed(r: dict[str, Any]) -> bool:
         return r.get("status", "completed") == "completed" and bool((r.get("timing") or {}).get("steps"))
 
@@ -247,11 +248,10 @@ def residuals(results: list[dict[str, Any]], links: Links) -> tuple[Residual, ..
     for r in results:
         if completed(r) and int(r.get("world_size") or 1) == 1 and r.get("group_id"):
             bases.setdefault(str(r["group_id"]), []).append(r)
-    median_base = {g: sorted(v, key=lambda r: float(r["timing"].get("train_time_s") or 0.0))[(len(v) - 1) // 2]
-                   for g, v in bases.items()}
+    pooled = {g: baseline_runs.pooled(v) for g, v in bases.items()}
     out = []
     for r in results:
-        base = median_base.get(str(r.get("group_id")))
+        base = pooled.get(str(r.get("group_id")))
         if base is None or not completed(r) or int(r.get("world_size") or 1) < 2 or samples_per_step(r) != \
                 samples_per_step(base):
             continue
