@@ -83,6 +83,7 @@ cpus_per_task = 1
 device = "cpu"
 eval = false
 metrics_interval_s = 1.0
+batch_probe = {'true' if getattr(args, 'batch_probe', False) else 'false'}
 
 [sweep]
 window = [{args.window}]
@@ -141,6 +142,8 @@ def main() -> int:
     p.add_argument("--window", type=int, default=64)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--steps", type=int, default=60)
+    p.add_argument("--batch-probe", action="store_true",
+                   help="study A's baseline times compute at twice its batch at start-up (train.batch_probe)")
     p.add_argument("--keep", action="store_true", help="keep the studies' directory and print it")
     p.add_argument("--slurm", action="store_true", help="run every study on the test Slurm (needs root)")
     args = p.parse_args()

@@ -441,12 +441,15 @@ def main() -> None:
     p.add_argument("--samples", type=int, default=1152, help="samples of the ddp part's runs")
     p.add_argument("--strategy-samples", type=int, default=256, help="samples of the strategies part's runs")
     p.add_argument("--repeats", type=int, default=3, help="runs of the ddp row and 2-node studies")
+    p.add_argument("--batch-probe", action="store_true",
+                   help="the loop's study A: its baseline probes compute at twice its batch (train.batch_probe)")
     p.add_argument("--baseline-runs", type=int, default=3,
                    help="runs of each baseline, predicted from their mean ([study].baseline_runs)")
     p.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
     p.add_argument("--workdir", type=Path, default=None)
     args = p.parse_args()
-    args.loop = argparse.Namespace(layers=4, d_model=128, window=64, batch_size=8, steps=60, keep=False, slurm=True)
+    args.loop = argparse.Namespace(layers=4, d_model=128, window=64, batch_size=8, steps=60, keep=False, slurm=True,
+                                   batch_probe=args.batch_probe)
     parts = [x.strip() for x in args.parts.split(",") if x.strip()]
     if unknown := sorted(set(parts) - set(PARTS)):
         sys.exit(f"--parts: unknown part(s) {', '.join(unknown)}; expected some of {', '.join(PARTS)}")

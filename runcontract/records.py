@@ -130,6 +130,7 @@ class Result(TypedDict, total=False):
     breakdown_by_rank: list[dict[str, Any]]
     throughput: dict[str, float | None]
     peak_memory_bytes: int
+    batch_probe: dict[str, Any] | None  # train.batch_probe's timings at b and 2b (trainer/run/batch_probe.py)
     final_loss: float | None
     model: dict[str, Any]
     loader: dict[str, Any]

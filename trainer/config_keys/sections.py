@@ -110,6 +110,10 @@ class TrainKeys:
         "[\"S=0.8\", \"V=0.9\"]", effect=NOT_PREDICTED)
     bucket_cap_mb: float | None = key(None, "DDP gradient bucket size in MB (default: DDP's 25)", above=0,
                                       unit="MB", effect=Effect("formula", ("comm",), "DDP buckets k = ceil(G / cap): exposed all-reduce max(t_ar / k, t_ar - backward)"))
+    batch_probe: bool = key(False, "a 1-worker run times forward and backward at its batch and at twice it at "
+                            "start-up (outside T; result.json batch_probe), so that the prediction prices compute at "
+                            "another batch size from two measured points (docs/prediction.md, \"Compute per sample "
+                            "at another batch size\")", effect=NEUTRAL)
     # torch.profiler, torchtitan-style: cycles of wait, warmup and active steps (torch.profiler.schedule), each
     # recorded into traces/ per rank; unset profile_active = no profiler at all (docs/training.md, "Profiling")
     profile_active: int | None = key(None, "torch.profiler: steps recorded per cycle into traces/ of the run "

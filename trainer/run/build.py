@@ -29,6 +29,7 @@ from trainer.model import HeartLanguageModel, ModelConfig, load_encoder
 from trainer.parallelism import distributed, parallel
 from trainer.parallelism.distributed import Dist
 from trainer.run import checkpoint, profiling, sources
+from trainer.run.batch_probe import batch_probe
 from trainer.run.checkpoint import Progress
 from trainer.scoring.validation import Validator
 from trainer.settings import ConfigError, Settings
@@ -69,6 +70,7 @@ class Trainer:
     init_note: str | None
     hostnames: list[str]
     ckpt_path: Path
+    batch_probe: dict[str, Any] | None = None  # train.batch_probe's timings (trainer.run.batch_probe), 1 worker
     memory: dict[str, int] | None = None  # Parallel.held_bytes after this segment's first step
     train_peak_bytes: int = 0  # the device's peak at the end of training (before evaluation)
 
@@ -123,6 +125,8 @@ def build(s: Settings, d: Dist, data: sources.Data | None) -> Trainer:
         log.info("resumed from %s at step %d/%d (T so far %.3f s)", ckpt_path, prog.step, total_steps,
                  prog.train_time_s)
     hostnames = sorted(set(distributed.gather_objects(d, socket.gethostname())))
+    probed = batch_probe(raw, data.train, s.axes.batch_size, d.device, autocast, clock) \
+        if s.train.batch_probe and d.world == 1 else None
     return Trainer(s=s, d=d, data=data, prog=prog, raw=raw, model=model,
                    params=[p for p in raw.parameters() if p.requires_grad], optimizer=optimizer, opt_kind=par.opt_kind,
                    par=par,
@@ -130,7 +134,7 @@ def build(s: Settings, d: Dist, data: sources.Data | None) -> Trainer:
                    threads=threads, clock=clock, comm=comm, ranges=ranges, profile=schedule, grad_bytes=nbytes,
                    link_probe=link_probe, steps_per_epoch=steps_per_epoch, total_steps=total_steps,
                    tokens_per_sample=data.seq_len or s.axes.window, validator=validator, init_note=init_note,
-                   hostnames=hostnames, ckpt_path=ckpt_path)
+                   hostnames=hostnames, ckpt_path=ckpt_path, batch_probe=probed)
 
 
 def _seed_everything(seed: int) -> None:

@@ -111,6 +111,7 @@ def record(t: Trainer, end: LoopEnd, evaluation: dict[str, Any] | None, eval_s: 
         "throughput": {"samples_per_s": prog.samples / T if T > 0 else None,
                        "tokens_per_s": tokens / T if T > 0 else None},
         "peak_memory_bytes": peak,
+        "batch_probe": t.batch_probe,
         "final_loss": end.final_loss,
         "model": {**raw.cfg.to_dict(), "parameters": raw.num_parameters(), "parameter_tensors": raw.parameter_tensors(),
                   "flops_per_token": raw.flops_per_token(s.axes.window)},
