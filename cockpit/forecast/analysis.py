@@ -165,12 +165,11 @@ def analysed(results: Iterable[dict[str, Any]], links: prediction.Links | None =
     # run_ids: the config ids of every run (a repeated baseline's runs 2 to k have their own)
     chosen = {key: _median_run(runs) | {"runs": len(runs), "run_ids": tuple(dict.fromkeys(r["config_id"] for r in runs))}
               for key, runs in done.items()}
-    baselines = {_same_group(r): r for r in chosen.values() if r["nodes"] == 1 and r["gpus_per_node"] == 1}
-    # what the N-worker rows are predicted from: a repeated baseline's mean (cockpit.forecast.baseline_runs)
-    pooled = {_same_group(chosen[key]): baseline_runs.pooled([r["result"] for r in runs])
-              for key, runs in done.items() if chosen[key]["nodes"] == 1 and chosen[key]["gpus_per_node"] == 1}
-    out = [_analysed(r, baselines.get(_same_group(r)), links, recorded, pooled.get(_same_group(r)))
-           for r in chosen.values()]
+    # each group's baseline row, and the result its N-worker rows are predicted from: the mean of a repeated
+    # baseline's runs (cockpit.forecast.baseline_runs)
+    baselines = {_same_group(chosen[key]): (chosen[key], baseline_runs.pooled([r["result"] for r in runs]))
+                 for key, runs in done.items() if chosen[key]["nodes"] == 1 and chosen[key]["gpus_per_node"] == 1}
+    out = [_analysed(r, baselines.get(_same_group(r)), links, recorded) for r in chosen.values()]
     spread = with_intervals(out, [[r["train_time_s"] for r in runs] for runs in done.values() if len(runs) > 1])
     with_advice_intervals(out, spread)
     out += [_failed(r) for r in failed if _same_config(r) not in done]
@@ -223,10 +222,11 @@ def _identity(run: dict[str, Any]) -> dict[str, Any]:
             "workers": cfg.workers, "baseline": cfg.is_baseline}
 
 
-def _analysed(run: dict[str, Any], base: dict[str, Any] | None, links: prediction.Links,
-              recorded: advice.Recorded, predicted_from: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One row; ``predicted_from``: the baseline result its prediction is made from (base's own result by
-    default; the mean of a repeated baseline's runs)."""
+def _analysed(run: dict[str, Any], baseline: tuple[dict[str, Any], dict[str, Any]] | None, links: prediction.Links,
+               recorded: advice.Recorded) -> dict[str, Any]:
+    """One row; ``baseline``: its group's baseline row and the result its prediction is made from (the mean of a
+    repeated baseline's runs)."""
+    base = baseline[0] if baseline is not None else None
     rec = {**run, **_identity(run)}
     n = rec["workers"]
     rec["fixed_s"] = sum(run[c] for c in explain.FIXED_COSTS if run[c] == run[c])
@@ -236,13 +236,14 @@ def _analysed(run: dict[str, Any], base: dict[str, Any] | None, links: predictio
     slow = explain.straggler(run["ranks"])
     rec.update(straggler_rank=slow[0] if slow else None, straggler_host=slow[1] if slow else None,
                straggler_excess_s=slow[2] if slow else NAN)
-    if base is None:
+    if baseline is None:
         rec.update(t1_s=NAN, work_ratio=NAN, t_same_work_s=run["train_time_s"], t1_over_n_s=NAN, speedup=NAN,
                    efficiency=NAN, overhead_s=NAN, karp_flatt=NAN, compute_ratio=NAN,
                    note=f"no baseline: the group's {labels.baseline_label(labels.device_of([run['device']]))} "
                         "run has not finished",
                    **{f"loss_{t}_s": NAN for t in explain.TERMS})
     else:
+        base, predicted_from = baseline
         work = work_ratio(run["samples"], base["samples"])
         t1, tn = base["train_time_s"], run["train_time_s"] / work
         s = speedup(t1, tn)
@@ -250,7 +251,7 @@ def _analysed(run: dict[str, Any], base: dict[str, Any] | None, links: predictio
                    efficiency=efficiency(s, n), overhead_s=overhead(t1, tn, n), karp_flatt=karp_flatt(s, n),
                    compute_ratio=explain.compute_ratio(run, base, n, work),
                    note="" if work == 1.0 else f"T scaled to the baseline's samples ({work:g}x the work)",
-                   **explain.attribution(run, base, n, work), **_predicted(run, predicted_from or base["result"], work, links))
+                   **explain.attribution(run, base, n, work), **_predicted(run, predicted_from, work, links))
     baseline_quality = base["quality_detail"] if base is not None else None
     rec.update(quality_1=baseline_quality.value if baseline_quality else NAN,
                quality_change=rec["quality_detail"].change(baseline_quality) if rec["quality_detail"] else NAN)

@@ -22,7 +22,7 @@ from trainer.run.batch_probe import PROBE_STEPS, batch_probe
 from trainer.run.train import run
 
 
-def test_a_batch_probe_times_b_and_2b_at_start_up_and_changes_nothing_of_the_training(tmp_path):
+def test_a_batch_probe_times_b_and_2b_at_start_up_and_the_cockpit_draws_its_line(tmp_path):
     results = {}
     for name, probe in (("plain", False), ("probed", True)):
         s = tiny_settings(tmp_path / name, steps=6, eval=False, batch_probe=probe)

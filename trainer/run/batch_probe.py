@@ -4,8 +4,7 @@ A prediction at another batch size than its baseline ran prices compute per samp
 benches show that under-prices a doubled batch by about half (bench/README.md, the optimisation loop). One
 1-worker run can measure the slope instead: forward and backward of its first windows at batch b and at 2b, the
 least of PROBE_STEPS timed passes after one warm-up each, with the gradients, the random streams and the weights
-left as they were (no optimizer step), so that the run trains exactly as it would without the probe.
-cockpit/forecast/batch_fit.py draws the line through the two points.
+left as they were (no optimizer step). cockpit/forecast/batch_fit.py draws the line through the two points.
 """
 
 from __future__ import annotations

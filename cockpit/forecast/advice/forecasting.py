@@ -28,6 +28,7 @@ from cockpit.forecast.advice.effects import (
     group_of,
     toml_value,
 )
+from cockpit.forecast.baseline_runs import median_run, t_of
 from cockpit.study.spec import AXES
 from cockpit.workloads import workload_class
 from runcontract.axes import config_label, label_words
@@ -37,15 +38,6 @@ from runcontract.axes import config_label, label_words
 def _completed(r: dict[str, Any]) -> bool:
     t = (r.get("timing") or {}).get("train_time_s")
     return r.get("status", "completed") == "completed" and isinstance(t, int | float) and t == t
-
-
-def _t(r: dict[str, Any]) -> float:
-    return float(r["timing"]["train_time_s"])
-
-
-def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    ordered = sorted(runs, key=_t)
-    return ordered[(len(ordered) - 1) // 2]
 
 
 class Recorded:
@@ -64,9 +56,9 @@ class Recorded:
             runs.setdefault(tuple(ax[a] for a in AXES), []).append(r)
             for a in AXES:
                 self.values[a].add(ax[a])
-        self.runs = {key: _median(rs) for key, rs in runs.items()}
+        self.runs = {key: median_run(rs) for key, rs in runs.items()}
         # the spread of T over a configuration's repeated runs (max - min, seconds) and how many there are
-        self.spread = {key: (max(map(_t, rs)) - min(map(_t, rs)), len(rs)) for key, rs in runs.items() if len(rs) > 1}
+        self.spread = {key: (max(map(t_of, rs)) - min(map(t_of, rs)), len(rs)) for key, rs in runs.items() if len(rs) > 1}
         self.baselines = {key[:len(GROUP_AXES)]: r for key, r in self.runs.items() if key[-2:] == (1, 1)}
         self.by_batch: dict[tuple, dict[Any, dict[str, Any]]] = {}  # baselines by their group without batch
         for key, r in self.baselines.items():
@@ -187,7 +179,7 @@ def forecast(target: dict[str, Any], recorded: Recorded | Iterable[dict[str, Any
             t = sum(parts.values())
             as_ran = carried_parts(counterpart, cp_model, cp_model, 1.0)
             term_sd = {f"{p} moved": interval.MODEL_SD * abs(v - as_ran.get(p, 0.0)) for p, v in parts.items()}
-            same = abs(t - _t(counterpart)) < 1e-9
+            same = abs(t - t_of(counterpart)) < 1e-9
             basis = (f"measured ({_label(axes_of(counterpart))})" if same else
                      f"measured {_label(axes_of(counterpart))}, each part changed as the model changes it")
         else:
@@ -228,7 +220,7 @@ def carried_parts(run: dict[str, Any], as_run: prediction.Prediction, changed: p
     do not cover are carried per sample; a part the model gives no time scales with the samples."""
     measured = {p: float(v) for p, v in (run.get("breakdown_s") or {}).items() if isinstance(v, int | float)}
     wait = straggler_wait(run)
-    out = {"unaccounted": (_t(run) - sum(measured.values())) * samples}
+    out = {"unaccounted": (t_of(run) - sum(measured.values())) * samples}
     for part, m in measured.items():
         before, after = as_run.parts.get(part, 0.0), changed.parts.get(part, 0.0)
         ratio = after / before if before > 1e-12 else samples
