@@ -5,16 +5,19 @@ The parts, each a real study of this machine (`--parts`, all by default):
 
 - ``ddp``: a DDP row of 2 local gloo workers from the 1-worker baseline (strong scaling, the same samples),
   trained `--repeats` times (bench/ddp_scaling.py's runs).
-
-Each baseline (of ddp, strategies and each nodes study) runs `--baseline-runs` times and the predictions are made
-from their mean, as a study with [study].baseline_runs does (cockpit.forecast.baseline_runs); their spread is a
-repeat the intervals' noise is pooled from.
 - ``strategies``: the same on 2 gloo ranks with each strategy (ddp, zero1, fsdp, fsdp_noreshard;
   bench/strategies.py's runs): T and the memory per rank.
 - ``nodes``: 2 nodes x 1 worker on the test Slurm from each study's own 1-node baseline, `--repeats` studies
   (a fixed number of steps: twice the samples on 2 workers). Needs root, as the Slurm tests do.
+- ``scripts``: the image and the LM example (examples/workloads/, bench/workload_examples.py's shapes) on 2 local
+  workers from each study's own 1-worker baseline, `--repeats` studies of each: scripts run unmodified
+  (`runcontract`), their comm from their own start-up probe.
 - ``loop``: the optimisation loop on the test Slurm (bench/optimisation_loop.py --slurm): each change the advice
   can name, predicted from study A's runs, run three times; the predicted gain against the measured gain.
+
+Each baseline (of ddp, strategies and each nodes and scripts study) runs `--baseline-runs` times and the
+predictions are made from their mean, as a study with [study].baseline_runs does (cockpit.forecast.baseline_runs);
+their spread is a repeat the intervals' noise is pooled from.
 
 "first" is the prediction made before any N-worker run of the part: the baseline's result.json and the link as
 `hlm-train probe` measures it on this machine before training (bandwidth, per-call latency, each collective's
@@ -26,7 +29,7 @@ interval is cockpit.forecast.interval.error_model over the misses of those runs 
 the spread of their repeats, widened by its own terms, as the plan's (docs/prediction.md). Coverage counts the measured values inside each.
 
     python bench/prediction.py --parts ddp,strategies       # local only, a few minutes on 2 cores
-    sudo python bench/prediction.py                          # all four parts, about 15 minutes on 2 cores
+    sudo python bench/prediction.py                          # all five parts, about 20 minutes on 2 cores
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -52,6 +56,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import optimisation_loop  # noqa: E402
 import strategies  # noqa: E402
+import workload_examples  # noqa: E402
 from ddp_scaling import add_run_arguments, bench_config, count_train_windows, run_one  # noqa: E402
 
 from cockpit.figures.explain import PARTS as T_PARTS  # noqa: E402 - the parts of T, in their order
@@ -66,10 +71,12 @@ from cockpit.forecast.prediction import (  # noqa: E402
     work_for,
 )
 from cockpit.forecast.prediction_words import moved_term  # noqa: E402
+from cockpit.study.spec import load_study  # noqa: E402
 from tests.studies import to_toml  # noqa: E402 - the one writer of study TOML
 
-PARTS = ("ddp", "strategies", "nodes", "loop")
-TARGETS = {"ddp": 0.05, "nodes": 0.10, "strategies": 0.25, "loop": 0.25}  # each part's target, as bench/README.md states it
+PARTS = ("ddp", "strategies", "nodes", "scripts", "loop")
+REPEATED_PARTS = ("ddp", "nodes", "scripts")  # the parts whose one configuration runs --repeats times
+TARGETS = {"ddp": 0.05, "nodes": 0.10, "strategies": 0.25, "scripts": 0.05, "loop": 0.25}  # each part's target, as bench/README.md states it
 MIB = 2**20
 
 
@@ -265,48 +272,82 @@ def part_strategies(args: argparse.Namespace, workdir: Path, verdicts: list[str]
     return rows
 
 
-def part_nodes(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any], multi: str,
-               verdicts: list[str]) -> list[Row]:
+def repeated_studies(part: str, what: str, make: Callable[[int], Path], repeats: int, verdicts: list[str]
+                     ) -> list[Row]:
+    """`repeats` studies of one 1-worker baseline (run --baseline-runs times) and one N-worker configuration, each
+    run whole by `cockpit run --headless`: its N-worker T predicted first from its own pooled baseline and the
+    probe before training, and refit from the studies finished before it (their baselines one more repeated
+    configuration, as in a study that ran it again). ``make(rep)`` writes study `rep`'s file."""
     rows: list[Row] = []
     learner: Learner | None = None
     firsts, refits, times = [], [], []
-    for rep in range(1, args.repeats + 1):
+    for rep in range(1, repeats + 1):
+        path = make(rep)
+        study = load_study(path)
+        results = optimisation_loop.run_study(path)
+        bases = [r for r in results if int(r.get("world_size") or 1) == 1]
+        base, prior = baseline_runs.pooled(bases), first_spread(bases)
+        meas = next(r for r in results if int(r.get("world_size") or 1) > 1)
+        cfg = meas["config"]
+        nodes, gpus = int(cfg.get("nodes") or 1), int(cfg.get("gpus_per_node") or 1)
+        work = work_for(study.train, nodes * gpus, study.workload.work_per_worker)
+        if learner is None:
+            learner = Learner(probe_links(base["comm"]["grad_bytes"], nodes=nodes))
+        learner.bases.extend(bases)  # the baseline runs of every study so far: one configuration, repeated
+
+        def pred(links: Links, config_id: str = "", base: dict[str, Any] = base, work: float = work,
+                 nodes: int = nodes, gpus: int = gpus) -> Prediction | NoPrediction:
+            return predict(base, nodes, gpus, work, links, config_id=config_id)
+
+        first = pred(learner.first_links)
+        assert isinstance(first, Prediction), first
+        refit, spread = learner.before(pred)
+        learner.finished(meas, pred, what)
+        rows += t_rows(part, f"{what}, study {rep}", first, refit, spread, base, meas, work, prior)
+        r = refit if isinstance(refit, Prediction) else first
+        t = float(meas["timing"]["train_time_s"])
+        firsts.append(first.t_s)
+        refits.append(r.t_s)
+        times.append(t)
+        print(f"  study {rep}: {what} T {t:.2f} s (1-worker {baseline_runs.t_of(base):.2f} s, "
+              f"{baseline_runs.words(base) or 'one run'}); first {first.t_s:.2f} ({error(first.t_s, t)}); refit "
+              f"{r.t_s:.2f} ({error(r.t_s, t)}); furthest part: {missing_term(r, meas)}")
+    # each study's N-worker row against its own baseline's prediction: the mean error over the studies
+    verdicts.append(_verdict(part, f"{what} (mean over the studies)", statistics.fmean(firsts),
+                             statistics.fmean(refits), statistics.fmean(times),
+                             f"the studies' {what} T spread {(max(times) - min(times)) / statistics.fmean(times):.0%}"))
+    return rows
+
+
+def part_nodes(args: argparse.Namespace, tmp: Path, cluster: dict[str, Any], multi: str,
+               verdicts: list[str]) -> list[Row]:
+    def make(rep: int) -> Path:
         raw = tomllib.loads(optimisation_loop.study_toml(f"nodes{os.getpid()}-{rep}", tmp / "work", args.loop,
                                                         {**cluster, "partition": multi, "gpus_per_node": 1}))
         raw["sweep"] = {**raw["sweep"], "gpus_per_node": [1], "nodes": [1, 2]}
         raw["study"] = {**raw["study"], "baseline_runs": args.baseline_runs}
         path = tmp / f"N{rep}.toml"
         path.write_text(to_toml(raw))
-        results = optimisation_loop.run_study(path)
-        bases = [r for r in results if r["config"]["nodes"] == 1]
-        base, prior = baseline_runs.pooled(bases), first_spread(bases)
-        meas = next(r for r in results if r["config"]["nodes"] == 2)
-        work = work_for(raw["train"], 2)
-        if learner is None:
-            learner = Learner(probe_links(base["comm"]["grad_bytes"], nodes=2))
-        learner.bases.extend(bases)  # the 1-node runs of every study so far: one configuration, repeated
+        return path
 
-        def pred(links: Links, config_id: str = "", base: dict[str, Any] = base, work: float = work
-                 ) -> Prediction | NoPrediction:
-            return predict(base, 2, 1, work, links, config_id=config_id)
+    print("nodes (2 nodes x 1 on the test Slurm, each study from its own 1-node runs)")
+    return repeated_studies("nodes", "2 nodes x 1", make, args.repeats, verdicts)
 
-        first = pred(learner.first_links)
-        assert isinstance(first, Prediction), first
-        refit, spread = learner.before(pred)
-        learner.finished(meas, pred, "2 nodes x 1")
-        rows += t_rows("nodes", f"2 nodes x 1, study {rep}", first, refit, spread, base, meas, work, prior)
-        r = refit if isinstance(refit, Prediction) else first
-        t = float(meas["timing"]["train_time_s"])
-        firsts.append(first.t_s)
-        refits.append(r.t_s)
-        times.append(t)
-        print(f"  study {rep}: 2-node T {t:.2f} s (1-node {base['timing']['train_time_s']:.2f} s); first "
-              f"{first.t_s:.2f} ({error(first.t_s, t)}); refit {r.t_s:.2f} ({error(r.t_s, t)}); furthest part: "
-              f"{missing_term(r, meas)}")
-    # each study's 2-node row against its own baseline's prediction: the mean error over the studies
-    verdicts.append(_verdict("nodes", "the 2-node rows (mean over the studies)", statistics.fmean(firsts),
-                             statistics.fmean(refits), statistics.fmean(times),
-                             f"the studies' 2-node T spread {(max(times) - min(times)) / statistics.fmean(times):.0%}"))
+
+def part_scripts(args: argparse.Namespace, tmp: Path, verdicts: list[str]) -> list[Row]:
+    rows: list[Row] = []
+    for name, example, sweep, keys in workload_examples.STUDIES[:2]:  # the image and the LM example, 1 and 2 workers
+        def make(rep: int, name: str = name, example: str = example, sweep: dict = sweep, keys: dict = keys
+                 ) -> Path:
+            (tmp / "scripts").mkdir(parents=True, exist_ok=True)
+            path = workload_examples.study(tmp / "scripts", f"{name}-{rep}", example, sweep, keys)
+            raw = tomllib.loads(path.read_text())
+            raw["study"] = {**raw["study"], "baseline_runs": args.baseline_runs}
+            path.write_text(to_toml(raw))
+            return path
+
+        print(f"scripts: {example} (examples/workloads/{example}.toml: {keys}), 2 local workers")
+        rows += repeated_studies("scripts", f"{example} 2 workers", make, args.repeats, verdicts)
     return rows
 
 
@@ -391,19 +432,27 @@ def coverage(rows: Sequence[Row]) -> list[str]:
 
 def sharpness(rows: Sequence[Row]) -> list[str]:
     """How wide the intervals are against the machine's own noise: the median half-width of each kind of T
-    interval (half its span over its value), beside the repeats' spread (the sample sd over the mean of the
-    measured T of each part run more than once, the ddp row and the 2-node studies; their median). Target:
-    the refit's median half-width at most twice that spread, with coverage of 90% or more (coverage)."""
+    interval (half its span over its value), beside the repeats' spread: max - min over the mean of the measured
+    T of each configuration run more than once (the ddp row, the 2-node studies, each script's studies), the
+    median over those. That
+    is the spread as the cockpit itself states it (an advised gain "within the spread of T over repeated runs");
+    the sample sd over the mean is printed beside it. Target: the refit's median half-width at most twice that spread, with coverage of 90% or more
+    (coverage)."""
     repeats: dict[str, list[float]] = {}
     for row in rows:
-        if row.figure == "T s" and row.part in ("ddp", "nodes"):
-            repeats.setdefault(row.part, []).append(row.measured)
-    spreads = {part: statistics.stdev(v) / statistics.fmean(v) for part, v in repeats.items() if len(v) >= 2}
+        if row.figure == "T s" and row.part in REPEATED_PARTS:  # one configuration, run again or studied again
+            what = re.sub(r", (run|study) \d+$", "", row.what)
+            repeats.setdefault(what if row.part == "scripts" else row.part, []).append(row.measured)
+    runs = {part: v for part, v in repeats.items() if len(v) >= 2}
+    spreads = {part: (max(v) - min(v)) / statistics.fmean(v) for part, v in runs.items()}
+    sds = {part: statistics.stdev(v) / statistics.fmean(v) for part, v in runs.items()}
     out = []
     if spreads:
         spread = statistics.median(spreads.values())
-        out.append(f"the repeats' spread: {spread:.1%} (sd over mean of T; "
-                   + ", ".join(f"{p} {s:.1%} of {len(repeats[p])} runs" for p, s in spreads.items()) + ")")
+        out.append(f"the repeats' spread: {spread:.1%} (max - min over the mean of T; "
+                   + ", ".join(f"{p} {s:.1%} of {len(runs[p])} runs" for p, s in spreads.items())
+                   + f"); their sd over the mean {statistics.median(sds.values()):.1%} ("
+                   + ", ".join(f"{p} {s:.1%}" for p, s in sds.items()) + ")")
     else:
         spread = None
         out.append("the repeats' spread: no part ran more than once (--repeats 2 or more)")
@@ -462,6 +511,8 @@ def main() -> None:
         rows += part_ddp(args, workdir / "ddp", verdicts)
     if "strategies" in parts:
         rows += part_strategies(args, workdir, verdicts)
+    if "scripts" in parts:
+        rows += part_scripts(args, workdir, verdicts)
     if "nodes" in parts or "loop" in parts:
         with test_slurm() as (cluster, multi):
             if "nodes" in parts:
