@@ -249,6 +249,7 @@ class LocalExecutor(Backend):
             free -= job.cores
             job.gpus, free_gpus = tuple(free_gpus[: job.gpus_needed]), free_gpus[job.gpus_needed :]
             job.state, job.reason, job.started = JobState.RUNNING, "", time.time()
+            self._changed()
             job.task = asyncio.get_running_loop().create_task(self._run(job))
 
     async def _run(self, job: _Job) -> None:
@@ -323,6 +324,11 @@ class LocalExecutor(Backend):
 
     def _finish(self, job: _Job, state: JobState, exit_code: int | None) -> None:
         job.state, job.exit_code, job.ended, job.reason = state, exit_code, time.time(), ""
+        self._changed()
+
+    def _changed(self) -> None:
+        if self.on_job_change is not None:
+            self.on_job_change()
 
     def _info(self, job: _Job) -> JobInfo:
         end = job.ended or time.time()

@@ -106,3 +106,28 @@ mode = ["finetune", "foundation"]
     result = read_result(study.run_dir(finetune))
     assert result["init"] == f"{study.run_dir(foundation)}/model.pt", result["init"]
     store.close()
+
+
+def test_a_runner_that_polls_once_an_hour_still_sees_each_local_job_end_at_once(tmp_path: Path):
+    """The local executor owns its processes and says itself when a job starts or ends
+    (Backend.on_job_change): a runner whose poll interval is an hour still submits the second of two
+    configurations when the first ends and finishes the study, where sleeping out its interval would not."""
+    spec = write_study(tmp_path / "wake.toml", "ctl-wake", tmp_path / "work", cluster={"max_concurrent_jobs": 1},
+                       train={"steps": 2}, sweep={"window": [32, 40]})
+    study = load_study(spec)
+    store = StudyStore(tmp_path / "cockpit.sqlite")
+    hour = AdaptiveInterval(3600.0, 3600.0, 3600.0)
+    runner = StudyRunner(study, LocalExecutor(study), store, interval=hour)
+
+    async def go() -> None:
+        try:  # far under the hour: only the executor's word ends each pause in time
+            await asyncio.wait_for(runner.run(), 240)
+        finally:
+            await runner.close()
+
+    asyncio.run(go())
+    first, second = sorted(store.latest_jobs(runner.key).values(), key=lambda j: j.submitted_at)
+    assert first.state == second.state == "completed"
+    assert second.submitted_at >= first.ended_at  # one at a time: the second waited for the first's end
+    assert runner.backend.on_job_change is None  # the runner let go of the executor's word when it returned
+    store.close()
