@@ -369,6 +369,34 @@ class Backend(ABC):
         await do[action](job_id)
 
 
+class JobWatch:
+    """A poll loop's pause that the backend's own word ends (Backend.on_job_change: the local executor knows the
+    moment a job starts or ends): `with JobWatch(backend) as watch:`, then `watch.clear()` before each poll and
+    `await watch.pause(seconds, stop)` after it, so a change during the poll ends the next pause at once."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend, self.changed = backend, asyncio.Event()
+
+    def __enter__(self) -> JobWatch:
+        self.backend.on_job_change = self.changed.set
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.backend.on_job_change = None
+
+    def clear(self) -> None:
+        self.changed.clear()
+
+    async def pause(self, seconds: float, stop: asyncio.Event | None = None) -> None:
+        """Sleep `seconds`, or less where a job started or ended meanwhile, or ``stop`` was set."""
+        waits = [asyncio.ensure_future(e.wait()) for e in (stop, self.changed) if e is not None]
+        try:
+            await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
+
+
 class AdaptiveInterval:
     """Poll fast while jobs start or change, slowly when everything is pending and nothing moves."""
 

@@ -7,14 +7,13 @@ the TUI's progress and the headless lines.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from cockpit.forecast.disk import footprint
 from cockpit.launch import maintenance
-from cockpit.launch.backend import BackendError
+from cockpit.launch.backend import BackendError, JobWatch
 from cockpit.launch.registry import backend_kind
 from cockpit.preflight import checks, jobs
 from cockpit.preflight.checks import JobFindings, JobOutcome, PreflightReport
@@ -121,24 +120,32 @@ async def _wait(backend: Backend, wanted: list[jobs.PreflightJob], found: dict[i
     names = {job.nodes: job.name for job in wanted}
     seen: dict[str, str] = {}
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    while pending:
-        states: dict[str, JobInfo] = await backend.final_states(list(pending))
-        for job_id, info in states.items():
-            nodes = pending[job_id]
-            if seen.get(job_id) != str(info.state):  # one line per change of state
-                seen[job_id] = str(info.state)
-                say(f"preflight {names[nodes]}: job {job_id} {info.state}")
-            if info.state.is_final:
-                found[nodes].state = str(info.state)
-                del pending[job_id]
-        if not pending:
-            return
-        if deadline is not None and time.monotonic() > deadline:
-            for job_id in pending:
-                await backend.cancel(job_id)
-            raise PreflightTimeout(f"preflight jobs {', '.join(pending)} did not end within {timeout_s:g} s "
-                                   "(cancelled); the queue may be long: run `cockpit preflight` again later")
-        await asyncio.sleep(poll_s)
+    with JobWatch(backend) as watch:
+        while pending:
+            watch.clear()
+            if await _settle(backend, pending, names, seen, found, say):
+                return
+            if deadline is not None and time.monotonic() > deadline:
+                for job_id in pending:
+                    await backend.cancel(job_id)
+                raise PreflightTimeout(f"preflight jobs {', '.join(pending)} did not end within {timeout_s:g} s "
+                                       "(cancelled); the queue may be long: run `cockpit preflight` again later")
+            await watch.pause(poll_s)
+
+
+async def _settle(backend: Backend, pending: dict[str, int], names: dict[int, str], seen: dict[str, str],
+                  found: dict[int, JobFindings], say: Callable[[str], None]) -> bool:
+    """One look at the pending jobs: a line per change of state, the final ones taken out; True when none is left."""
+    states: dict[str, JobInfo] = await backend.final_states(list(pending))
+    for job_id, info in states.items():
+        nodes = pending[job_id]
+        if seen.get(job_id) != str(info.state):  # one line per change of state
+            seen[job_id] = str(info.state)
+            say(f"preflight {names[nodes]}: job {job_id} {info.state}")
+        if info.state.is_final:
+            found[nodes].state = str(info.state)
+            del pending[job_id]
+    return not pending
 
 
 async def _collect(backend: Backend, f: JobFindings) -> None:

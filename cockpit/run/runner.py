@@ -26,6 +26,7 @@ from cockpit.launch.backend import (
     ConnectionLost,
     ConnectionState,
     JobInfo,
+    JobWatch,
     SchedulerUnreachable,
     SubmitLater,
     UserLimits,
@@ -325,38 +326,19 @@ class StudyRunner:
         """Tick until every configuration has a result or a final failure (or the timeout passes); while not
         ``submitting``, until no job is in flight. ``stop``: set, the loop returns after its current tick."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        changed = asyncio.Event()
-        self.backend.on_job_change = changed.set
-        try:
-            await self._run(deadline, changed, on_tick, stop, timeout_s)
-        finally:
-            self.backend.on_job_change = None
-
-    async def _run(self, deadline: float | None, changed: asyncio.Event,
-                   on_tick: Callable[[TickReport], Any] | None, stop: asyncio.Event | None,
-                   timeout_s: float | None) -> None:
-        while True:
-            changed.clear()  # what changes from here on, during the tick too, ends the next pause at once
-            report = await self.tick()
-            if on_tick is not None:
-                on_tick(report)
-            if self.done() or (not self.submitting and not self.store.active_jobs(self.key)):
-                return
-            if stop is not None and stop.is_set():
-                return
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"study {self.study.name!r} not finished after {timeout_s} s")
-            await self._pause(stop, changed)
-
-    async def _pause(self, stop: asyncio.Event | None, changed: asyncio.Event) -> None:
-        """Sleep the poll interval; ``stop`` ends it early, and so does the backend's own word that a job
-        started or ended (Backend.on_job_change): a local run's result is read the moment its process exits."""
-        waits = [asyncio.ensure_future(e.wait()) for e in (stop, changed) if e is not None]
-        try:
-            await asyncio.wait(waits, timeout=self.interval_s, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for w in waits:
-                w.cancel()
+        with JobWatch(self.backend) as watch:
+            while True:
+                watch.clear()
+                report = await self.tick()
+                if on_tick is not None:
+                    on_tick(report)
+                if self.done() or (not self.submitting and not self.store.active_jobs(self.key)):
+                    return
+                if stop is not None and stop.is_set():
+                    return
+                if deadline is not None and time.monotonic() > deadline:
+                    raise TimeoutError(f"study {self.study.name!r} not finished after {timeout_s} s")
+                await watch.pause(self.interval_s, stop)
 
     async def cancel(self, config_id: str) -> None:
         job = self.store.latest_jobs(self.key).get(config_id)
