@@ -91,7 +91,9 @@ def script_study(tmp_path: Path, extra: list[str]) -> Path:
 
 def test_a_script_given_one_more_argument_is_changed_and_runs_again_only_when_asked(tmp_path: Path, capsys):
     path = script_study(tmp_path, [])
-    assert cli(["run", "--headless", str(path), "--out", str(tmp_path / "r1"), "--timeout", "300"]) == 0
+    # no preflight: another torch start per changed file, and the preflight has tests of its own
+    assert cli(["run", "--headless", "--skip-preflight", str(path), "--out", str(tmp_path / "r1"),
+                "--timeout", "300"]) == 0
     capsys.readouterr()
     study_dir = tmp_path / "work" / "changed-script"
     (run,) = (study_dir / "runs").iterdir()
@@ -114,7 +116,8 @@ def test_a_script_given_one_more_argument_is_changed_and_runs_again_only_when_as
             '["tiny_loop.py", "--batch", "{batch_size}", "--steps", "10", "--lr", "0.05"]') in out
 
     # without the flag nothing runs; with it the run is made again and the earlier one kept
-    assert cli(["run", "--headless", "--json", str(path), "--out", str(tmp_path / "r2"), "--timeout", "300"]) == 0
+    assert cli(["run", "--headless", "--json", "--skip-preflight", str(path), "--out", str(tmp_path / "r2"),
+                "--timeout", "300"]) == 0
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     changed = [e for e in events if e["event"] == "changed"]
     assert len(changed) == 1 and changed[0]["rerun"] is False
@@ -122,8 +125,8 @@ def test_a_script_given_one_more_argument_is_changed_and_runs_again_only_when_as
     assert not any(e["event"] == "submitted" for e in events)
     assert not (study_dir / "history").exists()
 
-    assert cli(["run", "--headless", "--rerun-changed", str(path), "--out", str(tmp_path / "r3"),
-                "--timeout", "300"]) == 0
+    assert cli(["run", "--headless", "--rerun-changed", "--skip-preflight", str(path),
+                "--out", str(tmp_path / "r3"), "--timeout", "300"]) == 0
     capsys.readouterr()
     (kept,) = (study_dir / "history").iterdir()
     assert kept.name.startswith(run.name + "-") and (kept / "result.json").exists()

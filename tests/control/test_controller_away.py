@@ -3,7 +3,7 @@ Slurm over SSH: while squeue cannot answer, no job changes state in the store, t
 answering since HH:MM", the polls back off; once it answers the study completes, every configuration run
 exactly once (sacct), none lost, the job that was running and ended meanwhile counted once.
 
-HLM_OUTAGE_S sets how long the controller stays away (default 40 s: several unanswered polls and their
+HLM_OUTAGE_S sets how long the controller stays away (default 20 s: several unanswered polls and their
 back-off; the controller stays away at least until the job that was running has ended; bench/faults.py runs
 the two-minute case)."""
 
@@ -32,7 +32,7 @@ from tests.infra.slurm_fixtures import SLURM_SH
 pytestmark = [pytest.mark.slurm, pytest.mark.sshd]
 FAST = AdaptiveInterval(fast_s=0.3, running_s=0.6, slow_s=1.0)
 FOUR = "window = [32, 40, 48, 56]"
-OUTAGE_S = float(os.environ.get("HLM_OUTAGE_S", "40"))
+OUTAGE_S = float(os.environ.get("HLM_OUTAGE_S", "20"))
 
 
 def ctld(action: str) -> None:

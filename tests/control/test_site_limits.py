@@ -28,6 +28,7 @@ from tests.studies import REPO
 pytestmark = [pytest.mark.slurm, pytest.mark.sshd]
 FAST = AdaptiveInterval(fast_s=0.3, running_s=0.6, slow_s=1.0)
 FIVE = "window = [32, 40, 48, 56, 64]"  # five 1x1 configurations, above the QOS's 3 queued or running
+FOUR = "window = [32, 40, 48, 56]"  # four: above the 3 too, and one round of jobs fewer to run
 
 
 @pytest.fixture(autouse=True)
@@ -68,7 +69,7 @@ async def _run(study, store: StudyStore, headers: list[str] | None = None) -> tu
 
 def _every_configuration_once(study, store: StudyStore, slurm_env) -> None:
     snap = store.snapshot(study.name)
-    assert [c.state for c in snap.configs] == ["completed"] * 5, snap.problems
+    assert [c.state for c in snap.configs] == ["completed"] * len(study.runnable()), snap.problems
     assert sorted(j.config_id for j in snap.jobs) == sorted(c.config_id for c in study.runnable())
     for cfg in study.runnable():
         assert len(_jobcomp_ids(slurm_env, f"{study.name}-{cfg.config_id}")) == 1
@@ -78,7 +79,7 @@ async def test_a_study_over_the_submit_limit_waits_and_runs_each_configuration_o
                                                                                    tmp_path):
     name = f"cap-{uuid.uuid4().hex[:6]}"
     # max_concurrent_jobs above the QOS's limit, as a study written for another site would say
-    study = load_study(make_study(name, FIVE, steps=4, qos="capped", max_concurrent_jobs=6, cores_per_node=2))
+    study = load_study(make_study(name, FOUR, steps=4, qos="capped", max_concurrent_jobs=6, cores_per_node=2))
     store = StudyStore(tmp_path / "cockpit.sqlite")
     headers: list[str] = []
     runner, reports = await _run(study, store, headers)
@@ -97,7 +98,7 @@ async def test_a_study_over_the_submit_limit_waits_and_runs_each_configuration_o
 
 async def test_left_unset_the_pace_is_what_the_site_allows(make_study, slurm_env, tmp_path):
     name = f"pace-{uuid.uuid4().hex[:6]}"
-    study = load_study(make_study(name, FIVE, steps=4, qos="capped", max_concurrent_jobs=None, cores_per_node=2))
+    study = load_study(make_study(name, FOUR, steps=4, qos="capped", max_concurrent_jobs=None, cores_per_node=2))
     assert study.cluster.max_concurrent_jobs is None
     store = StudyStore(tmp_path / "cockpit.sqlite")
     runner, reports = await _run(study, store)
@@ -143,8 +144,7 @@ def test_cockpit_run_headless_waits_at_the_limit_and_refuses_nothing(make_study,
     `submitting again`, never a REFUSED line, every configuration once (the JSON events say the same through
     the same flag: tests/control/test_json_events.py)."""
     name = f"cli-cap-{uuid.uuid4().hex[:6]}"
-    path = make_study(name, "window = [32, 40, 48, 56]", steps=2, qos="capped", max_concurrent_jobs=6,
-                      cores_per_node=2)
+    path = make_study(name, FOUR, steps=2, qos="capped", max_concurrent_jobs=6, cores_per_node=2)
     env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_DATA_HOME": str(path.parent / f"xdg-{name}")}
     cmd = [sys.executable, "-m", "cockpit", "run", "--headless", "--skip-preflight", "--timeout", "400", str(path)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=500, cwd=path.parent, env=env)

@@ -78,7 +78,9 @@ def test_headless_failure_line_carries_the_reason_over_slurm(make_study, tmp_pat
     name = f"e2efail-{uuid.uuid4().hex[:6]}"
     spec = make_study(name, "window = [1000000]", steps=5)
     env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg"), "PYTHONPATH": str(REPO)}
-    run = cockpit("run", "--headless", str(spec), "--out", str(tmp_path / "report"), "--timeout", "240", env=env)
+    # no preflight: its job is another Slurm job, and the run above goes through it
+    run = cockpit("run", "--headless", "--skip-preflight", str(spec), "--out", str(tmp_path / "report"),
+                  "--timeout", "240", env=env)
     assert run.returncode == 1, run.stdout + run.stderr
     failed = [line for line in run.stdout.splitlines() if line.startswith("FAILED")]
     assert len(failed) == 1 and "exit 3" in failed[0] and "1000000" in failed[0].split(": ", 2)[2], run.stdout

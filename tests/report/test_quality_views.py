@@ -40,7 +40,9 @@ def scored_study(tmp_path_factory: pytest.TempPathFactory, physionet: Path) -> t
                               "eval": True})
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        rc = cli(["run", "--headless", str(spec), "--out", str(tmp / "report"), "--timeout", "300"])
+        # no preflight: its local probe job is another torch start, and the preflight has tests of its own
+        rc = cli(["run", "--headless", "--skip-preflight", str(spec), "--out", str(tmp / "report"),
+                  "--timeout", "300"])
     assert rc == 0, out.getvalue()
     return spec, tmp / "report", out.getvalue()
 
