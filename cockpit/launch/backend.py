@@ -376,13 +376,20 @@ class JobWatch:
 
     def __init__(self, backend: Backend) -> None:
         self.backend, self.changed = backend, asyncio.Event()
+        self._outer: Callable[[], None] | None = None
 
     def __enter__(self) -> JobWatch:
-        self.backend.on_job_change = self.changed.set
+        # a watch inside another (the runner's tick running the preflight's wait) tells the outer one too
+        self._outer, self.backend.on_job_change = self.backend.on_job_change, self._heard
         return self
 
     def __exit__(self, *_: object) -> None:
-        self.backend.on_job_change = None
+        self.backend.on_job_change = self._outer
+
+    def _heard(self) -> None:
+        self.changed.set()
+        if self._outer is not None:
+            self._outer()
 
     def clear(self) -> None:
         self.changed.clear()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from cockpit.launch.backend import AdaptiveInterval, ConnectionState
+from cockpit.launch.backend import AdaptiveInterval, ConnectionState, JobWatch
 from cockpit.launch.local import LocalExecutor
 from cockpit.run.runner import StudyRunner
 from cockpit.store import StudyStore
@@ -131,3 +131,23 @@ def test_a_runner_that_polls_once_an_hour_still_sees_each_local_job_end_at_once(
     assert second.submitted_at >= first.ended_at  # one at a time: the second waited for the first's end
     assert runner.backend.on_job_change is None  # the runner let go of the executor's word when it returned
     store.close()
+
+
+def test_a_watch_inside_another_tells_both_and_gives_the_executor_back_as_it_was(tmp_path: Path):
+    """The runner's tick runs the preflight's wait, each with its own JobWatch on the one executor: a job's
+    start or end ends both pauses, and leaving the inner watch leaves the outer one listening."""
+    spec = write_study(tmp_path / "w.toml", "ctl-watch", tmp_path / "work", sweep={})
+    executor = LocalExecutor(load_study(spec))
+
+    async def go() -> tuple[bool, bool, bool]:
+        with JobWatch(executor) as outer:
+            with JobWatch(executor) as inner:
+                executor._changed()  # what the executor calls when one of its jobs starts or ends
+                both = outer.changed.is_set() and inner.changed.is_set()
+            outer.clear()
+            inner.clear()
+            executor._changed()
+            return both, outer.changed.is_set(), inner.changed.is_set()
+
+    assert asyncio.run(go()) == (True, True, False)  # the inner one, left, hears nothing more
+    assert executor.on_job_change is None

@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+from cockpit.launch.local import machine_cores
 from cockpit.run.session import open_session
 from cockpit.study.spec import load_study
 from cockpit.tui.app import CockpitApp
@@ -31,10 +32,12 @@ async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 120.0,
 
 
 async def test_plan_submit_cancel_and_follow_a_real_local_study(tmp_path: Path):
+    # two 1-worker configurations, each asking every core this process may use: both are submitted, and the
+    # local executor starts one and keeps the other pending until cores free (whatever this machine's size)
     spec = write_study(tmp_path / "study.toml", "live-tui", tmp_path / "work",
-                       cluster={"gpus_per_node": 2, "max_concurrent_jobs": 1},
+                       cluster={"max_concurrent_jobs": 2},
                        data={"datasets": {"synthetic": {"synthetic": True, "records": 4, "seconds": 60}}},
-                       train={"steps": 20})
+                       train={"steps": 20, "cpus_per_task": machine_cores()}, sweep={"window": [32, 40]})
     study = load_study(spec)
     session = open_session(study)
     controller = LiveController(session)
@@ -49,7 +52,7 @@ async def test_plan_submit_cancel_and_follow_a_real_local_study(tmp_path: Path):
             snap = app.snapshot
             return {c.config_id: c.state for c in snap.configs} if snap else {}
 
-        # one slot: the baseline runs, the 2-worker run waits; cancel the waiting one from the queue
+        # one runs, the other waits for its cores; cancel the waiting one from the queue
         await wait_for(pilot, lambda: states().get(pair) == "pending" and len(app.snapshot.jobs) == 2)
         await pilot.press("2")
         await pilot.pause()
