@@ -24,6 +24,7 @@ async def test_a_failed_preflight_stays_on_screen_and_submits_nothing(tmp_path: 
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, PreflightScreen))
         screen = app.screen
+        await wait_for(pilot, lambda: bool(screen.query("#preflight-log")))  # composed (pushed first, under load)
 
         def text() -> str:
             return " ".join(" ".join(strip.text for strip in screen.query_one("#preflight-log").lines).split())
