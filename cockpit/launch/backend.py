@@ -205,7 +205,8 @@ class Backend(ABC):
     #: where its jobs read their data, in a check's words
     place_words: ClassVar[str] = "the cluster"
     #: called by a backend that learns itself when one of its jobs starts or ends (the local executor owns its
-    #: processes); the runner sets it to end its pause, so it polls at once instead of sleeping out its interval
+    #: processes); a JobWatch sets it, so the runner or the preflight polls at once instead of sleeping out its
+    #: interval
     on_job_change: Callable[[], None] | None = None
 
     # -- what the commands ask of the kind before any backend is opened ---------------------------------
