@@ -76,6 +76,7 @@ from tests.studies import to_toml  # noqa: E402 - the one writer of study TOML
 
 PARTS = ("ddp", "strategies", "nodes", "scripts", "loop")
 REPEATED_PARTS = ("ddp", "nodes", "scripts")  # the parts whose one configuration runs --repeats times
+REPEAT_SUFFIX = re.compile(r", (run|study) \d+$")  # a row's repeat in its `what`: "2 workers, run 2"
 TARGETS = {"ddp": 0.05, "nodes": 0.10, "strategies": 0.25, "scripts": 0.05, "loop": 0.25}  # each part's target, as bench/README.md states it
 MIB = 2**20
 
@@ -441,8 +442,8 @@ def sharpness(rows: Sequence[Row]) -> list[str]:
     repeats: dict[str, list[float]] = {}
     for row in rows:
         if row.figure == "T s" and row.part in REPEATED_PARTS:  # one configuration, run again or studied again
-            what = re.sub(r", (run|study) \d+$", "", row.what)
-            repeats.setdefault(what if row.part == "scripts" else row.part, []).append(row.measured)
+            configuration = f"{row.part} {REPEAT_SUFFIX.sub('', row.what)}"  # ddp 2 workers, scripts lm 2 workers
+            repeats.setdefault(configuration, []).append(row.measured)
     runs = {part: v for part, v in repeats.items() if len(v) >= 2}
     spreads = {part: (max(v) - min(v)) / statistics.fmean(v) for part, v in runs.items()}
     sds = {part: statistics.stdev(v) / statistics.fmean(v) for part, v in runs.items()}

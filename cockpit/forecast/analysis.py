@@ -226,7 +226,7 @@ def _analysed(run: dict[str, Any], baseline: tuple[dict[str, Any], dict[str, Any
                recorded: advice.Recorded) -> dict[str, Any]:
     """One row; ``baseline``: its group's baseline row and the result its prediction is made from (the mean of a
     repeated baseline's runs)."""
-    base = baseline[0] if baseline is not None else None
+    base, predicted_from = baseline if baseline is not None else (None, None)
     rec = {**run, **_identity(run)}
     n = rec["workers"]
     rec["fixed_s"] = sum(run[c] for c in explain.FIXED_COSTS if run[c] == run[c])
@@ -236,14 +236,13 @@ def _analysed(run: dict[str, Any], baseline: tuple[dict[str, Any], dict[str, Any
     slow = explain.straggler(run["ranks"])
     rec.update(straggler_rank=slow[0] if slow else None, straggler_host=slow[1] if slow else None,
                straggler_excess_s=slow[2] if slow else NAN)
-    if baseline is None:
+    if base is None or predicted_from is None:
         rec.update(t1_s=NAN, work_ratio=NAN, t_same_work_s=run["train_time_s"], t1_over_n_s=NAN, speedup=NAN,
                    efficiency=NAN, overhead_s=NAN, karp_flatt=NAN, compute_ratio=NAN,
                    note=f"no baseline: the group's {labels.baseline_label(labels.device_of([run['device']]))} "
                         "run has not finished",
                    **{f"loss_{t}_s": NAN for t in explain.TERMS})
     else:
-        base, predicted_from = baseline
         work = work_ratio(run["samples"], base["samples"])
         t1, tn = base["train_time_s"], run["train_time_s"] / work
         s = speedup(t1, tn)

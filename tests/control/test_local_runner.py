@@ -142,11 +142,13 @@ def test_a_watch_inside_another_tells_both_and_gives_the_executor_back_as_it_was
     async def go() -> tuple[bool, bool, bool]:
         with JobWatch(executor) as outer:
             with JobWatch(executor) as inner:
-                executor._changed()  # what the executor calls when one of its jobs starts or ends
+                assert executor.on_job_change is not None
+                executor.on_job_change()  # what the executor calls when one of its jobs starts or ends
                 both = outer.changed.is_set() and inner.changed.is_set()
             outer.clear()
             inner.clear()
-            executor._changed()
+            assert executor.on_job_change is not None
+            executor.on_job_change()
             return both, outer.changed.is_set(), inner.changed.is_set()
 
     assert asyncio.run(go()) == (True, True, False)  # the inner one, left, hears nothing more
