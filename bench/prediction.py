@@ -39,6 +39,7 @@ import contextlib
 import json
 import os
 import re
+import socket
 import statistics
 import subprocess
 import sys
@@ -95,7 +96,8 @@ class Row:
 
 def probe_links(nbytes: int, nodes: int = 1) -> Links:
     """What a preflight knows before any training: `hlm-train probe` on 2 gloo processes of this machine
-    (``nodes`` 2: the figure labelled across nodes, as the test Slurm's two nodes are this machine)."""
+    (``nodes`` 2: the figure labelled across nodes, as the test Slurm's two nodes are this machine, and that
+    host named as carrying both, as the preflight finds it: PreflightReport.shared_host)."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "trainer",
            "probe", "--device", "cpu", "--bytes", str(nbytes), "--nodes", str(nodes)]
     out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=True,
@@ -104,7 +106,7 @@ def probe_links(nbytes: int, nodes: int = 1) -> Links:
     links = measured_links([{"comm": {"probe": probe}, "world_size": 2}])
     named = {k: replace(v, source="hlm-train probe before training", latency_source="hlm-train probe")
              for k in ("intra_node", "inter_node") if (v := getattr(links, k)) is not None}
-    return replace(links, **named)
+    return replace(links, **named, shared_host=socket.gethostname() if nodes > 1 else "")
 
 
 Predictor = Callable[..., "Prediction | NoPrediction"]  # (links, config_id="") -> the prediction of one run
@@ -181,9 +183,9 @@ def memory_rows(part: str, what: str, first: Prediction, refit: Prediction | NoP
         got, pf = (meas.get("memory") or {}).get(key), (first.memory or {}).get(key)
         pr = (refit.memory or {}).get(key) if isinstance(refit, Prediction) else None
         if got and pf:
-            out.append(Row(part, what, name, interval.interval(pf / MIB, own(prior, first)),
-                           interval.interval(pr / MIB, own(spread, refit)) if pr and isinstance(refit, Prediction)
-                           else None, got / MIB))
+            out.append(Row(part, what, name, interval.interval(pf / MIB, own(prior, first), timed=False),
+                           interval.interval(pr / MIB, own(spread, refit), timed=False)
+                           if pr and isinstance(refit, Prediction) else None, got / MIB))
     return out
 
 
@@ -286,6 +288,7 @@ def repeated_studies(part: str, what: str, make: Callable[[int], Path], repeats:
         path = make(rep)
         study = load_study(path)
         results = optimisation_loop.run_study(path)
+        (path.parent / f"{path.stem}-results.json").write_text(json.dumps(results, indent=1))  # kept: the test Slurm's work is not
         bases = [r for r in results if int(r.get("world_size") or 1) == 1]
         base, prior = baseline_runs.pooled(bases), first_spread(bases)
         meas = next(r for r in results if int(r.get("world_size") or 1) > 1)
@@ -504,6 +507,7 @@ def main() -> None:
     if unknown := sorted(set(parts) - set(PARTS)):
         sys.exit(f"--parts: unknown part(s) {', '.join(unknown)}; expected some of {', '.join(PARTS)}")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="hlm-predict-"))
+    workdir.mkdir(parents=True, exist_ok=True)
     t0, load0 = time.perf_counter(), optimisation_loop.load_average()
     print(f"load average before: {load0} on {os.cpu_count()} cores; parts: {', '.join(parts)}")
     rows: list[Row] = []

@@ -37,6 +37,9 @@ NOISE_PRIOR_DF = 4
 # (bench/README.md); each finished run that refits the term divides it by sqrt(1 + runs).
 MODEL_SD = math.log(2.0) / Z90
 REFIT_TERM = "refit"  # the term of a prediction whose per-step parts finished runs refit (their noise)
+# A term that can only make T longer, given as the seconds it may add (not an sd): it widens the interval's high
+# side alone (Spread.upside). cockpit.forecast.term_doubt prices it for CPU ranks sharing a host's cores.
+UPSIDE_TERM = "shared cores (slower only)"
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,7 @@ class Spread:
     misses: int = 0
     repeats: int = 0
     noise: float = NOISE_PRIOR
+    upside: float = 0.0  # ln units added to the high side only (a term that can only slow the run: UPSIDE_TERM)
 
 
 @dataclass(frozen=True)
@@ -150,8 +154,11 @@ def for_terms(spread: Spread, t_s: float, term_sd: Mapping[str, float], baseline
     T is the mean of: `baseline_runs`, cockpit.forecast.baseline_runs; `term_sd` each modelled term's standard
     deviation in seconds, `t_s` the predicted T), never narrower than the study's (its misses). A
     prediction whose parts the finished runs refit (a REFIT_TERM) already holds their bias: the misses' mean is
-    not shifted out of it a second time. The basis names the terms in seconds."""
-    terms = {k: v for k, v in term_sd.items() if v > 0 and math.isfinite(v)}
+    not shifted out of it a second time. An UPSIDE_TERM's seconds widen the high side alone, by ln(1 + s / T).
+    The basis names the terms in seconds."""
+    terms = {k: v for k, v in term_sd.items() if v > 0 and math.isfinite(v) and k != UPSIDE_TERM}
+    up_s = float(term_sd.get(UPSIDE_TERM) or 0.0)
+    upside = math.log1p(up_s / t_s) if t_s > 0 and up_s > 0 and math.isfinite(up_s) else 0.0
     runs = max(1, baseline_runs)
     own = Z90 * math.sqrt((1 + 1 / runs) * spread.noise**2 + sum((v / t_s) ** 2 for v in terms.values())) \
         if t_s > 0 else math.inf
@@ -161,8 +168,10 @@ def for_terms(spread: Spread, t_s: float, term_sd: Mapping[str, float], baseline
              + (f" and its modelled terms (sd: {named})" if named else ""))
     if spread.half > own:
         words += f", widened to the study's +-{math.expm1(spread.half):.1%}"
+    if upside:
+        words += f", and up to {up_s:.3g} s ({math.expm1(upside):+.1%}) longer: {UPSIDE_TERM}"
     centre = 0.0 if REFIT_TERM in terms else spread.centre
-    return replace(spread, centre=centre, half=max(own, spread.half), basis=f"{words}; {spread.basis}")
+    return replace(spread, centre=centre, half=max(own, spread.half), basis=f"{words}; {spread.basis}", upside=upside)
 
 
 def legend(spread: Spread) -> str:
@@ -170,11 +179,13 @@ def legend(spread: Spread) -> str:
     return f"each from the run's noise and the terms its prediction models; {spread.basis}"
 
 
-def interval(value: float, spread: Spread, *, inverse: bool = False) -> Interval:
+def interval(value: float, spread: Spread, *, inverse: bool = False, timed: bool = True) -> Interval:
     """The interval of a figure that scales with T (T, node-hours, memory, kWh at the baseline's measured power:
     ``inverse`` False) or with 1/T
-    (speedup, efficiency: ``inverse`` True), from the spread of ln(measured T / predicted T)."""
-    lo, hi = math.exp(spread.centre - spread.half), math.exp(spread.centre + spread.half)
+    (speedup, efficiency: ``inverse`` True), from the spread of ln(measured T / predicted T). A figure that is not
+    a time (``timed`` False: memory) takes no upside: a term that can only slow the run holds no bytes."""
+    upside = spread.upside if timed else 0.0
+    lo, hi = math.exp(spread.centre - spread.half), math.exp(spread.centre + spread.half + upside)
     if inverse:
         lo, hi = 1 / hi, 1 / lo
     return Interval(value, value * lo, value * hi, spread)

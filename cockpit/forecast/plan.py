@@ -63,7 +63,7 @@ class PlanLine:
                "speedup": interval.interval(p.speedup, own, inverse=True),
                "efficiency": interval.interval(p.efficiency, own, inverse=True)}
         if p.memory and p.memory.get("peak_bytes"):
-            out["memory_peak_bytes"] = interval.interval(p.memory["peak_bytes"], own)
+            out["memory_peak_bytes"] = interval.interval(p.memory["peak_bytes"], own, timed=False)
         if self.kwh is not None:  # the baseline's measured power x the predicted T: T's relative interval
             out["kwh"] = interval.interval(self.kwh, own)
         return out

@@ -75,7 +75,7 @@ def narrowing_words(plan: Plan) -> str:
                                        line.node_hours, line.predicted.t_s))  # type: ignore[union-attr]
     assert best.predicted is not None
     new = (best.nodes, best.predicted.workers) not in measured
-    terms = best.predicted.term_sd
+    terms = {k: v for k, v in best.predicted.term_sd.items() if k != interval.UPSIDE_TERM}  # sds only
     largest = max(terms, key=lambda k: terms[k], default="")
     return (f"the intervals are wide (median +-{math.expm1(wide):.0%}); the run that narrows them "
             f"most: {best.label} (predicted T {best.predicted.t_s:.2f} s, {hours(best.node_hours)} node-hours"

@@ -106,6 +106,9 @@ class Links:
     overlap: dict[str, Overlap] = field(default_factory=dict)
     # each finished N-worker run's per-step parts over the model's (residuals): empty where none has finished
     residuals: tuple[Residual, ...] = ()
+    # a host that carried several nodes of one allocation (the preflight's ranks, or a finished multi-node run's
+    # hostnames): those nodes' ranks share its cores, as one node's do; "" where each node was a host of its own
+    shared_host: str = ""
 
     def for_nodes(self, nodes: int) -> Link | None:
         return self.inter_node if nodes > 1 else self.intra_node
@@ -232,8 +235,17 @@ def measured_links(results: Iterable[dict[str, Any]]) -> Links:
              for k, v in found.items() if v}
     links = Links(kinds.get("intra_node"), kinds.get("inter_node"),
                   contention={n: statistics.median(v) for n, v in slowdowns.items()},
-                  overlap={k: Overlap(statistics.median(v), len(v)) for k, v in shares.items()})
+                  overlap={k: Overlap(statistics.median(v), len(v)) for k, v in shares.items()},
+                  shared_host=next((h for r in results if (h := shared_host(r))), ""))
     return replace(links, residuals=residuals(results, links))
+
+
+def shared_host(result: Mapping[str, Any]) -> str:
+    """The host a multi-node run's ranks all reported (result.json `hostnames`) where it ran on fewer hosts than
+    nodes (nodes a scheduler placed on one machine); else ""."""
+    hosts = [str(h) for h in result.get("hostnames") or []]
+    nodes = int((result.get("config") or {}).get("nodes") or result.get("nodes") or 1)
+    return hosts[0] if hosts and nodes > 1 and len(set(hosts)) < nodes else ""
 
 
 def residuals(results: list[dict[str, Any]], links: Links) -> tuple[Residual, ...]:
@@ -294,14 +306,15 @@ def per_step_parts(base: Mapping[str, Any], batch_factor: float, slowdown: float
     return per_step
 
 
-def preflight_links(busbw: dict[str, float], digest: str) -> Links:
+def preflight_links(busbw: dict[str, float], digest: str, host: str = "") -> Links:
     """The bus bandwidth the study's preflight measured per link kind (bytes/s): better than the profile's
-    nominal figures, replaced by the runs' own start-up probes once there are some."""
+    nominal figures, replaced by the runs' own start-up probes once there are some; `host`: the one host it found
+    carrying several nodes (PreflightReport.shared_host)."""
     def link(kind: str) -> Link | None:
         bw = busbw.get(kind)
         return Link(float(bw), None, f"measured by the preflight ({digest})") if bw and bw > 0 else None
 
-    return Links(link("intra_node"), link("inter_node"))
+    return Links(link("intra_node"), link("inter_node"), shared_host=host)
 
 
 def site_links(site: Any) -> Links:
@@ -327,7 +340,7 @@ def merge(first: Links, fallback: Links) -> Links:
 
     return Links(one(first.intra_node, fallback.intra_node), one(first.inter_node, fallback.inter_node),
                  {**fallback.contention, **first.contention}, {**fallback.overlap, **first.overlap},
-                 first.residuals or fallback.residuals)
+                 first.residuals or fallback.residuals, first.shared_host or fallback.shared_host)
 
 
 def strategy_comm(strategy: str, n: int, grad: float, link: Link, *, buckets: int, groups: int, compute: float,
@@ -413,6 +426,7 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
         return NoPrediction("the baseline's result.json has no steps, T or breakdown")
     n = nodes * gpus_per_node
     steps_n = steps_1 * work / (n * batch_factor)
+    one_host = nodes > 1 and bool(links.shared_host)  # the nodes' ranks share that host's cores
     slowdown = links.contention.get(gpus_per_node, 1.0) if gpus_per_node > 1 else 1.0
     compute_f, batch_words = batch_fit.compute_factor(compute_line, base, batch_factor)
     per_step = per_step_parts(base, batch_factor, slowdown, compute_f)
@@ -450,6 +464,8 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
         fitted = f"; alpha-beta per call measured on {n} ranks" if link.fits.get(n) else ""
         shared = f"; compute x{slowdown:.2f} for {gpus_per_node} ranks on a node (contention probe)" \
             if slowdown != 1.0 else ""
+        if one_host:
+            shared += f"; the {nodes} nodes are one host ({links.shared_host}): their ranks share its cores"
         hidden = f"; {overlap.words()}" if overlap is not None and "all_reduce" in by_kind else ""
         hidden += (f"; {straggler.words(sd, n, straggler.source(base))}" if sd else "") + (f"; {batch_words}" if batch_words else "")
         refit = (f"; per-step parts x the {refit_runs} finished run(s) sharding "
@@ -461,7 +477,7 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
     t_n = sum(parts.values())
     term_sd = term_doubt.terms_sd(parts, {k: v * steps_n for k, v in by_kind.items()}, factors, refit_runs,
                                   slowdown=slowdown, batch_factor=batch_factor if compute_line is None else 1.0,
-                                  cpu_ranks_share=gpus_per_node > 1 and base.get("device") == "cpu",
+                                  cpu_ranks_share=base.get("device") == "cpu" and (gpus_per_node > 1 or one_host),
                                   wraps=n > 1 and "params" in STRATEGY_SHARDS.get(strategy, ()))
     t_same = t_n / work
     s = t1 / t_same if t_same > 0 else math.nan

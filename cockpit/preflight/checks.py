@@ -200,13 +200,25 @@ def _base(version: str) -> str:
     return version.split("+", 1)[0]
 
 
+def shared_host(ranks: list[dict[str, Any]]) -> str:
+    """A host whose ranks reported several node names (a scheduler's nodes on one machine, as the test Slurm's
+    are), else "": the prediction then prices those nodes' ranks as sharing its cores."""
+    nodes: dict[str, set[str]] = {}
+    for rank in ranks:
+        if isinstance(rank, dict) and rank.get("host"):
+            nodes.setdefault(str(rank["host"]), set()).add(str(rank.get("node") or rank["host"]))
+    return next((host for host, names in sorted(nodes.items()) if len(names) > 1), "")
+
+
 def _devices(study: Study, job: PreflightJob, ranks: list[dict[str, Any]], expect_gpus: bool) -> list[Check]:
     want = job.nodes * job.gpus_per_node
     nodes = sorted({str(r.get("node") or r.get("host")) for r in ranks})
     ok = len(ranks) == want and len(nodes) == job.nodes
+    host = shared_host(ranks)
     workers = Check("workers", PASS if ok else FAIL,
-                    f"{len(ranks)} ranks on {len(nodes)} node(s) ({', '.join(nodes)})", f"{want} on {job.nodes}",
-                    "" if ok else "check [cluster].gpus_per_node and the launcher's log")
+                    f"{len(ranks)} ranks on {len(nodes)} node(s) ({', '.join(nodes)})"
+                    + (f", all on one host ({host}): their ranks share its cores" if host else ""),
+                    f"{want} on {job.nodes}", "" if ok else "check [cluster].gpus_per_node and the launcher's log")
     if not expect_gpus:
         need = job.cfg.node_cores
         cores = min((int(r.get("cores") or 0) for r in ranks), default=0)
@@ -362,6 +374,7 @@ class PreflightReport:
     created_at: float
     jobs: list[JobOutcome]
     links: dict[str, float] = field(default_factory=dict)  # measured bus bandwidth per link kind, bytes/s
+    shared_host: str = ""  # a host that carried several nodes of a job (their ranks share its cores), else ""
 
     @property
     def passed(self) -> bool:
@@ -372,9 +385,10 @@ class PreflightReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"study": self.study, "digest": self.digest, "created_at": self.created_at, "passed": self.passed,
-                "links": self.links, "jobs": [j.to_json() for j in self.jobs]}
+                "links": self.links, "shared_host": self.shared_host, "jobs": [j.to_json() for j in self.jobs]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PreflightReport:
         return cls(data["study"], data["digest"], float(data["created_at"]),
-                   [JobOutcome.from_json(j) for j in data.get("jobs", [])], dict(data.get("links") or {}))
+                   [JobOutcome.from_json(j) for j in data.get("jobs", [])], dict(data.get("links") or {}),
+                   str(data.get("shared_host") or ""))

@@ -73,7 +73,8 @@ async def run_preflight(study: Study, backend: Backend, *, on_event: Callable[[s
         outcomes[0].checks.append(await _space(need, backend))
         if backend.has_scheduler:
             outcomes[0].checks.append(await maintenance_check(study, backend))
-    report = PreflightReport(study.name, jobs.study_digest(study), time.time(), outcomes, _links(found))
+    report = PreflightReport(study.name, jobs.study_digest(study), time.time(), outcomes, _links(found),
+                             _shared_host(found))
     say(f"preflight {'passed' if report.passed else 'FAILED'}: {len(outcomes)} job(s)")
     return report
 
@@ -177,6 +178,11 @@ def _site_figures(study: Study) -> dict[str, float]:
         return {}
     site = site_for(study)
     return {"intra_node": site.intra_node_busbw_gbs, "inter_node": site.inter_node_busbw_gbs}
+
+
+def _shared_host(found: dict[int, JobFindings]) -> str:
+    """A host that carried several nodes of one preflight job (checks.shared_host), else ""."""
+    return next((host for f in found.values() if (host := checks.shared_host((f.facts or {}).get("ranks") or []))), "")
 
 
 def _links(found: dict[int, JobFindings]) -> dict[str, float]:

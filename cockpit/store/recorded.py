@@ -58,7 +58,7 @@ def study_plan(study: Study, store: StudyStore | None = None, *, key: int | None
         # a run that failed for a full work directory is to submit again, once space is freed
         # (cockpit/run/disk_pause.py holds the submits until then)
     kept = preflights.latest(store, study.name)
-    measured = prediction.preflight_links(kept.links, kept.digest) if kept is not None else None
+    measured = prediction.preflight_links(kept.links, kept.digest, kept.shared_host) if kept is not None else None
     kept_first = predictions.first(store, key)
     made = plan.make_plan(study, statuses, store.node_hours_used(key), cluster, results, cores, measured, kept_first,
                           changed, changes.unknown(study, recorded))
@@ -88,5 +88,5 @@ def recorded_inputs(study: Study, store_path: Path | None, baselines: Sequence[d
             kept = preflights.latest(store, study.name)
     finally:
         store.close()
-    measured = prediction.preflight_links(kept.links, kept.digest) if kept is not None else None
+    measured = prediction.preflight_links(kept.links, kept.digest, kept.shared_host) if kept is not None else None
     return whatif.Inputs(results, measured, store_path, problems, cores, given)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -50,6 +51,11 @@ def test_one_and_two_node_cpu_study_passes_with_measured_bandwidth(make_study, s
     assert intra and inter, text
     assert float(intra.group(1)) > 0 and float(inter.group(1)) > 0
     assert re.search(r"workers\s+pass\s+4 ranks on 2 node\(s\)", text), text
+    # the test Slurm's nodes are daemons on this one machine: the preflight says so, and the plan prices it
+    host = socket.gethostname()
+    assert re.search(rf"4 ranks on 2 node\(s\) \([^)]*\), all on one host \({re.escape(host)}\): their ranks share "
+                     r"its cores", text), text
+    assert not re.search(r"2 ranks on 1 node\(s\) \([^)]*\), all on one host", text), text
     assert re.search(r"queue wait\s+pass\s+\d+ s \(job \d+", text), text
     assert re.search(r"data mitdb\s+pass\s+1 records; 101: 360 Hz", text), text
     assert not _failures(text)
@@ -61,6 +67,7 @@ def test_one_and_two_node_cpu_study_passes_with_measured_bandwidth(make_study, s
         kept = preflights.latest(store, loaded.name, study_digest(loaded))
         assert kept is not None and kept.passed
         assert kept.links["inter_node"] > 0 and kept.links["intra_node"] > 0
+        assert kept.shared_host == host
     finally:
         store.close()
 

@@ -171,11 +171,12 @@ def _base() -> dict:
 
 def test_each_term_a_prediction_models_carries_its_own_seconds_of_doubt() -> None:
     """The terms by hand (cockpit.forecast.term_doubt): MODEL_SD x each collective's and the wait's seconds, the
-    contention's added compute (at least SHARED_CORES_SD of it for CPU ranks sharing a node), compute at an unrun
-    batch (10% of it per doubling, at most MODEL_SD), and FSDP's wrapping."""
+    contention's added compute, SHARED_CORES_UPSIDE of the compute on the high side only for CPU ranks sharing a
+    node's (or a host's) cores, compute at an unrun batch (10% of it per doubling, at most MODEL_SD), and FSDP's
+    wrapping."""
     from cockpit.forecast.prediction import Link, Links, predict
     from cockpit.forecast.straggler import TERM
-    from cockpit.forecast.term_doubt import SHARED_CORES_SD, WRAPPED_SD, batch_sd
+    from cockpit.forecast.term_doubt import SHARED_CORES_UPSIDE, WRAPPED_SD, batch_sd
 
     links = Links(intra_node=Link(1e9, 1e-5), contention={2: 1.2})
     ddp = predict(_base(), 1, 2, 1.0, links, batch_factor=2.0)
@@ -183,14 +184,19 @@ def test_each_term_a_prediction_models_carries_its_own_seconds_of_doubt() -> Non
     sd = ddp.term_sd
     assert sd["all_reduce"] == pytest.approx(interval.MODEL_SD * ddp.comm_by_kind["all_reduce"])
     assert sd[TERM] == pytest.approx(interval.MODEL_SD * ddp.comm_by_kind[TERM])
-    # CPU ranks sharing a node: the larger of the probe's slowdown's doubt and SHARED_CORES_SD of the compute
-    assert sd["contention"] == pytest.approx(max(interval.MODEL_SD * ddp.parts["compute"] * (1 - 1 / 1.2),
-                                                 SHARED_CORES_SD * ddp.parts["compute"]))
+    assert sd["contention"] == pytest.approx(interval.MODEL_SD * ddp.parts["compute"] * (1 - 1 / 1.2))
     on_gpu = predict({**_base(), "device": "cuda"}, 1, 2, 1.0, links)
     assert isinstance(on_gpu, Prediction)
     assert on_gpu.term_sd["contention"] == pytest.approx(interval.MODEL_SD * on_gpu.parts["compute"] * (1 - 1 / 1.2))
+    assert sd[interval.UPSIDE_TERM] == pytest.approx(SHARED_CORES_UPSIDE * ddp.parts["compute"])
+    assert interval.UPSIDE_TERM not in on_gpu.term_sd  # a GPU each: no cores shared
     across = predict(_base(), 2, 1, 1.0, Links(inter_node=Link(1e9, 1e-5)))
     assert isinstance(across, Prediction) and "contention" not in across.term_sd  # one rank a node
+    # ... unless the nodes were seen on one host (a preflight's ranks, a finished run's hostnames)
+    one_host = predict(_base(), 2, 1, 1.0, Links(inter_node=Link(1e9, 1e-5), shared_host="vm"))
+    assert isinstance(one_host, Prediction)
+    assert one_host.term_sd[interval.UPSIDE_TERM] == pytest.approx(SHARED_CORES_UPSIDE * one_host.parts["compute"])
+    assert "the 2 nodes are one host (vm): their ranks share its cores" in one_host.link
     assert sd["batch"] == pytest.approx(0.10 * ddp.parts["compute"])  # one doubling of the batch: 10% of compute
     assert batch_sd(32.0, 1.0) == pytest.approx(interval.MODEL_SD) and batch_sd(0.5, 2.0) == pytest.approx(0.2)
     assert "wrapping" not in sd and "refit" not in sd
@@ -201,7 +207,19 @@ def test_each_term_a_prediction_models_carries_its_own_seconds_of_doubt() -> Non
     assert isinstance(one, Prediction) and one.term_sd == {}  # one worker: nothing modelled
     # the interval the plan puts around it: the noise and every term, by hand
     own = interval.for_terms(interval.error_model([]), fsdp.t_s, fsdp.term_sd)
-    assert own.half == pytest.approx(1.645 * math.sqrt(2 * 0.07**2 + sum((v / fsdp.t_s) ** 2 for v in fsdp.term_sd.values())))
+    sds = {k: v for k, v in fsdp.term_sd.items() if k != interval.UPSIDE_TERM}
+    assert own.half == pytest.approx(1.645 * math.sqrt(2 * 0.07**2 + sum((v / fsdp.t_s) ** 2 for v in sds.values())))
+    # the upside lengthens the high side alone: ln(1 + its seconds / T)
+    up = fsdp.term_sd[interval.UPSIDE_TERM]
+    assert own.upside == pytest.approx(math.log1p(up / fsdp.t_s))
+    iv = interval.interval(fsdp.t_s, own)
+    assert iv.low == pytest.approx(fsdp.t_s * math.exp(-own.half))
+    assert iv.high == pytest.approx(fsdp.t_s * math.exp(own.half) * (1 + up / fsdp.t_s))
+    assert f"up to {up:.3g} s" in own.basis and interval.UPSIDE_TERM in own.basis
+    s_iv = interval.interval(2.0, own, inverse=True)  # a speedup: the run's slower side is its low end
+    assert s_iv.low == pytest.approx(2.0 / (math.exp(own.half) * (1 + up / fsdp.t_s)))
+    memory = interval.interval(100.0, own, timed=False)  # bytes: no upside
+    assert memory.high == pytest.approx(100.0 * math.exp(own.half))
 
 
 def test_a_refit_prediction_keeps_the_misses_width_but_is_not_shifted_by_their_mean_again() -> None:

@@ -5,11 +5,13 @@ checkpoint -> requeue -> resume, and scancel."""
 from __future__ import annotations
 
 import json
+import socket
 import time
 from pathlib import Path
 
 import pytest
 
+from cockpit.forecast import prediction
 from cockpit.launch.slurm.render import render_script, submit_command
 from cockpit.study.spec import load_study
 from runcontract.contract import CONFIG_FILE, EXIT_CHECKPOINTED, METRICS_FILE, SCHEMA_VERSION
@@ -91,6 +93,10 @@ def test_time_limit_signal_checkpoints_requeues_and_resumes(slurm_cluster, nodes
     assert result["timing"]["resumes"] == 1
     assert result["timing"]["train_time_s"] > first["train_time_s"]
     assert result["timing"]["launch_time_source"] == "HLM_LAUNCH_TIME"
+    # the test Slurm's nodes are this one machine: its result says so, and a prediction from it prices their
+    # ranks as sharing its cores (cockpit.forecast.prediction.shared_host)
+    assert result["hostnames"] == [socket.gethostname()]
+    assert prediction.measured_links([result]).shared_host == (socket.gethostname() if nodes > 1 else "")
     assert read_exit(run_dir)["code"] == 0
     config = json.loads((run_dir / CONFIG_FILE).read_text())
     assert config == {"schema_version": SCHEMA_VERSION, **study.run_config(cfg)}
