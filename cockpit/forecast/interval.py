@@ -56,6 +56,10 @@ class Spread:
     noise: float = NOISE_PRIOR
     upside: float = 0.0  # ln units added to the high side only (a term that can only slow the run: UPSIDE_TERM)
 
+    def mean_half(self) -> float:
+        """The mean of the interval's two sides (ln units): how wide it is, its upside counted half."""
+        return self.half + self.upside / 2
+
 
 @dataclass(frozen=True)
 class Interval:

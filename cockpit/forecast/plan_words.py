@@ -63,7 +63,7 @@ def narrowing_words(plan: Plan) -> str:
     a prediction, one of a scale (nodes x workers) no finished run has measured (its miss tests a term nothing
     has tested yet), the cheapest in predicted node-hours, then in T; and where the predictions rest on single
     baseline runs, what repeating them would take off (repeat_words); "" where they are narrow or none is left."""
-    halves = sorted(iv.spread.half for line in plan.lines if (iv := line.intervals().get("t_s")) is not None)
+    halves = sorted(iv.spread.mean_half() for line in plan.lines if (iv := line.intervals().get("t_s")) is not None)
     if not halves or math.expm1(halves[len(halves) // 2]) <= WIDE:
         return ""
     wide = halves[len(halves) // 2]
@@ -75,12 +75,13 @@ def narrowing_words(plan: Plan) -> str:
                                        line.node_hours, line.predicted.t_s))  # type: ignore[union-attr]
     assert best.predicted is not None
     new = (best.nodes, best.predicted.workers) not in measured
-    terms = {k: v for k, v in best.predicted.term_sd.items() if k != interval.UPSIDE_TERM}  # sds only
+    terms = best.predicted.term_sd
     largest = max(terms, key=lambda k: terms[k], default="")
+    size = f"up to {terms[largest]:.2f} s longer" if largest == interval.UPSIDE_TERM else f"sd {terms.get(largest, 0):.2f} s"
     return (f"the intervals are wide (median +-{math.expm1(wide):.0%}); the run that narrows them "
             f"most: {best.label} (predicted T {best.predicted.t_s:.2f} s, {hours(best.node_hours)} node-hours"
             + (", a scale no finished run has measured" if new else ", the cheapest to measure")
-            + (f"; its largest modelled term: {largest}, sd {terms[largest]:.2f} s" if largest else "")
+            + (f"; its largest modelled term: {largest}, {size}" if largest else "")
             + "): each finished prediction is a miss the intervals are built from, and its run refits its terms"
             + (f"; {more}" if (more := repeat_words(plan)) else ""))
 

@@ -144,7 +144,7 @@ def test_a_wide_interval_names_the_run_that_narrows_it_most(tmp_path):
         store.close()
     assert narrowing_words(done) == ""  # every configuration is done: nothing to run
     words = narrowing_words(wider)
-    halves = sorted(line.intervals()["t_s"].spread.half for line in wider.lines if line.intervals())
+    halves = sorted(line.intervals()["t_s"].spread.mean_half() for line in wider.lines if line.intervals())
     median = halves[len(halves) // 2]
     assert math.expm1(median) > 0.25  # the demo's two misses (+29%) set the width: fewer than three
     todo = [line for line in wider.to_submit if line.predicted is not None]
@@ -153,7 +153,8 @@ def test_a_wide_interval_names_the_run_that_narrows_it_most(tmp_path):
     assert f"the run that narrows them most: {cheapest.label} (predicted T {cheapest.predicted.t_s:.2f} s" in words
     terms = cheapest.predicted.term_sd
     largest = max(terms, key=lambda k: terms[k])  # 4 CPU workers on a node: a term it models, named in seconds
-    assert f"; its largest modelled term: {largest}, sd {terms[largest]:.2f} s)" in words
+    size = f"up to {terms[largest]:.2f} s longer" if largest == interval.UPSIDE_TERM else f"sd {terms[largest]:.2f} s"
+    assert f"; its largest modelled term: {largest}, {size})" in words
     # the demo's baselines ran once: what three runs of each would take off every interval, by the noise's formula
     floors = [math.expm1(interval.Z90 * wider.spread.noise * math.sqrt(1 + 1 / k)) for k in (1, 3)]
     assert words.endswith(f"; the study's baseline_runs = 3 (2 more 1x1 runs per group) would lower every interval's "

@@ -1,15 +1,19 @@
-"""The local executor runs the real trainer under torchrun on this machine's cores, never oversubscribing."""
+"""The local executor runs the real trainer on this machine's cores (several workers under torchrun, one without
+its launcher but with its environment), never oversubscribing."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from cockpit.launch.backend import Backend, JobState
-from cockpit.launch.local import LocalExecutor, LocalSubmitError
+from cockpit.launch.local import LocalExecutor, LocalSubmitError, one_worker_env
 from cockpit.study.spec import load_study
 from runcontract.contract import EXIT_CHECKPOINTED, METRICS_FILE
 from runcontract.files import read_jsonl
@@ -123,3 +127,23 @@ async def test_the_time_limit_stops_a_job_as_timeout(tmp_path: Path) -> None:
     ex = LocalExecutor(study, max_cores=1)
     info = await ex.wait(await ex.submit(one))
     assert info.state == JobState.TIMEOUT and info.time_limit_s == pytest.approx(1.2)
+
+
+def test_a_one_worker_job_gets_the_environment_torchrun_would_give_it(tmp_path: Path) -> None:
+    """A job of one worker starts it without torchrun's launcher (cockpit.launch.local.one_worker_env): every
+    variable torchrun sets for its one worker is set, to the same value where it is not per launch (the port,
+    the run id, the error file torchrun's launcher writes its report to)."""
+    script = tmp_path / "env.py"
+    script.write_text("import json, os\nprint(json.dumps(dict(os.environ)))\n")
+    clean = {k: v for k, v in os.environ.items() if k not in one_worker_env("x")}
+    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1",
+                          str(script)], env=clean, capture_output=True, text=True, check=True).stdout
+    given = {k: v for k, v in json.loads(out.strip().splitlines()[-1]).items() if k not in clean}
+    ours = one_worker_env("local-1")
+    # per launch, or the agent's own: its store (rank 0 holds it without an agent) and the address it names
+    per_launch = {"MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_ERROR_FILE", "MASTER_ADDR",
+                  "TORCHELASTIC_USE_AGENT_STORE"}
+    assert set(given) - {"TORCHELASTIC_ERROR_FILE"} == set(ours), (sorted(given), sorted(ours))
+    assert {k: v for k, v in given.items() if k not in per_launch} == \
+        {k: v for k, v in ours.items() if k not in per_launch}
+    assert int(ours["MASTER_PORT"]) > 0 and ours["TORCHELASTIC_RUN_ID"] == "local-1"
