@@ -3,6 +3,7 @@ on the doubled batch ends; memory per rank counted from the tensors, communicati
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import subprocess
@@ -37,6 +38,7 @@ SIGNAL_FETCH = 4 * 2 + 1
 def _ranks(rank: int, world: int, ports: list[int], base: str, signal_rank: int) -> None:
     """One rank's life through every strategy in turn, interrupted and then resumed: one process start for all
     eight runs (starting torch twice per run would cost most of the test's time)."""
+    faulthandler.enable()  # a rank that dies of a signal prints where it was (the parent sees only the signal)
     os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
                        "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1"})
     for i, strategy in enumerate(STRATEGIES * 2):
