@@ -283,26 +283,23 @@ class LocalExecutor(Backend):
             env["CUDA_VISIBLE_DEVICES"] = ",".join(job.gpus)
         run = str(job.run_dir)
         deadline = (job.started or time.time()) + self.study.cluster.time_limit_minutes * 60.0
-        if nproc == 1:
-            launcher = [self._python, "-u"]
-            env.update(one_worker_env(job.job_id))
-        else:
-            launcher = [self._python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc)]
+        launcher, launched = ([self._python, "-u"], one_worker_env(job.job_id)) if nproc == 1 else \
+            ([self._python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc)], {})
         with open_new(job.run_dir / LOCAL_STDOUT_FILE, "ab", self.sharing) as out, \
                 open_new(job.run_dir / LOCAL_STDERR_FILE, "ab", self.sharing) as err:
             if job.preflight:  # as the batch script does: the Python first, then every worker
                 with resources.as_file(resources.files("sbatch_templates") / sbatch_templates.ENV_PROBE) as probe:
                     await self._step(job, [self._python, str(probe), PREFLIGHT_ENV_FILE], env, out, err, deadline)
-                return await self._step(job, [*launcher, "-m", "trainer", "preflight", "--run-dir", run], env, out, err,
-                                        deadline)
+                return await self._step(job, [*launcher, "-m", "trainer", "preflight", "--run-dir", run],
+                                        {**env, **launched}, out, err, deadline)
             prepare = workload.prepare_args(run)
             if prepare is not None:
                 code = await self._step(job, [self._python, *prepare], env, out, err, deadline)
                 if code != 0 or job.stop_as is not None:
                     return code
             env["HLM_LAUNCH_TIME"] = f"{time.time():.6f}"
-            return await self._step(job, [*launcher, *workload.worker_args(cfg.all_values(), run)], env, out, err,
-                                    deadline)
+            return await self._step(job, [*launcher, *workload.worker_args(cfg.all_values(), run)],
+                                    {**env, **launched}, out, err, deadline)
 
     async def _step(self, job: _Job, argv: list[str], env: dict[str, str], out, err, deadline: float) -> int:
         """One process (group) of the job; SIGTERM at the time limit, as Slurm would."""

@@ -280,7 +280,9 @@ DefMemPerCPU=256
 ReturnToService=2
 MailProg=/bin/true
 SchedulerType=sched/backfill
-SchedulerParameters=batch_sched_delay=0,bf_interval=1
+# The backfill every second and the main scheduling loop every 2 s (Slurm's default is 60 s): a job whose begin
+# time passes (a requeued job, let start sooner) starts then, not at the next minute's pass.
+SchedulerParameters=batch_sched_delay=0,bf_interval=1,sched_interval=2
 EnforcePartLimits=ALL
 SlurmdParameters=config_overrides
 JobCompType=jobcomp/filetxt
