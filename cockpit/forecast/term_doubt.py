@@ -18,12 +18,12 @@ WRAPPED_SD = 0.25
 # CPU ranks sharing a node's cores (one node, or nodes a scheduler placed on one host): their compute runs longer
 # than the start-up contention probe's slowdown says, and only ever longer: gloo's threads and the loaders take
 # their CPU time from compute on cores the ranks already fill. On 2 gloo ranks of a 2-core machine, with the probe
-# at x1.00-1.02, the 2-rank compute over the 1-rank baseline's ran x1.02-1.32 in the bench passes of 2026-11-29,
-# and x1.00-1.48 in those of 2026-11-30 (bench/README.md, "What CPU ranks on shared cores cost": the test Slurm's
-# nodes on this one host x1.00, 1.33, 1.40, 1.48; two local workers x1.31; the image example x1.35; ZeRO-1
-# x1.13). Up to half the compute again lengthens the interval's high side alone (interval.UPSIDE_TERM), until a
-# run of the study refits compute. (Until 2026-11-30 this was a symmetric sd of 12% of the compute, which the
-# image example's and the test Slurm's nodes' first predictions fell outside.)
+# at x1.00-1.04, the 2-rank compute over the 1-rank baseline's ran x1.02-1.32 in the bench passes of 2026-11-29,
+# and x0.97-1.51 in those of 2026-11-30 (bench/README.md, "What CPU ranks on shared cores cost": the test Slurm's
+# nodes on this one host x0.97-1.51, the ddp row x0.90-1.07, the strategies x1.05-1.27, the examples up to
+# x1.36; under 1 only by the run's noise). Up to half the compute again lengthens the interval's high side alone
+# (interval.UPSIDE_TERM), until a run of the study refits compute. (Until 2026-11-30 this was a symmetric sd of
+# 12% of the compute, which the image example's and the test Slurm's nodes' first predictions fell outside.)
 SHARED_CORES_UPSIDE = 0.5
 # Compute per sample at a batch size no baseline ran, taken as the baseline's: sd of 10% of that compute per
 # doubling (or halving) of the batch, at most MODEL_SD. The optimisation loop's batch 16 from 8 gained +1.01 s
