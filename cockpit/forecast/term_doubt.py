@@ -24,6 +24,8 @@ WRAPPED_SD = 0.25
 # x1.36; under 1 only by the run's noise). Up to half the compute again lengthens the interval's high side alone
 # (interval.UPSIDE_TERM), until a run of the study refits compute. (Until 2026-11-30 this was a symmetric sd of
 # 12% of the compute, which the image example's and the test Slurm's nodes' first predictions fell outside.)
+# The start-up contention probe's slowdown widens this upside where it reads more, and does not move the centre:
+# it read x1.47 once where the strategies' training compute ran x1.0.
 SHARED_CORES_UPSIDE = 0.5
 # Compute per sample at a batch size no baseline ran, taken as the baseline's: sd of 10% of that compute per
 # doubling (or halving) of the batch, at most MODEL_SD. The optimisation loop's batch 16 from 8 gained +1.01 s
@@ -39,7 +41,8 @@ def batch_sd(batch_factor: float, compute_s: float) -> float:
 
 
 def terms_sd(parts: Mapping[str, float], comm: Mapping[str, float], factors: Mapping[str, float], refit_runs: int,
-             *, slowdown: float, batch_factor: float, cpu_ranks_share: bool, wraps: bool) -> dict[str, float]:
+             *, slowdown: float, batch_factor: float, cpu_ranks_share: bool, wraps: bool,
+             probed: float) -> dict[str, float]:
     """Each modelled term's sd in seconds, for a prediction with T's `parts` (seconds; one worker: no `comm`),
     `comm` its exposed seconds per collective kind and the wait for the slower rank, `factors` the per-step parts
     `refit_runs` finished runs refit:
@@ -48,7 +51,8 @@ def terms_sd(parts: Mapping[str, float], comm: Mapping[str, float], factors: Map
       refit (REFIT_TERM): the other parts they refit carry their noise, NOISE_PRIOR x those seconds / sqrt(runs);
       contention: MODEL_SD x the compute seconds the probe's `slowdown` added;
       shared cores: where CPU ranks share a node (`cpu_ranks_share`: one node, or nodes on one host),
-          SHARED_CORES_UPSIDE x compute on the high side only (interval.UPSIDE_TERM: seconds, not an sd);
+          SHARED_CORES_UPSIDE x compute on the high side only (interval.UPSIDE_TERM: seconds, not an sd), or
+          what the contention probe's `probed` slowdown adds where more (it does not move their centre);
       batch: batch_sd, where compute at another batch is taken per sample (1.0: no change, or a batch_fit line
           measured it);
       wrapping: WRAPPED_SD x compute for a strategy that shards the parameters (`wraps`).
@@ -62,7 +66,7 @@ def terms_sd(parts: Mapping[str, float], comm: Mapping[str, float], factors: Map
     if slowdown > 1.0:
         out["contention"] = MODEL_SD * compute * (1 - 1 / slowdown)
     if cpu_ranks_share and "compute" not in factors:
-        out[UPSIDE_TERM] = SHARED_CORES_UPSIDE * compute
+        out[UPSIDE_TERM] = max(SHARED_CORES_UPSIDE, probed - 1.0) * compute
     if batch_sd(batch_factor, compute) > 0:
         out["batch"] = batch_sd(batch_factor, compute)
     if wraps and "compute" not in factors:

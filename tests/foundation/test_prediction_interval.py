@@ -172,8 +172,8 @@ def _base() -> dict:
 
 def test_each_term_a_prediction_models_carries_its_own_seconds_of_doubt() -> None:
     """The terms by hand (cockpit.forecast.term_doubt): MODEL_SD x each collective's and the wait's seconds, the
-    contention's added compute, SHARED_CORES_UPSIDE of the compute on the high side only for CPU ranks sharing a
-    node's (or a host's) cores, compute at an unrun batch (10% of it per doubling, at most MODEL_SD), and FSDP's
+    contention's added compute (on GPUs), SHARED_CORES_UPSIDE of the compute (or the probe's slowdown's, where more)
+    on the high side only for CPU ranks sharing a node's (or a host's) cores, compute at an unrun batch (10% of it per doubling, at most MODEL_SD), and FSDP's
     wrapping."""
     from cockpit.forecast.prediction import Link, Links, predict
     from cockpit.forecast.straggler import TERM
@@ -185,12 +185,20 @@ def test_each_term_a_prediction_models_carries_its_own_seconds_of_doubt() -> Non
     sd = ddp.term_sd
     assert sd["all_reduce"] == pytest.approx(interval.MODEL_SD * ddp.comm_by_kind["all_reduce"])
     assert sd[TERM] == pytest.approx(interval.MODEL_SD * ddp.comm_by_kind[TERM])
-    assert sd["contention"] == pytest.approx(interval.MODEL_SD * ddp.parts["compute"] * (1 - 1 / 1.2))
     on_gpu = predict({**_base(), "device": "cuda"}, 1, 2, 1.0, links)
     assert isinstance(on_gpu, Prediction)
+    # a GPU each: the probe's slowdown moves the compute, and its added seconds are a term
+    assert on_gpu.parts["compute"] == pytest.approx(1.2 * 9.0 / 2)
     assert on_gpu.term_sd["contention"] == pytest.approx(interval.MODEL_SD * on_gpu.parts["compute"] * (1 - 1 / 1.2))
+    assert interval.UPSIDE_TERM not in on_gpu.term_sd  # no cores shared
+    # CPU ranks sharing cores: the compute stays the baseline's, the upside (half of it, or more where the probe
+    # read more) covers the probe's reading
+    assert ddp.parts["compute"] == pytest.approx(9.0 / 2) and "contention" not in sd  # half the steps, twice the batch
     assert sd[interval.UPSIDE_TERM] == pytest.approx(SHARED_CORES_UPSIDE * ddp.parts["compute"])
-    assert interval.UPSIDE_TERM not in on_gpu.term_sd  # a GPU each: no cores shared
+    assert "the contention probe read x1.20 for 2 CPU ranks on a node: priced as the shared cores' upside" in ddp.link
+    high = predict(_base(), 1, 2, 1.0, Links(intra_node=Link(1e9, 1e-5), contention={2: 1.8}))
+    assert isinstance(high, Prediction)
+    assert high.term_sd[interval.UPSIDE_TERM] == pytest.approx(0.8 * high.parts["compute"])
     across = predict(_base(), 2, 1, 1.0, Links(inter_node=Link(1e9, 1e-5)))
     assert isinstance(across, Prediction) and "contention" not in across.term_sd  # one rank a node
     # ... unless the nodes were seen on one host (a preflight's ranks, a finished run's hostnames)
