@@ -10,10 +10,9 @@ import pytest
 
 from cockpit.study.spec import SpecError, load_study
 from runcontract.contract import SCHEMA_VERSION
+from tests.studies import PHYSIONET as DATA
 from tests.studies import write_study
 from trainer.settings import from_config
-
-DATA = Path(__file__).resolve().parents[2].parent / "shared/data/physionet"
 
 
 def _study(tmp_path: Path, dataset: dict[str, Any]) -> Path:

@@ -3,15 +3,12 @@ per frame runs at a multiple of the header's rate (03700181's MCL1: 212x4 on a 1
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import wfdb
 
+from tests.data.wfdb_corpus import CORPUS
 from trainer.commands.preflight import dataset_facts
 from trainer.data.headers import lead_names
 from trainer.data.records import lead_rate
-
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared/data/wfdb-sample-data"
 
 
 def test_lead_rate_is_wfdbs_per_lead_rate() -> None:

@@ -17,7 +17,7 @@ import numpy as np
 from trainer.data import headers
 from trainer.data import records as rec_io
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "wfdb-sample-data"
+CORPUS = (Path(__file__).resolve().parents[2].parent / "shared" / "data" / "wfdb-sample-data").resolve()
 GENERATED = "gen"
 MAX_GENERATED = 1000  # beats in a generated annotation file (wfdb's Python reader takes ~10 us a beat)
 
