@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-PHYSIONET = (REPO.parent / "shared" / "data" / "physionet").resolve()  # as the product names it, where ../shared is a link
+from tests.studies import PHYSIONET, REPO
 
 pytest_plugins = [
     f"tests.infra.{name}"

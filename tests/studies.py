@@ -19,7 +19,8 @@ TINY_TRAIN: dict[str, Any] = {
 }
 SYNTHETIC_DATA: dict[str, Any] = {"datasets": {"synthetic": {"synthetic": True, "records": 2, "seconds": 30}}}
 REPO = Path(__file__).resolve().parents[1]
-PHYSIONET = (REPO.parent / "shared" / "data" / "physionet").resolve()  # as the product names it, where ../shared is a link
+SHARED_DATA = (REPO.parent / "shared" / "data").resolve()  # as the product names it, where ../shared is a link
+PHYSIONET = SHARED_DATA / "physionet"
 
 
 def mitdb_data(token_cache: Path | str, records: tuple[str, ...] = ("101",), root: Path = PHYSIONET) -> dict[str, Any]:

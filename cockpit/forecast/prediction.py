@@ -424,13 +424,13 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
     t1 = timing.get("train_time_s")
     if not steps_1 or not t1 or not parts_1:
         return NoPrediction("the baseline's result.json has no steps, T or breakdown")
-    n, steps_n = nodes * gpus_per_node, steps_1 * work / (nodes * gpus_per_node * batch_factor)
+    n = nodes * gpus_per_node
+    steps_n = steps_1 * work / (n * batch_factor)
     one_host = nodes > 1 and bool(links.shared_host)  # the nodes' ranks share that host's cores
     cpu_ranks_share = base.get("device") == "cpu" and (gpus_per_node > 1 or one_host)
     probed = links.contention.get(gpus_per_node, 1.0) if gpus_per_node > 1 else 1.0
-    slowdown = 1.0 if cpu_ranks_share else probed  # on shared CPU cores it widens the upside instead (term_doubt)
     compute_f, batch_words = batch_fit.compute_factor(compute_line, base, batch_factor)
-    per_step = per_step_parts(base, batch_factor, slowdown, compute_f)
+    per_step = per_step_parts(base, batch_factor, term_doubt.centre_slowdown(probed, cpu_ranks_share), compute_f)
     factors, refit_runs = (links.part_factors(strategy, overlap_setting(base) or "", nodes > 1, config_id)
                            if n > 1 else ({}, 0))
     for part, factor in factors.items():
@@ -463,9 +463,7 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
         by_kind = {k: v * factors.get("comm", 1.0) for k, v in by_kind.items()}  # as the finished runs measured
         per_step["comm"] = sum(by_kind.values())
         fitted = f"; alpha-beta per call measured on {n} ranks" if link.fits.get(n) else ""
-        shared = "" if probed == 1.0 else f"; compute x{slowdown:.2f} for {gpus_per_node} ranks on a node (contention " \
-            "probe)" if slowdown != 1.0 else f"; the contention probe read x{probed:.2f} for {gpus_per_node} CPU ranks " \
-            "on a node: priced as the shared cores' upside, not the centre"
+        shared = term_doubt.contention_words(probed, gpus_per_node, cpu_ranks_share)
         if one_host:
             shared += f"; the {nodes} nodes are one host ({links.shared_host}): their ranks share its cores"
         hidden = f"; {overlap.words()}" if overlap is not None and "all_reduce" in by_kind else ""
@@ -478,8 +476,8 @@ def predict(base: dict[str, Any], nodes: int, gpus_per_node: int, work: float, l
     parts = {p: v * steps_n for p, v in per_step.items()}
     t_n = sum(parts.values())
     term_sd = term_doubt.terms_sd(parts, {k: v * steps_n for k, v in by_kind.items()}, factors, refit_runs,
-                                  slowdown=slowdown, batch_factor=batch_factor if compute_line is None else 1.0,
-                                  cpu_ranks_share=cpu_ranks_share, probed=probed,
+                                  probed=probed, batch_factor=batch_factor if compute_line is None else 1.0,
+                                  cpu_ranks_share=cpu_ranks_share,
                                   wraps=n > 1 and "params" in STRATEGY_SHARDS.get(strategy, ()))
     t_same = t_n / work
     s = t1 / t_same if t_same > 0 else math.nan

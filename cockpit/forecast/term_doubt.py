@@ -40,16 +40,31 @@ def batch_sd(batch_factor: float, compute_s: float) -> float:
     return min(MODEL_SD, BATCH_SD * abs(math.log2(batch_factor))) * compute_s
 
 
+def centre_slowdown(probed: float, cpu_ranks_share: bool) -> float:
+    """What the contention probe's `probed` slowdown multiplies a prediction's compute by: itself, except on CPU
+    ranks sharing cores, where it widens the shared cores' upside instead (SHARED_CORES_UPSIDE)."""
+    return 1.0 if cpu_ranks_share else probed
+
+
+def contention_words(probed: float, ranks: int, cpu_ranks_share: bool) -> str:
+    """The link words for the probe's slowdown on `ranks` ranks a node, as centre_slowdown prices it."""
+    if probed == 1.0:
+        return ""
+    if cpu_ranks_share:
+        return (f"; the contention probe read x{probed:.2f} for {ranks} CPU ranks on a node: priced as the shared "
+                "cores' upside, not the centre")
+    return f"; compute x{probed:.2f} for {ranks} ranks on a node (contention probe)"
+
+
 def terms_sd(parts: Mapping[str, float], comm: Mapping[str, float], factors: Mapping[str, float], refit_runs: int,
-             *, slowdown: float, batch_factor: float, cpu_ranks_share: bool, wraps: bool,
-             probed: float) -> dict[str, float]:
+             *, probed: float, batch_factor: float, cpu_ranks_share: bool, wraps: bool) -> dict[str, float]:
     """Each modelled term's sd in seconds, for a prediction with T's `parts` (seconds; one worker: no `comm`),
     `comm` its exposed seconds per collective kind and the wait for the slower rank, `factors` the per-step parts
     `refit_runs` finished runs refit:
 
       each collective and the wait: MODEL_SD x its seconds, / sqrt(1 + refit_runs) where those runs refit comm;
       refit (REFIT_TERM): the other parts they refit carry their noise, NOISE_PRIOR x those seconds / sqrt(runs);
-      contention: MODEL_SD x the compute seconds the probe's `slowdown` added;
+      contention: MODEL_SD x the compute seconds the probe's `probed` slowdown added (centre_slowdown);
       shared cores: where CPU ranks share a node (`cpu_ranks_share`: one node, or nodes on one host),
           SHARED_CORES_UPSIDE x compute on the high side only (interval.UPSIDE_TERM: seconds, not an sd), or
           what the contention probe's `probed` slowdown adds where more (it does not move their centre);
@@ -63,6 +78,7 @@ def terms_sd(parts: Mapping[str, float], comm: Mapping[str, float], factors: Map
     refit_s = sum(parts.get(p, 0.0) for p in factors if p != "comm")
     if refit_s > 0 and refit_runs:
         out[REFIT_TERM] = NOISE_PRIOR * refit_s / math.sqrt(refit_runs)
+    slowdown = centre_slowdown(probed, cpu_ranks_share)
     if slowdown > 1.0:
         out["contention"] = MODEL_SD * compute * (1 - 1 / slowdown)
     if cpu_ranks_share and "compute" not in factors:

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.studies import SHARED_DATA
 from trainer.data import headers
 from trainer.data import records as rec_io
 
-CORPUS = (Path(__file__).resolve().parents[2].parent / "shared" / "data" / "wfdb-sample-data").resolve()
+CORPUS = SHARED_DATA / "wfdb-sample-data"
 GENERATED = "gen"
 MAX_GENERATED = 1000  # beats in a generated annotation file (wfdb's Python reader takes ~10 us a beat)
 

@@ -172,9 +172,9 @@ def _base() -> dict:
 
 def test_each_term_a_prediction_models_carries_its_own_seconds_of_doubt() -> None:
     """The terms by hand (cockpit.forecast.term_doubt): MODEL_SD x each collective's and the wait's seconds, the
-    contention's added compute (on GPUs), SHARED_CORES_UPSIDE of the compute (or the probe's slowdown's, where more)
-    on the high side only for CPU ranks sharing a node's (or a host's) cores, compute at an unrun batch (10% of it per doubling, at most MODEL_SD), and FSDP's
-    wrapping."""
+    contention's added compute (on GPUs), SHARED_CORES_UPSIDE of the compute (or the probe's slowdown's, where
+    more) on the high side only for CPU ranks sharing a node's (or a host's) cores, compute at an unrun batch (10%
+    of it per doubling, at most MODEL_SD), and FSDP's wrapping."""
     from cockpit.forecast.prediction import Link, Links, predict
     from cockpit.forecast.straggler import TERM
     from cockpit.forecast.term_doubt import SHARED_CORES_UPSIDE, WRAPPED_SD, batch_sd
